@@ -1,0 +1,197 @@
+//! The games that speak the Quake III out-of-band protocol, with their numbers and names.
+//!
+//! Sources: ioq3 `code/qcommon/q_shared.h` and `code/server/sv_main.c`; W:ET
+//! `src/server/sv_main.c` (`HEARTBEAT_GAME`, `HEARTBEAT_DEAD`); dpmaster `doc/techinfo.txt`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::master::GetServers;
+
+/// A Quake III out-of-band game.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Game {
+    /// Quake III Arena, protocol 68.
+    Quake3,
+    /// Wolfenstein: Enemy Territory, protocol 84.
+    EnemyTerritory,
+    /// OpenArena (ioquake3), protocol 71.
+    OpenArena,
+    /// Return to Castle Wolfenstein, protocol 60.
+    Rtcw,
+    /// Any other Q3-protocol game, named by its protocol number (`oob:NN` on the command line).
+    Other(i32),
+}
+
+impl Game {
+    /// Every named game.
+    pub const ALL: [Game; 4] = [Game::Quake3, Game::EnemyTerritory, Game::OpenArena, Game::Rtcw];
+
+    /// The short name used on the command line and in JSON (`q3`, `et`, `openarena`, `rtcw`, `oob:NN`).
+    pub fn id(&self) -> String {
+        match self {
+            Game::Quake3 => "q3".into(),
+            Game::EnemyTerritory => "et".into(),
+            Game::OpenArena => "openarena".into(),
+            Game::Rtcw => "rtcw".into(),
+            Game::Other(p) => format!("oob:{p}"),
+        }
+    }
+
+    /// A human title.
+    pub fn title(&self) -> &'static str {
+        match self {
+            Game::Quake3 => "Quake III Arena",
+            Game::EnemyTerritory => "Wolfenstein: Enemy Territory",
+            Game::OpenArena => "OpenArena",
+            Game::Rtcw => "Return to Castle Wolfenstein",
+            Game::Other(_) => "Quake III protocol game",
+        }
+    }
+
+    /// The network protocol number servers report (`protocol` key) and masters filter on.
+    pub fn protocol(&self) -> i32 {
+        match self {
+            Game::Quake3 => 68,
+            Game::EnemyTerritory => 84,
+            Game::OpenArena => 71,
+            Game::Rtcw => 60,
+            Game::Other(p) => *p,
+        }
+    }
+
+    /// The default game server port (all of these use `PORT_SERVER` 27960).
+    pub fn default_port(&self) -> u16 {
+        27960
+    }
+
+    /// The default master port (`PORT_MASTER` 27950).
+    pub fn master_port(&self) -> u16 {
+        27950
+    }
+
+    /// The `com_gamename` dpmaster knows the game by (for `getserversExt`).
+    pub fn master_gamename(&self) -> Option<&'static str> {
+        match self {
+            Game::Quake3 => Some("Quake3Arena"),
+            Game::EnemyTerritory => Some("et"),
+            Game::OpenArena => Some("Quake3Arena"),
+            Game::Rtcw => Some("wolfmp"),
+            Game::Other(_) => None,
+        }
+    }
+
+    /// The heartbeat string the server sends its master.
+    pub fn heartbeat(&self) -> &'static str {
+        match self {
+            Game::Quake3 | Game::Other(_) => "QuakeArena-1",
+            Game::EnemyTerritory => "EnemyTerritory-1",
+            // ioq3 with com_gamename other than Quake3Arena sends "DarkPlaces"; OpenArena's is Quake3Arena.
+            Game::OpenArena => "QuakeArena-1",
+            Game::Rtcw => "Wolfenstein-1",
+        }
+    }
+
+    /// The shutdown heartbeat, for games that send one (ioq3 games repeat the normal heartbeat).
+    pub fn flatline(&self) -> Option<&'static str> {
+        match self {
+            Game::EnemyTerritory => Some("ETFlatline-1"),
+            Game::Rtcw => Some("WolfFlatline-1"),
+            _ => None,
+        }
+    }
+
+    /// The master request qstat and the game clients send: `getservers <protocol> empty full`.
+    pub fn getservers(&self) -> GetServers {
+        GetServers::anonymous(self.protocol())
+    }
+
+    /// A readable name for a `gametype` value, when the game defines it.
+    pub fn gametype_name(&self, value: i64) -> Option<&'static str> {
+        match self {
+            Game::EnemyTerritory | Game::Rtcw => match value {
+                2 => Some("Objective"),
+                3 => Some("Stopwatch"),
+                4 => Some("Campaign"),
+                5 => Some("Last Man Standing"),
+                6 => Some("Map Voting"),
+                _ => None,
+            },
+            _ => match value {
+                0 => Some("Free For All"),
+                1 => Some("Tournament"),
+                2 => Some("Single Player"),
+                3 => Some("Team Deathmatch"),
+                4 => Some("Capture The Flag"),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl fmt::Display for Game {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.id())
+    }
+}
+
+/// A game name that is not known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown Quake III game {0:?}: expected q3, et, openarena, rtcw or oob:PROTOCOL")]
+pub struct UnknownGame(pub String);
+
+impl FromStr for Game {
+    type Err = UnknownGame;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.to_ascii_lowercase();
+        match lower.as_str() {
+            "q3" | "q3a" | "quake3" | "q3s" => Ok(Game::Quake3),
+            "et" | "wolfet" | "woets" => Ok(Game::EnemyTerritory),
+            "openarena" | "oa" => Ok(Game::OpenArena),
+            "rtcw" | "rtcws" => Ok(Game::Rtcw),
+            _ => lower
+                .strip_prefix("oob:")
+                .and_then(|p| p.parse::<i32>().ok())
+                .filter(|p| *p >= 0)
+                .map(Game::Other)
+                .ok_or_else(|| UnknownGame(s.to_string())),
+        }
+    }
+}
+
+/// Infostring keys in the order they are looked up for each common field. getinfo and
+/// getstatus use different names for the same thing (`hostname` vs `sv_hostname`).
+pub mod keys {
+    /// Server name.
+    pub const NAME: &[&str] = &["sv_hostname", "hostname"];
+    /// Map.
+    pub const MAP: &[&str] = &["mapname"];
+    /// Game type.
+    pub const GAMETYPE: &[&str] = &["g_gametype", "gametype"];
+    /// Maximum clients. statusResponse has the full `sv_maxclients`; infoResponse subtracts private slots.
+    pub const MAX_PLAYERS: &[&str] = &["sv_maxclients"];
+    /// Connected clients, bots included (infoResponse).
+    pub const CLIENTS: &[&str] = &["clients"];
+    /// Human clients (ioq3 `g_humanplayers`, W:ET `humans`).
+    pub const HUMANS: &[&str] = &["g_humanplayers", "humans"];
+    /// Password required (ioq3 `g_needpass`, W:ET `needpass`).
+    pub const PASSWORD: &[&str] = &["g_needpass", "needpass"];
+    /// Mod directory.
+    pub const MOD: &[&str] = &["game", "fs_game", "gamename"];
+    /// Server version string.
+    pub const VERSION: &[&str] = &["version"];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for g in Game::ALL.into_iter().chain([Game::Other(43)]) {
+            assert_eq!(g.id().parse::<Game>().unwrap(), g);
+        }
+        assert!("doom3".parse::<Game>().is_err());
+        assert!("oob:x".parse::<Game>().is_err());
+    }
+}

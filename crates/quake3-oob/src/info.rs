@@ -1,0 +1,196 @@
+//! Infostrings: `\key\value\key\value…`, kept in wire order with raw bytes.
+
+use crate::DecodeError;
+
+/// An ordered list of raw key/value pairs as they appeared on the wire.
+///
+/// Keys and values are bytes: Quake strings have no defined encoding and may carry colour codes,
+/// leading spaces, TABs and (in ioq3 `fs_manifest`) newlines. Lookup is by exact key; when a
+/// key repeats, [`InfoString::get`] returns the first, as the engines' `Info_ValueForKey` does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InfoString {
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl InfoString {
+    /// An empty infostring.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The pairs in wire order.
+    pub fn pairs(&self) -> &[(Vec<u8>, Vec<u8>)] {
+        &self.pairs
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// True when there are no pairs.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// The value of the first pair whose key is `key`.
+    pub fn get(&self, key: &str) -> Option<&[u8]> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k.as_slice() == key.as_bytes())
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// The value of the first present key of `keys`, parsed as a decimal integer.
+    pub fn get_int(&self, keys: &[&str]) -> Option<i64> {
+        keys.iter().find_map(|k| {
+            let v = self.get(k)?;
+            std::str::from_utf8(v).ok()?.trim().parse().ok()
+        })
+    }
+
+    /// The value of the first present key of `keys`.
+    pub fn get_any(&self, keys: &[&str]) -> Option<&[u8]> {
+        keys.iter().find_map(|k| self.get(k))
+    }
+
+    /// Appends a pair at the end (wire order). Does not check the bytes: see [`InfoString::encode`].
+    pub fn push(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.pairs.push((key.into(), value.into()));
+    }
+
+    /// Sets `key` the way the Quake III engines do (`Info_SetValueForKey`): removes the old pair
+    /// and puts the new one in front; an empty value only removes.
+    pub fn set_like_engine(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        let key = key.into();
+        let value = value.into();
+        self.pairs.retain(|(k, _)| *k != key);
+        if !value.is_empty() {
+            self.pairs.insert(0, (key, value));
+        }
+    }
+
+    /// Parses `\k\v\k\v…` from `bytes`, which start at absolute offset `base` in the datagram.
+    ///
+    /// An empty input is an empty infostring. A non-empty one must start with `\` and have an
+    /// even number of fields; a trailing lone `\` is accepted (some servers end with one).
+    pub fn parse(bytes: &[u8], base: usize) -> Result<Self, DecodeError> {
+        let mut pairs = Vec::new();
+        let Some(body) = bytes.strip_prefix(b"\\") else {
+            if bytes.is_empty() {
+                return Ok(Self { pairs });
+            }
+            return Err(DecodeError::InfoString {
+                offset: base,
+                reason: "does not start with '\\'",
+            });
+        };
+        let body = body.strip_suffix(b"\\").unwrap_or(body);
+        let mut offset = base + 1;
+        let mut fields = body.split(|&b| b == b'\\');
+        while let Some(key) = fields.next() {
+            let key_offset = offset;
+            offset += key.len() + 1;
+            let Some(value) = fields.next() else {
+                return Err(DecodeError::InfoString {
+                    offset: key_offset,
+                    reason: "odd number of fields: key without a value",
+                });
+            };
+            offset += value.len() + 1;
+            pairs.push((key.to_vec(), value.to_vec()));
+        }
+        Ok(Self { pairs })
+    }
+
+    /// Appends the wire form to `out`. Fails if a key or value contains `\` or a NUL byte, or a
+    /// key is empty, since such pairs cannot be read back.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        for (k, v) in &self.pairs {
+            if k.is_empty() {
+                return Err(EncodeError::EmptyKey);
+            }
+            if k.iter().chain(v.iter()).any(|&b| b == b'\\' || b == 0) {
+                return Err(EncodeError::Forbidden {
+                    key: String::from_utf8_lossy(k).into_owned(),
+                });
+            }
+            out.push(b'\\');
+            out.extend_from_slice(k);
+            out.push(b'\\');
+            out.extend_from_slice(v);
+        }
+        Ok(())
+    }
+}
+
+impl<K: Into<Vec<u8>>, V: Into<Vec<u8>>> FromIterator<(K, V)> for InfoString {
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
+        Self {
+            pairs: iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        }
+    }
+}
+
+/// Why a value could not be encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// An infostring key or value holds `\` or NUL.
+    #[error("infostring pair {key:?} contains '\\' or NUL")]
+    Forbidden {
+        /// The key of the offending pair (lossy UTF-8).
+        key: String,
+    },
+    /// An infostring key is empty.
+    #[error("infostring key is empty")]
+    EmptyKey,
+    /// A player name contains `"` or a newline, or another text field a byte it cannot carry.
+    #[error("{field} contains a byte the protocol cannot carry")]
+    BadText {
+        /// The field.
+        field: &'static str,
+    },
+    /// A challenge does not satisfy the rules every engine accepts.
+    #[error("challenge must be 1-64 printable ASCII bytes without \\ / ; \" %")]
+    BadChallenge,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_encodes() {
+        let info = InfoString::parse(b"\\a\\1\\ b\\\\c\\x y", 10).unwrap();
+        assert_eq!(info.get("a"), Some(&b"1"[..]));
+        assert_eq!(info.get(" b"), Some(&b""[..]));
+        assert_eq!(info.get("c"), Some(&b"x y"[..]));
+        let mut out = Vec::new();
+        info.encode(&mut out).unwrap();
+        assert_eq!(out, b"\\a\\1\\ b\\\\c\\x y");
+    }
+
+    #[test]
+    fn odd_fields_name_the_offset() {
+        let err = InfoString::parse(b"\\a\\1\\b", 100).unwrap_err();
+        assert_eq!(err.offset(), 105);
+        assert!(err.to_string().contains("odd number"), "{err}");
+    }
+
+    #[test]
+    fn engine_set_prepends_and_drops_empty() {
+        let mut info = InfoString::new();
+        info.set_like_engine("challenge", "x");
+        info.set_like_engine("gamename", "Quake3Arena");
+        info.set_like_engine("empty", "");
+        let keys: Vec<_> = info.pairs().iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(keys, vec![b"gamename".to_vec(), b"challenge".to_vec()]);
+    }
+
+    #[test]
+    fn refuses_unencodable() {
+        let info: InfoString = [("k", "a\\b")].into_iter().collect();
+        assert!(info.encode(&mut Vec::new()).is_err());
+    }
+}

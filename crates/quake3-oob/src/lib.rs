@@ -1,0 +1,44 @@
+//! The Quake III out-of-band protocol: Quake III Arena, Wolfenstein: Enemy Territory,
+//! OpenArena, Return to Castle Wolfenstein and other engines that speak it.
+//!
+//! The codec is sans-IO: [`decode`] turns a datagram into a [`Packet`], [`Packet::encode`]
+//! turns one back into bytes. Nothing here opens a socket or reads a clock, and with
+//! `default-features = false` the crate has no tokio in its dependency tree.
+//!
+//! With the default `client` feature, [`client`] queries servers and masters through
+//! `fragstat-core`:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use fragstat_quake3_oob::client::Client;
+//! let client = Client::new().await?;
+//! let status = client.status("127.0.0.1:27960".parse()?).await?;
+//! println!("{} players on {}", status.reply.players.len(),
+//!     fragstat_quake3_oob::text::display(status.reply.info.get("mapname").unwrap_or_default()));
+//! # Ok(()) }
+//! ```
+//!
+//! What this crate does not do: rcon, connecting to a server, or any other family's protocol.
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
+mod cursor;
+mod error;
+pub mod game;
+mod info;
+pub mod master;
+mod packet;
+pub mod server;
+pub mod text;
+
+#[cfg(feature = "client")]
+pub mod client;
+
+pub use error::DecodeError;
+pub use game::Game;
+pub use info::{EncodeError, InfoString};
+pub use master::{encode_server_list, EotStyle, GetServers, ServerList, Terminator};
+pub use packet::{
+    decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player, SkippedLine,
+    StatusResponse, MAX_NAME_LENGTH, OOB_HEADER,
+};

@@ -1,0 +1,525 @@
+//! Out-of-band packets: `FF FF FF FF` + a command word + arguments. Decode and encode.
+//!
+//! Sources: ioq3 `code/server/sv_main.c` (`SVC_Info`, `SVC_Status`, `SV_MasterHeartbeat`),
+//! `code/server/sv_client.c` (`SV_GetChallenge`), `code/client/cl_main.c`
+//! (`CL_ServersResponsePacket`); W:ET `src/server/sv_main.c`; dpmaster `doc/techinfo.txt`.
+
+use crate::cursor::Reader;
+use crate::error::{excerpt, parse_i32};
+use crate::info::{EncodeError, InfoString};
+use crate::master::{GetServers, ServerList};
+use crate::DecodeError;
+
+/// The out-of-band marker every datagram starts with.
+pub const OOB_HEADER: [u8; 4] = [0xFF; 4];
+
+/// Player names longer than this are still accepted; it is the engines' own limit
+/// (ioq3 `MAX_NAME_LENGTH`), used by encoders to refuse what a real server would never send.
+pub const MAX_NAME_LENGTH: usize = 32;
+
+/// One decoded out-of-band datagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Packet {
+    /// `getinfo [challenge]`: client or master → server.
+    GetInfo {
+        /// The challenge to echo, if any.
+        challenge: Option<Vec<u8>>,
+    },
+    /// `getstatus [challenge]`: client → server.
+    GetStatus {
+        /// The challenge to echo, if any.
+        challenge: Option<Vec<u8>>,
+    },
+    /// `getchallenge [args…]`: client → server before connecting.
+    GetChallenge {
+        /// Arguments (ioq3: client challenge and game name).
+        args: Vec<Vec<u8>>,
+    },
+    /// `infoResponse\n` + infostring.
+    InfoResponse(InfoResponse),
+    /// `statusResponse\n` + infostring + player lines.
+    StatusResponse(StatusResponse),
+    /// `challengeResponse <challenge> [<client challenge> <protocol>]`.
+    ChallengeResponse(ChallengeResponse),
+    /// `getservers …` / `getserversExt …`: client → master.
+    GetServers(GetServers),
+    /// `getserversResponse` / `getserversExtResponse`: one datagram of a master's list.
+    ServersResponse(ServerList),
+    /// `heartbeat <name>`: server → master (`QuakeArena-1`, `EnemyTerritory-1`, `ETFlatline-1`…).
+    Heartbeat(Heartbeat),
+}
+
+/// A server's short info reply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InfoResponse {
+    /// The infostring in wire order.
+    pub info: InfoString,
+}
+
+/// A server's full status reply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusResponse {
+    /// The serverinfo cvars in wire order.
+    pub info: InfoString,
+    /// Players in the order the server listed them.
+    pub players: Vec<Player>,
+    /// Lines after the infostring that are not player lines (kept, not silently dropped).
+    pub skipped: Vec<SkippedLine>,
+    /// True when the last line had no terminating newline and could not be read as a player:
+    /// the reply was probably cut short.
+    pub truncated: bool,
+}
+
+/// A line of a statusResponse that is not a player line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedLine {
+    /// Absolute offset of the line in the datagram.
+    pub offset: usize,
+    /// The raw line, without its newline.
+    pub line: Vec<u8>,
+}
+
+/// One player line: `score ping "name"` and any fields after the name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Player {
+    /// Score (frags). `None` for the two-field `ping "name"` form (Medal of Honor).
+    pub score: Option<i32>,
+    /// Ping in milliseconds as the server reports it (bots usually 0, connecting players 999).
+    pub ping: i32,
+    /// The name, lossless bytes with colour codes.
+    pub name: Vec<u8>,
+    /// Team, when the line has a single integer after the name (qfusion/Warsow: 0 spectator,
+    /// 2 and 3 the two teams).
+    pub team: Option<i32>,
+    /// Every whitespace-separated field after the name, raw (the team is also here).
+    pub extra: Vec<Vec<u8>>,
+}
+
+/// `challengeResponse` arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChallengeResponse {
+    /// The server's challenge.
+    pub challenge: Vec<u8>,
+    /// The client's challenge echoed (ioq3 ≥ 1.36).
+    pub client_challenge: Option<Vec<u8>>,
+    /// The server's protocol (ioq3 ≥ 1.36).
+    pub protocol: Option<i32>,
+}
+
+/// A heartbeat or flatline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// The heartbeat string, e.g. `QuakeArena-1`, `EnemyTerritory-1`, `ETFlatline-1`, `DarkPlaces`.
+    pub name: Vec<u8>,
+}
+
+impl Heartbeat {
+    /// True for the W:ET / RtCW shutdown messages (`ETFlatline-1`, `WolfFlatline-1`).
+    pub fn is_flatline(&self) -> bool {
+        self.name.ends_with(b"Flatline-1")
+    }
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0)
+}
+
+/// Splits request arguments at whitespace and NULs (like `Cmd_TokenizeString`, without quotes).
+fn split_args(bytes: &[u8]) -> Vec<Vec<u8>> {
+    bytes
+        .split(|&b| is_space(b))
+        .filter(|t| !t.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Reads the out-of-band header (and the optional 0x01 byte some engines add) and the command word.
+fn header_and_command<'a>(r: &mut Reader<'a>) -> Result<(usize, &'a [u8]), DecodeError> {
+    if !r.eat(&OOB_HEADER) {
+        return Err(DecodeError::BadHeader {
+            found: r.rest().iter().take(4).copied().collect(),
+        });
+    }
+    // Medal of Honor and some other Q3 derivatives put 0x01 after the marker (qstat.c 6179).
+    r.eat(&[0x01]);
+    let at = r.offset();
+    let command = r.take_while(is_word);
+    if command.is_empty() {
+        return Err(DecodeError::Missing {
+            field: "command",
+            offset: at,
+        });
+    }
+    Ok((at, command))
+}
+
+/// Decodes one out-of-band datagram.
+///
+/// ```
+/// use fragstat_quake3_oob::{decode, Packet};
+/// let p = decode(b"\xff\xff\xff\xffinfoResponse\n\\hostname\\My ^1Server\\mapname\\q3dm17").unwrap();
+/// let Packet::InfoResponse(info) = p else { panic!() };
+/// assert_eq!(info.info.get("mapname"), Some(&b"q3dm17"[..]));
+/// ```
+pub fn decode(datagram: &[u8]) -> Result<Packet, DecodeError> {
+    let mut r = Reader::new(datagram);
+    let (at, command) = header_and_command(&mut r)?;
+    let cmd = |name: &str| command.eq_ignore_ascii_case(name.as_bytes());
+    if cmd("infoResponse") {
+        decode_info(&mut r).map(Packet::InfoResponse)
+    } else if cmd("statusResponse") {
+        decode_status(&mut r).map(Packet::StatusResponse)
+    } else if cmd("getserversResponse") {
+        ServerList::decode_entries(&mut r, false).map(Packet::ServersResponse)
+    } else if cmd("getserversExtResponse") {
+        ServerList::decode_entries(&mut r, true).map(Packet::ServersResponse)
+    } else if cmd("challengeResponse") {
+        decode_challenge_response(&mut r).map(Packet::ChallengeResponse)
+    } else if cmd("getinfo") {
+        Ok(Packet::GetInfo {
+            challenge: decode_challenge_arg(&mut r)?,
+        })
+    } else if cmd("getstatus") {
+        Ok(Packet::GetStatus {
+            challenge: decode_challenge_arg(&mut r)?,
+        })
+    } else if cmd("getchallenge") {
+        Ok(Packet::GetChallenge {
+            args: split_args(r.take_rest()),
+        })
+    } else if cmd("getservers") {
+        GetServers::decode_args(r.offset(), r.take_rest(), false).map(Packet::GetServers)
+    } else if cmd("getserversExt") {
+        GetServers::decode_args(r.offset(), r.take_rest(), true).map(Packet::GetServers)
+    } else if cmd("heartbeat") {
+        let args = split_args(r.take_rest());
+        let name = args.into_iter().next().ok_or(DecodeError::Missing {
+            field: "heartbeat name",
+            offset: r.offset(),
+        })?;
+        Ok(Packet::Heartbeat(Heartbeat { name }))
+    } else {
+        Err(DecodeError::UnknownCommand {
+            offset: at,
+            command: excerpt(command),
+        })
+    }
+}
+
+fn decode_challenge_arg(r: &mut Reader<'_>) -> Result<Option<Vec<u8>>, DecodeError> {
+    let at = r.offset();
+    let args = split_args(r.take_rest());
+    match args.into_iter().next() {
+        // ioq3 SVC_Info/SVC_Status ignore requests with challenges over 128 chars.
+        Some(c) if c.len() > 128 => Err(DecodeError::BadArgument {
+            field: "challenge",
+            offset: at,
+            reason: "longer than 128 bytes",
+        }),
+        other => Ok(other),
+    }
+}
+
+fn expect_newline(r: &mut Reader<'_>) -> Result<(), DecodeError> {
+    if r.eat(b"\n") || r.peek() == Some(b'\\') {
+        return Ok(());
+    }
+    Err(DecodeError::Missing {
+        field: "infostring",
+        offset: r.offset(),
+    })
+}
+
+fn decode_info(r: &mut Reader<'_>) -> Result<InfoResponse, DecodeError> {
+    expect_newline(r)?;
+    let at = r.offset();
+    let rest = r.take_rest();
+    // Replies built by NET_OutOfBandPrint carry no terminator; tolerate one trailing newline or NUL.
+    let body = rest
+        .strip_suffix(b"\n")
+        .or_else(|| rest.strip_suffix(b"\0"))
+        .unwrap_or(rest);
+    Ok(InfoResponse {
+        info: InfoString::parse(body, at)?,
+    })
+}
+
+/// Finds where the status infostring ends.
+///
+/// The infostring normally ends at the first newline, but ioq3 1.36 `fs_manifest` values carry
+/// `"\n "`. Infostring values can never contain `"` (`Info_SetValueForKey` refuses it), while
+/// every player line does, so a following line without `"` is a continuation of the infostring.
+fn status_info_end(body: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(rel) = body.get(from..)?.iter().position(|&b| b == b'\n') {
+        let nl = from + rel;
+        let next = body.get(nl + 1..).unwrap_or_default();
+        let line_end = next.iter().position(|&b| b == b'\n').unwrap_or(next.len());
+        let line = next.get(..line_end).unwrap_or_default();
+        if line.is_empty() || line.contains(&b'"') {
+            return Some(nl);
+        }
+        from = nl + 1;
+    }
+    None
+}
+
+fn decode_status(r: &mut Reader<'_>) -> Result<StatusResponse, DecodeError> {
+    expect_newline(r)?;
+    let base = r.offset();
+    let body = r.take_rest();
+    let (info_bytes, lines) = match status_info_end(body) {
+        Some(end) => body.split_at(end),
+        None => (body, &b""[..]),
+    };
+    let mut status = StatusResponse {
+        info: InfoString::parse(info_bytes, base)?,
+        ..Default::default()
+    };
+    // `lines` starts with the newline that ended the infostring.
+    let mut offset = base + info_bytes.len() + 1;
+    let lines = lines.get(1..).unwrap_or_default();
+    let mut parts = lines.split(|&b| b == b'\n').peekable();
+    while let Some(line) = parts.next() {
+        let last = parts.peek().is_none();
+        let line_offset = offset;
+        offset += line.len() + 1;
+        if last && line.is_empty() {
+            break; // the final newline
+        }
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        match parse_player(line) {
+            Some(p) => status.players.push(p),
+            None => {
+                if last {
+                    status.truncated = true;
+                }
+                status.skipped.push(SkippedLine {
+                    offset: line_offset,
+                    line: line.to_vec(),
+                });
+            }
+        }
+    }
+    Ok(status)
+}
+
+/// Parses `score ping "name" [fields…]` or `ping "name"`; the name runs from the first to the
+/// last `"` on the line, so names containing `"` survive.
+pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
+    let open = line.iter().position(|&b| b == b'"')?;
+    let close = line.iter().rposition(|&b| b == b'"')?;
+    if close <= open {
+        return None;
+    }
+    let head = line.get(..open)?;
+    let name = line.get(open + 1..close)?.to_vec();
+    let tail = line.get(close + 1..)?;
+    let nums: Vec<&[u8]> = head
+        .split(|&b| b == b' ' || b == b'\t')
+        .filter(|t| !t.is_empty())
+        .collect();
+    let (score, ping) = match nums.as_slice() {
+        [score, ping] => (Some(parse_i32(score, "score", 0).ok()?), parse_i32(ping, "ping", 0).ok()?),
+        [ping] => (None, parse_i32(ping, "ping", 0).ok()?),
+        _ => return None,
+    };
+    let extra = split_args(tail);
+    let team = match extra.as_slice() {
+        [t] => parse_i32(t, "team", 0).ok(),
+        _ => None,
+    };
+    Some(Player {
+        score,
+        ping,
+        name,
+        team,
+        extra,
+    })
+}
+
+fn decode_challenge_response(r: &mut Reader<'_>) -> Result<ChallengeResponse, DecodeError> {
+    let at = r.offset();
+    let mut args = split_args(r.take_rest()).into_iter();
+    let challenge = args.next().ok_or(DecodeError::Missing {
+        field: "challenge",
+        offset: at,
+    })?;
+    let client_challenge = args.next();
+    let protocol = match args.next() {
+        Some(p) => Some(parse_i32(&p, "protocol", at)?),
+        None => None,
+    };
+    Ok(ChallengeResponse {
+        challenge,
+        client_challenge,
+        protocol,
+    })
+}
+
+/// Checks a challenge against the rules of every engine (ioq3, W:ET `SV_VerifyChallenge`,
+/// dpmaster): 1–64 bytes, printable ASCII 33..=126, none of `\ / ; " %`.
+pub fn valid_challenge(c: &[u8]) -> bool {
+    (1..=64).contains(&c.len())
+        && c
+            .iter()
+            .all(|&b| (33..=126).contains(&b) && !b"\\/;\"%".contains(&b))
+}
+
+fn check_text(t: &[u8], field: &'static str, forbidden: &[u8]) -> Result<(), EncodeError> {
+    if t.iter().any(|b| forbidden.contains(b)) {
+        return Err(EncodeError::BadText { field });
+    }
+    Ok(())
+}
+
+impl Packet {
+    /// Appends the datagram to `out` (ending requests in `\n`, as qstat and GameQ do).
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        out.extend_from_slice(&OOB_HEADER);
+        match self {
+            Packet::GetInfo { challenge } => encode_request(out, b"getinfo", challenge.as_deref())?,
+            Packet::GetStatus { challenge } => {
+                encode_request(out, b"getstatus", challenge.as_deref())?
+            }
+            Packet::GetChallenge { args } => {
+                out.extend_from_slice(b"getchallenge");
+                for a in args {
+                    check_text(a, "getchallenge argument", b" \t\n\r\0")?;
+                    out.push(b' ');
+                    out.extend_from_slice(a);
+                }
+                out.push(b'\n');
+            }
+            Packet::InfoResponse(i) => {
+                out.extend_from_slice(b"infoResponse\n");
+                i.info.encode(out)?;
+            }
+            Packet::StatusResponse(s) => s.encode_body(out)?,
+            Packet::ChallengeResponse(c) => {
+                out.extend_from_slice(b"challengeResponse ");
+                check_text(&c.challenge, "challenge", b" \t\n\r\0")?;
+                out.extend_from_slice(&c.challenge);
+                if let Some(cc) = &c.client_challenge {
+                    check_text(cc, "client challenge", b" \t\n\r\0")?;
+                    out.push(b' ');
+                    out.extend_from_slice(cc);
+                    if let Some(p) = c.protocol {
+                        out.extend_from_slice(format!(" {p}").as_bytes());
+                    }
+                }
+            }
+            Packet::GetServers(g) => g.encode_body(out)?,
+            Packet::ServersResponse(list) => list.encode_body(out),
+            Packet::Heartbeat(h) => {
+                check_text(&h.name, "heartbeat name", b" \t\n\r\0")?;
+                out.extend_from_slice(b"heartbeat ");
+                out.extend_from_slice(&h.name);
+                out.push(b'\n');
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes into a fresh buffer.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::with_capacity(64);
+        self.encode(&mut out)?;
+        Ok(out)
+    }
+}
+
+fn encode_request(out: &mut Vec<u8>, cmd: &[u8], challenge: Option<&[u8]>) -> Result<(), EncodeError> {
+    out.extend_from_slice(cmd);
+    if let Some(c) = challenge {
+        if !valid_challenge(c) {
+            return Err(EncodeError::BadChallenge);
+        }
+        out.push(b' ');
+        out.extend_from_slice(c);
+    }
+    out.push(b'\n');
+    Ok(())
+}
+
+impl StatusResponse {
+    fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        out.extend_from_slice(b"statusResponse\n");
+        self.info.encode(out)?;
+        out.push(b'\n');
+        for p in &self.players {
+            check_text(&p.name, "player name", b"\"\n\0")?;
+            let mut line = String::new();
+            if let Some(s) = p.score {
+                line.push_str(&format!("{s} "));
+            }
+            line.push_str(&format!("{} \"", p.ping));
+            out.extend_from_slice(line.as_bytes());
+            out.extend_from_slice(&p.name);
+            out.push(b'"');
+            for e in &p.extra {
+                check_text(e, "player field", b" \t\n\r\0\"")?;
+                out.push(b' ');
+                out.extend_from_slice(e);
+            }
+            out.push(b'\n');
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn player_forms() {
+        let p = parse_player(b"5 40 \"a \"quoted\" name\"").unwrap();
+        assert_eq!((p.score, p.ping, p.name.as_slice()), (Some(5), 40, &b"a \"quoted\" name"[..]));
+        let p = parse_player(b"-9999 8 \"^1x\" 2").unwrap();
+        assert_eq!((p.score, p.team), (Some(-9999), Some(2)));
+        let p = parse_player(b"60 \"mohaa\"").unwrap();
+        assert_eq!((p.score, p.ping), (None, 60));
+        assert!(parse_player(b"abc 46 \"x\"").is_none());
+        assert!(parse_player(b"0 68 \"unterminated").is_none());
+        assert_eq!(parse_player(b"28 135 \"\"").unwrap().name, b"");
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        for p in [
+            Packet::GetInfo { challenge: Some(b"abc123".to_vec()) },
+            Packet::GetStatus { challenge: None },
+            Packet::Heartbeat(Heartbeat { name: b"ETFlatline-1".to_vec() }),
+            Packet::GetChallenge { args: vec![b"123".to_vec(), b"Quake3Arena".to_vec()] },
+        ] {
+            let bytes = p.to_bytes().unwrap();
+            assert_eq!(decode(&bytes).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn challenge_response_forms() {
+        let Packet::ChallengeResponse(c) = decode(b"\xff\xff\xff\xffchallengeResponse 123 -45 71").unwrap() else {
+            panic!()
+        };
+        assert_eq!(c.protocol, Some(71));
+        assert_eq!(c.client_challenge.as_deref(), Some(&b"-45"[..]));
+        let Packet::ChallengeResponse(c) = decode(b"\xff\xff\xff\xffchallengeResponse 77").unwrap() else {
+            panic!()
+        };
+        assert_eq!((c.challenge.as_slice(), c.protocol), (&b"77"[..], None));
+    }
+
+    #[test]
+    fn rejects_bad_challenges_on_encode() {
+        for c in [&b""[..], b"a b", b"a\\b", b"x;y", &[b'a'; 65]] {
+            assert!(Packet::GetInfo { challenge: Some(c.to_vec()) }.to_bytes().is_err());
+        }
+    }
+}

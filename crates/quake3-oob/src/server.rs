@@ -1,0 +1,289 @@
+//! Sans-IO emulated game server and master server, built on the encoders.
+//!
+//! They answer like ioq3 does (key order, challenge placement, player lines) so that real
+//! clients such as qstat can be pointed at them. No sockets here: feed datagrams to
+//! [`EmulatedServer::handle`] / [`EmulatedMaster::handle`] and send what they return.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use crate::game::Game;
+use crate::info::InfoString;
+use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
+use crate::packet::{decode, ChallengeResponse, InfoResponse, Packet, Player, StatusResponse};
+
+/// A player the emulated server reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmuPlayer {
+    /// Raw name.
+    pub name: Vec<u8>,
+    /// Score.
+    pub score: i32,
+    /// Ping (bots are sent with 0, as real servers do).
+    pub ping: i32,
+    /// A bot: counted in `clients` but not in `g_humanplayers`.
+    pub bot: bool,
+}
+
+/// What an emulated server reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The game (protocol number, game name).
+    pub game: Game,
+    /// `sv_hostname`, raw (colour codes allowed).
+    pub hostname: Vec<u8>,
+    /// `mapname`.
+    pub map: Vec<u8>,
+    /// `g_gametype`.
+    pub gametype: i32,
+    /// `sv_maxclients`.
+    pub max_clients: u32,
+    /// `g_needpass`.
+    pub needpass: bool,
+    /// Players in slot order.
+    pub players: Vec<EmuPlayer>,
+    /// Further serverinfo cvars, appended to the status infostring.
+    pub extra: InfoString,
+}
+
+impl ServerConfig {
+    /// A server named `hostname` on `map` with `players` generated players (`Player1`…, every
+    /// second one a bot), for demos and benchmarks.
+    pub fn sample(game: Game, hostname: &[u8], players: usize) -> Self {
+        ServerConfig {
+            game,
+            hostname: hostname.to_vec(),
+            map: b"q3dm17".to_vec(),
+            gametype: 0,
+            max_clients: u32::try_from(players.max(8)).unwrap_or(u32::MAX),
+            needpass: false,
+            players: (0..players)
+                .map(|i| {
+                    let n = i32::try_from(i).unwrap_or(i32::MAX);
+                    EmuPlayer {
+                        name: format!("^{}Player^7{}", n % 8 + 1, n + 1).into_bytes(),
+                        score: 30 - n * 3,
+                        ping: if i % 2 == 1 { 0 } else { 20 + n },
+                        bot: i % 2 == 1,
+                    }
+                })
+                .collect(),
+            extra: InfoString::new(),
+        }
+    }
+}
+
+/// A game server that answers `getinfo`, `getstatus` and `getchallenge`.
+#[derive(Debug, Clone)]
+pub struct EmulatedServer {
+    config: ServerConfig,
+    challenge_counter: u32,
+}
+
+impl EmulatedServer {
+    /// A server reporting `config`.
+    pub fn new(config: ServerConfig) -> Self {
+        EmulatedServer {
+            config,
+            challenge_counter: 0x1234_5678,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The `infoResponse` ioq3 `SVC_Info` would build (keys inserted in engine order, so
+    /// `challenge` ends up last on the wire).
+    pub fn info_response(&self, challenge: Option<&[u8]>) -> InfoResponse {
+        let c = &self.config;
+        let humans = c.players.iter().filter(|p| !p.bot).count();
+        let mut info = InfoString::new();
+        info.set_like_engine("challenge", challenge.unwrap_or_default());
+        info.set_like_engine("gamename", c.game.master_gamename().unwrap_or("Quake3Arena"));
+        info.set_like_engine("protocol", c.game.protocol().to_string());
+        info.set_like_engine("hostname", c.hostname.clone());
+        info.set_like_engine("mapname", c.map.clone());
+        info.set_like_engine("clients", c.players.len().to_string());
+        info.set_like_engine("g_humanplayers", humans.to_string());
+        info.set_like_engine("sv_maxclients", c.max_clients.to_string());
+        info.set_like_engine("gametype", c.gametype.to_string());
+        info.set_like_engine("pure", "1");
+        info.set_like_engine("g_needpass", if c.needpass { "1" } else { "0" });
+        InfoResponse { info }
+    }
+
+    /// The `statusResponse` ioq3 `SVC_Status` would build (`challenge` first).
+    pub fn status_response(&self, challenge: Option<&[u8]>) -> StatusResponse {
+        let c = &self.config;
+        let mut info = InfoString::new();
+        for (k, v) in c.extra.pairs().iter().rev() {
+            info.set_like_engine(k.clone(), v.clone());
+        }
+        info.set_like_engine("version", "fragstat-emulator 0.1");
+        info.set_like_engine("protocol", c.game.protocol().to_string());
+        info.set_like_engine("gamename", c.game.master_gamename().unwrap_or("Quake3Arena"));
+        info.set_like_engine("g_needpass", if c.needpass { "1" } else { "0" });
+        info.set_like_engine("g_gametype", c.gametype.to_string());
+        info.set_like_engine("sv_maxclients", c.max_clients.to_string());
+        info.set_like_engine("mapname", c.map.clone());
+        info.set_like_engine("sv_hostname", c.hostname.clone());
+        info.set_like_engine("challenge", challenge.unwrap_or_default());
+        StatusResponse {
+            info,
+            players: c
+                .players
+                .iter()
+                .map(|p| Player {
+                    score: Some(p.score),
+                    ping: p.ping,
+                    name: p.name.clone(),
+                    team: None,
+                    extra: Vec::new(),
+                })
+                .collect(),
+            skipped: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    /// Answers one datagram; `None` for anything a server would ignore.
+    pub fn handle(&mut self, datagram: &[u8]) -> Option<Vec<u8>> {
+        let reply = match decode(datagram).ok()? {
+            Packet::GetInfo { challenge } => Packet::InfoResponse(self.info_response(challenge.as_deref())),
+            Packet::GetStatus { challenge } => Packet::StatusResponse(self.status_response(challenge.as_deref())),
+            Packet::GetChallenge { args } => {
+                self.challenge_counter = self.challenge_counter.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                Packet::ChallengeResponse(ChallengeResponse {
+                    challenge: (self.challenge_counter & 0x7fff_ffff).to_string().into_bytes(),
+                    client_challenge: args.into_iter().next(),
+                    protocol: Some(self.config.game.protocol()),
+                })
+            }
+            _ => return None,
+        };
+        reply.to_bytes().ok()
+    }
+}
+
+/// A master server: lists configured servers, and registers servers that heartbeat and then
+/// answer its `getinfo` challenge (as dpmaster does).
+#[derive(Debug, Clone)]
+pub struct EmulatedMaster {
+    /// `(address, protocol)` of every listed server.
+    servers: Vec<(SocketAddr, i32)>,
+    pending: HashMap<SocketAddr, Vec<u8>>,
+    style: EotStyle,
+    max_packet: usize,
+    counter: u64,
+}
+
+impl EmulatedMaster {
+    /// A master listing `servers` (address and protocol), marking lists with `style`.
+    pub fn new(servers: Vec<(SocketAddr, i32)>, style: EotStyle) -> Self {
+        EmulatedMaster {
+            servers,
+            pending: HashMap::new(),
+            style,
+            max_packet: MAX_MASTER_PACKET,
+            counter: 0,
+        }
+    }
+
+    /// Sets the largest datagram (default 1400 bytes, dpmaster's).
+    pub fn with_max_packet(mut self, max_packet: usize) -> Self {
+        self.max_packet = max_packet;
+        self
+    }
+
+    /// The servers listed now.
+    pub fn servers(&self) -> &[(SocketAddr, i32)] {
+        &self.servers
+    }
+
+    /// Handles one datagram from `from`; returns the datagrams to send and where.
+    pub fn handle(&mut self, from: SocketAddr, datagram: &[u8]) -> Vec<(SocketAddr, Vec<u8>)> {
+        match decode(datagram) {
+            Ok(Packet::GetServers(req)) => {
+                let want_v4 = !req.ext || !req.has_option("ipv6") || req.has_option("ipv4");
+                let want_v6 = req.ext && (!req.has_option("ipv4") || req.has_option("ipv6"));
+                let list: Vec<SocketAddr> = self
+                    .servers
+                    .iter()
+                    .filter(|(a, p)| *p == req.protocol && if a.is_ipv4() { want_v4 } else { want_v6 })
+                    .map(|(a, _)| *a)
+                    .collect();
+                encode_server_list(&list, req.ext, self.style, self.max_packet)
+                    .into_iter()
+                    .map(|p| (from, p))
+                    .collect()
+            }
+            Ok(Packet::Heartbeat(h)) if !h.is_flatline() => {
+                self.counter += 1;
+                let challenge = format!("m{:x}{:x}", self.counter, from.port()).into_bytes();
+                self.pending.insert(from, challenge.clone());
+                Packet::GetInfo {
+                    challenge: Some(challenge),
+                }
+                .to_bytes()
+                .map(|b| vec![(from, b)])
+                .unwrap_or_default()
+            }
+            Ok(Packet::InfoResponse(r)) => {
+                let expected = self.pending.get(&from);
+                if expected.is_some() && r.info.get("challenge") == expected.map(Vec::as_slice) {
+                    self.pending.remove(&from);
+                    let protocol = r.info.get_int(&["protocol"]).and_then(|p| i32::try_from(p).ok());
+                    let max = r.info.get_int(&["sv_maxclients"]).unwrap_or(0);
+                    if let (Some(p), true) = (protocol, max > 0) {
+                        self.servers.retain(|(a, _)| *a != from);
+                        self.servers.push((from, p));
+                    }
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Heartbeat;
+
+    #[test]
+    fn server_answers_like_ioq3() {
+        let mut s = EmulatedServer::new(ServerConfig::sample(Game::OpenArena, b"My ^1OA", 3));
+        let reply = s.handle(b"\xff\xff\xff\xffgetinfo abc\n").unwrap();
+        let Packet::InfoResponse(r) = decode(&reply).unwrap() else { panic!() };
+        assert_eq!(r.info.pairs().last().unwrap().0, b"challenge");
+        assert_eq!(r.info.get("clients"), Some(&b"3"[..]));
+        assert_eq!(r.info.get("g_humanplayers"), Some(&b"2"[..]));
+        let reply = s.handle(b"\xff\xff\xff\xffgetstatus xyz").unwrap();
+        let Packet::StatusResponse(st) = decode(&reply).unwrap() else { panic!() };
+        assert_eq!(st.info.pairs().first().unwrap().1, b"xyz");
+        assert_eq!(st.players.len(), 3);
+        assert!(s.handle(b"\xff\xff\xff\xffrcon x").is_none());
+    }
+
+    #[test]
+    fn master_registers_after_challenge() {
+        let mut m = EmulatedMaster::new(Vec::new(), EotStyle::LastPacket);
+        let server: SocketAddr = "127.0.0.1:27960".parse().unwrap();
+        let out = m.handle(server, &Packet::Heartbeat(Heartbeat { name: b"QuakeArena-1".to_vec() }).to_bytes().unwrap());
+        let Packet::GetInfo { challenge } = decode(&out[0].1).unwrap() else { panic!() };
+        // A wrong challenge does not register.
+        let mut emu = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0));
+        let wrong = Packet::InfoResponse(emu.info_response(Some(b"nope"))).to_bytes().unwrap();
+        m.handle(server, &wrong);
+        assert!(m.servers().is_empty());
+        let reply = emu.handle(&Packet::GetInfo { challenge }.to_bytes().unwrap()).unwrap();
+        m.handle(server, &reply);
+        assert_eq!(m.servers(), &[(server, 68)]);
+        let out = m.handle("127.0.0.1:5000".parse().unwrap(), b"\xff\xff\xff\xffgetservers 68 empty full");
+        let Packet::ServersResponse(l) = decode(&out[0].1).unwrap() else { panic!() };
+        assert_eq!(l.servers, vec![server]);
+    }
+}

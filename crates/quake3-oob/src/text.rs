@@ -1,0 +1,175 @@
+//! Display-time text helpers: colour codes and the Quake character set.
+//!
+//! Names stay raw bytes everywhere else; these functions are for showing them. Colour codes
+//! differ by engine (protocol notes §1.3): ioq3 1.36 treats `^` + alphanumeric as a code,
+//! older id code and W:ET any character but `^` (`^?`, `^*`, `^<`…), DarkPlaces adds `^xRGB`.
+//! We strip the widest set: `^^` is a literal caret (as qstat shows it), `^x` + three hex
+//! digits is a DarkPlaces colour, `^` + any other byte is a colour code, and a lone `^` at the
+//! end is kept.
+
+/// One piece of a coloured string.
+enum Piece<'a> {
+    Text(&'a [u8]),
+    Caret,
+    Code(u8),
+    Rgb(u8, u8, u8),
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+}
+
+fn pieces(s: &[u8]) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let Some(i) = rest.iter().position(|&b| b == b'^') else {
+            out.push(Piece::Text(rest));
+            break;
+        };
+        let (text, tail) = rest.split_at(i);
+        if !text.is_empty() {
+            out.push(Piece::Text(text));
+        }
+        match tail {
+            [b'^', b'^', more @ ..] => {
+                out.push(Piece::Caret);
+                rest = more;
+            }
+            [b'^', b'x', r, g, b, more @ ..] if hex(*r).is_some() && hex(*g).is_some() && hex(*b).is_some() => {
+                out.push(Piece::Rgb(hex(*r).unwrap_or(0), hex(*g).unwrap_or(0), hex(*b).unwrap_or(0)));
+                rest = more;
+            }
+            [b'^', c, more @ ..] => {
+                out.push(Piece::Code(*c));
+                rest = more;
+            }
+            _ => {
+                out.push(Piece::Text(tail));
+                rest = &[];
+            }
+        }
+    }
+    out
+}
+
+/// Removes colour codes, keeping every other byte.
+///
+/// ```
+/// assert_eq!(fragstat_quake3_oob::text::strip_colors(b"^1Red^7 ^^ ^x0BFblue"), b"Red ^ blue");
+/// ```
+pub fn strip_colors(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    for p in pieces(s) {
+        match p {
+            Piece::Text(t) => out.extend_from_slice(t),
+            Piece::Caret => out.push(b'^'),
+            Piece::Code(_) | Piece::Rgb(..) => {}
+        }
+    }
+    out
+}
+
+/// Decodes bytes for display: UTF-8 when the bytes are valid UTF-8 (Xonotic, modern mods),
+/// otherwise ISO-8859-1 (every byte one character), which never loses a byte.
+pub fn decode_lossless(s: &[u8]) -> String {
+    match std::str::from_utf8(s) {
+        Ok(t) => t.to_string(),
+        Err(_) => latin1(s),
+    }
+}
+
+/// Maps every byte to the code point of the same value (ISO-8859-1). Reversible: this is how
+/// fragstat writes raw names (`name_raw`) into JSON.
+pub fn latin1(s: &[u8]) -> String {
+    s.iter().map(|&b| char::from(b)).collect()
+}
+
+/// The reverse of [`latin1`]; `None` if a character is above U+00FF.
+pub fn from_latin1(s: &str) -> Option<Vec<u8>> {
+    s.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect()
+}
+
+/// Strips colours and decodes for display (see [`strip_colors`], [`decode_lossless`]).
+pub fn display(s: &[u8]) -> String {
+    decode_lossless(&strip_colors(s))
+}
+
+/// Maps one byte of the Quake console font to a printable character.
+///
+/// Quake fonts repeat the low half in the high half (`0x80 | c` draws `c` in another colour),
+/// and the low control range holds brackets, digits and dots. Other control bytes become `_`.
+pub fn quake_char(b: u8) -> char {
+    let c = b & 0x7F;
+    match c {
+        0x10 => '[',
+        0x11 => ']',
+        0x12..=0x1B => char::from(b'0' + (c - 0x12)),
+        0x1C => '.',
+        0x05 | 0x0E | 0x0F => '.',
+        0x1D => '<',
+        0x1E => '-',
+        0x1F => '>',
+        0x20..=0x7E => char::from(c),
+        _ => '_',
+    }
+}
+
+/// Strips colours and maps every byte through the Quake font ([`quake_char`]): plain ASCII for
+/// names that use the high-bit "gold" characters.
+pub fn display_quake_charset(s: &[u8]) -> String {
+    strip_colors(s).into_iter().map(quake_char).collect()
+}
+
+/// Renders colour codes as ANSI terminal colours (24-bit for `^xRGB`), ending with a reset.
+/// Text is decoded with [`decode_lossless`].
+pub fn to_ansi(s: &[u8]) -> String {
+    // Quake colour index = (code - '0') & 7 (ioq3 ColorIndex): black red green yellow blue cyan magenta white.
+    const ANSI: [u8; 8] = [30, 31, 32, 33, 34, 36, 35, 37];
+    let mut out = String::new();
+    for p in pieces(s) {
+        match p {
+            Piece::Text(t) => out.push_str(&decode_lossless(t)),
+            Piece::Caret => out.push('^'),
+            Piece::Code(c) => {
+                let idx = usize::from(c.wrapping_sub(b'0') & 7);
+                let code = ANSI.get(idx).copied().unwrap_or(37);
+                out.push_str(&format!("\x1b[{code}m"));
+            }
+            Piece::Rgb(r, g, b) => {
+                out.push_str(&format!("\x1b[38;2;{};{};{}m", r * 17, g * 17, b * 17));
+            }
+        }
+    }
+    out.push_str("\x1b[0m");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_every_style() {
+        assert_eq!(display(b"^w*ES*^3Bro^7chillin"), "*ES*Brochillin");
+        assert_eq!(display(b"^9fishy^1'^6"), "fishy'");
+        assert_eq!(display("^x555[^x0BF力^x777] ^xBBBIn^1t^7eger".as_bytes()), "[力] Integer");
+        assert_eq!(display(b"a^"), "a^");
+        assert_eq!(display(b"^^7x"), "^7x");
+        assert_eq!(display(b"^4d^5a^4n^5g^4e^5r "), "danger ");
+    }
+
+    #[test]
+    fn latin1_is_reversible() {
+        let raw: Vec<u8> = (0..=255).collect();
+        assert_eq!(from_latin1(&latin1(&raw)).unwrap(), raw);
+        assert_eq!(decode_lossless(b"caf\xe9"), "café");
+    }
+
+    #[test]
+    fn quake_charset_and_ansi() {
+        assert_eq!(display_quake_charset(b"\xc7\xef\xec\xe4 \x12\x13"), "Gold 01");
+        assert_eq!(to_ansi(b"^1R^7W"), "\x1b[31mR\x1b[37mW\x1b[0m");
+        assert!(to_ansi(b"^xF00x").starts_with("\x1b[38;2;255;0;0m"));
+    }
+}
