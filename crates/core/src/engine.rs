@@ -1,0 +1,634 @@
+//! The query engine: one shared transport per address family, a receive task per transport
+//! that routes datagrams by source address to the batch that asked, and a driver per batch
+//! that sends, matches, retries and times out.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{debug, trace, Instrument};
+
+use crate::exchange::{BoxError, Exchange, Verdict};
+use crate::transport::{canonical, Transport, UdpTransport};
+use crate::QueryError;
+
+/// Largest datagram the engine receives (UDP's maximum payload).
+pub const MAX_DATAGRAM: usize = 65_535;
+
+/// How a batch of queries is run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long to wait for a reply to one attempt (and between datagrams of a multi-datagram
+    /// reply) before retrying.
+    pub timeout: Duration,
+    /// Retries after the first attempt (each step of a handshake has its own).
+    pub retries: u32,
+    /// Queries in flight at once.
+    pub concurrency: usize,
+    /// At most this many datagrams per second (`None`: as fast as the socket takes them).
+    pub rate: Option<u32>,
+    /// A bound on the whole batch: queries still unfinished then end with
+    /// [`QueryError::Deadline`].
+    pub deadline: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            timeout: Duration::from_millis(1000),
+            retries: 2,
+            concurrency: 1024,
+            rate: None,
+            deadline: None,
+        }
+    }
+}
+
+/// The result of one query of a batch.
+#[derive(Debug)]
+pub struct Outcome<O> {
+    /// The job's position in the batch.
+    pub index: usize,
+    /// The server queried (canonical form).
+    pub addr: SocketAddr,
+    /// The reply, or why there is none.
+    pub result: Result<O, QueryError>,
+    /// Round-trip time of the attempt that was answered (first datagram of the reply).
+    pub rtt: Option<Duration>,
+    /// Attempts sent in the last step (1 when the first attempt was answered).
+    pub attempts: u32,
+}
+
+type Route = (u64, mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>);
+
+#[derive(Default)]
+struct Routes {
+    map: Mutex<HashMap<SocketAddr, Vec<Route>>>,
+}
+
+impl Routes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, Vec<Route>>> {
+        // A poisoned map is still a valid map: routing never panics while holding it.
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add(&self, addr: SocketAddr, batch: u64, tx: &mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>) {
+        self.lock()
+            .entry(addr)
+            .or_default()
+            .push((batch, tx.clone()));
+    }
+
+    fn remove(&self, addr: SocketAddr, batch: u64) {
+        let mut map = self.lock();
+        if let Some(v) = map.get_mut(&addr) {
+            v.retain(|(b, _)| *b != batch);
+            if v.is_empty() {
+                map.remove(&addr);
+            }
+        }
+    }
+
+    fn dispatch(&self, from: SocketAddr, data: &[u8]) {
+        let map = self.lock();
+        match map.get(&from) {
+            Some(routes) => {
+                for (_, tx) in routes {
+                    let _ = tx.send((from, data.to_vec()));
+                }
+            }
+            None => {
+                debug!(%from, len = data.len(), "dropped datagram from an address with no query in flight")
+            }
+        }
+    }
+}
+
+struct Inner {
+    v4: Option<Arc<dyn Transport>>,
+    v6: Option<Arc<dyn Transport>>,
+    routes: Arc<Routes>,
+    next_batch: AtomicU64,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The query engine. Cheap to clone; every clone shares the sockets. Dropping the last clone
+/// stops its receive tasks.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("v4", &self.inner.v4.as_ref().map(|t| t.local_addr()))
+            .field("v6", &self.inner.v6.as_ref().map(|t| t.local_addr()))
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Binds one UDP socket per address family (IPv6 only where the host has it).
+    /// Must be called inside a tokio runtime.
+    pub async fn bind() -> std::io::Result<Engine> {
+        let v4 = UdpTransport::any_v4()?;
+        let v6 = match UdpTransport::any_v6() {
+            Ok(t) => Some(Arc::new(t) as Arc<dyn Transport>),
+            Err(e) => {
+                debug!(error = %e, "no IPv6 socket; IPv6 servers will fail");
+                None
+            }
+        };
+        Ok(Self::with_transports(Some(Arc::new(v4)), v6))
+    }
+
+    /// An engine over the given transports (for tests: [`crate::testing::SimNet`]).
+    /// Must be called inside a tokio runtime.
+    pub fn with_transports(
+        v4: Option<Arc<dyn Transport>>,
+        v6: Option<Arc<dyn Transport>>,
+    ) -> Engine {
+        let routes = Arc::new(Routes::default());
+        let tasks = [&v4, &v6]
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let t = Arc::clone(t);
+                let routes = Arc::clone(&routes);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; MAX_DATAGRAM];
+                    loop {
+                        match t.recv_from(&mut buf).await {
+                            Ok((n, from)) => {
+                                routes.dispatch(canonical(from), buf.get(..n).unwrap_or_default())
+                            }
+                            // ICMP errors (port unreachable) surface here on some systems: keep going.
+                            Err(e) => {
+                                trace!(error = %e, "receive error");
+                                tokio::task::yield_now().await;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Engine {
+            inner: Arc::new(Inner {
+                v4,
+                v6,
+                routes,
+                next_batch: AtomicU64::new(1),
+                tasks,
+            }),
+        }
+    }
+
+    /// Local addresses of the engine's sockets.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        [&self.inner.v4, &self.inner.v6]
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.local_addr().ok())
+            .collect()
+    }
+
+    /// Runs a batch of queries. Results stream out as each query finishes. Dropping the
+    /// [`Batch`] cancels the queries still running.
+    pub fn run<E, I>(&self, jobs: I, options: Options) -> Batch<E::Output>
+    where
+        E: Exchange,
+        I: IntoIterator<Item = (SocketAddr, E)>,
+    {
+        let jobs: VecDeque<(usize, SocketAddr, E)> = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (a, e))| (i, canonical(a), e))
+            .collect();
+        let total = jobs.len();
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        let (dg_tx, dg_rx) = mpsc::unbounded_channel();
+        let id = self.inner.next_batch.fetch_add(1, Ordering::Relaxed);
+        let driver = Driver {
+            id,
+            engine: Arc::clone(&self.inner),
+            options,
+            pending: jobs,
+            slots: HashMap::new(),
+            by_addr: HashMap::new(),
+            timers: BinaryHeap::new(),
+            send_queue: VecDeque::new(),
+            next_id: 0,
+            next_send: Instant::now(),
+            dg_tx,
+            out: out_tx,
+        };
+        let span = tracing::debug_span!("batch", id, jobs = total);
+        let task = tokio::spawn(driver.run(dg_rx).instrument(span));
+        Batch {
+            rx: out_rx,
+            task,
+            remaining: total,
+        }
+    }
+
+    /// Runs one query.
+    pub async fn query<E: Exchange>(
+        &self,
+        addr: SocketAddr,
+        exchange: E,
+        options: Options,
+    ) -> Outcome<E::Output> {
+        let mut batch = self.run([(addr, exchange)], options);
+        match batch.next().await {
+            Some(o) => o,
+            None => Outcome {
+                index: 0,
+                addr,
+                result: Err(QueryError::Cancelled),
+                rtt: None,
+                attempts: 0,
+            },
+        }
+    }
+}
+
+/// A running batch: a stream of [`Outcome`]s in the order queries finish.
+#[derive(Debug)]
+pub struct Batch<O> {
+    rx: mpsc::UnboundedReceiver<Outcome<O>>,
+    task: JoinHandle<()>,
+    remaining: usize,
+}
+
+impl<O> Batch<O> {
+    /// The next finished query, or `None` when all have finished.
+    pub async fn next(&mut self) -> Option<Outcome<O>> {
+        std::future::poll_fn(|cx| self.poll_next_outcome(cx)).await
+    }
+
+    /// Queries not yet reported.
+    pub fn remaining(&self) -> usize {
+        self.remaining
+    }
+
+    /// Waits for every query and returns the outcomes sorted by job index.
+    pub async fn collect_sorted(mut self) -> Vec<Outcome<O>> {
+        let mut all = Vec::with_capacity(self.remaining);
+        while let Some(o) = self.next().await {
+            all.push(o);
+        }
+        all.sort_by_key(|o| o.index);
+        all
+    }
+
+    fn poll_next_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Option<Outcome<O>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(o)) => {
+                self.remaining = self.remaining.saturating_sub(1);
+                Poll::Ready(Some(o))
+            }
+            other => other,
+        }
+    }
+}
+
+impl<O> futures_core::Stream for Batch<O> {
+    type Item = Outcome<O>;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_next_outcome(cx)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.remaining))
+    }
+}
+
+impl<O> Drop for Batch<O> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Slot<E> {
+    index: usize,
+    addr: SocketAddr,
+    ex: E,
+    /// Attempts sent in the current step.
+    attempts: u32,
+    /// When each attempt of the current step was sent.
+    sent_at: Vec<Instant>,
+    /// Timer generation: a popped timer whose generation differs is stale.
+    generation: u64,
+    rtt: Option<Duration>,
+    last_error: Option<BoxError>,
+    /// Datagrams were accepted in the current attempt (a partial reply).
+    progressed: bool,
+}
+
+struct Driver<E: Exchange> {
+    id: u64,
+    engine: Arc<Inner>,
+    options: Options,
+    pending: VecDeque<(usize, SocketAddr, E)>,
+    slots: HashMap<u64, Slot<E>>,
+    by_addr: HashMap<SocketAddr, Vec<u64>>,
+    timers: BinaryHeap<Reverse<(Instant, u64, u64)>>,
+    /// Queries waiting to send their current attempt (retries go first).
+    send_queue: VecDeque<u64>,
+    next_id: u64,
+    next_send: Instant,
+    dg_tx: mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>,
+    out: mpsc::UnboundedSender<Outcome<E::Output>>,
+}
+
+impl<E: Exchange> Driver<E> {
+    async fn run(mut self, mut datagrams: mpsc::UnboundedReceiver<(SocketAddr, Vec<u8>)>) {
+        let deadline = self.options.deadline.map(|d| Instant::now() + d);
+        let interval = self
+            .options
+            .rate
+            .filter(|r| *r > 0)
+            .map(|r| Duration::from_secs_f64(1.0 / f64::from(r)));
+        loop {
+            self.start_queries();
+            self.send_ready(interval).await;
+            if self.slots.is_empty() && self.pending.is_empty() {
+                break;
+            }
+            if self.out.is_closed() {
+                debug!("batch dropped by its owner");
+                break;
+            }
+            let mut wake = self.timers.peek().map(|Reverse((t, _, _))| *t);
+            if !self.send_queue.is_empty() {
+                wake = Some(wake.map_or(self.next_send, |w| w.min(self.next_send)));
+            }
+            if let Some(d) = deadline {
+                wake = Some(wake.map_or(d, |w| w.min(d)));
+            }
+            let sleep = async {
+                match wake {
+                    Some(w) => tokio::time::sleep_until(w).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some((from, data)) = datagrams.recv() => {
+                    self.on_datagram(from, &data);
+                    // Drain what is already queued before looking at timers.
+                    while let Ok((from, data)) = datagrams.try_recv() {
+                        self.on_datagram(from, &data);
+                    }
+                }
+                () = sleep => {}
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                self.expire_all();
+                break;
+            }
+            self.fire_timers(now);
+        }
+        for addr in self.by_addr.keys() {
+            self.engine.routes.remove(*addr, self.id);
+        }
+    }
+
+    fn start_queries(&mut self) {
+        while self.slots.len() < self.options.concurrency.max(1) {
+            let Some((index, addr, ex)) = self.pending.pop_front() else {
+                break;
+            };
+            let transport = if addr.is_ipv4() {
+                &self.engine.v4
+            } else {
+                &self.engine.v6
+            };
+            if transport.is_none() {
+                self.emit(index, addr, Err(QueryError::Unsupported(addr)), None, 0);
+                continue;
+            }
+            let id = self.next_id;
+            self.next_id += 1;
+            let ids = self.by_addr.entry(addr).or_default();
+            if ids.is_empty() {
+                self.engine.routes.add(addr, self.id, &self.dg_tx);
+            }
+            ids.push(id);
+            self.slots.insert(
+                id,
+                Slot {
+                    index,
+                    addr,
+                    ex,
+                    attempts: 0,
+                    sent_at: Vec::new(),
+                    generation: 0,
+                    rtt: None,
+                    last_error: None,
+                    progressed: false,
+                },
+            );
+            self.send_queue.push_back(id);
+        }
+    }
+
+    async fn send_ready(&mut self, interval: Option<Duration>) {
+        while let Some(&id) = self.send_queue.front() {
+            let now = Instant::now();
+            if interval.is_some() && now < self.next_send {
+                return;
+            }
+            self.send_queue.pop_front();
+            let Some(slot) = self.slots.get_mut(&id) else {
+                continue;
+            };
+            let attempt = slot.attempts;
+            let datagrams = slot.ex.requests(attempt);
+            let addr = slot.addr;
+            let transport = if addr.is_ipv4() {
+                &self.engine.v4
+            } else {
+                &self.engine.v6
+            };
+            let mut error = None;
+            if let Some(t) = transport {
+                for d in &datagrams {
+                    if let Err(e) = t.send_to(d, addr).await {
+                        debug!(%addr, error = %e, "send failed");
+                        error = Some(e);
+                    }
+                }
+            }
+            if let Some(iv) = interval {
+                let n = u32::try_from(datagrams.len().max(1)).unwrap_or(u32::MAX);
+                self.next_send = self.next_send.max(now) + iv * n;
+            }
+            let Some(slot) = self.slots.get_mut(&id) else {
+                continue;
+            };
+            if let Some(e) = error {
+                slot.last_error = Some(Box::new(e));
+            }
+            let now = Instant::now();
+            slot.attempts += 1;
+            slot.sent_at.push(now);
+            slot.progressed = false;
+            slot.generation += 1;
+            if attempt > 0 {
+                debug!(%addr, attempt, "retry sent");
+            }
+            self.timers
+                .push(Reverse((now + self.options.timeout, id, slot.generation)));
+        }
+    }
+
+    fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
+        let ids = self.by_addr.get(&from).cloned().unwrap_or_default();
+        let mut reasons = Vec::new();
+        for id in ids {
+            let Some(slot) = self.slots.get_mut(&id) else {
+                continue;
+            };
+            let now = Instant::now();
+            match slot.ex.on_datagram(data) {
+                Verdict::Ignore(reason) => reasons.push(reason),
+                Verdict::Invalid(e) => {
+                    debug!(%from, error = %e, "undecodable reply");
+                    slot.last_error = Some(e);
+                    return;
+                }
+                Verdict::Progress { attempt } => {
+                    record_rtt(slot, attempt, now);
+                    slot.progressed = true;
+                    slot.generation += 1;
+                    self.timers
+                        .push(Reverse((now + self.options.timeout, id, slot.generation)));
+                    return;
+                }
+                Verdict::Advance => {
+                    slot.attempts = 0;
+                    slot.sent_at.clear();
+                    slot.rtt = None;
+                    slot.generation += 1;
+                    self.send_queue.push_front(id);
+                    return;
+                }
+                Verdict::Done { output, attempt } => {
+                    record_rtt(slot, attempt, now);
+                    self.finish(id, output.map_err(QueryError::Decode));
+                    return;
+                }
+            }
+        }
+        debug!(%from, len = data.len(), ?reasons, "dropped datagram that answers no query");
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(&Reverse((t, id, generation))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(slot) = self.slots.get_mut(&id) else {
+                continue;
+            };
+            if slot.generation != generation {
+                continue;
+            }
+            if let Some(result) = slot.ex.on_timeout() {
+                self.finish(id, result.map_err(QueryError::Decode));
+                continue;
+            }
+            if slot.attempts <= self.options.retries && !slot.progressed {
+                debug!(addr = %slot.addr, attempt = slot.attempts, "attempt timed out");
+                slot.generation += 1;
+                self.send_queue.push_front(id);
+            } else {
+                let attempts = slot.attempts;
+                let err = match slot.last_error.take() {
+                    Some(e) => QueryError::Decode(e),
+                    None => QueryError::Timeout { attempts },
+                };
+                debug!(addr = %slot.addr, attempts, "query timed out");
+                self.finish(id, Err(err));
+            }
+        }
+    }
+
+    fn expire_all(&mut self) {
+        let ids: Vec<u64> = self.slots.keys().copied().collect();
+        for id in ids {
+            let salvaged = self.slots.get_mut(&id).and_then(|s| s.ex.on_timeout());
+            let result = match salvaged {
+                Some(r) => r.map_err(QueryError::Decode),
+                None => Err(QueryError::Deadline),
+            };
+            self.finish(id, result);
+        }
+        while let Some((index, addr, _)) = self.pending.pop_front() {
+            self.emit(index, addr, Err(QueryError::Deadline), None, 0);
+        }
+    }
+
+    fn finish(&mut self, id: u64, result: Result<E::Output, QueryError>) {
+        let Some(slot) = self.slots.remove(&id) else {
+            return;
+        };
+        if let Some(ids) = self.by_addr.get_mut(&slot.addr) {
+            ids.retain(|i| *i != id);
+            if ids.is_empty() {
+                self.by_addr.remove(&slot.addr);
+                self.engine.routes.remove(slot.addr, self.id);
+            }
+        }
+        let rtt = if result.is_ok() { slot.rtt } else { None };
+        self.emit(slot.index, slot.addr, result, rtt, slot.attempts);
+    }
+
+    fn emit(
+        &self,
+        index: usize,
+        addr: SocketAddr,
+        result: Result<E::Output, QueryError>,
+        rtt: Option<Duration>,
+        attempts: u32,
+    ) {
+        let _ = self.out.send(Outcome {
+            index,
+            addr,
+            result,
+            rtt,
+            attempts,
+        });
+    }
+}
+
+/// The RTT is taken once per step, at the first accepted datagram, from the send time of the
+/// attempt it answers (the latest attempt when the reply does not say).
+fn record_rtt<E>(slot: &mut Slot<E>, attempt: Option<u32>, now: Instant) {
+    if slot.rtt.is_some() {
+        return;
+    }
+    let sent = attempt
+        .and_then(|a| slot.sent_at.get(usize::try_from(a).ok()?))
+        .or(slot.sent_at.last());
+    slot.rtt = sent.map(|s| now.saturating_duration_since(*s));
+}

@@ -1,0 +1,40 @@
+//! Query errors: the layer above each protocol's decode error.
+
+use std::net::SocketAddr;
+
+use crate::exchange::BoxError;
+
+/// Why a query has no result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// No reply to any attempt.
+    #[error("timed out after {attempts} attempts")]
+    Timeout {
+        /// Attempts sent in the last step.
+        attempts: u32,
+    },
+    /// The batch deadline passed first.
+    #[error("batch deadline passed")]
+    Deadline,
+    /// The server replied, but the reply could not be decoded (or a send failed and nothing
+    /// came back).
+    #[error("{0}")]
+    Decode(#[source] BoxError),
+    /// The engine has no socket for the address family.
+    #[error("no socket for the address family of {0}")]
+    Unsupported(SocketAddr),
+    /// The batch was dropped before this query finished.
+    #[error("cancelled")]
+    Cancelled,
+    /// An I/O error outside any one query.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl QueryError {
+    /// True for [`QueryError::Timeout`] and [`QueryError::Deadline`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, QueryError::Timeout { .. } | QueryError::Deadline)
+    }
+}

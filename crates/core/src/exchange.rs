@@ -1,0 +1,59 @@
+//! How a protocol describes one query to the engine, without doing any I/O.
+
+use std::error::Error as StdError;
+
+/// A boxed error from a protocol crate (usually its decode error).
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// One query to one server, described sans-IO. The engine owns sockets, timers and retries;
+/// the exchange says what to send and whether a datagram from the server's address answers it.
+///
+/// The shapes this covers: a text challenge echoed in the reply (Quake III), binary
+/// challenges (idTech 4, ETQW), tokens (Teeworlds), replies spanning several datagrams with
+/// or without an end marker (master lists, DDNet `iex+`), and multi-step handshakes
+/// (Teeworlds 0.7 fetches a token first): return [`Verdict::Advance`] and the engine sends the
+/// next step's [`Exchange::requests`] at once.
+pub trait Exchange: Send + 'static {
+    /// What a finished query yields.
+    type Output: Send + 'static;
+
+    /// The datagrams to send for `attempt` (0 for the first, 1 for the first retry…) of the
+    /// current step. Called again on every retry; a reply to any earlier attempt still counts.
+    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>>;
+
+    /// A datagram arrived from this query's address.
+    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output>;
+
+    /// The attempt timer ran out with no further datagram. Return `Some` to finish now (with
+    /// what has been assembled so far, for replies that have no end marker); `None` to let the
+    /// engine retry or give up.
+    fn on_timeout(&mut self) -> Option<Result<Self::Output, BoxError>> {
+        None
+    }
+}
+
+/// What an exchange says of a datagram from its server's address.
+#[derive(Debug)]
+pub enum Verdict<O> {
+    /// Not an answer to this query (wrong challenge or token, another kind of packet). The
+    /// engine logs it at debug, offers it to other queries to the same address, and waits on.
+    Ignore(&'static str),
+    /// From this server but undecodable. Kept: if the query then times out, this error is
+    /// reported instead of a bare timeout.
+    Invalid(BoxError),
+    /// Part of a multi-datagram reply was accepted; wait for more (the attempt timer restarts).
+    /// `attempt` names the attempt it answers, when the reply shows it (for the RTT).
+    Progress {
+        /// The attempt answered, if known.
+        attempt: Option<u32>,
+    },
+    /// A handshake step is complete: the engine sends `requests(0)` of the next step now.
+    Advance,
+    /// The query is complete.
+    Done {
+        /// The result.
+        output: Result<O, BoxError>,
+        /// The attempt answered, if known.
+        attempt: Option<u32>,
+    },
+}

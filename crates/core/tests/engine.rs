@@ -1,0 +1,740 @@
+//! Engine tests with toy protocols over the simulated network, in paused time.
+//! Each toy protocol has the shape of a real family: text challenges (Quake III), binary
+//! challenges of 4 and 8 bytes (idTech 4, ETQW), tokens (Teeworlds), multi-datagram replies
+//! with and without an end marker (master lists, DDNet iex+), and a two-step handshake
+//! (Teeworlds 0.7).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fragstat_core::testing::{Faults, SimNet};
+use fragstat_core::{BoxError, Engine, Exchange, Options, Outcome, QueryError, Transport, Verdict};
+use tokio::time::Instant;
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+fn engine(net: &Arc<SimNet>) -> Engine {
+    Engine::with_transports(Some(Arc::clone(net) as Arc<dyn Transport>), None)
+}
+
+fn opts(timeout_ms: u64, retries: u32) -> Options {
+    Options {
+        timeout: Duration::from_millis(timeout_ms),
+        retries,
+        ..Options::default()
+    }
+}
+
+fn err(msg: &str) -> BoxError {
+    msg.to_string().into()
+}
+
+// ---- text challenge (Quake III shape): "q <challenge>-<attempt>" -> "r <challenge>-<attempt> <payload>"
+
+struct Text {
+    challenge: u64,
+}
+
+impl Exchange for Text {
+    type Output = String;
+    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+        vec![format!("q {}-{attempt}", self.challenge).into_bytes()]
+    }
+    fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
+        let s = String::from_utf8_lossy(d);
+        let mut it = s.splitn(3, ' ');
+        if it.next() != Some("r") {
+            return Verdict::Invalid(err("not a reply"));
+        }
+        let Some((c, a)) = it.next().and_then(|t| t.split_once('-')) else {
+            return Verdict::Invalid(err("no challenge"));
+        };
+        if c != self.challenge.to_string() {
+            return Verdict::Ignore("wrong challenge");
+        }
+        Verdict::Done {
+            output: Ok(it.next().unwrap_or_default().to_string()),
+            attempt: a.parse().ok(),
+        }
+    }
+}
+
+fn text_server(payload: String) -> fragstat_core::testing::Responder {
+    Arc::new(move |req: &[u8]| {
+        let s = String::from_utf8_lossy(req);
+        let c = s.strip_prefix("q ").unwrap_or_default().to_string();
+        vec![format!("r {c} {payload}").into_bytes()]
+    })
+}
+
+fn forge_challenge() -> fragstat_core::testing::Forger {
+    Arc::new(|reply: &[u8]| {
+        let s = String::from_utf8_lossy(reply);
+        let parts: Vec<&str> = s.splitn(3, ' ').collect();
+        format!("r 999999-0 FORGED-{}", parts.get(2).unwrap_or(&"")).into_bytes()
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn text_challenge_survives_loss_duplication_reordering_and_forgery() {
+    let net = SimNet::new(
+        Faults {
+            request_loss: 0.2,
+            reply_loss: 0.2,
+            duplicate: 0.3,
+            latency: Duration::from_millis(20),
+            jitter: Duration::from_millis(30),
+            forge_other_addr: 0.5,
+            forge_same_addr: 0.5,
+            forger: Some(forge_challenge()),
+        },
+        7,
+    );
+    // Two blocks of servers 1000 ports apart: a reply forged "from port + 1000" lands on an
+    // address that has its own query in flight, and must be refused by its challenge.
+    for p in (20000..20200).chain(21000..21200) {
+        net.add_server(addr(p), text_server(format!("server-{p}")));
+    }
+    let jobs: Vec<_> = (20000..20200)
+        .chain(21000..21200)
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                addr(p),
+                Text {
+                    challenge: 1000 + i as u64,
+                },
+            )
+        })
+        .collect();
+    let all = engine(&net).run(jobs, opts(100, 8)).collect_sorted().await;
+    assert_eq!(all.len(), 400);
+    for o in &all {
+        let got = o
+            .result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{}: {e}", o.addr));
+        assert_eq!(
+            *got,
+            format!("server-{}", o.addr.port()),
+            "reply attributed to the wrong server"
+        );
+    }
+    assert!(
+        all.iter().any(|o| o.attempts > 1),
+        "loss must have caused retries"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_after_every_retry_and_per_attempt_timing() {
+    let net = SimNet::new(Faults::default(), 1);
+    let start = Instant::now();
+    let o = engine(&net)
+        .query(addr(9), Text { challenge: 1 }, opts(100, 3))
+        .await;
+    assert!(
+        matches!(o.result, Err(QueryError::Timeout { attempts: 4 })),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(start.elapsed(), Duration::from_millis(400));
+    let sent = net.sent();
+    assert_eq!(sent.len(), 4);
+    for (i, s) in sent.iter().enumerate() {
+        assert_eq!(s.at - start, Duration::from_millis(100 * i as u64));
+        assert_eq!(s.data, format!("q 1-{i}").into_bytes());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn rtt_is_measured_on_the_attempt_that_was_answered() {
+    // The server ignores the first request: the reply answers attempt 1, sent at 100 ms.
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(30),
+            ..Faults::default()
+        },
+        1,
+    );
+    let seen = Arc::new(AtomicU32::new(0));
+    let inner = text_server("x".into());
+    let s2 = Arc::clone(&seen);
+    net.add_server(
+        addr(1),
+        Arc::new(move |req: &[u8]| {
+            if s2.fetch_add(1, Ordering::SeqCst) == 0 {
+                vec![]
+            } else {
+                inner(req)
+            }
+        }),
+    );
+    let o = engine(&net)
+        .query(addr(1), Text { challenge: 5 }, opts(100, 3))
+        .await;
+    assert_eq!(o.rtt, Some(Duration::from_millis(30)));
+    assert_eq!(o.attempts, 2);
+
+    // A late reply to attempt 0 arriving after the retry went out: RTT counts from attempt 0.
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(150),
+            ..Faults::default()
+        },
+        1,
+    );
+    net.add_server(addr(2), text_server("y".into()));
+    let o = engine(&net)
+        .query(addr(2), Text { challenge: 6 }, opts(100, 3))
+        .await;
+    assert_eq!(o.result.unwrap(), "y");
+    assert_eq!(o.rtt, Some(Duration::from_millis(150)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn results_stream_in_completion_order() {
+    let net = SimNet::new(Faults::default(), 1);
+    // Latency by port: the later servers in job order answer first.
+    for (i, p) in (100..105).enumerate() {
+        let delay = Duration::from_millis(50 * (5 - i as u64));
+        let inner = text_server(format!("{p}"));
+        let net2 = Arc::downgrade(&net);
+        net.add_server(
+            addr(p),
+            Arc::new(move |req: &[u8]| {
+                let Some(net2) = net2.upgrade() else {
+                    return vec![];
+                };
+                for r in inner(req) {
+                    net2.inject(addr(p), r, delay);
+                }
+                vec![]
+            }),
+        );
+    }
+    let mut batch = engine(&net).run(
+        (100..105).map(|p| {
+            (
+                addr(p),
+                Text {
+                    challenge: u64::from(p),
+                },
+            )
+        }),
+        opts(1000, 0),
+    );
+    let mut order = Vec::new();
+    while let Some(o) = batch.next().await {
+        assert!(o.result.is_ok());
+        order.push(o.index);
+    }
+    assert_eq!(order, vec![4, 3, 2, 1, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_window_and_pacing() {
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(40),
+            ..Faults::default()
+        },
+        1,
+    );
+    for p in 0..50 {
+        net.add_server(addr(1000 + p), text_server("ok".into()));
+    }
+    let start = Instant::now();
+    let mut batch = engine(&net).run(
+        (0..50).map(|p| {
+            (
+                addr(1000 + p),
+                Text {
+                    challenge: u64::from(p),
+                },
+            )
+        }),
+        Options {
+            concurrency: 5,
+            ..opts(1000, 0)
+        },
+    );
+    let mut done_at = HashMap::new();
+    while let Some(o) = batch.next().await {
+        assert!(o.result.is_ok());
+        done_at.insert(o.addr, Instant::now());
+    }
+    let sent = net.sent();
+    let max_overlap = sent
+        .iter()
+        .map(|s| {
+            sent.iter()
+                .filter(|t| t.at <= s.at && done_at[&t.to] > s.at)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert_eq!(
+        max_overlap, 5,
+        "window of 5 must be used and never exceeded"
+    );
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(400),
+        "10 rounds of 40 ms"
+    );
+
+    // Pacing: 100 datagrams/s means 10 ms between sends.
+    let net = SimNet::new(Faults::default(), 1);
+    for p in 0..20 {
+        net.add_server(addr(2000 + p), text_server("ok".into()));
+    }
+    let all = engine(&net)
+        .run(
+            (0..20).map(|p| {
+                (
+                    addr(2000 + p),
+                    Text {
+                        challenge: u64::from(p),
+                    },
+                )
+            }),
+            Options {
+                rate: Some(100),
+                ..opts(1000, 0)
+            },
+        )
+        .collect_sorted()
+        .await;
+    assert!(all.iter().all(|o| o.result.is_ok()));
+    let sent = net.sent();
+    for w in sent.windows(2) {
+        assert!(
+            w[1].at - w[0].at >= Duration::from_millis(10),
+            "{:?}",
+            w[1].at - w[0].at
+        );
+    }
+    assert_eq!(
+        sent.last().unwrap().at - sent[0].at,
+        Duration::from_millis(190)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn batch_deadline_bounds_everything() {
+    let net = SimNet::new(Faults::default(), 1);
+    let start = Instant::now();
+    let all = engine(&net)
+        .run(
+            (0..10).map(|p| (addr(3000 + p), Text { challenge: 1 })),
+            Options {
+                deadline: Some(Duration::from_millis(250)),
+                concurrency: 4,
+                ..opts(100, 10)
+            },
+        )
+        .collect_sorted()
+        .await;
+    assert_eq!(all.len(), 10);
+    assert!(all
+        .iter()
+        .all(|o| matches!(o.result, Err(QueryError::Deadline))));
+    assert_eq!(start.elapsed(), Duration::from_millis(250));
+}
+
+#[tokio::test(start_paused = true)]
+async fn unsolicited_and_invalid_datagrams_are_never_attributed() {
+    let net = SimNet::new(Faults::default(), 1);
+    // Garbage from the queried address: remembered, reported instead of a bare timeout.
+    net.add_server(addr(5), Arc::new(|_req: &[u8]| vec![b"garbage".to_vec()]));
+    // A stranger sends a well-formed reply with the right challenge: not from the server's address.
+    net.inject(
+        addr(6),
+        b"r 42-0 stranger".to_vec(),
+        Duration::from_millis(10),
+    );
+    let e = engine(&net);
+    let bad = e.query(addr(5), Text { challenge: 41 }, opts(100, 1)).await;
+    assert!(
+        matches!(&bad.result, Err(QueryError::Decode(m)) if m.to_string() == "not a reply"),
+        "{:?}",
+        bad.result
+    );
+    let silent = e.query(addr(7), Text { challenge: 42 }, opts(100, 1)).await;
+    assert!(matches!(silent.result, Err(QueryError::Timeout { .. })));
+}
+
+// ---- binary challenges (idTech 4: 4 bytes, ETQW: 8 bytes) and tokens (Teeworlds)
+
+struct Binary<const N: usize> {
+    challenge: [u8; N],
+}
+
+impl<const N: usize> Exchange for Binary<N> {
+    type Output = Vec<u8>;
+    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+        let mut r = b"\xff\xffgetInfo\0".to_vec();
+        r.extend_from_slice(&self.challenge);
+        vec![r]
+    }
+    fn on_datagram(&mut self, d: &[u8]) -> Verdict<Vec<u8>> {
+        match d
+            .strip_prefix(b"\xff\xffinfoResponse\0".as_slice())
+            .and_then(|r| r.split_at_checked(N))
+        {
+            Some((c, rest)) if c == self.challenge => Verdict::Done {
+                output: Ok(rest.to_vec()),
+                attempt: None,
+            },
+            Some(_) => Verdict::Ignore("wrong challenge"),
+            None => Verdict::Invalid(err("short")),
+        }
+    }
+}
+
+fn binary_server<const N: usize>() -> fragstat_core::testing::Responder {
+    Arc::new(|req: &[u8]| {
+        let c = req.get(req.len() - N..).unwrap_or_default();
+        let mut r = b"\xff\xffinfoResponse\0".to_vec();
+        r.extend_from_slice(c);
+        r.extend_from_slice(b"payload");
+        vec![r]
+    })
+}
+
+fn forge_binary<const N: usize>() -> fragstat_core::testing::Forger {
+    Arc::new(|reply: &[u8]| {
+        let mut f = reply.to_vec();
+        let i = b"\xff\xffinfoResponse\0".len();
+        f[i] ^= 0xFF; // a different challenge
+        f.truncate(i + N);
+        f.extend_from_slice(b"FORGED");
+        f
+    })
+}
+
+async fn binary_case<const N: usize>() {
+    let net = SimNet::new(
+        Faults {
+            reply_loss: 0.3,
+            forge_same_addr: 1.0,
+            forger: Some(forge_binary::<N>()),
+            ..Faults::default()
+        },
+        3,
+    );
+    for p in 0..30 {
+        net.add_server(addr(4000 + p), binary_server::<N>());
+    }
+    let all = engine(&net)
+        .run(
+            (0..30u8).map(|p| {
+                (
+                    addr(4000 + u16::from(p)),
+                    Binary {
+                        challenge: [p.wrapping_mul(7) | 1; N],
+                    },
+                )
+            }),
+            opts(100, 8),
+        )
+        .collect_sorted()
+        .await;
+    for o in all {
+        assert_eq!(o.result.unwrap(), b"payload", "width {N}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn binary_challenges_of_four_and_eight_bytes() {
+    binary_case::<4>().await;
+    binary_case::<8>().await;
+}
+
+/// DDNet-style token: 1 byte in the payload, 2 more in the header; echoed as a decimal string.
+struct Token {
+    basic: u8,
+    extra: u16,
+}
+
+impl Exchange for Token {
+    type Output = String;
+    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+        let mut r = b"xe".to_vec();
+        r.extend_from_slice(&self.extra.to_be_bytes());
+        r.extend_from_slice(b"\0\0\xff\xff\xff\xffgie3");
+        r.push(self.basic);
+        vec![r]
+    }
+    fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
+        let Some(rest) = d.strip_prefix(b"iext".as_slice()) else {
+            return Verdict::Ignore("not iext");
+        };
+        let mut parts = rest.split(|&b| b == 0);
+        let token = parts
+            .next()
+            .and_then(|t| std::str::from_utf8(t).ok()?.parse::<u32>().ok());
+        if token != Some(u32::from(self.extra) << 8 | u32::from(self.basic)) {
+            return Verdict::Ignore("wrong token");
+        }
+        let name = String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned();
+        Verdict::Done {
+            output: Ok(name),
+            attempt: None,
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn tokens_in_header_and_payload() {
+    let net = SimNet::new(
+        Faults {
+            forge_same_addr: 1.0,
+            forger: Some(Arc::new(|r: &[u8]| {
+                let mut f = b"iext1\0".to_vec();
+                f.extend_from_slice(r.split(|&b| b == 0).nth(1).unwrap_or_default());
+                f
+            })),
+            ..Faults::default()
+        },
+        4,
+    );
+    net.add_server(
+        addr(8303),
+        Arc::new(|req: &[u8]| {
+            let extra = u16::from_be_bytes([req[2], req[3]]);
+            let basic = *req.last().unwrap();
+            vec![format!(
+                "iext{}\0My DDNet\0",
+                u32::from(extra) << 8 | u32::from(basic)
+            )
+            .into_bytes()]
+        }),
+    );
+    let o = engine(&net)
+        .query(
+            addr(8303),
+            Token {
+                basic: 0x2a,
+                extra: 0x1234,
+            },
+            opts(100, 2),
+        )
+        .await;
+    assert_eq!(o.result.unwrap(), "My DDNet");
+}
+
+// ---- multi-datagram replies
+
+/// Parts "p <i>/<n> <data>"; `marker`: the last part ends in " END" (Q3 master \EOT);
+/// `counted`: complete when n parts arrived (DDNet iex+); neither: finish on a quiet timeout.
+struct Multi {
+    marker: bool,
+    counted: bool,
+    parts: HashMap<u32, String>,
+    ended: bool,
+}
+
+impl Multi {
+    fn new(marker: bool, counted: bool) -> Self {
+        Multi {
+            marker,
+            counted,
+            parts: HashMap::new(),
+            ended: false,
+        }
+    }
+    fn assembled(&self) -> Vec<String> {
+        let mut keys: Vec<_> = self.parts.keys().copied().collect();
+        keys.sort();
+        keys.iter().map(|k| self.parts[k].clone()).collect()
+    }
+}
+
+impl Exchange for Multi {
+    type Output = Vec<String>;
+    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+        vec![b"list".to_vec()]
+    }
+    fn on_datagram(&mut self, d: &[u8]) -> Verdict<Vec<String>> {
+        let s = String::from_utf8_lossy(d).into_owned();
+        let Some((idx, rest)) = s.strip_prefix("p ").and_then(|r| r.split_once(' ')) else {
+            return Verdict::Ignore("not a part");
+        };
+        let Some((i, n)) = idx
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.parse().ok()?, n.parse::<u32>().ok()?)))
+        else {
+            return Verdict::Invalid(err("bad index"));
+        };
+        let (data, end) = match rest.strip_suffix(" END") {
+            Some(d) => (d.to_string(), true),
+            None => (rest.to_string(), false),
+        };
+        self.parts.insert(i, data); // duplicates overwrite themselves
+        self.ended |= end;
+        let complete = (self.marker && self.ended && self.parts.len() as u32 == n)
+            || (self.counted && self.parts.len() as u32 == n);
+        if complete {
+            Verdict::Done {
+                output: Ok(self.assembled()),
+                attempt: None,
+            }
+        } else {
+            Verdict::Progress { attempt: None }
+        }
+    }
+    fn on_timeout(&mut self) -> Option<Result<Vec<String>, BoxError>> {
+        (!self.parts.is_empty()).then(|| Ok(self.assembled()))
+    }
+}
+
+fn multi_server(n: u32, marker: bool) -> fragstat_core::testing::Responder {
+    Arc::new(move |_req: &[u8]| {
+        (0..n)
+            .map(|i| {
+                let end = if marker && i == n - 1 { " END" } else { "" };
+                format!("p {i}/{n} item{i}{end}").into_bytes()
+            })
+            .collect()
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn multi_datagram_with_end_marker_under_reordering_and_duplication() {
+    let net = SimNet::new(
+        Faults {
+            duplicate: 0.5,
+            latency: Duration::from_millis(5),
+            jitter: Duration::from_millis(40),
+            ..Faults::default()
+        },
+        9,
+    );
+    net.add_server(addr(27950), multi_server(12, true));
+    let start = Instant::now();
+    let o = engine(&net)
+        .query(addr(27950), Multi::new(true, false), opts(500, 0))
+        .await;
+    let want: Vec<String> = (0..12).map(|i| format!("item{i}")).collect();
+    assert_eq!(o.result.unwrap(), want);
+    assert!(
+        start.elapsed() < Duration::from_millis(100),
+        "finished on the marker, not a timeout"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn multi_datagram_without_marker_by_count_and_by_timeout() {
+    let net = SimNet::new(
+        Faults {
+            jitter: Duration::from_millis(20),
+            ..Faults::default()
+        },
+        2,
+    );
+    net.add_server(addr(8303), multi_server(3, false));
+    let start = Instant::now();
+    let o = engine(&net)
+        .query(addr(8303), Multi::new(false, true), opts(500, 0))
+        .await;
+    assert_eq!(o.result.unwrap().len(), 3);
+    assert!(
+        start.elapsed() < Duration::from_millis(100),
+        "finished on the count"
+    );
+
+    // No marker, no count: the list is complete when the server goes quiet for one timeout.
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(10),
+            ..Faults::default()
+        },
+        2,
+    );
+    net.add_server(addr(27950), multi_server(4, false));
+    let start = Instant::now();
+    let o = engine(&net)
+        .query(addr(27950), Multi::new(false, false), opts(200, 3))
+        .await;
+    assert_eq!(o.result.unwrap().len(), 4);
+    assert_eq!(start.elapsed(), Duration::from_millis(210));
+    assert_eq!(net.sent().len(), 1, "a partial reply is not re-requested");
+}
+
+// ---- two-step handshake (Teeworlds 0.7: fetch a token, then ask for info with it)
+
+struct Handshake {
+    token: Option<u32>,
+}
+
+impl Exchange for Handshake {
+    type Output = String;
+    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+        match self.token {
+            None => vec![b"token?".to_vec()],
+            Some(t) => vec![format!("info {t}").into_bytes()],
+        }
+    }
+    fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
+        let s = String::from_utf8_lossy(d).into_owned();
+        match (self.token, s.split_once(' ')) {
+            (None, Some(("token", t))) => {
+                self.token = t.parse().ok();
+                Verdict::Advance
+            }
+            (Some(t), Some(("info", rest))) => match rest.split_once(' ') {
+                Some((tok, name)) if tok == t.to_string() => Verdict::Done {
+                    output: Ok(name.to_string()),
+                    attempt: None,
+                },
+                _ => Verdict::Ignore("wrong token"),
+            },
+            _ => Verdict::Ignore("not for this step"),
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_step_handshake_with_loss_at_each_step() {
+    let net = SimNet::new(
+        Faults {
+            request_loss: 0.4,
+            latency: Duration::from_millis(10),
+            ..Faults::default()
+        },
+        11,
+    );
+    for p in 0..20u16 {
+        net.add_server(
+            addr(8304 + p),
+            Arc::new(move |req: &[u8]| {
+                let s = String::from_utf8_lossy(req);
+                if s == "token?" {
+                    vec![format!("token {}", 7000 + p).into_bytes()]
+                } else if s == format!("info {}", 7000 + p) {
+                    vec![format!("info {} tw7-{p}", 7000 + p).into_bytes()]
+                } else {
+                    vec![] // a real 0.7 server ignores info requests without its token
+                }
+            }),
+        );
+    }
+    let all: Vec<Outcome<String>> = engine(&net)
+        .run(
+            (0..20u16).map(|p| (addr(8304 + p), Handshake { token: None })),
+            opts(100, 8),
+        )
+        .collect_sorted()
+        .await;
+    for (p, o) in all.into_iter().enumerate() {
+        assert_eq!(o.result.unwrap(), format!("tw7-{p}"));
+        assert_eq!(o.rtt, Some(Duration::from_millis(10)));
+    }
+}
