@@ -337,8 +337,6 @@ struct Slot<E> {
     generation: u64,
     rtt: Option<Duration>,
     last_error: Option<BoxError>,
-    /// Datagrams were accepted in the current attempt (a partial reply).
-    progressed: bool,
 }
 
 struct Driver<E: Exchange> {
@@ -443,7 +441,6 @@ impl<E: Exchange> Driver<E> {
                     generation: 0,
                     rtt: None,
                     last_error: None,
-                    progressed: false,
                 },
             );
             self.send_queue.push_back(id);
@@ -490,7 +487,6 @@ impl<E: Exchange> Driver<E> {
             let now = Instant::now();
             slot.attempts += 1;
             slot.sent_at.push(now);
-            slot.progressed = false;
             slot.generation += 1;
             if attempt > 0 {
                 debug!(%addr, attempt, "retry sent");
@@ -517,7 +513,6 @@ impl<E: Exchange> Driver<E> {
                 }
                 Verdict::Progress { attempt } => {
                     record_rtt(slot, attempt, now);
-                    slot.progressed = true;
                     slot.generation += 1;
                     self.timers
                         .push(Reverse((now + self.options.timeout, id, slot.generation)));
@@ -557,7 +552,9 @@ impl<E: Exchange> Driver<E> {
                 self.finish(id, result.map_err(QueryError::Decode));
                 continue;
             }
-            if slot.attempts <= self.options.retries && !slot.progressed {
+            // A partial reply the exchange cannot finish with is asked for again: its
+            // `requests` names only what is still missing.
+            if slot.attempts <= self.options.retries {
                 debug!(addr = %slot.addr, attempt = slot.attempts, "attempt timed out");
                 slot.generation += 1;
                 self.send_queue.push_front(id);

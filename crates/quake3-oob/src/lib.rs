@@ -15,6 +15,17 @@
 //! let status = client.status("127.0.0.1:27960".parse()?).await?;
 //! println!("{} players on {}", status.reply.players.len(),
 //!     fragstat_quake3_oob::text::display(status.reply.info.get("mapname").unwrap_or_default()));
+//! ```
+//!
+//! Without a network, decode a saved reply:
+//!
+//! ```
+//! use fragstat_quake3_oob::{decode, Packet, text};
+//! let bytes = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\^1Red\\mapname\\q3dm6\n12 50 \"^4Blue^7Guy\"\n";
+//! let Packet::StatusResponse(status) = decode(bytes)? else { unreachable!() };
+//! assert_eq!(status.players[0].score, Some(12));
+//! assert_eq!(text::display(&status.players[0].name), "BlueGuy");
+//! # Ok::<(), fragstat_quake3_oob::DecodeError>(())
 //! # Ok(()) }
 //! ```
 //!
@@ -30,12 +41,14 @@ pub mod master;
 mod packet;
 pub mod server;
 pub mod text;
+pub mod view;
 
 #[cfg(feature = "client")]
 pub mod client;
 
 pub use error::DecodeError;
 pub use game::Game;
+pub use view::Summary;
 pub use info::{EncodeError, InfoString};
 pub use master::{encode_server_list, EotStyle, GetServers, ServerList, Terminator};
 pub use packet::{

@@ -1,0 +1,401 @@
+//! Querying servers and masters through `fragstat-core` (the default `client` feature).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use fragstat_quake3_oob::{client::Client, text, Game};
+//!
+//! let client = Client::new().await?;
+//! // One server: getinfo and getstatus in one exchange.
+//! let server = client.server("127.0.0.1:27960".parse()?).await?;
+//! let s = server.reply.summary();
+//! println!("{} on {} ({}/{}) in {:?}", text::display(&s.name), text::display(&s.map),
+//!     s.num_players, s.max_players, server.rtt);
+//!
+//! // A master's list, then every server on it, streamed as each answers.
+//! let list = client.master("127.0.0.1:27950".parse()?, &Game::Quake3.getservers()).await?;
+//! let mut batch = client.scan(list.reply, true);
+//! while let Some(outcome) = batch.next().await {
+//!     if let Ok(reply) = outcome.result {
+//!         println!("{} {}", outcome.addr, text::display(&reply.summary().name));
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use fragstat_core::{Batch, BoxError, Engine, Exchange, Options, QueryError, Verdict};
+
+use crate::master::{GetServers, MAX_MASTER_PACKET};
+use crate::packet::{decode, InfoResponse, Packet, StatusResponse};
+use crate::view::Summary;
+use crate::DecodeError;
+
+/// What to ask a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    /// `getinfo` only: name, map, counts (one small datagram each way).
+    Info,
+    /// `getstatus` only: every cvar and the player list.
+    Status,
+    /// Both at once: the player list plus the bot count only `getinfo` has. A lost
+    /// infoResponse does not fail the query: the status alone is returned after one timeout.
+    Both,
+}
+
+/// What a server answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerReply {
+    /// The infoResponse, when asked for and received.
+    pub info: Option<InfoResponse>,
+    /// The statusResponse, when asked for and received.
+    pub status: Option<StatusResponse>,
+}
+
+impl ServerReply {
+    /// The browser view of this reply.
+    pub fn summary(&self) -> Summary {
+        Summary::new(self.info.as_ref(), self.status.as_ref())
+    }
+}
+
+/// A reply with its timing.
+#[derive(Debug, Clone)]
+pub struct Timed<T> {
+    /// The reply.
+    pub reply: T,
+    /// Round-trip time of the attempt answered.
+    pub rtt: Option<Duration>,
+    /// Attempts sent.
+    pub attempts: u32,
+}
+
+/// Challenges are `fs<nonce hex>-<attempt>`: unique per query, valid for every engine
+/// (protocol notes §1.6), and they say which attempt a reply answers (for the RTT).
+fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
+    format!("fs{nonce:x}-{attempt}").into_bytes()
+}
+
+/// Checks an echoed challenge: `Ok(Some(attempt))` when it is ours, `Ok(None)` when the
+/// server echoed none (some old servers do not), `Err` when it is someone else's.
+fn check_challenge(echo: Option<&[u8]>, nonce: u64) -> Result<Option<u32>, ()> {
+    let Some(echo) = echo else { return Ok(None) };
+    let prefix = format!("fs{nonce:x}-");
+    let attempt = echo.strip_prefix(prefix.as_bytes()).ok_or(())?;
+    std::str::from_utf8(attempt).ok().and_then(|a| a.parse().ok()).map(Some).ok_or(())
+}
+
+/// The exchange behind [`Client::scan`]: getinfo and/or getstatus to one server.
+#[derive(Debug)]
+pub struct ServerExchange {
+    ask: Ask,
+    nonce: u64,
+    reply: ServerReply,
+}
+
+impl ServerExchange {
+    /// A query with a random challenge.
+    pub fn new(ask: Ask) -> Self {
+        Self::with_nonce(ask, fastrand::u64(..))
+    }
+
+    /// A query with a given challenge nonce (for tests).
+    pub fn with_nonce(ask: Ask, nonce: u64) -> Self {
+        ServerExchange {
+            ask,
+            nonce,
+            reply: ServerReply::default(),
+        }
+    }
+
+    fn wants_info(&self) -> bool {
+        self.ask != Ask::Status && self.reply.info.is_none()
+    }
+
+    fn wants_status(&self) -> bool {
+        self.ask != Ask::Info && self.reply.status.is_none()
+    }
+
+    fn complete(&self) -> bool {
+        !self.wants_info() && !self.wants_status()
+    }
+}
+
+impl Exchange for ServerExchange {
+    type Output = ServerReply;
+
+    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+        let c = challenge(self.nonce, attempt);
+        let mut out = Vec::with_capacity(2);
+        if self.wants_info() {
+            out.extend(Packet::GetInfo { challenge: Some(c.clone()) }.to_bytes().ok());
+        }
+        if self.wants_status() {
+            out.extend(Packet::GetStatus { challenge: Some(c) }.to_bytes().ok());
+        }
+        out
+    }
+
+    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerReply> {
+        let packet = match decode(datagram) {
+            Ok(p) => p,
+            Err(e) => return Verdict::Invalid(Box::new(e)),
+        };
+        let attempt = match &packet {
+            Packet::InfoResponse(r) if self.wants_info() => check_challenge(r.info.get("challenge"), self.nonce),
+            Packet::StatusResponse(r) if self.wants_status() => check_challenge(r.info.get("challenge"), self.nonce),
+            _ => return Verdict::Ignore("not a reply this query waits for"),
+        };
+        let Ok(attempt) = attempt else {
+            return Verdict::Ignore("wrong challenge");
+        };
+        match packet {
+            Packet::InfoResponse(r) => self.reply.info = Some(r),
+            Packet::StatusResponse(r) => self.reply.status = Some(r),
+            _ => {}
+        }
+        if self.complete() {
+            Verdict::Done {
+                output: Ok(std::mem::take(&mut self.reply)),
+                attempt,
+            }
+        } else {
+            Verdict::Progress { attempt }
+        }
+    }
+
+    fn on_timeout(&mut self) -> Option<Result<ServerReply, BoxError>> {
+        // With both asked, the status alone is a useful answer (it has the players).
+        (self.ask == Ask::Both && self.reply.status.is_some()).then(|| Ok(std::mem::take(&mut self.reply)))
+    }
+}
+
+/// The exchange behind [`Client::master`]: one `getservers` request, a list spanning any
+/// number of datagrams.
+///
+/// The list is complete at an end marker (`\EOT`, `\EOF`) on a datagram that is not full;
+/// masters before dpmaster 2.0 put the marker on every datagram, so a marker on a full
+/// datagram, or no marker at all, means waiting until the master has been quiet for one
+/// timeout. Duplicate entries (a datagram delivered twice) are listed once.
+#[derive(Debug)]
+pub struct MasterExchange {
+    request: Vec<u8>,
+    servers: Vec<SocketAddr>,
+    seen: HashSet<SocketAddr>,
+    datagrams: u32,
+}
+
+impl MasterExchange {
+    /// A query sending `request`.
+    pub fn new(request: &GetServers) -> Result<Self, crate::EncodeError> {
+        Ok(MasterExchange {
+            request: Packet::GetServers(request.clone()).to_bytes()?,
+            servers: Vec::new(),
+            seen: HashSet::new(),
+            datagrams: 0,
+        })
+    }
+}
+
+impl Exchange for MasterExchange {
+    type Output = Vec<SocketAddr>;
+
+    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
+        vec![self.request.clone()]
+    }
+
+    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Vec<SocketAddr>> {
+        let list = match decode(datagram) {
+            Ok(Packet::ServersResponse(l)) => l,
+            Ok(_) => return Verdict::Ignore("not a server list"),
+            Err(e) => return Verdict::Invalid(Box::new(e)),
+        };
+        self.datagrams += 1;
+        for s in list.servers {
+            if self.seen.insert(s) {
+                self.servers.push(s);
+            }
+        }
+        // Room for fewer than two more entries: the master filled this datagram.
+        let full = datagram.len() + 14 > MAX_MASTER_PACKET;
+        if list.terminator.is_some() && !full {
+            Verdict::Done {
+                output: Ok(std::mem::take(&mut self.servers)),
+                attempt: None,
+            }
+        } else {
+            Verdict::Progress { attempt: None }
+        }
+    }
+
+    fn on_timeout(&mut self) -> Option<Result<Vec<SocketAddr>, BoxError>> {
+        (self.datagrams > 0).then(|| Ok(std::mem::take(&mut self.servers)))
+    }
+}
+
+/// A Quake III protocol client over a shared [`Engine`].
+#[derive(Debug, Clone)]
+pub struct Client {
+    engine: Engine,
+    options: Options,
+}
+
+impl Client {
+    /// Binds the engine's sockets, with qstat-like defaults for a single query
+    /// (500 ms per attempt, 3 retries).
+    pub async fn new() -> std::io::Result<Self> {
+        Ok(Self::with_engine(Engine::bind().await?))
+    }
+
+    /// Uses an existing engine (share one between families and tasks).
+    pub fn with_engine(engine: Engine) -> Self {
+        Client {
+            engine,
+            options: Options {
+                timeout: Duration::from_millis(500),
+                retries: 3,
+                ..Options::default()
+            },
+        }
+    }
+
+    /// Replaces the options used for every query.
+    pub fn with_options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    async fn one(&self, addr: SocketAddr, ask: Ask) -> Result<Timed<ServerReply>, QueryError> {
+        let o = self.engine.query(addr, ServerExchange::new(ask), self.options.clone()).await;
+        Ok(Timed {
+            reply: o.result?,
+            rtt: o.rtt,
+            attempts: o.attempts,
+        })
+    }
+
+    /// `getinfo`.
+    pub async fn info(&self, addr: SocketAddr) -> Result<Timed<InfoResponse>, QueryError> {
+        let t = self.one(addr, Ask::Info).await?;
+        let reply = t.reply.info.ok_or_else(|| missing("infoResponse"))?;
+        Ok(Timed { reply, rtt: t.rtt, attempts: t.attempts })
+    }
+
+    /// `getstatus`.
+    pub async fn status(&self, addr: SocketAddr) -> Result<Timed<StatusResponse>, QueryError> {
+        let t = self.one(addr, Ask::Status).await?;
+        let reply = t.reply.status.ok_or_else(|| missing("statusResponse"))?;
+        Ok(Timed { reply, rtt: t.rtt, attempts: t.attempts })
+    }
+
+    /// `getinfo` and `getstatus` together.
+    pub async fn server(&self, addr: SocketAddr) -> Result<Timed<ServerReply>, QueryError> {
+        self.one(addr, Ask::Both).await
+    }
+
+    /// Queries many servers; outcomes stream out as each finishes. `players` asks for the
+    /// player list too ([`Ask::Both`]), otherwise only `getinfo` is sent.
+    pub fn scan(&self, addrs: impl IntoIterator<Item = SocketAddr>, players: bool) -> Batch<ServerReply> {
+        let ask = if players { Ask::Both } else { Ask::Info };
+        self.engine
+            .run(addrs.into_iter().map(|a| (a, ServerExchange::new(ask))), self.options.clone())
+    }
+
+    /// Fetches a master's server list.
+    pub async fn master(&self, master: SocketAddr, request: &GetServers) -> Result<Timed<Vec<SocketAddr>>, QueryError> {
+        let ex = MasterExchange::new(request).map_err(|e| QueryError::Decode(Box::new(e)))?;
+        let o = self.engine.query(master, ex, self.options.clone()).await;
+        Ok(Timed {
+            reply: o.result?,
+            rtt: o.rtt,
+            attempts: o.attempts,
+        })
+    }
+}
+
+fn missing(what: &'static str) -> QueryError {
+    QueryError::Decode(Box::new(DecodeError::Missing { field: what, offset: 0 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::master::{encode_server_list, EotStyle};
+    use crate::server::{EmulatedServer, ServerConfig};
+    use crate::Game;
+    use fragstat_core::testing::{Faults, SimNet};
+    use fragstat_core::Transport;
+    use std::sync::{Arc, Mutex};
+
+    fn addr(p: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], p))
+    }
+
+    #[test]
+    fn challenges_identify_the_attempt() {
+        assert_eq!(check_challenge(Some(&challenge(0xabc, 3)), 0xabc), Ok(Some(3)));
+        assert_eq!(check_challenge(Some(b"fsabd-3"), 0xabc), Err(()));
+        assert_eq!(check_challenge(None, 1), Ok(None));
+        assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn scan_emulated_servers_with_loss() {
+        let net = SimNet::new(
+            Faults {
+                request_loss: 0.2,
+                duplicate: 0.2,
+                latency: Duration::from_millis(10),
+                ..Faults::default()
+            },
+            5,
+        );
+        for p in 0..50u16 {
+            let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(Game::Quake3, format!("s{p}").as_bytes(), usize::from(p % 5))));
+            net.add_server(addr(27960 + p), Arc::new(move |req: &[u8]| emu.lock().unwrap().handle(req).into_iter().collect()));
+        }
+        let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+        let client = Client::with_engine(engine).with_options(Options {
+            timeout: Duration::from_millis(100),
+            retries: 6,
+            ..Options::default()
+        });
+        let all = client.scan((0..50).map(|p| addr(27960 + p)), true).collect_sorted().await;
+        for (p, o) in all.iter().enumerate() {
+            let s = o.result.as_ref().unwrap().summary();
+            assert_eq!(s.name, format!("s{p}").into_bytes());
+            assert_eq!(s.num_players as usize, p % 5);
+            assert_eq!(s.players.len(), p % 5);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn master_lists_every_terminator_style() {
+        let servers: Vec<SocketAddr> = (0..600u16).map(|i| SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 27960))).collect();
+        for style in [EotStyle::LastPacket, EotStyle::EveryPacket, EotStyle::EofLast, EotStyle::None] {
+            let net = SimNet::new(Faults { jitter: Duration::from_millis(5), ..Faults::default() }, 1);
+            let packets = encode_server_list(&servers, false, style, MAX_MASTER_PACKET);
+            net.add_server(addr(27950), Arc::new(move |_req: &[u8]| packets.clone()));
+            let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+            let client = Client::with_engine(engine);
+            let got = client.master(addr(27950), &Game::Quake3.getservers()).await.unwrap().reply;
+            let mut got_sorted = got.clone();
+            got_sorted.sort();
+            let mut want = servers.clone();
+            want.sort();
+            assert_eq!(got_sorted, want, "{style:?}");
+        }
+    }
+}
