@@ -15,6 +15,7 @@
 //! let status = client.status("127.0.0.1:27960".parse()?).await?;
 //! println!("{} players on {}", status.reply.players.len(),
 //!     fragstat_quake3_oob::text::display(status.reply.info.get("mapname").unwrap_or_default()));
+//! # Ok(()) }
 //! ```
 //!
 //! Without a network, decode a saved reply:
@@ -26,7 +27,6 @@
 //! assert_eq!(status.players[0].score, Some(12));
 //! assert_eq!(text::display(&status.players[0].name), "BlueGuy");
 //! # Ok::<(), fragstat_quake3_oob::DecodeError>(())
-//! # Ok(()) }
 //! ```
 //!
 //! What this crate does not do: rcon, connecting to a server, or any other family's protocol.
