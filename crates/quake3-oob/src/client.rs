@@ -84,7 +84,11 @@ fn check_challenge(echo: Option<&[u8]>, nonce: u64) -> Result<Option<u32>, ()> {
     let Some(echo) = echo else { return Ok(None) };
     let prefix = format!("fs{nonce:x}-");
     let attempt = echo.strip_prefix(prefix.as_bytes()).ok_or(())?;
-    std::str::from_utf8(attempt).ok().and_then(|a| a.parse().ok()).map(Some).ok_or(())
+    std::str::from_utf8(attempt)
+        .ok()
+        .and_then(|a| a.parse().ok())
+        .map(Some)
+        .ok_or(())
 }
 
 /// The exchange behind [`Client::scan`]: getinfo and/or getstatus to one server.
@@ -130,7 +134,13 @@ impl Exchange for ServerExchange {
         let c = challenge(self.nonce, attempt);
         let mut out = Vec::with_capacity(2);
         if self.wants_info() {
-            out.extend(Packet::GetInfo { challenge: Some(c.clone()) }.to_bytes().ok());
+            out.extend(
+                Packet::GetInfo {
+                    challenge: Some(c.clone()),
+                }
+                .to_bytes()
+                .ok(),
+            );
         }
         if self.wants_status() {
             out.extend(Packet::GetStatus { challenge: Some(c) }.to_bytes().ok());
@@ -144,8 +154,12 @@ impl Exchange for ServerExchange {
             Err(e) => return Verdict::Invalid(Box::new(e)),
         };
         let attempt = match &packet {
-            Packet::InfoResponse(r) if self.wants_info() => check_challenge(r.info.get("challenge"), self.nonce),
-            Packet::StatusResponse(r) if self.wants_status() => check_challenge(r.info.get("challenge"), self.nonce),
+            Packet::InfoResponse(r) if self.wants_info() => {
+                check_challenge(r.info.get("challenge"), self.nonce)
+            }
+            Packet::StatusResponse(r) if self.wants_status() => {
+                check_challenge(r.info.get("challenge"), self.nonce)
+            }
             _ => return Verdict::Ignore("not a reply this query waits for"),
         };
         let Ok(attempt) = attempt else {
@@ -168,7 +182,8 @@ impl Exchange for ServerExchange {
 
     fn on_timeout(&mut self) -> Option<Result<ServerReply, BoxError>> {
         // With both asked, the status alone is a useful answer (it has the players).
-        (self.ask == Ask::Both && self.reply.status.is_some()).then(|| Ok(std::mem::take(&mut self.reply)))
+        (self.ask == Ask::Both && self.reply.status.is_some())
+            .then(|| Ok(std::mem::take(&mut self.reply)))
     }
 }
 
@@ -278,7 +293,10 @@ impl Client {
     }
 
     async fn one(&self, addr: SocketAddr, ask: Ask) -> Result<Timed<ServerReply>, QueryError> {
-        let o = self.engine.query(addr, ServerExchange::new(ask), self.options.clone()).await;
+        let o = self
+            .engine
+            .query(addr, ServerExchange::new(ask), self.options.clone())
+            .await;
         Ok(Timed {
             reply: o.result?,
             rtt: o.rtt,
@@ -290,14 +308,22 @@ impl Client {
     pub async fn info(&self, addr: SocketAddr) -> Result<Timed<InfoResponse>, QueryError> {
         let t = self.one(addr, Ask::Info).await?;
         let reply = t.reply.info.ok_or_else(|| missing("infoResponse"))?;
-        Ok(Timed { reply, rtt: t.rtt, attempts: t.attempts })
+        Ok(Timed {
+            reply,
+            rtt: t.rtt,
+            attempts: t.attempts,
+        })
     }
 
     /// `getstatus`.
     pub async fn status(&self, addr: SocketAddr) -> Result<Timed<StatusResponse>, QueryError> {
         let t = self.one(addr, Ask::Status).await?;
         let reply = t.reply.status.ok_or_else(|| missing("statusResponse"))?;
-        Ok(Timed { reply, rtt: t.rtt, attempts: t.attempts })
+        Ok(Timed {
+            reply,
+            rtt: t.rtt,
+            attempts: t.attempts,
+        })
     }
 
     /// `getinfo` and `getstatus` together.
@@ -307,14 +333,24 @@ impl Client {
 
     /// Queries many servers; outcomes stream out as each finishes. `players` asks for the
     /// player list too ([`Ask::Both`]), otherwise only `getinfo` is sent.
-    pub fn scan(&self, addrs: impl IntoIterator<Item = SocketAddr>, players: bool) -> Batch<ServerReply> {
+    pub fn scan(
+        &self,
+        addrs: impl IntoIterator<Item = SocketAddr>,
+        players: bool,
+    ) -> Batch<ServerReply> {
         let ask = if players { Ask::Both } else { Ask::Info };
-        self.engine
-            .run(addrs.into_iter().map(|a| (a, ServerExchange::new(ask))), self.options.clone())
+        self.engine.run(
+            addrs.into_iter().map(|a| (a, ServerExchange::new(ask))),
+            self.options.clone(),
+        )
     }
 
     /// Fetches a master's server list.
-    pub async fn master(&self, master: SocketAddr, request: &GetServers) -> Result<Timed<Vec<SocketAddr>>, QueryError> {
+    pub async fn master(
+        &self,
+        master: SocketAddr,
+        request: &GetServers,
+    ) -> Result<Timed<Vec<SocketAddr>>, QueryError> {
         let ex = MasterExchange::new(request).map_err(|e| QueryError::Decode(Box::new(e)))?;
         let o = self.engine.query(master, ex, self.options.clone()).await;
         Ok(Timed {
@@ -326,7 +362,10 @@ impl Client {
 }
 
 fn missing(what: &'static str) -> QueryError {
-    QueryError::Decode(Box::new(DecodeError::Missing { field: what, offset: 0 }))
+    QueryError::Decode(Box::new(DecodeError::Missing {
+        field: what,
+        offset: 0,
+    }))
 }
 
 #[cfg(test)]
@@ -345,7 +384,10 @@ mod tests {
 
     #[test]
     fn challenges_identify_the_attempt() {
-        assert_eq!(check_challenge(Some(&challenge(0xabc, 3)), 0xabc), Ok(Some(3)));
+        assert_eq!(
+            check_challenge(Some(&challenge(0xabc, 3)), 0xabc),
+            Ok(Some(3))
+        );
         assert_eq!(check_challenge(Some(b"fsabd-3"), 0xabc), Err(()));
         assert_eq!(check_challenge(None, 1), Ok(None));
         assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));
@@ -363,8 +405,15 @@ mod tests {
             5,
         );
         for p in 0..50u16 {
-            let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(Game::Quake3, format!("s{p}").as_bytes(), usize::from(p % 5))));
-            net.add_server(addr(27960 + p), Arc::new(move |req: &[u8]| emu.lock().unwrap().handle(req).into_iter().collect()));
+            let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
+                Game::Quake3,
+                format!("s{p}").as_bytes(),
+                usize::from(p % 5),
+            )));
+            net.add_server(
+                addr(27960 + p),
+                Arc::new(move |req: &[u8]| emu.lock().unwrap().handle(req).into_iter().collect()),
+            );
         }
         let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
         let client = Client::with_engine(engine).with_options(Options {
@@ -372,7 +421,10 @@ mod tests {
             retries: 6,
             ..Options::default()
         });
-        let all = client.scan((0..50).map(|p| addr(27960 + p)), true).collect_sorted().await;
+        let all = client
+            .scan((0..50).map(|p| addr(27960 + p)), true)
+            .collect_sorted()
+            .await;
         for (p, o) in all.iter().enumerate() {
             let s = o.result.as_ref().unwrap().summary();
             assert_eq!(s.name, format!("s{p}").into_bytes());
@@ -383,14 +435,31 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn master_lists_every_terminator_style() {
-        let servers: Vec<SocketAddr> = (0..600u16).map(|i| SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 27960))).collect();
-        for style in [EotStyle::LastPacket, EotStyle::EveryPacket, EotStyle::EofLast, EotStyle::None] {
-            let net = SimNet::new(Faults { jitter: Duration::from_millis(5), ..Faults::default() }, 1);
+        let servers: Vec<SocketAddr> = (0..600u16)
+            .map(|i| SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 27960)))
+            .collect();
+        for style in [
+            EotStyle::LastPacket,
+            EotStyle::EveryPacket,
+            EotStyle::EofLast,
+            EotStyle::None,
+        ] {
+            let net = SimNet::new(
+                Faults {
+                    jitter: Duration::from_millis(5),
+                    ..Faults::default()
+                },
+                1,
+            );
             let packets = encode_server_list(&servers, false, style, MAX_MASTER_PACKET);
             net.add_server(addr(27950), Arc::new(move |_req: &[u8]| packets.clone()));
             let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
             let client = Client::with_engine(engine);
-            let got = client.master(addr(27950), &Game::Quake3.getservers()).await.unwrap().reply;
+            let got = client
+                .master(addr(27950), &Game::Quake3.getservers())
+                .await
+                .unwrap()
+                .reply;
             let mut got_sorted = got.clone();
             got_sorted.sort();
             let mut want = servers.clone();

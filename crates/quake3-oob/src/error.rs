@@ -11,7 +11,10 @@ pub enum DecodeError {
         found: Vec<u8>,
     },
     /// The command word after the header is not one this codec knows.
-    #[error("unknown command {:?} at offset {offset}", String::from_utf8_lossy(command))]
+    #[error(
+        "unknown command {:?} at offset {offset}",
+        String::from_utf8_lossy(command)
+    )]
     UnknownCommand {
         /// Offset of the command word.
         offset: usize,
@@ -19,7 +22,10 @@ pub enum DecodeError {
         command: Vec<u8>,
     },
     /// The command is known but is not the one the caller expected.
-    #[error("unexpected command {:?} at offset {offset}, expected {expected}", String::from_utf8_lossy(command))]
+    #[error(
+        "unexpected command {:?} at offset {offset}, expected {expected}",
+        String::from_utf8_lossy(command)
+    )]
     UnexpectedCommand {
         /// Offset of the command word.
         offset: usize,
@@ -57,7 +63,10 @@ pub enum DecodeError {
         reason: &'static str,
     },
     /// A number field is not a valid decimal integer in range.
-    #[error("bad number in {field} at offset {offset}: {:?}", String::from_utf8_lossy(text))]
+    #[error(
+        "bad number in {field} at offset {offset}: {:?}",
+        String::from_utf8_lossy(text)
+    )]
     BadNumber {
         /// The field.
         field: &'static str,
@@ -100,7 +109,11 @@ pub(crate) fn excerpt(text: &[u8]) -> Vec<u8> {
 }
 
 /// Parses a decimal `i32` (optional leading `-`) or fails naming `field`.
-pub(crate) fn parse_i32(text: &[u8], field: &'static str, offset: usize) -> Result<i32, DecodeError> {
+pub(crate) fn parse_i32(
+    text: &[u8],
+    field: &'static str,
+    offset: usize,
+) -> Result<i32, DecodeError> {
     let bad = || DecodeError::BadNumber {
         field,
         offset,

@@ -25,7 +25,12 @@ pub enum Game {
 
 impl Game {
     /// Every named game.
-    pub const ALL: [Game; 4] = [Game::Quake3, Game::EnemyTerritory, Game::OpenArena, Game::Rtcw];
+    pub const ALL: [Game; 4] = [
+        Game::Quake3,
+        Game::EnemyTerritory,
+        Game::OpenArena,
+        Game::Rtcw,
+    ];
 
     /// The short name used on the command line and in JSON (`q3`, `et`, `openarena`, `rtcw`, `oob:NN`).
     pub fn id(&self) -> String {

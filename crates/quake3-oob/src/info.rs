@@ -127,7 +127,10 @@ impl InfoString {
 impl<K: Into<Vec<u8>>, V: Into<Vec<u8>>> FromIterator<(K, V)> for InfoString {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
         Self {
-            pairs: iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            pairs: iter
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
         }
     }
 }

@@ -48,10 +48,10 @@ pub mod client;
 
 pub use error::DecodeError;
 pub use game::Game;
-pub use view::Summary;
 pub use info::{EncodeError, InfoString};
 pub use master::{encode_server_list, EotStyle, GetServers, ServerList, Terminator};
 pub use packet::{
-    decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player, SkippedLine,
-    StatusResponse, MAX_NAME_LENGTH, OOB_HEADER,
+    decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player,
+    SkippedLine, StatusResponse, MAX_NAME_LENGTH, OOB_HEADER,
 };
+pub use view::Summary;

@@ -100,7 +100,10 @@ impl ServerList {
                         }
                     })?;
                     if e.port != 0 {
-                        list.servers.push(SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(e.ip), e.port)));
+                        list.servers.push(SocketAddr::V4(SocketAddrV4::new(
+                            Ipv4Addr::from(e.ip),
+                            e.port,
+                        )));
                     }
                 }
                 // The Warsow client also accepts IPv6 entries in the plain response.
@@ -116,7 +119,12 @@ impl ServerList {
                         }
                     })?;
                     if e.port != 0 {
-                        list.servers.push(SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::from(e.ip), e.port, 0, 0)));
+                        list.servers.push(SocketAddr::V6(SocketAddrV6::new(
+                            Ipv6Addr::from(e.ip),
+                            e.port,
+                            0,
+                            0,
+                        )));
                     }
                 }
                 _ => {
@@ -153,11 +161,19 @@ fn push_entry(out: &mut Vec<u8>, s: &SocketAddr) {
     let written = match s {
         SocketAddr::V4(a) => {
             out.push(b'\\');
-            V4Entry { ip: a.ip().octets(), port: a.port() }.write(&mut w)
+            V4Entry {
+                ip: a.ip().octets(),
+                port: a.port(),
+            }
+            .write(&mut w)
         }
         SocketAddr::V6(a) => {
             out.push(b'/');
-            V6Entry { ip: a.ip().octets(), port: a.port() }.write(&mut w)
+            V6Entry {
+                ip: a.ip().octets(),
+                port: a.port(),
+            }
+            .write(&mut w)
         }
     };
     // Writing fixed-size integers into a Vec cannot fail.
@@ -180,8 +196,17 @@ pub enum EotStyle {
 
 /// Encodes a full list as datagrams of at most `max_packet` bytes (including the OOB header).
 /// IPv6 servers are only listed when `ext` is true (the plain response is IPv4-only).
-pub fn encode_server_list(servers: &[SocketAddr], ext: bool, style: EotStyle, max_packet: usize) -> Vec<Vec<u8>> {
-    let head: &[u8] = if ext { b"getserversExtResponse" } else { b"getserversResponse" };
+pub fn encode_server_list(
+    servers: &[SocketAddr],
+    ext: bool,
+    style: EotStyle,
+    max_packet: usize,
+) -> Vec<Vec<u8>> {
+    let head: &[u8] = if ext {
+        b"getserversExtResponse"
+    } else {
+        b"getserversResponse"
+    };
     let start = |out: &mut Vec<u8>| {
         out.extend_from_slice(&crate::OOB_HEADER);
         out.extend_from_slice(head);
@@ -242,13 +267,18 @@ impl GetServers {
             ext: true,
             game: Some(game.as_bytes().to_vec()),
             protocol,
-            options: ["empty", "full", "ipv4", "ipv6"].iter().map(|o| o.as_bytes().to_vec()).collect(),
+            options: ["empty", "full", "ipv4", "ipv6"]
+                .iter()
+                .map(|o| o.as_bytes().to_vec())
+                .collect(),
         }
     }
 
     /// True when option `name` was sent.
     pub fn has_option(&self, name: &str) -> bool {
-        self.options.iter().any(|o| o.eq_ignore_ascii_case(name.as_bytes()))
+        self.options
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(name.as_bytes()))
     }
 
     pub(crate) fn decode_args(base: usize, bytes: &[u8], ext: bool) -> Result<Self, DecodeError> {
@@ -277,8 +307,16 @@ impl GetServers {
     }
 
     pub(crate) fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        out.extend_from_slice(if self.ext { b"getserversExt" } else { b"getservers" });
-        let bad = |t: &[u8]| t.is_empty() || t.iter().any(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0));
+        out.extend_from_slice(if self.ext {
+            b"getserversExt"
+        } else {
+            b"getservers"
+        });
+        let bad = |t: &[u8]| {
+            t.is_empty()
+                || t.iter()
+                    .any(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0))
+        };
         if let Some(g) = &self.game {
             if bad(g) {
                 return Err(EncodeError::BadText { field: "game name" });
@@ -316,7 +354,13 @@ mod tests {
     #[test]
     fn stride_parsing_survives_backslash_bytes() {
         let l = list(b"\xff\xff\xff\xffgetserversResponse\\\x03\x07\x36\x5c\xad\x70\\\x01\x02\x03\x04\x08\x00\\EOT\0\0\0");
-        assert_eq!(l.servers, vec!["3.7.54.92:44400".parse().unwrap(), "1.2.3.4:2048".parse().unwrap()]);
+        assert_eq!(
+            l.servers,
+            vec![
+                "3.7.54.92:44400".parse().unwrap(),
+                "1.2.3.4:2048".parse().unwrap()
+            ]
+        );
         assert_eq!(l.terminator, Some(Terminator::Eot));
     }
 
@@ -329,7 +373,10 @@ mod tests {
 
     #[test]
     fn ext_with_ipv6_and_markers() {
-        let servers: Vec<SocketAddr> = vec!["1.2.3.4:27960".parse().unwrap(), "[2001:db8::1]:27961".parse().unwrap()];
+        let servers: Vec<SocketAddr> = vec![
+            "1.2.3.4:27960".parse().unwrap(),
+            "[2001:db8::1]:27961".parse().unwrap(),
+        ];
         let packets = encode_server_list(&servers, true, EotStyle::LastPacket, MAX_MASTER_PACKET);
         assert_eq!(packets.len(), 1);
         let l = list(&packets[0]);
@@ -340,7 +387,9 @@ mod tests {
 
     #[test]
     fn splits_and_marks_packets() {
-        let servers: Vec<SocketAddr> = (0..500u16).map(|i| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 27960))).collect();
+        let servers: Vec<SocketAddr> = (0..500u16)
+            .map(|i| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 27960)))
+            .collect();
         for (style, last, every) in [
             (EotStyle::LastPacket, Some(Terminator::Eot), false),
             (EotStyle::EveryPacket, Some(Terminator::Eot), true),
@@ -364,14 +413,34 @@ mod tests {
     #[test]
     fn getservers_dialects() {
         for (bytes, game, proto, ext) in [
-            (&b"\xff\xff\xff\xffgetservers 68 empty full"[..], None, 68, false),
-            (b"\xff\xff\xff\xffgetservers Warsow 22 full empty\n", Some(&b"Warsow"[..]), 22, false),
-            (b"\xff\xff\xff\xffgetserversExt Quake3Arena 68 ipv4 empty ipv6", Some(b"Quake3Arena"), 68, true),
+            (
+                &b"\xff\xff\xff\xffgetservers 68 empty full"[..],
+                None,
+                68,
+                false,
+            ),
+            (
+                b"\xff\xff\xff\xffgetservers Warsow 22 full empty\n",
+                Some(&b"Warsow"[..]),
+                22,
+                false,
+            ),
+            (
+                b"\xff\xff\xff\xffgetserversExt Quake3Arena 68 ipv4 empty ipv6",
+                Some(b"Quake3Arena"),
+                68,
+                true,
+            ),
         ] {
-            let Packet::GetServers(g) = decode(bytes).unwrap() else { panic!() };
+            let Packet::GetServers(g) = decode(bytes).unwrap() else {
+                panic!()
+            };
             assert_eq!((g.game.as_deref(), g.protocol, g.ext), (game, proto, ext));
             assert!(g.has_option("empty"));
-            assert_eq!(decode(&Packet::GetServers(g.clone()).to_bytes().unwrap()).unwrap(), Packet::GetServers(g));
+            assert_eq!(
+                decode(&Packet::GetServers(g.clone()).to_bytes().unwrap()).unwrap(),
+                Packet::GetServers(g)
+            );
         }
     }
 }

@@ -325,7 +325,10 @@ pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
         .filter(|t| !t.is_empty())
         .collect();
     let (score, ping) = match nums.as_slice() {
-        [score, ping] => (Some(parse_i32(score, "score", 0).ok()?), parse_i32(ping, "ping", 0).ok()?),
+        [score, ping] => (
+            Some(parse_i32(score, "score", 0).ok()?),
+            parse_i32(ping, "ping", 0).ok()?,
+        ),
         [ping] => (None, parse_i32(ping, "ping", 0).ok()?),
         _ => return None,
     };
@@ -366,8 +369,7 @@ fn decode_challenge_response(r: &mut Reader<'_>) -> Result<ChallengeResponse, De
 /// dpmaster): 1–64 bytes, printable ASCII 33..=126, none of `\ / ; " %`.
 pub fn valid_challenge(c: &[u8]) -> bool {
     (1..=64).contains(&c.len())
-        && c
-            .iter()
+        && c.iter()
             .all(|&b| (33..=126).contains(&b) && !b"\\/;\"%".contains(&b))
 }
 
@@ -434,7 +436,11 @@ impl Packet {
     }
 }
 
-fn encode_request(out: &mut Vec<u8>, cmd: &[u8], challenge: Option<&[u8]>) -> Result<(), EncodeError> {
+fn encode_request(
+    out: &mut Vec<u8>,
+    cmd: &[u8],
+    challenge: Option<&[u8]>,
+) -> Result<(), EncodeError> {
     out.extend_from_slice(cmd);
     if let Some(c) = challenge {
         if !valid_challenge(c) {
@@ -480,7 +486,10 @@ mod tests {
     #[test]
     fn player_forms() {
         let p = parse_player(b"5 40 \"a \"quoted\" name\"").unwrap();
-        assert_eq!((p.score, p.ping, p.name.as_slice()), (Some(5), 40, &b"a \"quoted\" name"[..]));
+        assert_eq!(
+            (p.score, p.ping, p.name.as_slice()),
+            (Some(5), 40, &b"a \"quoted\" name"[..])
+        );
         let p = parse_player(b"-9999 8 \"^1x\" 2").unwrap();
         assert_eq!((p.score, p.team), (Some(-9999), Some(2)));
         let p = parse_player(b"60 \"mohaa\"").unwrap();
@@ -493,10 +502,16 @@ mod tests {
     #[test]
     fn requests_round_trip() {
         for p in [
-            Packet::GetInfo { challenge: Some(b"abc123".to_vec()) },
+            Packet::GetInfo {
+                challenge: Some(b"abc123".to_vec()),
+            },
             Packet::GetStatus { challenge: None },
-            Packet::Heartbeat(Heartbeat { name: b"ETFlatline-1".to_vec() }),
-            Packet::GetChallenge { args: vec![b"123".to_vec(), b"Quake3Arena".to_vec()] },
+            Packet::Heartbeat(Heartbeat {
+                name: b"ETFlatline-1".to_vec(),
+            }),
+            Packet::GetChallenge {
+                args: vec![b"123".to_vec(), b"Quake3Arena".to_vec()],
+            },
         ] {
             let bytes = p.to_bytes().unwrap();
             assert_eq!(decode(&bytes).unwrap(), p);
@@ -505,12 +520,15 @@ mod tests {
 
     #[test]
     fn challenge_response_forms() {
-        let Packet::ChallengeResponse(c) = decode(b"\xff\xff\xff\xffchallengeResponse 123 -45 71").unwrap() else {
+        let Packet::ChallengeResponse(c) =
+            decode(b"\xff\xff\xff\xffchallengeResponse 123 -45 71").unwrap()
+        else {
             panic!()
         };
         assert_eq!(c.protocol, Some(71));
         assert_eq!(c.client_challenge.as_deref(), Some(&b"-45"[..]));
-        let Packet::ChallengeResponse(c) = decode(b"\xff\xff\xff\xffchallengeResponse 77").unwrap() else {
+        let Packet::ChallengeResponse(c) = decode(b"\xff\xff\xff\xffchallengeResponse 77").unwrap()
+        else {
             panic!()
         };
         assert_eq!((c.challenge.as_slice(), c.protocol), (&b"77"[..], None));
@@ -519,7 +537,11 @@ mod tests {
     #[test]
     fn rejects_bad_challenges_on_encode() {
         for c in [&b""[..], b"a b", b"a\\b", b"x;y", &[b'a'; 65]] {
-            assert!(Packet::GetInfo { challenge: Some(c.to_vec()) }.to_bytes().is_err());
+            assert!(Packet::GetInfo {
+                challenge: Some(c.to_vec())
+            }
+            .to_bytes()
+            .is_err());
         }
     }
 }

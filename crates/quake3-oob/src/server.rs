@@ -101,7 +101,10 @@ impl EmulatedServer {
         let humans = c.players.iter().filter(|p| !p.bot).count();
         let mut info = InfoString::new();
         info.set_like_engine("challenge", challenge.unwrap_or_default());
-        info.set_like_engine("gamename", c.game.master_gamename().unwrap_or("Quake3Arena"));
+        info.set_like_engine(
+            "gamename",
+            c.game.master_gamename().unwrap_or("Quake3Arena"),
+        );
         info.set_like_engine("protocol", c.game.protocol().to_string());
         info.set_like_engine("hostname", c.hostname.clone());
         info.set_like_engine("mapname", c.map.clone());
@@ -123,7 +126,10 @@ impl EmulatedServer {
         }
         info.set_like_engine("version", "fragstat-emulator 0.1");
         info.set_like_engine("protocol", c.game.protocol().to_string());
-        info.set_like_engine("gamename", c.game.master_gamename().unwrap_or("Quake3Arena"));
+        info.set_like_engine(
+            "gamename",
+            c.game.master_gamename().unwrap_or("Quake3Arena"),
+        );
         info.set_like_engine("g_needpass", if c.needpass { "1" } else { "0" });
         info.set_like_engine("g_gametype", c.gametype.to_string());
         info.set_like_engine("sv_maxclients", c.max_clients.to_string());
@@ -151,12 +157,21 @@ impl EmulatedServer {
     /// Answers one datagram; `None` for anything a server would ignore.
     pub fn handle(&mut self, datagram: &[u8]) -> Option<Vec<u8>> {
         let reply = match decode(datagram).ok()? {
-            Packet::GetInfo { challenge } => Packet::InfoResponse(self.info_response(challenge.as_deref())),
-            Packet::GetStatus { challenge } => Packet::StatusResponse(self.status_response(challenge.as_deref())),
+            Packet::GetInfo { challenge } => {
+                Packet::InfoResponse(self.info_response(challenge.as_deref()))
+            }
+            Packet::GetStatus { challenge } => {
+                Packet::StatusResponse(self.status_response(challenge.as_deref()))
+            }
             Packet::GetChallenge { args } => {
-                self.challenge_counter = self.challenge_counter.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                self.challenge_counter = self
+                    .challenge_counter
+                    .wrapping_mul(1_103_515_245)
+                    .wrapping_add(12345);
                 Packet::ChallengeResponse(ChallengeResponse {
-                    challenge: (self.challenge_counter & 0x7fff_ffff).to_string().into_bytes(),
+                    challenge: (self.challenge_counter & 0x7fff_ffff)
+                        .to_string()
+                        .into_bytes(),
                     client_challenge: args.into_iter().next(),
                     protocol: Some(self.config.game.protocol()),
                 })
@@ -211,7 +226,9 @@ impl EmulatedMaster {
                 let list: Vec<SocketAddr> = self
                     .servers
                     .iter()
-                    .filter(|(a, p)| *p == req.protocol && if a.is_ipv4() { want_v4 } else { want_v6 })
+                    .filter(|(a, p)| {
+                        *p == req.protocol && if a.is_ipv4() { want_v4 } else { want_v6 }
+                    })
                     .map(|(a, _)| *a)
                     .collect();
                 encode_server_list(&list, req.ext, self.style, self.max_packet)
@@ -234,7 +251,10 @@ impl EmulatedMaster {
                 let expected = self.pending.get(&from);
                 if expected.is_some() && r.info.get("challenge") == expected.map(Vec::as_slice) {
                     self.pending.remove(&from);
-                    let protocol = r.info.get_int(&["protocol"]).and_then(|p| i32::try_from(p).ok());
+                    let protocol = r
+                        .info
+                        .get_int(&["protocol"])
+                        .and_then(|p| i32::try_from(p).ok());
                     let max = r.info.get_int(&["sv_maxclients"]).unwrap_or(0);
                     if let (Some(p), true) = (protocol, max > 0) {
                         self.servers.retain(|(a, _)| *a != from);
@@ -257,12 +277,16 @@ mod tests {
     fn server_answers_like_ioq3() {
         let mut s = EmulatedServer::new(ServerConfig::sample(Game::OpenArena, b"My ^1OA", 3));
         let reply = s.handle(b"\xff\xff\xff\xffgetinfo abc\n").unwrap();
-        let Packet::InfoResponse(r) = decode(&reply).unwrap() else { panic!() };
+        let Packet::InfoResponse(r) = decode(&reply).unwrap() else {
+            panic!()
+        };
         assert_eq!(r.info.pairs().last().unwrap().0, b"challenge");
         assert_eq!(r.info.get("clients"), Some(&b"3"[..]));
         assert_eq!(r.info.get("g_humanplayers"), Some(&b"2"[..]));
         let reply = s.handle(b"\xff\xff\xff\xffgetstatus xyz").unwrap();
-        let Packet::StatusResponse(st) = decode(&reply).unwrap() else { panic!() };
+        let Packet::StatusResponse(st) = decode(&reply).unwrap() else {
+            panic!()
+        };
         assert_eq!(st.info.pairs().first().unwrap().1, b"xyz");
         assert_eq!(st.players.len(), 3);
         assert!(s.handle(b"\xff\xff\xff\xffrcon x").is_none());
@@ -272,18 +296,36 @@ mod tests {
     fn master_registers_after_challenge() {
         let mut m = EmulatedMaster::new(Vec::new(), EotStyle::LastPacket);
         let server: SocketAddr = "127.0.0.1:27960".parse().unwrap();
-        let out = m.handle(server, &Packet::Heartbeat(Heartbeat { name: b"QuakeArena-1".to_vec() }).to_bytes().unwrap());
-        let Packet::GetInfo { challenge } = decode(&out[0].1).unwrap() else { panic!() };
+        let out = m.handle(
+            server,
+            &Packet::Heartbeat(Heartbeat {
+                name: b"QuakeArena-1".to_vec(),
+            })
+            .to_bytes()
+            .unwrap(),
+        );
+        let Packet::GetInfo { challenge } = decode(&out[0].1).unwrap() else {
+            panic!()
+        };
         // A wrong challenge does not register.
         let mut emu = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0));
-        let wrong = Packet::InfoResponse(emu.info_response(Some(b"nope"))).to_bytes().unwrap();
+        let wrong = Packet::InfoResponse(emu.info_response(Some(b"nope")))
+            .to_bytes()
+            .unwrap();
         m.handle(server, &wrong);
         assert!(m.servers().is_empty());
-        let reply = emu.handle(&Packet::GetInfo { challenge }.to_bytes().unwrap()).unwrap();
+        let reply = emu
+            .handle(&Packet::GetInfo { challenge }.to_bytes().unwrap())
+            .unwrap();
         m.handle(server, &reply);
         assert_eq!(m.servers(), &[(server, 68)]);
-        let out = m.handle("127.0.0.1:5000".parse().unwrap(), b"\xff\xff\xff\xffgetservers 68 empty full");
-        let Packet::ServersResponse(l) = decode(&out[0].1).unwrap() else { panic!() };
+        let out = m.handle(
+            "127.0.0.1:5000".parse().unwrap(),
+            b"\xff\xff\xff\xffgetservers 68 empty full",
+        );
+        let Packet::ServersResponse(l) = decode(&out[0].1).unwrap() else {
+            panic!()
+        };
         assert_eq!(l.servers, vec![server]);
     }
 }

@@ -36,8 +36,14 @@ fn pieces(s: &[u8]) -> Vec<Piece<'_>> {
                 out.push(Piece::Caret);
                 rest = more;
             }
-            [b'^', b'x', r, g, b, more @ ..] if hex(*r).is_some() && hex(*g).is_some() && hex(*b).is_some() => {
-                out.push(Piece::Rgb(hex(*r).unwrap_or(0), hex(*g).unwrap_or(0), hex(*b).unwrap_or(0)));
+            [b'^', b'x', r, g, b, more @ ..]
+                if hex(*r).is_some() && hex(*g).is_some() && hex(*b).is_some() =>
+            {
+                out.push(Piece::Rgb(
+                    hex(*r).unwrap_or(0),
+                    hex(*g).unwrap_or(0),
+                    hex(*b).unwrap_or(0),
+                ));
                 rest = more;
             }
             [b'^', c, more @ ..] => {
@@ -153,7 +159,10 @@ mod tests {
     fn strips_every_style() {
         assert_eq!(display(b"^w*ES*^3Bro^7chillin"), "*ES*Brochillin");
         assert_eq!(display(b"^9fishy^1'^6"), "fishy'");
-        assert_eq!(display("^x555[^x0BF力^x777] ^xBBBIn^1t^7eger".as_bytes()), "[力] Integer");
+        assert_eq!(
+            display("^x555[^x0BF力^x777] ^xBBBIn^1t^7eger".as_bytes()),
+            "[力] Integer"
+        );
         assert_eq!(display(b"a^"), "a^");
         assert_eq!(display(b"^^7x"), "^7x");
         assert_eq!(display(b"^4d^5a^4n^5g^4e^5r "), "danger ");
@@ -168,7 +177,10 @@ mod tests {
 
     #[test]
     fn quake_charset_and_ansi() {
-        assert_eq!(display_quake_charset(b"\xc7\xef\xec\xe4 \x12\x13"), "Gold 01");
+        assert_eq!(
+            display_quake_charset(b"\xc7\xef\xec\xe4 \x12\x13"),
+            "Gold 01"
+        );
         assert_eq!(to_ansi(b"^1R^7W"), "\x1b[31mR\x1b[37mW\x1b[0m");
         assert!(to_ansi(b"^xF00x").starts_with("\x1b[38;2;255;0;0m"));
     }

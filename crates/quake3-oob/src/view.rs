@@ -67,7 +67,9 @@ impl Summary {
             // statusResponse carries the true sv_maxclients; the rules list it first.
             max_players: count(rules.get_int(keys::MAX_PLAYERS)).unwrap_or(0),
             num_bots,
-            password: rules.get_any(keys::PASSWORD).map(|v| v != b"0" && !v.is_empty()),
+            password: rules
+                .get_any(keys::PASSWORD)
+                .map(|v| v != b"0" && !v.is_empty()),
             players: status.map(|s| s.players.clone()).unwrap_or_default(),
             rules,
         }
@@ -77,7 +79,10 @@ impl Summary {
 impl InfoString {
     /// The value of the first pair whose key is exactly `key` (bytes).
     pub fn get_bytes(&self, key: &[u8]) -> Option<&[u8]> {
-        self.pairs().iter().find(|(k, _)| k.as_slice() == key).map(|(_, v)| v.as_slice())
+        self.pairs()
+            .iter()
+            .find(|(k, _)| k.as_slice() == key)
+            .map(|(_, v)| v.as_slice())
     }
 }
 
@@ -96,8 +101,16 @@ mod tests {
         assert_eq!(s.name, b"^1Emu");
         assert_eq!((s.num_players, s.max_players, s.num_bots), (4, 8, Some(2)));
         assert_eq!(s.password, Some(false));
-        assert_eq!(s.rules.get("challenge"), Some(&b"c2"[..]), "status keys win");
-        assert_eq!(s.rules.get("g_humanplayers"), Some(&b"2"[..]), "info-only keys are kept");
+        assert_eq!(
+            s.rules.get("challenge"),
+            Some(&b"c2"[..]),
+            "status keys win"
+        );
+        assert_eq!(
+            s.rules.get("g_humanplayers"),
+            Some(&b"2"[..]),
+            "info-only keys are kept"
+        );
         let only_info = Summary::new(Some(&info), None);
         assert_eq!((only_info.num_players, only_info.players.len()), (4, 0));
     }
