@@ -24,7 +24,8 @@ pub struct Summary {
     pub password: Option<bool>,
     /// Players in server order (empty without a statusResponse).
     pub players: Vec<Player>,
-    /// Every key/value: the status infostring first, then info keys it did not have.
+    /// Every key/value: the status infostring first, then info keys it did not have. The
+    /// `challenge` key (our own nonce echoed back) is left out.
     pub rules: InfoString,
 }
 
@@ -38,12 +39,14 @@ impl Summary {
         let mut rules = InfoString::new();
         if let Some(s) = status {
             for (k, v) in s.info.pairs() {
-                rules.push(k.clone(), v.clone());
+                if k != b"challenge" {
+                    rules.push(k.clone(), v.clone());
+                }
             }
         }
         if let Some(i) = info {
             for (k, v) in i.info.pairs() {
-                if rules.get_bytes(k).is_none() {
+                if k != b"challenge" && rules.get_bytes(k).is_none() {
                     rules.push(k.clone(), v.clone());
                 }
             }
@@ -103,9 +106,10 @@ mod tests {
         assert_eq!(s.password, Some(false));
         assert_eq!(
             s.rules.get("challenge"),
-            Some(&b"c2"[..]),
-            "status keys win"
+            None,
+            "our nonce is not a server variable"
         );
+        assert_eq!(s.rules.get("gamename"), Some(&b"Quake3Arena"[..]));
         assert_eq!(
             s.rules.get("g_humanplayers"),
             Some(&b"2"[..]),

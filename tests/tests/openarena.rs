@@ -1,0 +1,113 @@
+//! The library against a real OpenArena 0.8.8 server (ioquake3 1.36) on loopback.
+
+use std::time::Duration;
+
+use fragstat::quake3::client::Client;
+use fragstat::quake3::{text, Game, Packet};
+use fragstat_testkit::{udp_ask, OpenArena, OpenArenaConfig};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn library_reads_a_real_server() {
+    let Some(oa) = OpenArena::start(OpenArenaConfig {
+        ipv6: true,
+        ..OpenArenaConfig::default()
+    }) else {
+        return;
+    };
+    let client = Client::new().await.unwrap();
+
+    let info = client.info(oa.addr).await.unwrap();
+    // ioq3 prepends keys: the echoed challenge comes last in an infoResponse.
+    assert_eq!(info.reply.info.pairs().last().unwrap().0, b"challenge");
+    assert_eq!(
+        info.reply.info.get("hostname"),
+        Some(&b"My ^1OA^7 Server"[..])
+    );
+    assert_eq!(info.reply.info.get("protocol"), Some(&b"71"[..]));
+    assert!(info.rtt.unwrap() < Duration::from_millis(500));
+
+    let status = client.status(oa.addr).await.unwrap();
+    assert_eq!(
+        status.reply.info.pairs().first().unwrap().0,
+        b"challenge",
+        "first in a statusResponse"
+    );
+    assert!(status.reply.skipped.is_empty() && !status.reply.truncated);
+
+    let both = client.server(oa.addr).await.unwrap().reply.summary();
+    assert_eq!(both.name, b"My ^1OA^7 Server");
+    assert_eq!(text::display(&both.name), "My OA Server");
+    assert_eq!(both.map, b"oa_dm1");
+    assert_eq!((both.num_players, both.max_players), (2, 8));
+    assert_eq!(both.num_bots, Some(2), "clients 2, g_humanplayers 0");
+    let mut names: Vec<String> = both
+        .players
+        .iter()
+        .map(|p| text::display(&p.name))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["Grism", "Sarge"]);
+    assert!(both.players.iter().all(|p| p.ping == 0), "bots have ping 0");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ipv6_which_qstat_cannot_do() {
+    let Some(oa) = OpenArena::start(OpenArenaConfig {
+        ipv6: true,
+        bots: vec!["major".into()],
+        ..OpenArenaConfig::default()
+    }) else {
+        return;
+    };
+    let Some(addr6) = oa.addr6 else {
+        eprintln!("SKIPPED: no IPv6 loopback on this machine");
+        return;
+    };
+    let client = Client::new().await.unwrap();
+    let s = client.server(addr6).await.unwrap().reply.summary();
+    assert_eq!(s.map, b"oa_dm1");
+    assert_eq!(s.players.len(), 1);
+}
+
+#[test]
+fn challenge_response_and_scan_of_several_real_servers() {
+    let servers: Vec<OpenArena> = ["kyonshi", "angelyss", "ayumi"]
+        .iter()
+        .filter_map(|b| {
+            OpenArena::start(OpenArenaConfig {
+                bots: vec![(*b).into()],
+                hostname: format!("OA {b}"),
+                ..OpenArenaConfig::default()
+            })
+        })
+        .collect();
+    if servers.len() < 3 {
+        return;
+    }
+    // getchallenge: ioq3 1.36 answers "challengeResponse <challenge> <client challenge> <protocol>".
+    let reply = udp_ask(
+        servers[0].addr,
+        b"\xff\xff\xff\xffgetchallenge 12345 Quake3Arena",
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let Ok(Packet::ChallengeResponse(c)) = fragstat::quake3::decode(&reply) else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(c.client_challenge.as_deref(), Some(&b"12345"[..]));
+    assert_eq!(c.protocol, Some(Game::OpenArena.protocol()));
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = Client::new().await.unwrap();
+        let all = client
+            .scan(servers.iter().map(|s| s.addr), true)
+            .collect_sorted()
+            .await;
+        for (o, s) in all.iter().zip(&servers) {
+            let sum = o.result.as_ref().unwrap().summary();
+            assert_eq!(sum.name, format!("OA {}", s.bots[0]).into_bytes());
+            assert_eq!(sum.players.len(), 1);
+        }
+    });
+}
