@@ -311,3 +311,66 @@ pub fn repo_root() -> &'static Path {
         .parent()
         .expect("repo root")
 }
+
+/// A running `fragstat serve` and the addresses it printed.
+#[derive(Debug)]
+pub struct Served {
+    /// The process (stopped on drop).
+    pub process: Process,
+    /// Emulated game servers.
+    pub servers: Vec<SocketAddr>,
+    /// The emulated master, when started with `--master`.
+    pub master: Option<SocketAddr>,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts `fragstat serve ARGS` and waits for its `ready` line (10 s cap).
+pub fn spawn_serve(fragstat: &Path, args: &[&str]) -> Served {
+    use std::io::BufRead;
+    let dir = tempfile::Builder::new()
+        .prefix("fragstat-serve-")
+        .tempdir()
+        .expect("temp dir");
+    let log = dir.path().join("serve.log");
+    let mut child = Command::new(fragstat)
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn fragstat serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let ready = line == "ready";
+            if tx.send(line).is_err() || ready {
+                break;
+            }
+        }
+    });
+    let mut served = Served {
+        process: Process { child, log },
+        servers: Vec::new(),
+        master: None,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(left).unwrap_or_else(|_| {
+            panic!(
+                "fragstat serve not ready; log:\n{}",
+                served.process.log_tail()
+            )
+        });
+        match line.split_once(' ') {
+            Some(("server", a)) => served.servers.push(a.parse().expect("server address")),
+            Some(("master", a)) => served.master = Some(a.parse().expect("master address")),
+            _ if line == "ready" => return served,
+            _ => {}
+        }
+    }
+}
