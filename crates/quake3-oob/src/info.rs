@@ -73,7 +73,8 @@ impl InfoString {
     /// Parses `\k\v\k\v…` from `bytes`, which start at absolute offset `base` in the datagram.
     ///
     /// An empty input is an empty infostring. A non-empty one must start with `\` and have an
-    /// even number of fields; a trailing lone `\` is accepted (some servers end with one).
+    /// even number of fields (`\k\` is key `k` with an empty value); one extra empty field
+    /// from a trailing `\` is accepted, as some servers end with one.
     pub fn parse(bytes: &[u8], base: usize) -> Result<Self, DecodeError> {
         let mut pairs = Vec::new();
         let Some(body) = bytes.strip_prefix(b"\\") else {
@@ -85,9 +86,12 @@ impl InfoString {
                 reason: "does not start with '\\'",
             });
         };
-        let body = body.strip_suffix(b"\\").unwrap_or(body);
+        let mut fields: Vec<&[u8]> = body.split(|&b| b == b'\\').collect();
+        if fields.len() % 2 == 1 && fields.last().is_some_and(|f| f.is_empty()) {
+            fields.pop();
+        }
         let mut offset = base + 1;
-        let mut fields = body.split(|&b| b == b'\\');
+        let mut fields = fields.into_iter();
         while let Some(key) = fields.next() {
             let key_offset = offset;
             offset += key.len() + 1;
@@ -166,6 +170,11 @@ mod tests {
     #[test]
     fn parses_and_encodes() {
         let info = InfoString::parse(b"\\a\\1\\ b\\\\c\\x y", 10).unwrap();
+        assert_eq!(
+            InfoString::parse(b"\\a\\", 0).unwrap().get("a"),
+            Some(&b""[..])
+        );
+        assert_eq!(InfoString::parse(b"\\a\\b\\", 0).unwrap().len(), 1);
         assert_eq!(info.get("a"), Some(&b"1"[..]));
         assert_eq!(info.get(" b"), Some(&b""[..]));
         assert_eq!(info.get("c"), Some(&b"x y"[..]));

@@ -35,6 +35,8 @@
 
 mod cursor;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod game;
 mod info;
 pub mod master;

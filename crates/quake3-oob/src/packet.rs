@@ -399,6 +399,17 @@ impl Packet {
                 out.push(b'\n');
             }
             Packet::InfoResponse(i) => {
+                // The reply has no terminator, and a decoder drops one trailing newline or NUL,
+                // so a last value ending in one could not be read back.
+                if i.info
+                    .pairs()
+                    .last()
+                    .is_some_and(|(_, v)| v.ends_with(b"\n") || v.ends_with(b"\0"))
+                {
+                    return Err(EncodeError::BadText {
+                        field: "last infoResponse value",
+                    });
+                }
                 out.extend_from_slice(b"infoResponse\n");
                 i.info.encode(out)?;
             }
