@@ -28,7 +28,7 @@ async fn library_reads_a_real_server() {
 
     let status = client.status(oa.addr).await.unwrap();
     assert_eq!(
-        status.reply.info.pairs().first().unwrap().0,
+        status.reply.info.pairs().next().unwrap().0,
         b"challenge",
         "first in a statusResponse"
     );

@@ -218,22 +218,31 @@ async fn probe(
     drop(stdout);
     let bar = progress_bar(resolved.len());
     let mut batch = client.scan(resolved, with_players);
-    while let Some(o) = batch.next().await {
-        let r = outcome_record(game, &o, scan.players);
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-        if scan.format == Format::Ndjson {
-            let line = serde_json::to_string(&r)?;
-            match &bar {
-                Some(b) => b.suspend(|| println!("{line}")),
-                None => println!("{line}"),
+    // NDJSON lines stream out as servers answer; they are buffered while more results are
+    // ready at once, and flushed whenever the scan has to wait.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    while let Some(first) = batch.next().await {
+        let mut next = Some(first);
+        while let Some(o) = next {
+            let r = outcome_record(game, &o, scan.players);
+            if let Some(b) = &bar {
+                b.inc(1);
             }
+            if scan.format == Format::Ndjson {
+                serde_json::to_writer(&mut out, &r)?;
+                out.write_all(b"\n")?;
+            }
+            if let Some(&pos) = positions.get(o.index) {
+                records[pos] = Some(r);
+            }
+            next = batch.try_next();
         }
-        if let Some(&pos) = positions.get(o.index) {
-            records[pos] = Some(r);
+        match &bar {
+            Some(b) => b.suspend(|| out.flush())?,
+            None => out.flush()?,
         }
     }
+    drop(out);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

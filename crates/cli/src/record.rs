@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use fragstat::quake3::{text, Game, Player, Summary};
+use fragstat::quake3::{text, Game, InfoString, Player, Summary};
 use fragstat::QueryError;
 use serde::Serialize;
 
@@ -39,8 +39,18 @@ pub struct ServerRecord {
     pub password: Option<bool>,
     /// Players (null unless asked for with --players, or from a statusResponse).
     pub players: Option<Vec<PlayerRecord>>,
-    /// Every key/value the server sent (values decoded for display).
-    pub rules: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Every key/value the server sent, in wire order (decoded: UTF-8 when valid, else ISO-8859-1).
+    pub rules: Option<Rules>,
+}
+
+/// Server variables, serialized as a JSON object straight from the raw infostring.
+#[derive(Debug, Clone)]
+pub struct Rules(pub InfoString);
+
+impl Serialize for Rules {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.pairs().map(|(k, v)| (text::decode_cow(k), text::decode_cow(v))))
+    }
 }
 
 /// One player.
@@ -100,17 +110,6 @@ impl ServerRecord {
         with_players: bool,
         rtt: Option<Duration>,
     ) -> Self {
-        let rules = s
-            .rules
-            .pairs()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    text::decode_lossless(k),
-                    serde_json::Value::String(text::decode_lossless(v)),
-                )
-            })
-            .collect();
         ServerRecord {
             rtt_ms: rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
             name: Some(text::display(&s.name)),
@@ -122,7 +121,7 @@ impl ServerRecord {
             num_bots: s.num_bots,
             password: s.password,
             players: with_players.then(|| s.players.iter().map(PlayerRecord::new).collect()),
-            rules: Some(rules),
+            rules: Some(Rules(s.rules.clone())),
             ..Self::empty(address, game, "online")
         }
     }

@@ -283,6 +283,13 @@ impl<O> Batch<O> {
         std::future::poll_fn(|cx| self.poll_next_outcome(cx)).await
     }
 
+    /// The next finished query if one is ready now, without waiting.
+    pub fn try_next(&mut self) -> Option<Outcome<O>> {
+        let o = self.rx.try_recv().ok()?;
+        self.remaining = self.remaining.saturating_sub(1);
+        Some(o)
+    }
+
     /// Queries not yet reported.
     pub fn remaining(&self) -> usize {
         self.remaining

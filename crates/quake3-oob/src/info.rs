@@ -7,10 +7,58 @@ use crate::DecodeError;
 /// Keys and values are bytes: Quake strings have no defined encoding and may carry colour codes,
 /// leading spaces, TABs and (in ioq3 `fs_manifest`) newlines. Lookup is by exact key; when a
 /// key repeats, [`InfoString::get`] returns the first, as the engines' `Info_ValueForKey` does.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Stored as one byte buffer plus ranges, so decoding a reply costs two allocations however
+/// many cvars it has.
+#[derive(Debug, Clone, Default)]
 pub struct InfoString {
-    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    buf: Vec<u8>,
+    /// `(key start, key end = value start, value end)` in `buf`: each value is stored right
+    /// after its key.
+    spans: Vec<(u32, u32, u32)>,
 }
+
+/// Iterator over the pairs of an [`InfoString`], in wire order.
+#[derive(Debug, Clone)]
+pub struct Pairs<'a> {
+    buf: &'a [u8],
+    spans: std::slice::Iter<'a, (u32, u32, u32)>,
+}
+
+impl<'a> Pairs<'a> {
+    fn get(&self, span: &(u32, u32, u32)) -> (&'a [u8], &'a [u8]) {
+        let (k, v, e) = (span.0 as usize, span.1 as usize, span.2 as usize);
+        (self.buf.get(k..v).unwrap_or_default(), self.buf.get(v..e).unwrap_or_default())
+    }
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+    fn next(&mut self) -> Option<Self::Item> {
+        let span = self.spans.next()?;
+        Some(self.get(span))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.spans.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Pairs<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let span = self.spans.next_back()?;
+        Some(self.get(span))
+    }
+}
+
+impl ExactSizeIterator for Pairs<'_> {}
+
+impl PartialEq for InfoString {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.pairs().eq(other.pairs())
+    }
+}
+
+impl Eq for InfoString {}
 
 impl InfoString {
     /// An empty infostring.
@@ -19,26 +67,31 @@ impl InfoString {
     }
 
     /// The pairs in wire order.
-    pub fn pairs(&self) -> &[(Vec<u8>, Vec<u8>)] {
-        &self.pairs
+    pub fn pairs(&self) -> Pairs<'_> {
+        Pairs {
+            buf: &self.buf,
+            spans: self.spans.iter(),
+        }
     }
 
     /// Number of pairs.
     pub fn len(&self) -> usize {
-        self.pairs.len()
+        self.spans.len()
     }
 
     /// True when there are no pairs.
     pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty()
+        self.spans.is_empty()
     }
 
     /// The value of the first pair whose key is `key`.
     pub fn get(&self, key: &str) -> Option<&[u8]> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k.as_slice() == key.as_bytes())
-            .map(|(_, v)| v.as_slice())
+        self.get_bytes(key.as_bytes())
+    }
+
+    /// The value of the first pair whose key is exactly `key` (bytes).
+    pub fn get_bytes(&self, key: &[u8]) -> Option<&[u8]> {
+        self.pairs().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
     /// The value of the first present key of `keys`, parsed as a decimal integer.
@@ -55,19 +108,30 @@ impl InfoString {
     }
 
     /// Appends a pair at the end (wire order). Does not check the bytes: see [`InfoString::encode`].
-    pub fn push(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        self.pairs.push((key.into(), value.into()));
+    ///
+    /// # Panics
+    /// Never for real data: an infostring over 4 GiB cannot be stored.
+    pub fn push(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let pos = |n: usize| u32::try_from(n).expect("infostring under 4 GiB");
+        let k = pos(self.buf.len());
+        self.buf.extend_from_slice(key.as_ref());
+        let v = pos(self.buf.len());
+        self.buf.extend_from_slice(value.as_ref());
+        self.spans.push((k, v, pos(self.buf.len())));
     }
 
     /// Sets `key` the way the Quake III engines do (`Info_SetValueForKey`): removes the old pair
     /// and puts the new one in front; an empty value only removes.
-    pub fn set_like_engine(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        let key = key.into();
-        let value = value.into();
-        self.pairs.retain(|(k, _)| *k != key);
-        if !value.is_empty() {
-            self.pairs.insert(0, (key, value));
+    pub fn set_like_engine(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let key = key.as_ref();
+        let mut rebuilt = InfoString::new();
+        if !value.as_ref().is_empty() {
+            rebuilt.push(key, value);
         }
+        for (k, v) in self.pairs().filter(|(k, _)| *k != key) {
+            rebuilt.push(k, v);
+        }
+        *self = rebuilt;
     }
 
     /// Parses `\k\v\k\v…` from `bytes`, which start at absolute offset `base` in the datagram.
@@ -76,10 +140,13 @@ impl InfoString {
     /// even number of fields (`\k\` is key `k` with an empty value); one extra empty field
     /// from a trailing `\` is accepted, as some servers end with one.
     pub fn parse(bytes: &[u8], base: usize) -> Result<Self, DecodeError> {
-        let mut pairs = Vec::new();
+        let mut info = InfoString {
+            buf: Vec::with_capacity(bytes.len()),
+            spans: Vec::new(),
+        };
         let Some(body) = bytes.strip_prefix(b"\\") else {
             if bytes.is_empty() {
-                return Ok(Self { pairs });
+                return Ok(info);
             }
             return Err(DecodeError::InfoString {
                 offset: base,
@@ -102,19 +169,19 @@ impl InfoString {
                 });
             };
             offset += value.len() + 1;
-            pairs.push((key.to_vec(), value.to_vec()));
+            info.push(key, value);
         }
-        Ok(Self { pairs })
+        Ok(info)
     }
 
     /// Appends the wire form to `out`. Fails if a key or value contains `\` or a NUL byte, or a
     /// key is empty, since such pairs cannot be read back.
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        for (k, v) in &self.pairs {
+        for (k, v) in self.pairs() {
             if k.is_empty() {
                 return Err(EncodeError::EmptyKey);
             }
-            if k.iter().chain(v.iter()).any(|&b| b == b'\\' || b == 0) {
+            if k.iter().chain(v).any(|&b| b == b'\\' || b == 0) {
                 return Err(EncodeError::Forbidden {
                     key: String::from_utf8_lossy(k).into_owned(),
                 });
@@ -128,14 +195,13 @@ impl InfoString {
     }
 }
 
-impl<K: Into<Vec<u8>>, V: Into<Vec<u8>>> FromIterator<(K, V)> for InfoString {
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for InfoString {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
-        Self {
-            pairs: iter
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
+        let mut info = InfoString::new();
+        for (k, v) in iter {
+            info.push(k, v);
         }
+        info
     }
 }
 
@@ -196,7 +262,7 @@ mod tests {
         info.set_like_engine("challenge", "x");
         info.set_like_engine("gamename", "Quake3Arena");
         info.set_like_engine("empty", "");
-        let keys: Vec<_> = info.pairs().iter().map(|(k, _)| k.clone()).collect();
+        let keys: Vec<_> = info.pairs().map(|(k, _)| k.to_vec()).collect();
         assert_eq!(keys, vec![b"gamename".to_vec(), b"challenge".to_vec()]);
     }
 

@@ -121,8 +121,8 @@ impl EmulatedServer {
     pub fn status_response(&self, challenge: Option<&[u8]>) -> StatusResponse {
         let c = &self.config;
         let mut info = InfoString::new();
-        for (k, v) in c.extra.pairs().iter().rev() {
-            info.set_like_engine(k.clone(), v.clone());
+        for (k, v) in c.extra.pairs().rev() {
+            info.set_like_engine(k, v);
         }
         info.set_like_engine("version", "fragstat-emulator 0.1");
         info.set_like_engine("protocol", c.game.protocol().to_string());
@@ -287,7 +287,7 @@ mod tests {
         let Packet::StatusResponse(st) = decode(&reply).unwrap() else {
             panic!()
         };
-        assert_eq!(st.info.pairs().first().unwrap().1, b"xyz");
+        assert_eq!(st.info.pairs().next().unwrap().1, b"xyz");
         assert_eq!(st.players.len(), 3);
         assert!(s.handle(b"\xff\xff\xff\xffrcon x").is_none());
     }

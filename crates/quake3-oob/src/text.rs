@@ -85,6 +85,14 @@ pub fn decode_lossless(s: &[u8]) -> String {
     }
 }
 
+/// [`decode_lossless`] without copying when the bytes are valid UTF-8.
+pub fn decode_cow(s: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(s) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => std::borrow::Cow::Owned(latin1(s)),
+    }
+}
+
 /// Maps every byte to the code point of the same value (ISO-8859-1). Reversible: this is how
 /// fragstat writes raw names (`name_raw`) into JSON.
 pub fn latin1(s: &[u8]) -> String {

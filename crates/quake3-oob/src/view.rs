@@ -40,14 +40,14 @@ impl Summary {
         if let Some(s) = status {
             for (k, v) in s.info.pairs() {
                 if k != b"challenge" {
-                    rules.push(k.clone(), v.clone());
+                    rules.push(k, v);
                 }
             }
         }
         if let Some(i) = info {
             for (k, v) in i.info.pairs() {
                 if k != b"challenge" && rules.get_bytes(k).is_none() {
-                    rules.push(k.clone(), v.clone());
+                    rules.push(k, v);
                 }
             }
         }
@@ -76,16 +76,6 @@ impl Summary {
             players: status.map(|s| s.players.clone()).unwrap_or_default(),
             rules,
         }
-    }
-}
-
-impl InfoString {
-    /// The value of the first pair whose key is exactly `key` (bytes).
-    pub fn get_bytes(&self, key: &[u8]) -> Option<&[u8]> {
-        self.pairs()
-            .iter()
-            .find(|(k, _)| k.as_slice() == key)
-            .map(|(_, v)| v.as_slice())
     }
 }
 
