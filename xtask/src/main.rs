@@ -353,6 +353,9 @@ fn start_serve(bin: &Path, count: usize, players: usize, loss: f64) -> Result<Se
 struct Run {
     seconds: f64,
     answered: usize,
+    /// Answered with a player list (fragstat reports servers whose getstatus was lost on
+    /// every attempt as online without players).
+    with_players: Option<usize>,
 }
 
 fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
@@ -377,11 +380,17 @@ fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
     if !out.status.success() {
         bail!("fragstat query failed");
     }
-    let answered = String::from_utf8_lossy(&out.stdout)
+    let text = String::from_utf8_lossy(&out.stdout);
+    let answered = text
         .lines()
         .filter(|l| l.contains("\"status\":\"online\""))
         .count();
-    Ok(Run { seconds, answered })
+    let with_players = text.lines().filter(|l| l.contains("\"players\":[")).count();
+    Ok(Run {
+        seconds,
+        answered,
+        with_players: Some(with_players),
+    })
 }
 
 fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
@@ -405,7 +414,11 @@ fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
             )
         })
         .count();
-    Ok(Run { seconds, answered })
+    Ok(Run {
+        seconds,
+        answered,
+        with_players: None,
+    })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -452,17 +465,25 @@ fn bench_scan(args: &[String]) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&tmp);
     println!("\nScan of {servers} emulated Quake III servers on loopback, {players} players each, --players / -P; median of {repeat} runs\n");
-    println!("| condition | fragstat s | answered (min) | qstat s | answered (min) | qstat time / fragstat time |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| condition | fragstat s | answered (min) | with players (min) | qstat s | answered (min) | qstat time / fragstat time |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for (cond, ours, theirs) in &rows {
         let o = median(ours.iter().map(|r| r.seconds).collect());
         let oa = ours.iter().map(|r| r.answered).min().unwrap_or(0);
+        let op = ours
+            .iter()
+            .filter_map(|r| r.with_players)
+            .min()
+            .unwrap_or(0);
         if theirs.is_empty() {
-            println!("| {cond} | {o:.2} | {oa} | - | - | - |");
+            println!("| {cond} | {o:.2} | {oa} | {op} | - | - | - |");
         } else {
             let t = median(theirs.iter().map(|r| r.seconds).collect());
             let ta = theirs.iter().map(|r| r.answered).min().unwrap_or(0);
-            println!("| {cond} | {o:.2} | {oa} | {t:.2} | {ta} | {:.2} |", t / o);
+            println!(
+                "| {cond} | {o:.2} | {oa} | {op} | {t:.2} | {ta} | {:.2} |",
+                t / o
+            );
         }
     }
     Ok(())

@@ -49,7 +49,11 @@ pub struct Rules(pub InfoString);
 
 impl Serialize for Rules {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.pairs().map(|(k, v)| (text::decode_cow(k), text::decode_cow(v))))
+        s.collect_map(
+            self.0
+                .pairs()
+                .map(|(k, v)| (text::decode_cow(k), text::decode_cow(v))),
+        )
     }
 }
 

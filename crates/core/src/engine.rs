@@ -555,7 +555,8 @@ impl<E: Exchange> Driver<E> {
             if slot.generation != generation {
                 continue;
             }
-            if let Some(result) = slot.ex.on_timeout() {
+            let exhausted = slot.attempts > self.options.retries;
+            if let Some(result) = slot.ex.on_timeout(exhausted) {
                 self.finish(id, result.map_err(QueryError::Decode));
                 continue;
             }
@@ -580,7 +581,7 @@ impl<E: Exchange> Driver<E> {
     fn expire_all(&mut self) {
         let ids: Vec<u64> = self.slots.keys().copied().collect();
         for id in ids {
-            let salvaged = self.slots.get_mut(&id).and_then(|s| s.ex.on_timeout());
+            let salvaged = self.slots.get_mut(&id).and_then(|s| s.ex.on_timeout(true));
             let result = match salvaged {
                 Some(r) => r.map_err(QueryError::Decode),
                 None => Err(QueryError::Deadline),

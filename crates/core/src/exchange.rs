@@ -26,8 +26,10 @@ pub trait Exchange: Send + 'static {
 
     /// The attempt timer ran out with no further datagram. Return `Some` to finish now (with
     /// what has been assembled so far, for replies that have no end marker); `None` to let the
-    /// engine retry or give up.
-    fn on_timeout(&mut self) -> Option<Result<Self::Output, BoxError>> {
+    /// engine retry or give up. `exhausted` is true when no retry is left (or the batch
+    /// deadline has passed): the last chance to return a partial answer.
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
+        let _ = exhausted;
         None
     }
 }

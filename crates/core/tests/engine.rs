@@ -590,7 +590,7 @@ impl Exchange for Multi {
             Verdict::Progress { attempt: None }
         }
     }
-    fn on_timeout(&mut self) -> Option<Result<Vec<String>, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<String>, BoxError>> {
         (!self.parts.is_empty()).then(|| Ok(self.assembled()))
     }
 }

@@ -42,6 +42,8 @@ pub enum Ask {
     Status,
     /// Both at once: the player list plus the bot count only `getinfo` has. A lost
     /// infoResponse does not fail the query: the status alone is returned after one timeout.
+    /// If only the infoResponse comes back, `getstatus` is retried; when no retry is left the
+    /// server is still reported (it answered), without players.
     Both,
 }
 
@@ -180,10 +182,11 @@ impl Exchange for ServerExchange {
         }
     }
 
-    fn on_timeout(&mut self) -> Option<Result<ServerReply, BoxError>> {
-        // With both asked, the status alone is a useful answer (it has the players).
-        (self.ask == Ask::Both && self.reply.status.is_some())
-            .then(|| Ok(std::mem::take(&mut self.reply)))
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerReply, BoxError>> {
+        // With both asked, the status alone is a useful answer (it has the players); the info
+        // alone only once the status has had every retry.
+        let partial = self.reply.status.is_some() || (exhausted && self.reply.info.is_some());
+        (self.ask == Ask::Both && partial).then(|| Ok(std::mem::take(&mut self.reply)))
     }
 }
 
@@ -245,7 +248,7 @@ impl Exchange for MasterExchange {
         }
     }
 
-    fn on_timeout(&mut self) -> Option<Result<Vec<SocketAddr>, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddr>, BoxError>> {
         (self.datagrams > 0).then(|| Ok(std::mem::take(&mut self.servers)))
     }
 }
@@ -431,6 +434,46 @@ mod tests {
             assert_eq!(s.num_players as usize, p % 5);
             assert_eq!(s.players.len(), p % 5);
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_whose_status_never_arrives_is_online_without_players() {
+        let net = SimNet::new(Faults::default(), 1);
+        let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
+            Game::Quake3,
+            b"info only",
+            2,
+        )));
+        // This server answers getinfo but never getstatus.
+        net.add_server(
+            addr(27960),
+            Arc::new(move |req: &[u8]| {
+                if req.starts_with(b"\xff\xff\xff\xffgetinfo") {
+                    emu.lock().unwrap().handle(req).into_iter().collect()
+                } else {
+                    vec![]
+                }
+            }),
+        );
+        let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+        let client = Client::with_engine(engine);
+        let t = client.server(addr(27960)).await.unwrap();
+        assert!(t.reply.status.is_none());
+        assert_eq!(
+            t.reply.summary().num_players,
+            2,
+            "from the info clients count"
+        );
+        assert_eq!(
+            t.attempts, 4,
+            "getstatus was retried before giving up on it"
+        );
+        let getinfos = net
+            .sent()
+            .iter()
+            .filter(|s| s.data.starts_with(b"\xff\xff\xff\xffgetinfo"))
+            .count();
+        assert_eq!(getinfos, 1, "retries ask only for what is missing");
     }
 
     #[tokio::test(start_paused = true)]

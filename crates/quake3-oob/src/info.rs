@@ -28,7 +28,10 @@ pub struct Pairs<'a> {
 impl<'a> Pairs<'a> {
     fn get(&self, span: &(u32, u32, u32)) -> (&'a [u8], &'a [u8]) {
         let (k, v, e) = (span.0 as usize, span.1 as usize, span.2 as usize);
-        (self.buf.get(k..v).unwrap_or_default(), self.buf.get(v..e).unwrap_or_default())
+        (
+            self.buf.get(k..v).unwrap_or_default(),
+            self.buf.get(v..e).unwrap_or_default(),
+        )
     }
 }
 
