@@ -18,7 +18,7 @@ async fn library_reads_a_real_server() {
 
     let info = client.info(oa.addr).await.unwrap();
     // ioq3 prepends keys: the echoed challenge comes last in an infoResponse.
-    assert_eq!(info.reply.info.pairs().last().unwrap().0, b"challenge");
+    assert_eq!(info.reply.info.pairs().next_back().unwrap().0, b"challenge");
     assert_eq!(
         info.reply.info.get("hostname"),
         Some(&b"My ^1OA^7 Server"[..])

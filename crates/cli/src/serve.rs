@@ -79,12 +79,10 @@ pub struct ServeArgs {
 
 type Shutdown = watch::Receiver<bool>;
 
-fn shutdown_future(mut rx: Shutdown) -> impl std::future::Future<Output = ()> + Send {
-    async move {
-        while !*rx.borrow() {
-            if rx.changed().await.is_err() {
-                break;
-            }
+async fn shutdown_future(mut rx: Shutdown) {
+    while !*rx.borrow() {
+        if rx.changed().await.is_err() {
+            break;
         }
     }
 }

@@ -403,7 +403,7 @@ impl Packet {
                 // so a last value ending in one could not be read back.
                 if i.info
                     .pairs()
-                    .last()
+                    .next_back()
                     .is_some_and(|(_, v)| v.ends_with(b"\n") || v.ends_with(b"\0"))
                 {
                     return Err(EncodeError::BadText {

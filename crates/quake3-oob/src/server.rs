@@ -280,7 +280,7 @@ mod tests {
         let Packet::InfoResponse(r) = decode(&reply).unwrap() else {
             panic!()
         };
-        assert_eq!(r.info.pairs().last().unwrap().0, b"challenge");
+        assert_eq!(r.info.pairs().next_back().unwrap().0, b"challenge");
         assert_eq!(r.info.get("clients"), Some(&b"3"[..]));
         assert_eq!(r.info.get("g_humanplayers"), Some(&b"2"[..]));
         let reply = s.handle(b"\xff\xff\xff\xffgetstatus xyz").unwrap();
