@@ -1,7 +1,8 @@
 //! Data-driven fixture tests: every `tests/fixtures/quake3/{ok,err}/<case>.bin` is decoded.
 //!
-//! `ok` cases are real replies; their `<case>.json` holds hand-checked `expected` fields, each
-//! of which is compared here. Every case also has a `<case>.decoded` snapshot of the full
+//! `ok` cases are real replies from public sources, and the folder root holds replies recorded
+//! from real servers with `cargo xtask capture`; their `<case>.json` holds hand-checked
+//! `expected` fields, each of which is compared here. Every case also has a `<case>.decoded` snapshot of the full
 //! decode (regenerate with `UPDATE_EXPECT=1`). `err` cases are malformed variants whose
 //! required outcome is asserted per case below.
 
@@ -14,6 +15,17 @@ fn dir(kind: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/quake3")
         .join(kind)
+}
+
+/// Real replies: public captures (`ok/`) and our own recordings (the folder root).
+fn real_cases() -> Vec<(String, PathBuf, Vec<u8>, Value)> {
+    let mut all = Vec::new();
+    for kind in ["ok", ""] {
+        for (name, bytes, meta) in cases(kind) {
+            all.push((name, dir(kind), bytes, meta));
+        }
+    }
+    all
 }
 
 fn cases(kind: &str) -> Vec<(String, Vec<u8>, Value)> {
@@ -130,11 +142,14 @@ fn check_players(name: &str, st: &StatusResponse, expected: &[Value]) {
 
 #[test]
 fn ok_fixtures_match_hand_checked_fields() {
-    for (name, bytes, meta) in cases("ok") {
+    for (name, folder, bytes, meta) in real_cases() {
         let e = &meta["expected"];
+        assert!(
+            e.is_object(),
+            "{name}: no hand-checked `expected` in its .json"
+        );
         let packet = decode(&bytes).unwrap_or_else(|err| panic!("{name}: {err}"));
-        expect_test::expect_file![dir("ok").join(format!("{name}.decoded"))]
-            .assert_eq(&dump(&packet));
+        expect_test::expect_file![folder.join(format!("{name}.decoded"))].assert_eq(&dump(&packet));
         let info = match (&packet, e["command"].as_str().unwrap()) {
             (Packet::StatusResponse(st), "statusResponse") => {
                 check_players(&name, st, e["players"].as_array().unwrap());
@@ -218,7 +233,7 @@ fn ok_fixtures_match_hand_checked_fields() {
 
 #[test]
 fn ok_fixtures_round_trip_through_the_encoder() {
-    for (name, bytes, _) in cases("ok") {
+    for (name, _, bytes, _) in real_cases() {
         let packet = decode(&bytes).unwrap();
         let again = decode(&packet.to_bytes().unwrap_or_else(|e| panic!("{name}: {e}"))).unwrap();
         assert_eq!(again, packet, "{name}");
