@@ -350,8 +350,38 @@ fn start_serve(bin: &Path, count: usize, players: usize, loss: f64) -> Result<Se
     Ok(Serve { child, servers })
 }
 
+/// CPU seconds (user + system) used by this process's waited-for children so far
+/// (`/proc/self/stat` cutime + cstime).
+fn children_cpu() -> f64 {
+    let tck = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or(100.0);
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|(_, r)| r.split(' ').collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(13) + ticks(14)) / tck
+}
+
 struct Run {
     seconds: f64,
+    /// CPU seconds the client used.
+    cpu: f64,
     answered: usize,
     /// Answered with a player list (fragstat reports servers whose getstatus was lost on
     /// every attempt as online without players).
@@ -359,6 +389,7 @@ struct Run {
 }
 
 fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
+    let cpu0 = children_cpu();
     let start = Instant::now();
     let out = Command::new(bin)
         .args(["query", "q3", "-f"])
@@ -377,6 +408,7 @@ fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
         .stderr(Stdio::inherit())
         .output()?;
     let seconds = start.elapsed().as_secs_f64();
+    let cpu = children_cpu() - cpu0;
     if !out.status.success() {
         bail!("fragstat query failed");
     }
@@ -388,12 +420,14 @@ fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
     let with_players = text.lines().filter(|l| l.contains("\"players\":[")).count();
     Ok(Run {
         seconds,
+        cpu,
         answered,
         with_players: Some(with_players),
     })
 }
 
 fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
+    let cpu0 = children_cpu();
     let start = Instant::now();
     let out = Command::new(qstat)
         .args(["-default", "q3s", "-f"])
@@ -402,6 +436,7 @@ fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
         .stderr(Stdio::null())
         .output()?;
     let seconds = start.elapsed().as_secs_f64();
+    let cpu = children_cpu() - cpu0;
     let text = String::from_utf8_lossy(&out.stdout);
     // Server lines are "Q3S,addr,name,…"; unanswered ones "Q3S,addr,TIMEOUT" (or DOWN/ERROR).
     let answered = text
@@ -416,6 +451,7 @@ fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
         .count();
     Ok(Run {
         seconds,
+        cpu,
         answered,
         with_players: None,
     })
@@ -465,23 +501,28 @@ fn bench_scan(args: &[String]) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(&tmp);
     println!("\nScan of {servers} emulated Quake III servers on loopback, {players} players each, --players / -P; median of {repeat} runs\n");
-    println!("| condition | fragstat s | answered (min) | with players (min) | qstat s | answered (min) | qstat time / fragstat time |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| condition | tool | wall s (median) | CPU s (median) | answered (min) | with players (min) |");
+    println!("| --- | --- | --- | --- | --- | --- |");
     for (cond, ours, theirs) in &rows {
-        let o = median(ours.iter().map(|r| r.seconds).collect());
-        let oa = ours.iter().map(|r| r.answered).min().unwrap_or(0);
-        let op = ours
-            .iter()
-            .filter_map(|r| r.with_players)
-            .min()
-            .unwrap_or(0);
-        if theirs.is_empty() {
-            println!("| {cond} | {o:.2} | {oa} | {op} | - | - | - |");
-        } else {
+        for (tool, runs) in [("fragstat", ours), ("qstat", theirs)] {
+            if runs.is_empty() {
+                continue;
+            }
+            let wall = median(runs.iter().map(|r| r.seconds).collect());
+            let cpu = median(runs.iter().map(|r| r.cpu).collect());
+            let answered = runs.iter().map(|r| r.answered).min().unwrap_or(0);
+            let players = runs
+                .iter()
+                .filter_map(|r| r.with_players)
+                .min()
+                .map_or("-".to_string(), |p| p.to_string());
+            println!("| {cond} | {tool} | {wall:.2} | {cpu:.2} | {answered} | {players} |");
+        }
+        if !theirs.is_empty() {
+            let o = median(ours.iter().map(|r| r.seconds).collect());
             let t = median(theirs.iter().map(|r| r.seconds).collect());
-            let ta = theirs.iter().map(|r| r.answered).min().unwrap_or(0);
             println!(
-                "| {cond} | {o:.2} | {oa} | {op} | {t:.2} | {ta} | {:.2} |",
+                "| {cond} | qstat ÷ fragstat wall time | {:.2} | | | |",
                 t / o
             );
         }

@@ -78,15 +78,55 @@ impl ServerConfig {
 pub struct EmulatedServer {
     config: ServerConfig,
     challenge_counter: u32,
+    /// The encoded replies without a challenge: only the challenge changes per request, so
+    /// `handle` splices it in instead of rebuilding (thousands of emulated servers stay cheap).
+    info_wire: Option<Vec<u8>>,
+    status_wire: Option<Vec<u8>>,
 }
+
+const STATUS_HEAD: &[u8] = b"\xff\xff\xff\xffstatusResponse\n";
 
 impl EmulatedServer {
     /// A server reporting `config`.
     pub fn new(config: ServerConfig) -> Self {
-        EmulatedServer {
+        let mut s = EmulatedServer {
             config,
             challenge_counter: 0x1234_5678,
+            info_wire: None,
+            status_wire: None,
+        };
+        s.info_wire = Packet::InfoResponse(s.info_response(None)).to_bytes().ok();
+        s.status_wire = Packet::StatusResponse(s.status_response(None))
+            .to_bytes()
+            .ok();
+        s
+    }
+
+    /// The infoResponse with `challenge` spliced in last, byte for byte what
+    /// [`EmulatedServer::info_response`] encodes to.
+    fn info_reply(&self, challenge: Option<&[u8]>) -> Option<Vec<u8>> {
+        let wire = self.info_wire.as_ref()?;
+        let mut out = Vec::with_capacity(wire.len() + 80);
+        out.extend_from_slice(wire);
+        if let Some(c) = challenge.filter(|c| !c.is_empty()) {
+            out.extend_from_slice(b"\\challenge\\");
+            out.extend_from_slice(c);
         }
+        Some(out)
+    }
+
+    /// The statusResponse with `challenge` spliced in first.
+    fn status_reply(&self, challenge: Option<&[u8]>) -> Option<Vec<u8>> {
+        let wire = self.status_wire.as_ref()?;
+        let body = wire.strip_prefix(STATUS_HEAD)?;
+        let mut out = Vec::with_capacity(wire.len() + 80);
+        out.extend_from_slice(STATUS_HEAD);
+        if let Some(c) = challenge.filter(|c| !c.is_empty()) {
+            out.extend_from_slice(b"\\challenge\\");
+            out.extend_from_slice(c);
+        }
+        out.extend_from_slice(body);
+        Some(out)
     }
 
     /// The configuration.
@@ -156,12 +196,17 @@ impl EmulatedServer {
 
     /// Answers one datagram; `None` for anything a server would ignore.
     pub fn handle(&mut self, datagram: &[u8]) -> Option<Vec<u8>> {
+        // A challenge that cannot sit in an infostring gets no reply (ioq3 refuses it too).
+        let fits = |c: &Option<Vec<u8>>| {
+            c.as_ref()
+                .is_none_or(|c| !c.iter().any(|&b| b == b'\\' || b == 0))
+        };
         let reply = match decode(datagram).ok()? {
-            Packet::GetInfo { challenge } => {
-                Packet::InfoResponse(self.info_response(challenge.as_deref()))
+            Packet::GetInfo { challenge } if fits(&challenge) => {
+                return self.info_reply(challenge.as_deref())
             }
-            Packet::GetStatus { challenge } => {
-                Packet::StatusResponse(self.status_response(challenge.as_deref()))
+            Packet::GetStatus { challenge } if fits(&challenge) => {
+                return self.status_reply(challenge.as_deref())
             }
             Packet::GetChallenge { args } => {
                 self.challenge_counter = self
@@ -290,6 +335,23 @@ mod tests {
         assert_eq!(st.info.pairs().next().unwrap().1, b"xyz");
         assert_eq!(st.players.len(), 3);
         assert!(s.handle(b"\xff\xff\xff\xffrcon x").is_none());
+    }
+
+    #[test]
+    fn spliced_replies_equal_the_built_ones() {
+        let s = EmulatedServer::new(ServerConfig::sample(Game::EnemyTerritory, b"^1x", 5));
+        for c in [None, Some(&b"abc-1"[..])] {
+            let built = Packet::InfoResponse(s.info_response(c)).to_bytes().unwrap();
+            assert_eq!(s.info_reply(c).unwrap(), built);
+            let built = Packet::StatusResponse(s.status_response(c))
+                .to_bytes()
+                .unwrap();
+            assert_eq!(s.status_reply(c).unwrap(), built);
+        }
+        assert!(s
+            .info_reply(None)
+            .unwrap()
+            .starts_with(b"\xff\xff\xff\xffinfoResponse\n"));
     }
 
     #[test]
