@@ -309,6 +309,21 @@ fn decode_status(r: &mut Reader<'_>) -> Result<StatusResponse, DecodeError> {
     Ok(status)
 }
 
+/// True when every newline inside an encoded status infostring will be read back as part of
+/// it by [`status_info_end`]: the text after it, up to the next newline, is non-empty and has
+/// no `"`.
+fn newlines_read_back(info: &[u8]) -> bool {
+    let mut rest = info;
+    while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+        rest = rest.get(i + 1..).unwrap_or_default();
+        let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+        if line.is_empty() || line.contains(&b'"') {
+            return false;
+        }
+    }
+    true
+}
+
 /// Parses `score ping "name" [fields…]` or `ping "name"`; the name runs from the first to the
 /// last `"` on the line, so names containing `"` survive.
 pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
@@ -467,7 +482,13 @@ fn encode_request(
 impl StatusResponse {
     fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         out.extend_from_slice(b"statusResponse\n");
+        let start = out.len();
         self.info.encode(out)?;
+        if !newlines_read_back(out.get(start..).unwrap_or_default()) {
+            return Err(EncodeError::BadText {
+                field: "status infostring (a newline that would end it early)",
+            });
+        }
         out.push(b'\n');
         for p in &self.players {
             check_text(&p.name, "player name", b"\"\n\0")?;
@@ -508,6 +529,21 @@ mod tests {
         assert!(parse_player(b"abc 46 \"x\"").is_none());
         assert!(parse_player(b"0 68 \"unterminated").is_none());
         assert_eq!(parse_player(b"28 135 \"\"").unwrap().name, b"");
+    }
+
+    /// Found by cargo-fuzz (quake3_decode): a value ending in a newline before a trailing `\`
+    /// decoded, but its re-encoding ended the infostring early.
+    #[test]
+    fn fuzz_regression_newline_before_trailing_separator() {
+        let input = b"\xff\xff\xff\xffstatusResponse\n\\cMay  7 2009\\com_psoto0 12 \"prime\n\\\n2^9P^7uffda1)\" 3\n\0\0<Zerg8\\gam";
+        crate::fuzzing::check_decode(input);
+        let Packet::StatusResponse(st) = decode(input).unwrap() else {
+            panic!()
+        };
+        assert!(
+            Packet::StatusResponse(st).to_bytes().is_err(),
+            "cannot be written back faithfully"
+        );
     }
 
     #[test]
