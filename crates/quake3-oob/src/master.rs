@@ -137,7 +137,14 @@ impl ServerList {
     }
 
     /// Appends the command word and entries of this one datagram.
-    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        // Right after the command word, a letter or digit would be read as part of the command.
+        let glued = self.servers.is_empty() && self.terminator.is_none();
+        if glued && self.trailing.first().is_some_and(u8::is_ascii_alphanumeric) {
+            return Err(EncodeError::BadText {
+                field: "trailing bytes (would extend the command word)",
+            });
+        }
         out.extend_from_slice(if self.ext {
             b"getserversExtResponse"
         } else {
@@ -153,6 +160,7 @@ impl ServerList {
             None => {}
         }
         out.extend_from_slice(&self.trailing);
+        Ok(())
     }
 }
 
@@ -349,6 +357,18 @@ mod tests {
             Packet::ServersResponse(l) => l,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Found by cargo-fuzz (quake3_decode): a port-0 entry is dropped, and the leftover bytes
+    /// then start with a digit right after the command word.
+    #[test]
+    fn fuzz_regression_trailing_glued_to_the_command() {
+        let input = b"\xff\xff\xff\xffgetserversResponse\\\xb2>\0\0\0\x005@\xca\x8diT\x84";
+        crate::fuzzing::check_decode(input);
+        let l = list(input);
+        assert!(l.servers.is_empty());
+        assert_eq!(l.trailing, b"5@\xca\x8diT\x84");
+        assert!(Packet::ServersResponse(l).to_bytes().is_err());
     }
 
     #[test]

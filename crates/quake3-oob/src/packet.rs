@@ -443,7 +443,7 @@ impl Packet {
                 }
             }
             Packet::GetServers(g) => g.encode_body(out)?,
-            Packet::ServersResponse(list) => list.encode_body(out),
+            Packet::ServersResponse(list) => list.encode_body(out)?,
             Packet::Heartbeat(h) => {
                 check_text(&h.name, "heartbeat name", b" \t\n\r\0")?;
                 out.extend_from_slice(b"heartbeat ");
