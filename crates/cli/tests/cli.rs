@@ -19,25 +19,24 @@ fn run(args: &[&str]) -> Output {
         .expect("run fragstat")
 }
 
-fn json(out: &Output) -> Value {
+/// Standard output of a successful run.
+fn stdout(out: &Output) -> String {
     assert!(
         out.status.success(),
         "exit {:?}: {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(out: &Output) -> Value {
+    let text = stdout(out);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 fn ndjson(out: &Output) -> Vec<Value> {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    stdout(out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()

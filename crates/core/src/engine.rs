@@ -504,9 +504,11 @@ impl<E: Exchange> Driver<E> {
     }
 
     fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
-        let ids = self.by_addr.get(&from).cloned().unwrap_or_default();
+        // Every arm that changes `by_addr` returns at once, so indexing it here stays valid.
         let mut reasons = Vec::new();
-        for id in ids {
+        let mut i = 0;
+        while let Some(&id) = self.by_addr.get(&from).and_then(|ids| ids.get(i)) {
+            i += 1;
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
             };

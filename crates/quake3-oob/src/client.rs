@@ -74,6 +74,22 @@ pub struct Timed<T> {
     pub attempts: u32,
 }
 
+impl Timed<ServerReply> {
+    /// Keeps one of the replies, with the same timing.
+    fn take<U>(
+        self,
+        pick: impl FnOnce(ServerReply) -> Option<U>,
+        what: &'static str,
+    ) -> Result<Timed<U>, QueryError> {
+        let reply = pick(self.reply).ok_or_else(|| missing(what))?;
+        Ok(Timed {
+            reply,
+            rtt: self.rtt,
+            attempts: self.attempts,
+        })
+    }
+}
+
 /// Challenges are `fs<nonce hex>-<attempt>`: unique per query, valid for every engine
 /// (protocol notes §1.6), and they say which attempt a reply answers (for the RTT).
 fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
@@ -309,24 +325,16 @@ impl Client {
 
     /// `getinfo`.
     pub async fn info(&self, addr: SocketAddr) -> Result<Timed<InfoResponse>, QueryError> {
-        let t = self.one(addr, Ask::Info).await?;
-        let reply = t.reply.info.ok_or_else(|| missing("infoResponse"))?;
-        Ok(Timed {
-            reply,
-            rtt: t.rtt,
-            attempts: t.attempts,
-        })
+        self.one(addr, Ask::Info)
+            .await?
+            .take(|r| r.info, "infoResponse")
     }
 
     /// `getstatus`.
     pub async fn status(&self, addr: SocketAddr) -> Result<Timed<StatusResponse>, QueryError> {
-        let t = self.one(addr, Ask::Status).await?;
-        let reply = t.reply.status.ok_or_else(|| missing("statusResponse"))?;
-        Ok(Timed {
-            reply,
-            rtt: t.rtt,
-            attempts: t.attempts,
-        })
+        self.one(addr, Ask::Status)
+            .await?
+            .take(|r| r.status, "statusResponse")
     }
 
     /// `getinfo` and `getstatus` together.

@@ -33,6 +33,23 @@ struct V6Entry {
     port: u16,
 }
 
+/// Reads one entry: its 1-byte marker, then `len` bytes decoded as `T` (big-endian).
+fn read_entry<T>(r: &mut Reader<'_>, len: usize, field: &'static str) -> Result<T, DecodeError>
+where
+    T: BinRead + binrw::meta::ReadEndian,
+    for<'a> T::Args<'a>: Default,
+{
+    r.take(1, "entry marker")?;
+    let at = r.offset();
+    let bytes = r.take(len, field)?;
+    T::read(&mut Cursor::new(bytes)).map_err(|_| DecodeError::Truncated {
+        field,
+        offset: at,
+        needed: len,
+        available: bytes.len(),
+    })
+}
+
 /// How a list datagram ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Terminator {
@@ -89,16 +106,7 @@ impl ServerList {
             }
             match rest.first() {
                 Some(b'\\') if rest.len() >= 7 => {
-                    r.take(1, "entry marker")?;
-                    let bytes = r.take(6, "IPv4 entry")?;
-                    let e = V4Entry::read(&mut Cursor::new(bytes)).map_err(|_| {
-                        DecodeError::Truncated {
-                            field: "IPv4 entry",
-                            offset: r.offset() - 6,
-                            needed: 6,
-                            available: 6,
-                        }
-                    })?;
+                    let e: V4Entry = read_entry(r, 6, "IPv4 entry")?;
                     if e.port != 0 {
                         list.servers.push(SocketAddr::V4(SocketAddrV4::new(
                             Ipv4Addr::from(e.ip),
@@ -108,16 +116,7 @@ impl ServerList {
                 }
                 // The Warsow client also accepts IPv6 entries in the plain response.
                 Some(b'/') if rest.len() >= 19 => {
-                    r.take(1, "entry marker")?;
-                    let bytes = r.take(18, "IPv6 entry")?;
-                    let e = V6Entry::read(&mut Cursor::new(bytes)).map_err(|_| {
-                        DecodeError::Truncated {
-                            field: "IPv6 entry",
-                            offset: r.offset() - 18,
-                            needed: 18,
-                            available: 18,
-                        }
-                    })?;
+                    let e: V6Entry = read_entry(r, 18, "IPv6 entry")?;
                     if e.port != 0 {
                         list.servers.push(SocketAddr::V6(SocketAddrV6::new(
                             Ipv6Addr::from(e.ip),
