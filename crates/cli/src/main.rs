@@ -250,7 +250,7 @@ async fn probe(
     match scan.format {
         Format::Ndjson => {}
         Format::Json => println!("{}", serde_json::to_string_pretty(&records)?),
-        Format::Table => print!("{}", record::table(&records, scan.players)),
+        Format::Table => print!("{}", record::table(&records, scan.players, color_stdout())),
     }
     Ok(())
 }
@@ -269,6 +269,11 @@ fn outcome_record(game: Game, o: &Outcome<ServerReply>, players: bool) -> Server
         }
         Err(e) => ServerRecord::failed(o.addr, game, e),
     }
+}
+
+/// ANSI colours for names when stdout is a terminal and `NO_COLOR` is not set.
+pub(crate) fn color_stdout() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn progress_bar(n: usize) -> Option<indicatif::ProgressBar> {

@@ -156,8 +156,31 @@ fn cell(s: &str, width: usize) -> String {
     out
 }
 
-/// The browser table.
-pub fn table(records: &[ServerRecord], show_players: bool) -> String {
+/// A name for the table: colour codes as ANSI colours when `color`, else stripped.
+fn shown_name(display: &str, raw: &str, color: bool) -> String {
+    let plain = || {
+        display
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect::<String>()
+    };
+    if !color {
+        return plain();
+    }
+    // `raw` is the lossless Latin-1 mapping of the bytes; control bytes are dropped first.
+    match text::from_latin1(raw) {
+        Some(bytes) => text::to_ansi(
+            &bytes
+                .into_iter()
+                .filter(|b| !b.is_ascii_control())
+                .collect::<Vec<u8>>(),
+        ),
+        None => plain(),
+    }
+}
+
+/// The browser table; `color` renders name colour codes as ANSI colours (for terminals).
+pub fn table(records: &[ServerRecord], show_players: bool, color: bool) -> String {
     let mut out = format!(
         "{} {} {} {} {} {} {}\n",
         cell("ADDRESS", 22),
@@ -183,10 +206,11 @@ pub fn table(records: &[ServerRecord], show_players: bool) -> String {
             .num_bots
             .map(|b| b.to_string())
             .unwrap_or_else(|| "-".into());
-        let name = match (&r.name, &r.error) {
-            (Some(n), _) => n.clone(),
-            (None, Some(e)) => format!("({e})"),
-            (None, None) => String::new(),
+        let name = match (&r.name, &r.name_raw, &r.error) {
+            (Some(n), Some(raw), _) => shown_name(n, raw, color),
+            (Some(n), None, _) => shown_name(n, n, false),
+            (None, _, Some(e)) => format!("({e})"),
+            (None, _, None) => String::new(),
         };
         out.push_str(&format!(
             "{} {} {} {} {} {} {}\n",
@@ -196,7 +220,7 @@ pub fn table(records: &[ServerRecord], show_players: bool) -> String {
             cell(&players, 8),
             cell(&bots, 4),
             cell(r.map.as_deref().unwrap_or("-"), 14),
-            name.chars().filter(|c| !c.is_control()).collect::<String>()
+            name
         ));
         if show_players {
             for p in r.players.iter().flatten() {
@@ -205,7 +229,7 @@ pub fn table(records: &[ServerRecord], show_players: bool) -> String {
                     "    {} {} {}\n",
                     cell(&score, 6),
                     cell(&p.ping.to_string(), 5),
-                    p.name
+                    shown_name(&p.name, &p.name_raw, color)
                 ));
             }
         }
@@ -217,4 +241,19 @@ pub fn table(records: &[ServerRecord], show_players: bool) -> String {
         records.len()
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_plain_or_coloured() {
+        let raw = text::latin1(b"^1Red^7Guy\x07");
+        assert_eq!(shown_name("RedGuy\u{7}", &raw, false), "RedGuy");
+        assert_eq!(
+            shown_name("RedGuy", &raw, true),
+            "\x1b[31mRed\x1b[37mGuy\x1b[0m"
+        );
+    }
 }

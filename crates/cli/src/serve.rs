@@ -281,7 +281,7 @@ pub async fn demo(count: usize) -> anyhow::Result<ExitCode> {
             Err(e) => ServerRecord::failed(o.addr, game, e),
         })
         .collect();
-    print!("{}", record::table(&records, true));
+    print!("{}", record::table(&records, true, crate::color_stdout()));
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     Ok(ExitCode::SUCCESS)

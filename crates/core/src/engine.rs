@@ -520,11 +520,11 @@ impl<E: Exchange> Driver<E> {
                     slot.last_error = Some(e);
                     return;
                 }
-                Verdict::Progress { attempt } => {
+                Verdict::Progress { attempt, wait } => {
                     record_rtt(slot, attempt, now);
                     slot.generation += 1;
-                    self.timers
-                        .push(Reverse((now + self.options.timeout, id, slot.generation)));
+                    let wait = wait.unwrap_or(self.options.timeout);
+                    self.timers.push(Reverse((now + wait, id, slot.generation)));
                     return;
                 }
                 Verdict::Advance => {

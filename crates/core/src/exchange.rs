@@ -43,11 +43,16 @@ pub enum Verdict<O> {
     /// From this server but undecodable. Kept: if the query then times out, this error is
     /// reported instead of a bare timeout.
     Invalid(BoxError),
-    /// Part of a multi-datagram reply was accepted; wait for more (the attempt timer restarts).
+    /// Part of a multi-datagram reply was accepted; wait for more. The timer restarts with
+    /// `wait`, or with the attempt timeout when `None`; when it runs out the engine calls
+    /// [`Exchange::on_timeout`]. A short `wait` suits a reply that looks complete but may
+    /// still have datagrams in flight (UDP reorders; master lists carry no count).
     /// `attempt` names the attempt it answers, when the reply shows it (for the RTT).
     Progress {
         /// The attempt answered, if known.
         attempt: Option<u32>,
+        /// How long to wait for the next datagram (default: the attempt timeout).
+        wait: Option<std::time::Duration>,
     },
     /// A handshake step is complete: the engine sends `requests(0)` of the next step now.
     Advance,

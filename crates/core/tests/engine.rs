@@ -587,7 +587,10 @@ impl Exchange for Multi {
                 attempt: None,
             }
         } else {
-            Verdict::Progress { attempt: None }
+            Verdict::Progress {
+                attempt: None,
+                wait: None,
+            }
         }
     }
     fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<String>, BoxError>> {

@@ -194,7 +194,10 @@ impl Exchange for ServerExchange {
                 attempt,
             }
         } else {
-            Verdict::Progress { attempt }
+            Verdict::Progress {
+                attempt,
+                wait: None,
+            }
         }
     }
 
@@ -209,16 +212,21 @@ impl Exchange for ServerExchange {
 /// The exchange behind [`Client::master`]: one `getservers` request, a list spanning any
 /// number of datagrams.
 ///
-/// The list is complete at an end marker (`\EOT`, `\EOF`) on a datagram that is not full;
-/// masters before dpmaster 2.0 put the marker on every datagram, so a marker on a full
-/// datagram, or no marker at all, means waiting until the master has been quiet for one
-/// timeout. Duplicate entries (a datagram delivered twice) are listed once.
+/// The list is complete shortly after an end marker (`\EOT`, `\EOF`) on a datagram that is
+/// not full: the exchange lingers [`DEFAULT_SETTLE`] for datagrams the marker overtook (UDP
+/// reorders, and lists carry no count). Masters before dpmaster 2.0 put the marker on every
+/// datagram, so a marker on a full datagram, or no marker at all, means waiting until the
+/// master has been quiet for one timeout. Duplicate entries (a datagram delivered twice) are
+/// listed once.
 #[derive(Debug)]
 pub struct MasterExchange {
     request: Vec<u8>,
     servers: Vec<SocketAddr>,
     seen: HashSet<SocketAddr>,
     datagrams: u32,
+    settle: Duration,
+    /// A final marker (on a datagram that is not full) has arrived.
+    ended: bool,
 }
 
 impl MasterExchange {
@@ -229,9 +237,20 @@ impl MasterExchange {
             servers: Vec::new(),
             seen: HashSet::new(),
             datagrams: 0,
+            settle: DEFAULT_SETTLE,
+            ended: false,
         })
     }
+
+    /// How long to wait after an end marker for datagrams it overtook (default 100 ms).
+    pub fn with_settle(mut self, settle: Duration) -> Self {
+        self.settle = settle;
+        self
+    }
 }
+
+/// The default wait after an end marker (see [`MasterExchange::with_settle`]).
+pub const DEFAULT_SETTLE: Duration = Duration::from_millis(100);
 
 impl Exchange for MasterExchange {
     type Output = Vec<SocketAddr>;
@@ -252,15 +271,16 @@ impl Exchange for MasterExchange {
                 self.servers.push(s);
             }
         }
-        // Room for fewer than two more entries: the master filled this datagram.
+        // Room for fewer than two more entries: the master filled this datagram, and an old
+        // master marks every datagram, so more may follow.
         let full = datagram.len() + 14 > MAX_MASTER_PACKET;
-        if list.terminator.is_some() && !full {
-            Verdict::Done {
-                output: Ok(std::mem::take(&mut self.servers)),
-                attempt: None,
-            }
-        } else {
-            Verdict::Progress { attempt: None }
+        // Even a final marker may overtake earlier datagrams of the list: linger briefly, and
+        // only briefly for every datagram after it.
+        self.ended |= list.terminator.is_some() && !full;
+        let wait = self.ended.then_some(self.settle);
+        Verdict::Progress {
+            attempt: None,
+            wait,
         }
     }
 
@@ -482,6 +502,100 @@ mod tests {
             .filter(|s| s.data.starts_with(b"\xff\xff\xff\xffgetinfo"))
             .count();
         assert_eq!(getinfos, 1, "retries ask only for what is missing");
+    }
+
+    /// Regression: the small last datagram (with `\EOT`) arrived before a full one and the
+    /// client stopped at the marker, losing a datagram's worth of servers.
+    #[tokio::test(start_paused = true)]
+    async fn a_marker_that_overtakes_earlier_datagrams_does_not_cut_the_list() {
+        let servers: Vec<SocketAddr> = (0..500u16)
+            .map(|i| SocketAddr::from(([10, 3, (i >> 8) as u8, i as u8], 27960)))
+            .collect();
+        let packets = encode_server_list(&servers, false, EotStyle::LastPacket, MAX_MASTER_PACKET);
+        assert_eq!(packets.len(), 3);
+        let net = SimNet::new(Faults::default(), 1);
+        let weak = Arc::downgrade(&net);
+        net.add_server(
+            addr(27950),
+            Arc::new(move |_req: &[u8]| {
+                let net = weak.upgrade().unwrap();
+                // Delivered last-first, 20 ms apart.
+                for (i, p) in packets.iter().rev().enumerate() {
+                    net.inject(
+                        addr(27950),
+                        p.clone(),
+                        Duration::from_millis(5 + 20 * i as u64),
+                    );
+                }
+                vec![]
+            }),
+        );
+        let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+        let start = tokio::time::Instant::now();
+        let got = Client::with_engine(engine)
+            .master(addr(27950), &Game::Quake3.getservers())
+            .await
+            .unwrap()
+            .reply;
+        assert_eq!(got.len(), 500);
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(5 + 40 + 100),
+            "finished one settle after the last datagram"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn master_ext_list_with_ipv6_entries() {
+        let mut servers: Vec<SocketAddr> = (0..150u16)
+            .map(|i| SocketAddr::from(([10, 2, 0, i as u8], 27960 + i)))
+            .collect();
+        servers.extend(
+            (0..100u16).map(|i| SocketAddr::from(([0x2001, 0xdb8, 0, 0, 0, 0, 0, i + 1], 27960))),
+        );
+        let net = SimNet::new(
+            Faults {
+                jitter: Duration::from_millis(5),
+                ..Faults::default()
+            },
+            2,
+        );
+        let master = crate::server::EmulatedMaster::new(
+            servers.iter().map(|s| (*s, 68)).collect(),
+            EotStyle::LastPacket,
+        );
+        let master = Mutex::new(master);
+        net.add_server(
+            addr(27950),
+            Arc::new(move |req: &[u8]| {
+                master
+                    .lock()
+                    .unwrap()
+                    .handle(addr(40000), req)
+                    .into_iter()
+                    .map(|(_, d)| d)
+                    .collect()
+            }),
+        );
+        let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+        let client = Client::with_engine(engine);
+        let mut got = client
+            .master(addr(27950), &GetServers::ext("Quake3Arena", 68))
+            .await
+            .unwrap()
+            .reply;
+        got.sort();
+        let mut want = servers.clone();
+        want.sort();
+        assert_eq!(got, want, "IPv4 and IPv6 entries over several datagrams");
+        // The plain request lists IPv4 only.
+        let got = client
+            .master(addr(27950), &Game::Quake3.getservers())
+            .await
+            .unwrap()
+            .reply;
+        assert_eq!(got.len(), 150);
+        assert!(got.iter().all(SocketAddr::is_ipv4));
     }
 
     #[tokio::test(start_paused = true)]

@@ -547,6 +547,44 @@ mod tests {
     }
 
     #[test]
+    fn replies_with_and_without_trailing_newline() {
+        let with =
+            decode(b"\xff\xff\xff\xffstatusResponse\n\\mapname\\q3dm1\n3 40 \"a\"\n-1 0 \"b\"\n")
+                .unwrap();
+        let without =
+            decode(b"\xff\xff\xff\xffstatusResponse\n\\mapname\\q3dm1\n3 40 \"a\"\n-1 0 \"b\"")
+                .unwrap();
+        assert_eq!(with, without);
+        let Packet::StatusResponse(st) = with else {
+            panic!()
+        };
+        assert_eq!((st.players.len(), st.truncated), (2, false));
+        // An empty server: the infostring's newline ends the reply, or nothing does.
+        for bytes in [
+            &b"\xff\xff\xff\xffstatusResponse\n\\mapname\\q3dm1\n"[..],
+            b"\xff\xff\xff\xffstatusResponse\n\\mapname\\q3dm1",
+        ] {
+            let Packet::StatusResponse(st) = decode(bytes).unwrap() else {
+                panic!()
+            };
+            assert_eq!(
+                (st.info.get("mapname"), st.players.len(), st.skipped.len()),
+                (Some(&b"q3dm1"[..]), 0, 0)
+            );
+        }
+        let a = decode(b"\xff\xff\xff\xffinfoResponse\n\\hostname\\x\n").unwrap();
+        let b = decode(b"\xff\xff\xff\xffinfoResponse\n\\hostname\\x").unwrap();
+        assert_eq!(a, b);
+        // The Medal of Honor header byte.
+        let Packet::InfoResponse(i) =
+            decode(b"\xff\xff\xff\xff\x01infoResponse\n\\hostname\\x").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(i.info.get("hostname"), Some(&b"x"[..]));
+    }
+
+    #[test]
     fn requests_round_trip() {
         for p in [
             Packet::GetInfo {
