@@ -129,7 +129,7 @@ pub struct OpenArenaConfig {
     pub max_clients: u32,
     /// Map.
     pub map: String,
-    /// Also listen on [::1].
+    /// Also listen on `[::1]`.
     pub ipv6: bool,
 }
 
@@ -277,7 +277,7 @@ impl OpenArena {
     }
 }
 
-/// A UDP port on [::1] that was free a moment ago; `None` without IPv6 loopback.
+/// A UDP port on `[::1]` that was free a moment ago; `None` without IPv6 loopback.
 pub fn free_udp_port6() -> Option<u16> {
     let s = UdpSocket::bind("[::1]:0").ok()?;
     Some(s.local_addr().ok()?.port())

@@ -27,7 +27,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("openarena-server", "openarena-server"),
 ];
 
-/// The fuzz targets (fuzz/fuzz_targets/<name>.rs).
+/// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
 const FUZZ_TARGETS: &[&str] = &["quake3_decode", "quake3_infostring"];
 
 fn main() -> ExitCode {

@@ -2,6 +2,8 @@
 //!
 //! Exit codes: 0 when the command ran (whatever servers answered), 1 on a runtime failure
 //! (a malformed file for `decode`, a socket that cannot be bound), 2 on a usage error.
+// Doc comments here are clap's --help text (`HOST[:PORT]`), not rustdoc links.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 mod record;
 mod serve;
