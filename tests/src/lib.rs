@@ -131,6 +131,8 @@ pub struct OpenArenaConfig {
     pub map: String,
     /// Also listen on `[::1]`.
     pub ipv6: bool,
+    /// Run public (`dedicated 2`) and heartbeat to this master as `sv_master1`.
+    pub master: Option<SocketAddr>,
 }
 
 impl Default for OpenArenaConfig {
@@ -141,6 +143,7 @@ impl Default for OpenArenaConfig {
             max_clients: 8,
             map: "oa_dm1".into(),
             ipv6: false,
+            master: None,
         }
     }
 }
@@ -161,10 +164,11 @@ impl OpenArena {
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).expect("home dir");
         let port = free_udp_port();
+        let dedicated = if config.master.is_some() { "2" } else { "1" };
         let mut args: Vec<String> = vec![
             "+set".into(),
             "dedicated".into(),
-            "1".into(),
+            dedicated.into(),
             "+set".into(),
             "fs_homepath".into(),
             home.display().to_string(),
@@ -195,7 +199,11 @@ impl OpenArena {
             None => args.extend(["+set", "net_enabled", "1"].map(String::from)),
         }
         for i in 1..=5 {
-            args.extend(["+set".into(), format!("sv_master{i}"), String::new()]);
+            let master = match (i, config.master) {
+                (1, Some(m)) => m.to_string(),
+                _ => String::new(),
+            };
+            args.extend(["+set".into(), format!("sv_master{i}"), master]);
         }
         args.extend(
             [

@@ -357,7 +357,7 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
                 report.push(serde_json::json!({"address": o.addr.to_string(), "status": "online", "error": null,
-                    "servers": list.len(), "rtt_ms": o.rtt.map(|d| d.as_secs_f64() * 1e3)}));
+                    "servers": list.len(), "rtt_ms": o.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3)}));
             }
             Err(e) => {
                 let status = if e.is_timeout() { "timeout" } else { "error" };

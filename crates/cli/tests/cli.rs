@@ -377,3 +377,71 @@ fn cli_agrees_with_qstat_on_a_real_openarena_server() {
     }
     panic!("player lists never agreed: {last}");
 }
+
+/// A real OpenArena server in public mode heartbeats to our emulated master, answers its
+/// getinfo challenge, gets listed, and is found and probed through `fragstat master`.
+#[test]
+fn a_real_server_registers_with_our_master() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "openarena",
+            "--count",
+            "0",
+            "--master",
+            "--master-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let master = served.master.unwrap();
+    let Some(oa) = OpenArena::start(OpenArenaConfig {
+        hostname: "Public ^2OA".into(),
+        bots: vec!["sarge".into()],
+        master: Some(master),
+        ..OpenArenaConfig::default()
+    }) else {
+        return;
+    };
+    let m = master.to_string();
+    let want = serde_json::json!([oa.addr.to_string()]);
+    let start = std::time::Instant::now();
+    loop {
+        let v = json(&run(&["master", "openarena", &m, "--format", "json"]));
+        if v["servers"] == want {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(15),
+            "never listed: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The dpmaster dialect lists it too; another protocol number does not.
+    assert_eq!(
+        json(&run(&[
+            "master",
+            "openarena",
+            &m,
+            "--ext",
+            "--format",
+            "json"
+        ]))["servers"],
+        want
+    );
+    assert_eq!(
+        json(&run(&["master", "q3", &m, "--format", "json"]))["servers"],
+        serde_json::json!([])
+    );
+    let lines = ndjson(&run(&[
+        "master",
+        "openarena",
+        &m,
+        "--probe",
+        "--players",
+        "--format",
+        "ndjson",
+    ]));
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["name"], "Public OA");
+    assert_eq!(lines[0]["players"][0]["name"], "Sarge");
+}
