@@ -154,10 +154,18 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // Clients: multi-threaded, so the receive task and the batch driver run side by side (a
+    // current-thread runtime measured no faster). Emulated servers: `--threads`, default one.
+    let mut builder = match &cli.command {
+        Command::Serve(a) if a.threads <= 1 => tokio::runtime::Builder::new_current_thread(),
+        Command::Serve(a) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(a.threads);
+            b
+        }
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// Drop this fraction of requests (0.0-1.0) to simulate loss.
     #[arg(long, default_value_t = 0.0)]
     drop: f64,
+    /// Worker threads. One thread serves 10,000 emulated servers on loopback with less
+    /// overhead than several (docs/benchmarks.md) and leaves the other cores to clients.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }
 
 type Shutdown = watch::Receiver<bool>;
