@@ -234,7 +234,8 @@ async fn probe(
     while let Some(first) = batch.next().await {
         let mut next = Some(first);
         while let Some(o) = next {
-            let r = outcome_record(game, &o, scan.players);
+            let index = o.index;
+            let r = outcome_record(game, o, scan.players);
             if let Some(b) = &bar {
                 b.inc(1);
             }
@@ -242,7 +243,7 @@ async fn probe(
                 serde_json::to_writer(&mut out, &r)?;
                 out.write_all(b"\n")?;
             }
-            if let Some(&pos) = positions.get(o.index) {
+            if let Some(&pos) = positions.get(index) {
                 records[pos] = Some(r);
             }
             next = batch.try_next();
@@ -265,19 +266,19 @@ async fn probe(
     Ok(())
 }
 
-fn outcome_record(game: Game, o: &Outcome<ServerReply>, players: bool) -> ServerRecord {
-    match &o.result {
+fn outcome_record(game: Game, o: Outcome<ServerReply>, players: bool) -> ServerRecord {
+    match o.result {
         Ok(reply) => {
-            let s: Summary = reply.summary();
+            let with_players = players && reply.status.is_some();
             ServerRecord::online(
                 Some(o.addr),
                 game,
-                &s,
-                players && reply.status.is_some(),
+                reply.into_summary(),
+                with_players,
                 o.rtt,
             )
         }
-        Err(e) => ServerRecord::failed(o.addr, game, e),
+        Err(e) => ServerRecord::failed(o.addr, game, &e),
     }
 }
 
@@ -433,7 +434,7 @@ fn decode_file(game: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {
         Packet::InfoResponse(i) => serde_json::to_value(ServerRecord::online(
             None,
             game,
-            &Summary::new(Some(i), None),
+            Summary::new(Some(i), None),
             false,
             None,
         ))?,
@@ -441,7 +442,7 @@ fn decode_file(game: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {
             let mut v = serde_json::to_value(ServerRecord::online(
                 None,
                 game,
-                &Summary::new(None, Some(s)),
+                Summary::new(None, Some(s)),
                 true,
                 None,
             ))?;

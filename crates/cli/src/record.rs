@@ -110,7 +110,7 @@ impl ServerRecord {
     pub fn online(
         address: Option<SocketAddr>,
         game: Game,
-        s: &Summary,
+        s: Summary,
         with_players: bool,
         rtt: Option<Duration>,
     ) -> Self {
@@ -125,7 +125,7 @@ impl ServerRecord {
             num_bots: s.num_bots,
             password: s.password,
             players: with_players.then(|| s.players.iter().map(PlayerRecord::new).collect()),
-            rules: Some(Rules(s.rules.clone())),
+            rules: Some(Rules(s.rules)),
             ..Self::empty(address, game, "online")
         }
     }

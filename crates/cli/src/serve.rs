@@ -279,10 +279,10 @@ pub async fn demo(count: usize) -> anyhow::Result<ExitCode> {
     );
     let outcomes = client.scan(list.reply, true).collect_sorted().await;
     let records: Vec<ServerRecord> = outcomes
-        .iter()
-        .map(|o| match &o.result {
-            Ok(r) => ServerRecord::online(Some(o.addr), game, &r.summary(), true, o.rtt),
-            Err(e) => ServerRecord::failed(o.addr, game, e),
+        .into_iter()
+        .map(|o| match o.result {
+            Ok(r) => ServerRecord::online(Some(o.addr), game, r.into_summary(), true, o.rtt),
+            Err(e) => ServerRecord::failed(o.addr, game, &e),
         })
         .collect();
     print!("{}", record::table(&records, true, crate::color_stdout()));

@@ -61,6 +61,11 @@ impl ServerReply {
     pub fn summary(&self) -> Summary {
         Summary::new(self.info.as_ref(), self.status.as_ref())
     }
+
+    /// The browser view of this reply, consuming it (no copies).
+    pub fn into_summary(self) -> Summary {
+        Summary::from_replies(self.info, self.status)
+    }
 }
 
 /// A reply with its timing.

@@ -123,6 +123,13 @@ impl InfoString {
         self.spans.push((k, v, pos(self.buf.len())));
     }
 
+    /// Removes every pair whose key is `key`.
+    pub fn remove(&mut self, key: &[u8]) {
+        let buf = &self.buf;
+        self.spans
+            .retain(|&(k, v, _)| buf.get(k as usize..v as usize) != Some(key));
+    }
+
     /// Sets `key` the way the Quake III engines do (`Info_SetValueForKey`): removes the old pair
     /// and puts the new one in front; an empty value only removes.
     pub fn set_like_engine(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
@@ -267,6 +274,15 @@ mod tests {
         info.set_like_engine("empty", "");
         let keys: Vec<_> = info.pairs().map(|(k, _)| k.to_vec()).collect();
         assert_eq!(keys, vec![b"gamename".to_vec(), b"challenge".to_vec()]);
+    }
+
+    #[test]
+    fn remove_drops_every_match() {
+        let mut info: InfoString = [("a", "1"), ("b", "2"), ("a", "3")].into_iter().collect();
+        info.remove(b"a");
+        assert_eq!(info, [("b", "2")].into_iter().collect());
+        info.remove(b"zz");
+        assert_eq!(info.len(), 1);
     }
 
     #[test]

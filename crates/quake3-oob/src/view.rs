@@ -34,32 +34,34 @@ fn count(v: Option<i64>) -> Option<u32> {
 }
 
 impl Summary {
-    /// Summarises whatever replies are at hand.
+    /// Summarises whatever replies are at hand (copies them; see [`Summary::from_replies`]).
     pub fn new(info: Option<&InfoResponse>, status: Option<&StatusResponse>) -> Self {
-        let mut rules = InfoString::new();
-        if let Some(s) = status {
-            for (k, v) in s.info.pairs() {
-                if k != b"challenge" {
-                    rules.push(k, v);
-                }
-            }
-        }
-        if let Some(i) = info {
-            for (k, v) in i.info.pairs() {
+        Self::from_replies(info.cloned(), status.cloned())
+    }
+
+    /// Summarises the replies, moving their players and variables instead of copying them.
+    pub fn from_replies(info: Option<InfoResponse>, status: Option<StatusResponse>) -> Self {
+        let info = info.map(|i| i.info);
+        let (mut rules, players) = match status {
+            Some(s) => (s.info, Some(s.players)),
+            None => (InfoString::new(), None),
+        };
+        rules.remove(b"challenge");
+        if let Some(i) = &info {
+            for (k, v) in i.pairs() {
                 if k != b"challenge" && rules.get_bytes(k).is_none() {
                     rules.push(k, v);
                 }
             }
         }
-        let info_str = info.map(|i| &i.info);
-        let clients = info_str.and_then(|i| count(i.get_int(keys::CLIENTS)));
-        let humans = info_str.and_then(|i| count(i.get_int(keys::HUMANS)));
+        let clients = info.as_ref().and_then(|i| count(i.get_int(keys::CLIENTS)));
+        let humans = info.as_ref().and_then(|i| count(i.get_int(keys::HUMANS)));
         let num_bots = match (clients, humans) {
             (Some(c), Some(h)) => c.checked_sub(h),
             _ => None,
         };
-        let num_players = match status {
-            Some(s) => u32::try_from(s.players.len()).unwrap_or(u32::MAX),
+        let num_players = match &players {
+            Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
             None => clients.unwrap_or(0),
         };
         Summary {
@@ -73,7 +75,7 @@ impl Summary {
             password: rules
                 .get_any(keys::PASSWORD)
                 .map(|v| v != b"0" && !v.is_empty()),
-            players: status.map(|s| s.players.clone()).unwrap_or_default(),
+            players: players.unwrap_or_default(),
             rules,
         }
     }
