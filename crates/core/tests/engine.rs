@@ -741,3 +741,30 @@ async fn two_step_handshake_with_loss_at_each_step() {
         assert_eq!(o.rtt, Some(Duration::from_millis(10)));
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_is_a_stream() {
+    use futures_util::StreamExt;
+    let net = SimNet::new(Faults::default(), 1);
+    for p in 0..10 {
+        net.add_server(addr(6000 + p), text_server(format!("s{p}")));
+    }
+    let batch = engine(&net).run(
+        (0..10).map(|p| {
+            (
+                addr(6000 + p),
+                Text {
+                    challenge: u64::from(p),
+                },
+            )
+        }),
+        opts(100, 0),
+    );
+    assert_eq!(futures_core::Stream::size_hint(&batch), (0, Some(10)));
+    let mut names: Vec<String> = batch
+        .filter_map(|o| async move { o.result.ok() })
+        .collect()
+        .await;
+    names.sort();
+    assert_eq!(names, (0..10).map(|p| format!("s{p}")).collect::<Vec<_>>());
+}
