@@ -52,6 +52,14 @@ fn split(text: &str, default_port: u16) -> Result<(String, u16), String> {
     }
 }
 
+/// The first IPv4 address of a name, else its first address: most game servers listen on
+/// IPv4 only, while names like `localhost` often list `::1` first. Give `[v6]:port` to
+/// choose IPv6.
+fn prefer_ipv4(addrs: impl Iterator<Item = SocketAddr>) -> Option<SocketAddr> {
+    let all: Vec<SocketAddr> = addrs.collect();
+    all.iter().find(|a| a.is_ipv4()).or(all.first()).copied()
+}
+
 /// Resolves every address (DNS for host names).
 pub async fn resolve(texts: &[String], default_port: u16) -> Vec<Target> {
     let mut out = Vec::with_capacity(texts.len());
@@ -69,7 +77,7 @@ pub async fn resolve(texts: &[String], default_port: u16) -> Vec<Target> {
                     error: None,
                 },
                 Err(_) => match tokio::net::lookup_host((host.as_str(), port)).await {
-                    Ok(mut addrs) => match addrs.next() {
+                    Ok(addrs) => match prefer_ipv4(addrs) {
                         Some(a) => Target {
                             text: text.clone(),
                             addr: Some(a),
@@ -97,6 +105,15 @@ pub async fn resolve(texts: &[String], default_port: u16) -> Vec<Target> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_prefer_ipv4() {
+        let v6: SocketAddr = "[::1]:1".parse().unwrap();
+        let v4: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        assert_eq!(prefer_ipv4([v6, v4].into_iter()), Some(v4));
+        assert_eq!(prefer_ipv4([v6].into_iter()), Some(v6));
+        assert_eq!(prefer_ipv4(std::iter::empty()), None);
+    }
 
     #[test]
     fn address_forms() {
