@@ -445,3 +445,46 @@ fn a_real_server_registers_with_our_master() {
     assert_eq!(lines[0]["name"], "Public OA");
     assert_eq!(lines[0]["players"][0]["name"], "Sarge");
 }
+
+/// IPv6 end to end through the CLI: an emulated server and master on [::1].
+#[test]
+fn ipv6_servers_and_masters() {
+    if fragstat_testkit::free_udp_port6().is_none() {
+        eprintln!("SKIPPED: no IPv6 loopback on this machine");
+        return;
+    }
+    let served = spawn_serve(
+        bin(),
+        &[
+            "et",
+            "--listen",
+            "[::1]:0",
+            "--count",
+            "2",
+            "--players",
+            "2",
+            "--master",
+            "--master-listen",
+            "[::1]:0",
+        ],
+    );
+    assert!(served.servers.iter().all(|s| s.is_ipv6()));
+    let first = served.servers[0].to_string();
+    let v = json(&run(&[
+        "query",
+        "et",
+        &first,
+        "--players",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(v[0]["status"], "online", "{v}");
+    assert_eq!(v[0]["address"], first);
+    assert_eq!(v[0]["players"].as_array().unwrap().len(), 2);
+    // IPv6 servers are only in getserversExt replies.
+    let m = served.master.unwrap().to_string();
+    let ext = json(&run(&["master", "et", &m, "--ext", "--format", "json"]));
+    assert_eq!(ext["servers"].as_array().unwrap().len(), 2, "{ext}");
+    let plain = json(&run(&["master", "et", &m, "--format", "json"]));
+    assert_eq!(plain["servers"], serde_json::json!([]));
+}
