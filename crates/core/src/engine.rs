@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, trace, Instrument};
 
-use crate::exchange::{BoxError, Exchange, Verdict};
+use crate::exchange::{Exchange, Verdict};
 use crate::transport::{canonical, Transport, UdpTransport};
 use crate::QueryError;
 
@@ -343,7 +343,9 @@ struct Slot<E> {
     /// Timer generation: a popped timer whose generation differs is stale.
     generation: u64,
     rtt: Option<Duration>,
-    last_error: Option<BoxError>,
+    /// What went wrong last (an undecodable reply, a failed send): reported instead of a
+    /// bare timeout.
+    last_error: Option<QueryError>,
 }
 
 struct Driver<E: Exchange> {
@@ -489,7 +491,7 @@ impl<E: Exchange> Driver<E> {
                 continue;
             };
             if let Some(e) = error {
-                slot.last_error = Some(Box::new(e));
+                slot.last_error = Some(QueryError::Io(e));
             }
             let now = Instant::now();
             slot.attempts += 1;
@@ -517,7 +519,7 @@ impl<E: Exchange> Driver<E> {
                 Verdict::Ignore(reason) => reasons.push(reason),
                 Verdict::Invalid(e) => {
                     debug!(%from, error = %e, "undecodable reply");
-                    slot.last_error = Some(e);
+                    slot.last_error = Some(QueryError::Decode(e));
                     return;
                 }
                 Verdict::Progress { attempt, wait } => {
@@ -570,10 +572,10 @@ impl<E: Exchange> Driver<E> {
                 self.send_queue.push_front(id);
             } else {
                 let attempts = slot.attempts;
-                let err = match slot.last_error.take() {
-                    Some(e) => QueryError::Decode(e),
-                    None => QueryError::Timeout { attempts },
-                };
+                let err = slot
+                    .last_error
+                    .take()
+                    .unwrap_or(QueryError::Timeout { attempts });
                 debug!(addr = %slot.addr, attempts, "query timed out");
                 self.finish(id, Err(err));
             }

@@ -17,8 +17,7 @@ pub enum QueryError {
     /// The batch deadline passed first.
     #[error("batch deadline passed")]
     Deadline,
-    /// The server replied, but the reply could not be decoded (or a send failed and nothing
-    /// came back).
+    /// The server replied, but the reply could not be decoded (and nothing better came).
     #[error("{0}")]
     Decode(#[source] BoxError),
     /// The engine has no socket for the address family.
@@ -27,7 +26,7 @@ pub enum QueryError {
     /// The batch was dropped before this query finished.
     #[error("cancelled")]
     Cancelled,
-    /// An I/O error outside any one query.
+    /// Sending to the server failed (and no reply came).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
 }

@@ -39,6 +39,8 @@ pub struct Faults {
     pub forge_same_addr: f64,
     /// Makes the forged variants.
     pub forger: Option<Forger>,
+    /// A send fails with an I/O error (as `sendto` does for an unreachable network).
+    pub send_error: f64,
 }
 
 /// A sent datagram, as the network saw it.
@@ -123,6 +125,12 @@ impl Transport for SimNet {
             to,
             data: buf.to_vec(),
         });
+        if self.chance(self.faults.send_error) {
+            return Err(io::Error::new(
+                io::ErrorKind::NetworkUnreachable,
+                "simulated send failure",
+            ));
+        }
         if self.chance(self.faults.request_loss) {
             return Ok(());
         }

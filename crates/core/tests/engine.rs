@@ -92,6 +92,7 @@ async fn text_challenge_survives_loss_duplication_reordering_and_forgery() {
             forge_other_addr: 0.5,
             forge_same_addr: 0.5,
             forger: Some(forge_challenge()),
+            ..Faults::default()
         },
         7,
     );
@@ -767,4 +768,25 @@ async fn a_batch_is_a_stream() {
         .await;
     names.sort();
     assert_eq!(names, (0..10).map(|p| format!("s{p}")).collect::<Vec<_>>());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_send_is_reported_as_io_not_timeout() {
+    let net = SimNet::new(
+        Faults {
+            send_error: 1.0,
+            ..Faults::default()
+        },
+        1,
+    );
+    net.add_server(addr(7000), text_server("x".into()));
+    let o = engine(&net)
+        .query(addr(7000), Text { challenge: 1 }, opts(100, 1))
+        .await;
+    assert!(
+        matches!(&o.result, Err(QueryError::Io(e)) if e.kind() == std::io::ErrorKind::NetworkUnreachable),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(net.sent().len(), 2, "the send was retried");
 }

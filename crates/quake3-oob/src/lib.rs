@@ -54,6 +54,6 @@ pub use info::{EncodeError, InfoString};
 pub use master::{encode_server_list, EotStyle, GetServers, ServerList, Terminator};
 pub use packet::{
     decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player,
-    SkippedLine, StatusResponse, MAX_NAME_LENGTH, OOB_HEADER,
+    SkippedLine, StatusResponse, OOB_HEADER,
 };
 pub use view::Summary;

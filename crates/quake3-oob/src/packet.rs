@@ -13,10 +13,6 @@ use crate::DecodeError;
 /// The out-of-band marker every datagram starts with.
 pub const OOB_HEADER: [u8; 4] = [0xFF; 4];
 
-/// Player names longer than this are still accepted; it is the engines' own limit
-/// (ioq3 `MAX_NAME_LENGTH`), used by encoders to refuse what a real server would never send.
-pub const MAX_NAME_LENGTH: usize = 32;
-
 /// One decoded out-of-band datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
