@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use fragstat_quake3_oob::{decode, Game, Packet};
+use fragstat_testkit::{in_ci, which};
 use sha2::{Digest, Sha256};
 
 /// Programs the real-server tests need, and the Debian packages that provide them.
@@ -80,23 +81,11 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/games")])
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
 fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 /// Installs missing Debian packages when root; otherwise says exactly what to install.
@@ -388,31 +377,42 @@ struct Run {
     with_players: Option<usize>,
 }
 
-fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
+/// Runs `cmd` to completion; returns its wall time, the CPU it used and its standard output.
+fn run_timed(cmd: &mut Command) -> Result<(f64, f64, String, bool)> {
     let cpu0 = children_cpu();
     let start = Instant::now();
-    let out = Command::new(bin)
-        .args(["query", "q3", "-f"])
-        .arg(list)
-        .args([
-            "--players",
-            "--format",
-            "ndjson",
-            "--timeout-ms",
-            "500",
-            "--retries",
-            "3",
-            "--concurrency",
-            "2000",
-        ])
-        .stderr(Stdio::inherit())
-        .output()?;
+    let out = cmd.output()?;
     let seconds = start.elapsed().as_secs_f64();
     let cpu = children_cpu() - cpu0;
-    if !out.status.success() {
+    Ok((
+        seconds,
+        cpu,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.success(),
+    ))
+}
+
+fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
+    let (seconds, cpu, text, ok) = run_timed(
+        Command::new(bin)
+            .args(["query", "q3", "-f"])
+            .arg(list)
+            .args([
+                "--players",
+                "--format",
+                "ndjson",
+                "--timeout-ms",
+                "500",
+                "--retries",
+                "3",
+                "--concurrency",
+                "2000",
+            ])
+            .stderr(Stdio::inherit()),
+    )?;
+    if !ok {
         bail!("fragstat query failed");
     }
-    let text = String::from_utf8_lossy(&out.stdout);
     let answered = text
         .lines()
         .filter(|l| l.contains("\"status\":\"online\""))
@@ -427,17 +427,13 @@ fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
 }
 
 fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
-    let cpu0 = children_cpu();
-    let start = Instant::now();
-    let out = Command::new(qstat)
-        .args(["-default", "q3s", "-f"])
-        .arg(list)
-        .args(["-P", "-maxsim", "2000", "-sendinterval", "0", "-raw", ","])
-        .stderr(Stdio::null())
-        .output()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let cpu = children_cpu() - cpu0;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (seconds, cpu, text, _) = run_timed(
+        Command::new(qstat)
+            .args(["-default", "q3s", "-f"])
+            .arg(list)
+            .args(["-P", "-maxsim", "2000", "-sendinterval", "0", "-raw", ","])
+            .stderr(Stdio::null()),
+    )?;
     // Server lines are "Q3S,addr,name,…"; unanswered ones "Q3S,addr,TIMEOUT" (or DOWN/ERROR).
     let answered = text
         .lines()
