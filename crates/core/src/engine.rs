@@ -18,10 +18,7 @@ use tracing::{debug, trace, Instrument};
 
 use crate::exchange::{Exchange, Verdict};
 use crate::transport::{canonical, Transport, UdpTransport};
-use crate::QueryError;
-
-/// Largest datagram the engine receives (UDP's maximum payload).
-pub const MAX_DATAGRAM: usize = 65_535;
+use crate::{QueryError, MAX_DATAGRAM};
 
 /// How a batch of queries is run.
 #[derive(Debug, Clone)]

@@ -38,16 +38,47 @@
 //!
 //! What this crate does not do: parse any game's packets (the family crates do), or serve.
 //! Cancel safety: dropping a [`Batch`] stops its driver; replies that arrive later are dropped.
+//!
+//! # Features
+//! - `runtime` (default): the tokio [`Engine`], [`UdpTransport`], [`serve::run`] and the
+//!   resolver. Without it this crate is sans-IO and has no tokio in its dependency tree: the
+//!   checked byte reader ([`wire`]), the shared model ([`model`]), the game registry traits
+//!   ([`registry`]), [`Exchange`] and [`service::Service`]. Family codecs depend on that.
+//! - `testing`: [`testing::SimNet`], a simulated network with loss, duplication, reordering
+//!   and forgery, for tests of exchanges and of the engine.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "runtime")]
 mod engine;
 mod error;
 mod exchange;
+#[cfg(feature = "runtime")]
 pub mod serve;
+pub mod service;
+#[cfg(feature = "testing")]
 pub mod testing;
+#[cfg(feature = "runtime")]
 mod transport;
 
-pub use engine::{Batch, Engine, Options, Outcome, MAX_DATAGRAM};
+#[cfg(feature = "runtime")]
+pub use engine::{Batch, Engine, Options, Outcome};
 pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, Verdict};
-pub use transport::{canonical, Transport, UdpTransport};
+#[cfg(feature = "runtime")]
+pub use transport::{Transport, UdpTransport};
+
+/// Largest datagram the engine receives (UDP's maximum payload).
+pub const MAX_DATAGRAM: usize = 65_535;
+
+/// The canonical form of an address: IPv4-mapped IPv6 addresses become IPv4, so replies match
+/// the query whichever way the address was written.
+pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    match addr {
+        std::net::SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => std::net::SocketAddr::new(v4.into(), v6.port()),
+            None => addr,
+        },
+        v4 => v4,
+    }
+}

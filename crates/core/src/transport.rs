@@ -75,14 +75,4 @@ impl Transport for UdpTransport {
     }
 }
 
-/// Canonicalises an address: IPv4-mapped IPv6 (`::ffff:a.b.c.d`) becomes plain IPv4, so a
-/// reply is matched to its query whichever way the OS reports the sender.
-pub fn canonical(addr: SocketAddr) -> SocketAddr {
-    match addr {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(IpAddr::V4(v4), v6.port()),
-            None => addr,
-        },
-        v4 => v4,
-    }
-}
+pub use crate::canonical;
