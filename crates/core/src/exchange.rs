@@ -64,3 +64,79 @@ pub enum Verdict<O> {
         attempt: Option<u32>,
     },
 }
+
+impl<E: Exchange + ?Sized> Exchange for Box<E> {
+    type Output = E::Output;
+    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+        (**self).requests(attempt)
+    }
+    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output> {
+        (**self).on_datagram(datagram)
+    }
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
+        (**self).on_timeout(exhausted)
+    }
+}
+
+impl<O> Verdict<O> {
+    /// The same verdict with its output mapped.
+    pub fn map<U>(self, f: impl FnOnce(O) -> U) -> Verdict<U> {
+        match self {
+            Verdict::Ignore(r) => Verdict::Ignore(r),
+            Verdict::Invalid(e) => Verdict::Invalid(e),
+            Verdict::Progress { attempt, wait } => Verdict::Progress { attempt, wait },
+            Verdict::Advance => Verdict::Advance,
+            Verdict::Done { output, attempt } => Verdict::Done {
+                output: output.map(f),
+                attempt,
+            },
+        }
+    }
+}
+
+/// An exchange whose output is mapped by a function: see [`ExchangeExt::map_output`].
+#[derive(Debug)]
+pub struct MapOutput<E, F> {
+    inner: E,
+    f: F,
+}
+
+impl<E, F, U> Exchange for MapOutput<E, F>
+where
+    E: Exchange,
+    F: FnMut(E::Output) -> U + Send + 'static,
+    U: Send + 'static,
+{
+    type Output = U;
+    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+        self.inner.requests(attempt)
+    }
+    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<U> {
+        let f = &mut self.f;
+        self.inner.on_datagram(datagram).map(f)
+    }
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<U, BoxError>> {
+        let f = &mut self.f;
+        self.inner.on_timeout(exhausted).map(|r| r.map(f))
+    }
+}
+
+/// Adapters for exchanges.
+pub trait ExchangeExt: Exchange + Sized {
+    /// Maps the output (e.g. a family's raw replies into the shared
+    /// [`crate::model::ServerInfo`]).
+    fn map_output<F, U>(self, f: F) -> MapOutput<Self, F>
+    where
+        F: FnMut(Self::Output) -> U + Send + 'static,
+        U: Send + 'static,
+    {
+        MapOutput { inner: self, f }
+    }
+
+    /// Boxes the exchange as a trait object.
+    fn boxed(self) -> Box<dyn Exchange<Output = Self::Output>> {
+        Box::new(self)
+    }
+}
+
+impl<E: Exchange> ExchangeExt for E {}

@@ -53,18 +53,23 @@
 mod engine;
 mod error;
 mod exchange;
+pub mod model;
+pub mod registry;
 #[cfg(feature = "runtime")]
 pub mod serve;
 pub mod service;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod text;
 #[cfg(feature = "runtime")]
 mod transport;
+pub mod wire;
 
 #[cfg(feature = "runtime")]
 pub use engine::{Batch, Engine, Options, Outcome};
 pub use error::QueryError;
-pub use exchange::{BoxError, Exchange, Verdict};
+pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
+pub use wire::DecodeError;
 #[cfg(feature = "runtime")]
 pub use transport::{Transport, UdpTransport};
 

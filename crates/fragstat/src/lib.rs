@@ -1,26 +1,73 @@
 //! fragstat: find and query classic game servers.
 //!
-//! This facade only re-exports. Each protocol family is its own crate behind an additive
-//! feature; [`core`] is the query engine they share.
+//! This facade re-exports the shared engine and model ([`core`]) and each protocol family
+//! behind an additive feature, and holds the game registry: [`games`] lists every game of
+//! the families compiled in, [`game`] finds one by id (`q3`, `openarena`, `oob:43`…).
 //!
 //! | feature | module | games |
 //! | --- | --- | --- |
 //! | `quake3` (default) | [`quake3`] | Quake III Arena, W:ET, OpenArena, RtCW, any Q3-protocol game |
 //!
+//! Any game, through the registry (the CLI works only this way):
+//!
 //! ```no_run
-//! # #[cfg(feature = "quake3")]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use fragstat::quake3::{client::Client, text};
-//! let client = Client::new().await?;
-//! let server = client.server("127.0.0.1:27960".parse()?).await?;
-//! println!("{}", text::display(&server.reply.summary().name));
+//! use fragstat::core::registry::Ask;
+//! use fragstat::{Engine, Options};
+//! let game = fragstat::game("openarena").ok_or("unknown game")?;
+//! let engine = Engine::bind().await?;
+//! let addr = "127.0.0.1:27960".parse()?;
+//! let outcome = engine.query(addr, game.server_query(Ask::players()), Options::default()).await;
+//! let info = outcome.result?;
+//! println!("{} on {} ({}/{})", info.name, info.map, info.num_players, info.max_players);
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
+#![doc(html_root_url = "https://docs.rs/fragstat")]
 
 pub use fragstat_core as core;
+pub use fragstat_core::model::{MasterEntry, Player, Rules, ServerInfo, Text};
+pub use fragstat_core::registry::{Ask, Family, Game, GameRef};
 pub use fragstat_core::{Engine, Options, QueryError};
 
 /// The Quake III out-of-band family ([`fragstat_quake3_oob`]).
 #[cfg(feature = "quake3")]
 pub use fragstat_quake3_oob as quake3;
+
+/// Every family compiled in (one line per family, under its feature).
+pub fn families() -> Vec<Family> {
+    vec![
+        #[cfg(feature = "quake3")]
+        fragstat_quake3_oob::FAMILY,
+    ]
+}
+
+/// Every named game of every family compiled in, family by family.
+pub fn games() -> Vec<GameRef> {
+    families().iter().flat_map(|f| (f.games)()).collect()
+}
+
+/// The game with this id or alias (case-insensitive), including ids a family makes on the
+/// fly (`oob:43`).
+pub fn game(id: &str) -> Option<GameRef> {
+    families().iter().find_map(|f| (f.find)(id))
+}
+
+/// The README's examples, compiled and run as doctests so they cannot rot.
+#[doc = include_str!("../../../README.md")]
+#[cfg(all(doctest, feature = "quake3"))]
+pub struct ReadmeDoctests;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[cfg(feature = "quake3")]
+    fn registry_finds_every_listed_game() {
+        let games = super::games();
+        assert!(games.len() >= 4);
+        for g in &games {
+            assert_eq!(super::game(g.id()).unwrap().id(), g.id());
+        }
+        assert!(super::game("no-such-game").is_none());
+    }
+}

@@ -2,71 +2,34 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use fragstat_quake3_oob::{client::Client, text, Game};
+//! use fragstat_quake3_oob::{client::Client, Game};
 //!
 //! let client = Client::new().await?;
 //! // One server: getinfo and getstatus in one exchange.
 //! let server = client.server("127.0.0.1:27960".parse()?).await?;
-//! let s = server.reply.summary();
-//! println!("{} on {} ({}/{}) in {:?}", text::display(&s.name), text::display(&s.map),
-//!     s.num_players, s.max_players, server.rtt);
+//! let s = server.reply.server_info(Game::Quake3);
+//! println!("{} on {} ({}/{}) in {:?}", s.name, s.map, s.num_players, s.max_players, server.rtt);
 //!
 //! // A master's list, then every server on it, streamed as each answers.
 //! let list = client.master("127.0.0.1:27950".parse()?, &Game::Quake3.getservers()).await?;
 //! let mut batch = client.scan(list.reply, true);
 //! while let Some(outcome) = batch.next().await {
 //!     if let Ok(reply) = outcome.result {
-//!         println!("{} {}", outcome.addr, text::display(&reply.summary().name));
+//!         println!("{} {}", outcome.addr, reply.server_info(Game::Quake3).name);
 //!     }
 //! }
 //! # Ok(()) }
 //! ```
 
-use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use fragstat_core::{Batch, BoxError, Engine, Exchange, Options, QueryError, Verdict};
+use fragstat_core::{Batch, Engine, Options, QueryError};
 
-use crate::master::{GetServers, MAX_MASTER_PACKET};
-use crate::packet::{decode, InfoResponse, Packet, StatusResponse};
-use crate::view::Summary;
+pub use crate::exchange::{Ask, MasterExchange, ServerExchange, ServerReply, DEFAULT_SETTLE};
+use crate::master::GetServers;
+use crate::packet::{InfoResponse, StatusResponse};
 use crate::DecodeError;
-
-/// What to ask a server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ask {
-    /// `getinfo` only: name, map, counts (one small datagram each way).
-    Info,
-    /// `getstatus` only: every cvar and the player list.
-    Status,
-    /// Both at once: the player list plus the bot count only `getinfo` has. A lost
-    /// infoResponse does not fail the query: the status alone is returned after one timeout.
-    /// If only the infoResponse comes back, `getstatus` is retried; when no retry is left the
-    /// server is still reported (it answered), without players.
-    Both,
-}
-
-/// What a server answered.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerReply {
-    /// The infoResponse, when asked for and received.
-    pub info: Option<InfoResponse>,
-    /// The statusResponse, when asked for and received.
-    pub status: Option<StatusResponse>,
-}
-
-impl ServerReply {
-    /// The browser view of this reply.
-    pub fn summary(&self) -> Summary {
-        Summary::new(self.info.as_ref(), self.status.as_ref())
-    }
-
-    /// The browser view of this reply, consuming it (no copies).
-    pub fn into_summary(self) -> Summary {
-        Summary::from_replies(self.info, self.status)
-    }
-}
 
 /// A reply with its timing.
 #[derive(Debug, Clone)]
@@ -92,205 +55,6 @@ impl Timed<ServerReply> {
             rtt: self.rtt,
             attempts: self.attempts,
         })
-    }
-}
-
-/// Challenges are `fs<nonce hex>-<attempt>`: unique per query, valid for every engine
-/// (protocol notes §1.6), and they say which attempt a reply answers (for the RTT).
-fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
-    format!("fs{nonce:x}-{attempt}").into_bytes()
-}
-
-/// Checks an echoed challenge: `Ok(Some(attempt))` when it is ours, `Ok(None)` when the
-/// server echoed none (some old servers do not), `Err` when it is someone else's.
-fn check_challenge(echo: Option<&[u8]>, nonce: u64) -> Result<Option<u32>, ()> {
-    let Some(echo) = echo else { return Ok(None) };
-    let prefix = format!("fs{nonce:x}-");
-    let attempt = echo.strip_prefix(prefix.as_bytes()).ok_or(())?;
-    std::str::from_utf8(attempt)
-        .ok()
-        .and_then(|a| a.parse().ok())
-        .map(Some)
-        .ok_or(())
-}
-
-/// The exchange behind [`Client::scan`]: getinfo and/or getstatus to one server.
-#[derive(Debug)]
-pub struct ServerExchange {
-    ask: Ask,
-    nonce: u64,
-    reply: ServerReply,
-}
-
-impl ServerExchange {
-    /// A query with a random challenge.
-    pub fn new(ask: Ask) -> Self {
-        Self::with_nonce(ask, fastrand::u64(..))
-    }
-
-    /// A query with a given challenge nonce (for tests).
-    pub fn with_nonce(ask: Ask, nonce: u64) -> Self {
-        ServerExchange {
-            ask,
-            nonce,
-            reply: ServerReply::default(),
-        }
-    }
-
-    fn wants_info(&self) -> bool {
-        self.ask != Ask::Status && self.reply.info.is_none()
-    }
-
-    fn wants_status(&self) -> bool {
-        self.ask != Ask::Info && self.reply.status.is_none()
-    }
-
-    fn complete(&self) -> bool {
-        !self.wants_info() && !self.wants_status()
-    }
-}
-
-impl Exchange for ServerExchange {
-    type Output = ServerReply;
-
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
-        let c = challenge(self.nonce, attempt);
-        let mut out = Vec::with_capacity(2);
-        if self.wants_info() {
-            out.extend(
-                Packet::GetInfo {
-                    challenge: Some(c.clone()),
-                }
-                .to_bytes()
-                .ok(),
-            );
-        }
-        if self.wants_status() {
-            out.extend(Packet::GetStatus { challenge: Some(c) }.to_bytes().ok());
-        }
-        out
-    }
-
-    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerReply> {
-        let packet = match decode(datagram) {
-            Ok(p) => p,
-            Err(e) => return Verdict::Invalid(Box::new(e)),
-        };
-        let attempt = match &packet {
-            Packet::InfoResponse(r) if self.wants_info() => {
-                check_challenge(r.info.get("challenge"), self.nonce)
-            }
-            Packet::StatusResponse(r) if self.wants_status() => {
-                check_challenge(r.info.get("challenge"), self.nonce)
-            }
-            _ => return Verdict::Ignore("not a reply this query waits for"),
-        };
-        let Ok(attempt) = attempt else {
-            return Verdict::Ignore("wrong challenge");
-        };
-        match packet {
-            Packet::InfoResponse(r) => self.reply.info = Some(r),
-            Packet::StatusResponse(r) => self.reply.status = Some(r),
-            _ => {}
-        }
-        if self.complete() {
-            Verdict::Done {
-                output: Ok(std::mem::take(&mut self.reply)),
-                attempt,
-            }
-        } else {
-            Verdict::Progress {
-                attempt,
-                wait: None,
-            }
-        }
-    }
-
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerReply, BoxError>> {
-        // With both asked, the status alone is a useful answer (it has the players); the info
-        // alone only once the status has had every retry.
-        let partial = self.reply.status.is_some() || (exhausted && self.reply.info.is_some());
-        (self.ask == Ask::Both && partial).then(|| Ok(std::mem::take(&mut self.reply)))
-    }
-}
-
-/// The exchange behind [`Client::master`]: one `getservers` request, a list spanning any
-/// number of datagrams.
-///
-/// The list is complete shortly after an end marker (`\EOT`, `\EOF`) on a datagram that is
-/// not full: the exchange lingers [`DEFAULT_SETTLE`] for datagrams the marker overtook (UDP
-/// reorders, and lists carry no count). Masters before dpmaster 2.0 put the marker on every
-/// datagram, so a marker on a full datagram, or no marker at all, means waiting until the
-/// master has been quiet for one timeout. Duplicate entries (a datagram delivered twice) are
-/// listed once.
-#[derive(Debug)]
-pub struct MasterExchange {
-    request: Vec<u8>,
-    servers: Vec<SocketAddr>,
-    seen: HashSet<SocketAddr>,
-    datagrams: u32,
-    settle: Duration,
-    /// A final marker (on a datagram that is not full) has arrived.
-    ended: bool,
-}
-
-impl MasterExchange {
-    /// A query sending `request`.
-    pub fn new(request: &GetServers) -> Result<Self, crate::EncodeError> {
-        Ok(MasterExchange {
-            request: Packet::GetServers(request.clone()).to_bytes()?,
-            servers: Vec::new(),
-            seen: HashSet::new(),
-            datagrams: 0,
-            settle: DEFAULT_SETTLE,
-            ended: false,
-        })
-    }
-
-    /// How long to wait after an end marker for datagrams it overtook (default 100 ms).
-    pub fn with_settle(mut self, settle: Duration) -> Self {
-        self.settle = settle;
-        self
-    }
-}
-
-/// The default wait after an end marker (see [`MasterExchange::with_settle`]).
-pub const DEFAULT_SETTLE: Duration = Duration::from_millis(100);
-
-impl Exchange for MasterExchange {
-    type Output = Vec<SocketAddr>;
-
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
-        vec![self.request.clone()]
-    }
-
-    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Vec<SocketAddr>> {
-        let list = match decode(datagram) {
-            Ok(Packet::ServersResponse(l)) => l,
-            Ok(_) => return Verdict::Ignore("not a server list"),
-            Err(e) => return Verdict::Invalid(Box::new(e)),
-        };
-        self.datagrams += 1;
-        for s in list.servers {
-            if self.seen.insert(s) {
-                self.servers.push(s);
-            }
-        }
-        // Room for fewer than two more entries: the master filled this datagram, and an old
-        // master marks every datagram, so more may follow.
-        let full = datagram.len() + 14 > MAX_MASTER_PACKET;
-        // Even a final marker may overtake earlier datagrams of the list: linger briefly, and
-        // only briefly for every datagram after it.
-        self.ended |= list.terminator.is_some() && !full;
-        let wait = self.ended.then_some(self.settle);
-        Verdict::Progress {
-            attempt: None,
-            wait,
-        }
-    }
-
-    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddr>, BoxError>> {
-        (self.datagrams > 0).then(|| Ok(std::mem::take(&mut self.servers)))
     }
 }
 
@@ -407,7 +171,8 @@ fn missing(what: &'static str) -> QueryError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::master::{encode_server_list, EotStyle};
+    use crate::exchange::{challenge, check_challenge};
+    use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
     use crate::server::{EmulatedServer, ServerConfig};
     use crate::Game;
     use fragstat_core::testing::{Faults, SimNet};
@@ -448,7 +213,7 @@ mod tests {
             )));
             net.add_server(
                 addr(27960 + p),
-                Arc::new(move |req: &[u8]| emu.lock().unwrap().handle(req).into_iter().collect()),
+                Arc::new(move |req: &[u8]| emu.lock().unwrap().respond(req).into_iter().collect()),
             );
         }
         let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
@@ -462,10 +227,10 @@ mod tests {
             .collect_sorted()
             .await;
         for (p, o) in all.iter().enumerate() {
-            let s = o.result.as_ref().unwrap().summary();
-            assert_eq!(s.name, format!("s{p}").into_bytes());
+            let s = o.result.as_ref().unwrap().server_info(crate::Game::Quake3);
+            assert_eq!(s.name.as_bytes(), format!("s{p}").as_bytes());
             assert_eq!(s.num_players as usize, p % 5);
-            assert_eq!(s.players.len(), p % 5);
+            assert_eq!(s.players.as_ref().map_or(0, Vec::len), p % 5);
         }
     }
 
@@ -482,7 +247,7 @@ mod tests {
             addr(27960),
             Arc::new(move |req: &[u8]| {
                 if req.starts_with(b"\xff\xff\xff\xffgetinfo") {
-                    emu.lock().unwrap().handle(req).into_iter().collect()
+                    emu.lock().unwrap().respond(req).into_iter().collect()
                 } else {
                     vec![]
                 }
@@ -493,7 +258,7 @@ mod tests {
         let t = client.server(addr(27960)).await.unwrap();
         assert!(t.reply.status.is_none());
         assert_eq!(
-            t.reply.summary().num_players,
+            t.reply.server_info(crate::Game::Quake3).num_players,
             2,
             "from the info clients count"
         );
@@ -576,7 +341,7 @@ mod tests {
                 master
                     .lock()
                     .unwrap()
-                    .handle(addr(40000), req)
+                    .respond(std::time::Instant::now(), addr(40000), req)
                     .into_iter()
                     .map(|(_, d)| d)
                     .collect()

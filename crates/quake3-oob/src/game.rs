@@ -10,6 +10,7 @@ use crate::master::GetServers;
 
 /// A Quake III out-of-band game.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Game {
     /// Quake III Arena, protocol 68.
     Quake3,
@@ -111,26 +112,30 @@ impl Game {
         GetServers::anonymous(self.protocol())
     }
 
-    /// A readable name for a `gametype` value, when the game defines it.
+    /// The game's own short name for a `gametype` value, when it defines one (ioq3
+    /// `gametype_t`, OpenArena's additions, W:ET and RtCW `g_gametype`).
     pub fn gametype_name(&self, value: i64) -> Option<&'static str> {
-        match self {
-            Game::EnemyTerritory | Game::Rtcw => match value {
-                2 => Some("Objective"),
-                3 => Some("Stopwatch"),
-                4 => Some("Campaign"),
-                5 => Some("Last Man Standing"),
-                6 => Some("Map Voting"),
-                _ => None,
-            },
-            _ => match value {
-                0 => Some("Free For All"),
-                1 => Some("Tournament"),
-                2 => Some("Single Player"),
-                3 => Some("Team Deathmatch"),
-                4 => Some("Capture The Flag"),
-                _ => None,
-            },
-        }
+        const Q3: [&str; 8] = [
+            "ffa", "tournament", "single", "tdm", "ctf", "oneflag", "obelisk", "harvester",
+        ];
+        const OA: [&str; 13] = [
+            "ffa", "tournament", "single", "tdm", "ctf", "oneflag", "overload", "harvester",
+            "elimination", "ctf_elimination", "lms", "double_domination", "domination",
+        ];
+        const ET: [&str; 7] = [
+            "single", "coop", "objective", "stopwatch", "campaign", "lms", "map_voting",
+        ];
+        const RTCW: [&str; 9] = [
+            "ffa", "tournament", "single", "tdm", "ctf", "objective", "stopwatch", "checkpoint",
+            "capture_and_hold",
+        ];
+        let table: &[&str] = match self {
+            Game::EnemyTerritory => &ET,
+            Game::Rtcw => &RTCW,
+            Game::OpenArena => &OA,
+            Game::Quake3 | Game::Other(_) => &Q3,
+        };
+        usize::try_from(value).ok().and_then(|i| table.get(i)).copied()
     }
 }
 

@@ -1,133 +1,47 @@
 //! Infostrings: `\key\value\key\value…`, kept in wire order with raw bytes.
 
+use fragstat_core::model::Rules;
+
 use crate::DecodeError;
 
-/// An ordered list of raw key/value pairs as they appeared on the wire.
+/// An infostring: the shared [`Rules`] (ordered raw key/value pairs; every read method of
+/// `Rules` works here through `Deref`) with the Quake III wire form ([`InfoString::parse`],
+/// [`InfoString::encode`]).
 ///
-/// Keys and values are bytes: Quake strings have no defined encoding and may carry colour codes,
-/// leading spaces, TABs and (in ioq3 `fs_manifest`) newlines. Lookup is by exact key; when a
-/// key repeats, [`InfoString::get`] returns the first, as the engines' `Info_ValueForKey` does.
-///
-/// Stored as one byte buffer plus ranges, so decoding a reply costs two allocations however
-/// many cvars it has.
-#[derive(Debug, Clone, Default)]
-pub struct InfoString {
-    buf: Vec<u8>,
-    /// `(key start, key end = value start, value end)` in `buf`: each value is stored right
-    /// after its key.
-    spans: Vec<(u32, u32, u32)>,
-}
+/// Keys and values are bytes: Quake strings have no defined encoding and may carry colour
+/// codes, leading spaces, TABs and (in ioq3 `fs_manifest`) newlines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InfoString(pub Rules);
 
-/// Iterator over the pairs of an [`InfoString`], in wire order.
-#[derive(Debug, Clone)]
-pub struct Pairs<'a> {
-    buf: &'a [u8],
-    spans: std::slice::Iter<'a, (u32, u32, u32)>,
-}
-
-impl<'a> Pairs<'a> {
-    fn get(&self, span: &(u32, u32, u32)) -> (&'a [u8], &'a [u8]) {
-        let (k, v, e) = (span.0 as usize, span.1 as usize, span.2 as usize);
-        (
-            self.buf.get(k..v).unwrap_or_default(),
-            self.buf.get(v..e).unwrap_or_default(),
-        )
+impl std::ops::Deref for InfoString {
+    type Target = Rules;
+    fn deref(&self) -> &Rules {
+        &self.0
     }
 }
 
-impl<'a> Iterator for Pairs<'a> {
-    type Item = (&'a [u8], &'a [u8]);
-    fn next(&mut self) -> Option<Self::Item> {
-        let span = self.spans.next()?;
-        Some(self.get(span))
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.spans.size_hint()
+impl std::ops::DerefMut for InfoString {
+    fn deref_mut(&mut self) -> &mut Rules {
+        &mut self.0
     }
 }
 
-impl DoubleEndedIterator for Pairs<'_> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        let span = self.spans.next_back()?;
-        Some(self.get(span))
+impl From<InfoString> for Rules {
+    fn from(i: InfoString) -> Rules {
+        i.0
     }
 }
 
-impl ExactSizeIterator for Pairs<'_> {}
-
-impl PartialEq for InfoString {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.pairs().eq(other.pairs())
+impl From<Rules> for InfoString {
+    fn from(r: Rules) -> InfoString {
+        InfoString(r)
     }
 }
-
-impl Eq for InfoString {}
 
 impl InfoString {
     /// An empty infostring.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The pairs in wire order.
-    pub fn pairs(&self) -> Pairs<'_> {
-        Pairs {
-            buf: &self.buf,
-            spans: self.spans.iter(),
-        }
-    }
-
-    /// Number of pairs.
-    pub fn len(&self) -> usize {
-        self.spans.len()
-    }
-
-    /// True when there are no pairs.
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
-    }
-
-    /// The value of the first pair whose key is `key`.
-    pub fn get(&self, key: &str) -> Option<&[u8]> {
-        self.get_bytes(key.as_bytes())
-    }
-
-    /// The value of the first pair whose key is exactly `key` (bytes).
-    pub fn get_bytes(&self, key: &[u8]) -> Option<&[u8]> {
-        self.pairs().find(|(k, _)| *k == key).map(|(_, v)| v)
-    }
-
-    /// The value of the first present key of `keys`, parsed as a decimal integer.
-    pub fn get_int(&self, keys: &[&str]) -> Option<i64> {
-        keys.iter().find_map(|k| {
-            let v = self.get(k)?;
-            std::str::from_utf8(v).ok()?.trim().parse().ok()
-        })
-    }
-
-    /// The value of the first present key of `keys`.
-    pub fn get_any(&self, keys: &[&str]) -> Option<&[u8]> {
-        keys.iter().find_map(|k| self.get(k))
-    }
-
-    /// Appends a pair at the end (wire order). Does not check the bytes: see [`InfoString::encode`].
-    ///
-    /// # Panics
-    /// Never for real data: an infostring over 4 GiB cannot be stored.
-    pub fn push(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let pos = |n: usize| u32::try_from(n).expect("infostring under 4 GiB");
-        let k = pos(self.buf.len());
-        self.buf.extend_from_slice(key.as_ref());
-        let v = pos(self.buf.len());
-        self.buf.extend_from_slice(value.as_ref());
-        self.spans.push((k, v, pos(self.buf.len())));
-    }
-
-    /// Removes every pair whose key is `key`.
-    pub fn remove(&mut self, key: &[u8]) {
-        let buf = &self.buf;
-        self.spans
-            .retain(|&(k, v, _)| buf.get(k as usize..v as usize) != Some(key));
     }
 
     /// Sets `key` the way the Quake III engines do (`Info_SetValueForKey`): removes the old pair
@@ -150,15 +64,13 @@ impl InfoString {
     /// even number of fields (`\k\` is key `k` with an empty value); one extra empty field
     /// from a trailing `\` is accepted, as some servers end with one.
     pub fn parse(bytes: &[u8], base: usize) -> Result<Self, DecodeError> {
-        let mut info = InfoString {
-            buf: Vec::with_capacity(bytes.len()),
-            spans: Vec::new(),
-        };
+        let mut info = InfoString(Rules::with_capacity(bytes.len()));
         let Some(body) = bytes.strip_prefix(b"\\") else {
             if bytes.is_empty() {
                 return Ok(info);
             }
-            return Err(DecodeError::InfoString {
+            return Err(DecodeError::Invalid {
+                field: "infostring",
                 offset: base,
                 reason: "does not start with '\\'",
             });
@@ -173,7 +85,8 @@ impl InfoString {
             let key_offset = offset;
             offset += key.len() + 1;
             let Some(value) = fields.next() else {
-                return Err(DecodeError::InfoString {
+                return Err(DecodeError::Invalid {
+                    field: "infostring",
                     offset: key_offset,
                     reason: "odd number of fields: key without a value",
                 });
@@ -207,11 +120,7 @@ impl InfoString {
 
 impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for InfoString {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
-        let mut info = InfoString::new();
-        for (k, v) in iter {
-            info.push(k, v);
-        }
-        info
+        InfoString(iter.into_iter().collect())
     }
 }
 

@@ -33,22 +33,22 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
-mod cursor;
-mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod exchange;
 pub mod game;
+pub mod registry;
 mod info;
 pub mod master;
 mod packet;
 pub mod server;
-pub mod text;
 pub mod view;
 
 #[cfg(feature = "client")]
 pub mod client;
 
-pub use error::DecodeError;
+pub use fragstat_core::text;
+pub use fragstat_core::DecodeError;
 pub use game::Game;
 pub use info::{EncodeError, InfoString};
 pub use master::{encode_server_list, EotStyle, GetServers, ServerList, Terminator};
@@ -56,4 +56,6 @@ pub use packet::{
     decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player,
     SkippedLine, StatusResponse, OOB_HEADER,
 };
-pub use view::Summary;
+pub use exchange::{Ask, MasterExchange, ServerExchange, ServerReply};
+pub use registry::{Quake3Game, FAMILY};
+pub use view::server_info;

@@ -9,8 +9,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use binrw::{BinRead, BinWrite};
 
-use crate::cursor::Reader;
-use crate::error::parse_i32;
+use fragstat_core::wire::{decimal_i32 as parse_i32, Reader};
 use crate::info::EncodeError;
 use crate::DecodeError;
 
@@ -39,9 +38,9 @@ where
     T: BinRead + binrw::meta::ReadEndian,
     for<'a> T::Args<'a>: Default,
 {
-    r.take(1, "entry marker")?;
+    r.take("entry marker", 1)?;
     let at = r.offset();
-    let bytes = r.take(len, field)?;
+    let bytes = r.take(field, len)?;
     T::read(&mut Cursor::new(bytes)).map_err(|_| DecodeError::Truncated {
         field,
         offset: at,
@@ -52,6 +51,7 @@ where
 
 /// How a list datagram ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Terminator {
     /// `\EOT\0\0\0` (dpmaster, id masters).
     Eot,
@@ -190,6 +190,7 @@ fn push_entry(out: &mut Vec<u8>, s: &SocketAddr) {
 
 /// Where the end-of-list marker goes when a list spans several datagrams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EotStyle {
     /// Only on the last datagram (dpmaster ≥ 2.0).
     LastPacket,

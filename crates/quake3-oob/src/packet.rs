@@ -4,8 +4,7 @@
 //! `code/server/sv_client.c` (`SV_GetChallenge`), `code/client/cl_main.c`
 //! (`CL_ServersResponsePacket`); W:ET `src/server/sv_main.c`; dpmaster `doc/techinfo.txt`.
 
-use crate::cursor::Reader;
-use crate::error::{excerpt, parse_i32};
+use fragstat_core::wire::{decimal_i32 as parse_i32, excerpt, Reader};
 use crate::info::{EncodeError, InfoString};
 use crate::master::{GetServers, ServerList};
 use crate::DecodeError;
@@ -138,6 +137,7 @@ fn split_args(bytes: &[u8]) -> Vec<Vec<u8>> {
 fn header_and_command<'a>(r: &mut Reader<'a>) -> Result<(usize, &'a [u8]), DecodeError> {
     if !r.eat(&OOB_HEADER) {
         return Err(DecodeError::BadHeader {
+            expected: &OOB_HEADER,
             found: r.rest().iter().take(4).copied().collect(),
         });
     }
@@ -212,7 +212,7 @@ fn decode_challenge_arg(r: &mut Reader<'_>) -> Result<Option<Vec<u8>>, DecodeErr
     let args = split_args(r.take_rest());
     match args.into_iter().next() {
         // ioq3 SVC_Info/SVC_Status ignore requests with challenges over 128 chars.
-        Some(c) if c.len() > 128 => Err(DecodeError::BadArgument {
+        Some(c) if c.len() > 128 => Err(DecodeError::Invalid {
             field: "challenge",
             offset: at,
             reason: "longer than 128 bytes",

@@ -6,6 +6,9 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use fragstat_core::service::{Outbox, Service};
 
 use crate::game::Game;
 use crate::info::InfoString;
@@ -195,7 +198,7 @@ impl EmulatedServer {
     }
 
     /// Answers one datagram; `None` for anything a server would ignore.
-    pub fn handle(&mut self, datagram: &[u8]) -> Option<Vec<u8>> {
+    pub fn respond(&mut self, datagram: &[u8]) -> Option<Vec<u8>> {
         // A challenge that cannot sit in an infostring gets no reply (ioq3 refuses it too).
         let fits = |c: &Option<Vec<u8>>| {
             c.as_ref()
@@ -227,13 +230,43 @@ impl EmulatedServer {
     }
 }
 
+/// How long a heartbeat's challenge stays valid (dpmaster: 2 s by default; we allow more).
+pub const CHALLENGE_TTL: Duration = Duration::from_secs(5);
+
+/// At most this many challenges pending at once: a flood of spoofed heartbeats cannot grow
+/// the master's memory.
+pub const MAX_PENDING: usize = 4096;
+
+impl Service for EmulatedServer {
+    fn handle(&mut self, _now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
+        if let Some(reply) = self.respond(datagram) {
+            out.push((from, reply));
+        }
+    }
+}
+
+impl Service for EmulatedMaster {
+    fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
+        out.extend(self.respond(now, from, datagram));
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(|(_, until)| *until).min()
+    }
+
+    fn handle_timeout(&mut self, now: Instant, _out: &mut Outbox) {
+        self.expire(now);
+    }
+}
+
 /// A master server: lists configured servers, and registers servers that heartbeat and then
 /// answer its `getinfo` challenge (as dpmaster does).
 #[derive(Debug, Clone)]
 pub struct EmulatedMaster {
     /// `(address, protocol)` of every listed server.
     servers: Vec<(SocketAddr, i32)>,
-    pending: HashMap<SocketAddr, Vec<u8>>,
+    /// Challenges sent to servers that heartbeated, with when they lapse.
+    pending: HashMap<SocketAddr, (Vec<u8>, Instant)>,
     style: EotStyle,
     max_packet: usize,
     counter: u64,
@@ -262,8 +295,23 @@ impl EmulatedMaster {
         &self.servers
     }
 
-    /// Handles one datagram from `from`; returns the datagrams to send and where.
-    pub fn handle(&mut self, from: SocketAddr, datagram: &[u8]) -> Vec<(SocketAddr, Vec<u8>)> {
+    /// Challenges awaiting an answer (each lapses [`CHALLENGE_TTL`] after it was sent).
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Drops the challenges that have lapsed by `now`.
+    pub fn expire(&mut self, now: Instant) {
+        self.pending.retain(|_, (_, until)| *until > now);
+    }
+
+    /// Handles one datagram from `from` at `now`; returns the datagrams to send and where.
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Vec<(SocketAddr, Vec<u8>)> {
         match decode(datagram) {
             Ok(Packet::GetServers(req)) => {
                 let want_v4 = !req.ext || !req.has_option("ipv6") || req.has_option("ipv4");
@@ -282,9 +330,14 @@ impl EmulatedMaster {
                     .collect()
             }
             Ok(Packet::Heartbeat(h)) if !h.is_flatline() => {
+                self.expire(now);
+                if self.pending.len() >= MAX_PENDING && !self.pending.contains_key(&from) {
+                    return Vec::new();
+                }
                 self.counter += 1;
                 let challenge = format!("m{:x}{:x}", self.counter, from.port()).into_bytes();
-                self.pending.insert(from, challenge.clone());
+                self.pending
+                    .insert(from, (challenge.clone(), now + CHALLENGE_TTL));
                 Packet::GetInfo {
                     challenge: Some(challenge),
                 }
@@ -293,8 +346,12 @@ impl EmulatedMaster {
                 .unwrap_or_default()
             }
             Ok(Packet::InfoResponse(r)) => {
-                let expected = self.pending.get(&from);
-                if expected.is_some() && r.info.get("challenge") == expected.map(Vec::as_slice) {
+                let expected = self
+                    .pending
+                    .get(&from)
+                    .filter(|(_, until)| *until > now)
+                    .map(|(c, _)| c.as_slice());
+                if expected.is_some() && r.info.get("challenge") == expected {
                     self.pending.remove(&from);
                     let protocol = r
                         .info
@@ -321,20 +378,20 @@ mod tests {
     #[test]
     fn server_answers_like_ioq3() {
         let mut s = EmulatedServer::new(ServerConfig::sample(Game::OpenArena, b"My ^1OA", 3));
-        let reply = s.handle(b"\xff\xff\xff\xffgetinfo abc\n").unwrap();
+        let reply = s.respond(b"\xff\xff\xff\xffgetinfo abc\n").unwrap();
         let Packet::InfoResponse(r) = decode(&reply).unwrap() else {
             panic!()
         };
         assert_eq!(r.info.pairs().next_back().unwrap().0, b"challenge");
         assert_eq!(r.info.get("clients"), Some(&b"3"[..]));
         assert_eq!(r.info.get("g_humanplayers"), Some(&b"2"[..]));
-        let reply = s.handle(b"\xff\xff\xff\xffgetstatus xyz").unwrap();
+        let reply = s.respond(b"\xff\xff\xff\xffgetstatus xyz").unwrap();
         let Packet::StatusResponse(st) = decode(&reply).unwrap() else {
             panic!()
         };
         assert_eq!(st.info.pairs().next().unwrap().1, b"xyz");
         assert_eq!(st.players.len(), 3);
-        assert!(s.handle(b"\xff\xff\xff\xffrcon x").is_none());
+        assert!(s.respond(b"\xff\xff\xff\xffrcon x").is_none());
     }
 
     #[test]
@@ -358,7 +415,9 @@ mod tests {
     fn master_registers_after_challenge() {
         let mut m = EmulatedMaster::new(Vec::new(), EotStyle::LastPacket);
         let server: SocketAddr = "127.0.0.1:27960".parse().unwrap();
-        let out = m.handle(
+        let now = Instant::now();
+        let out = m.respond(
+            now,
             server,
             &Packet::Heartbeat(Heartbeat {
                 name: b"QuakeArena-1".to_vec(),
@@ -374,14 +433,20 @@ mod tests {
         let wrong = Packet::InfoResponse(emu.info_response(Some(b"nope")))
             .to_bytes()
             .unwrap();
-        m.handle(server, &wrong);
+        m.respond(now, server, &wrong);
         assert!(m.servers().is_empty());
         let reply = emu
-            .handle(&Packet::GetInfo { challenge }.to_bytes().unwrap())
+            .respond(&Packet::GetInfo { challenge }.to_bytes().unwrap())
             .unwrap();
-        m.handle(server, &reply);
+        // Too late: the challenge lapsed.
+        m.respond(now + CHALLENGE_TTL, server, &reply);
+        assert!(m.servers().is_empty());
+        assert_eq!(m.poll_timeout(), Some(now + CHALLENGE_TTL));
+        m.respond(now, server, &reply);
         assert_eq!(m.servers(), &[(server, 68)]);
-        let out = m.handle(
+        assert_eq!(m.pending(), 0);
+        let out = m.respond(
+            now,
             "127.0.0.1:5000".parse().unwrap(),
             b"\xff\xff\xff\xffgetservers 68 empty full",
         );
@@ -389,5 +454,31 @@ mod tests {
             panic!()
         };
         assert_eq!(l.servers, vec![server]);
+    }
+}
+
+#[cfg(test)]
+mod expiry {
+    use super::*;
+    use crate::packet::Heartbeat;
+
+    #[test]
+    fn spoofed_heartbeats_expire_and_are_bounded() {
+        let mut m = EmulatedMaster::new(Vec::new(), EotStyle::LastPacket);
+        let hb = Packet::Heartbeat(Heartbeat {
+            name: b"QuakeArena-1".to_vec(),
+        })
+        .to_bytes()
+        .unwrap();
+        let now = Instant::now();
+        for port in 1..=(MAX_PENDING as u16 + 100) {
+            let mut out = Outbox::new();
+            m.handle(now, SocketAddr::from(([10, 0, 0, 1], port)), &hb, &mut out);
+        }
+        assert_eq!(m.pending(), MAX_PENDING, "bounded");
+        let due = m.poll_timeout().unwrap();
+        m.handle_timeout(due, &mut Outbox::new());
+        assert_eq!(m.pending(), 0, "expired");
+        assert_eq!(m.poll_timeout(), None);
     }
 }

@@ -1,101 +1,127 @@
-//! A flat summary of a server from its infoResponse and/or statusResponse: the fields a
-//! server browser shows. Sans-IO; the raw replies stay available for everything else.
+//! The shared record ([`ServerInfo`]) of a server from its infoResponse and/or
+//! statusResponse. Sans-IO; the raw replies stay available for everything else.
+//!
+//! Merging: the statusResponse's variables come first, in wire order; then each infoResponse
+//! key the status did not have. When both have a key with different values (OpenArena's
+//! `gamename`, `sv_maxclients` minus private slots in getinfo), the status value stays under
+//! the key and the info value is kept as `info:KEY`, so nothing the server said is lost. Our
+//! own `challenge` nonce is not a server variable and is left out.
 
-use crate::game::keys;
-use crate::info::InfoString;
+use fragstat_core::model::{Dialect, Player as ModelPlayer, Rules, ServerInfo, Text};
+
+use crate::game::{keys, Game};
 use crate::packet::{InfoResponse, Player, StatusResponse};
-
-/// What a browser shows of one server. Text fields are raw bytes; see [`crate::text`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Summary {
-    /// Server name, raw (colour codes kept).
-    pub name: Vec<u8>,
-    /// Map name.
-    pub map: Vec<u8>,
-    /// Game type value as sent.
-    pub gametype: Vec<u8>,
-    /// Players on the server (the status list when there is one, else the info `clients`).
-    pub num_players: u32,
-    /// Maximum players.
-    pub max_players: u32,
-    /// Bots, when known (infoResponse `clients` − `g_humanplayers`).
-    pub num_bots: Option<u32>,
-    /// Password required, when known.
-    pub password: Option<bool>,
-    /// Players in server order (empty without a statusResponse).
-    pub players: Vec<Player>,
-    /// Every key/value: the status infostring first, then info keys it did not have. The
-    /// `challenge` key (our own nonce echoed back) is left out.
-    pub rules: InfoString,
-}
 
 fn count(v: Option<i64>) -> Option<u32> {
     v.and_then(|n| u32::try_from(n).ok())
 }
 
-impl Summary {
-    /// Summarises whatever replies are at hand (copies them; see [`Summary::from_replies`]).
-    pub fn new(info: Option<&InfoResponse>, status: Option<&StatusResponse>) -> Self {
-        Self::from_replies(info.cloned(), status.cloned())
-    }
+fn quake(bytes: &[u8]) -> Text {
+    Text::new(bytes.to_vec(), Dialect::Quake)
+}
 
-    /// Summarises the replies, moving their players and variables instead of copying them.
-    pub fn from_replies(info: Option<InfoResponse>, status: Option<StatusResponse>) -> Self {
-        let info = info.map(|i| i.info);
-        let (mut rules, players) = match status {
-            Some(s) => (s.info, Some(s.players)),
-            None => (InfoString::new(), None),
-        };
-        rules.remove(b"challenge");
-        if let Some(i) = &info {
-            for (k, v) in i.pairs() {
-                if k != b"challenge" && rules.get_bytes(k).is_none() {
-                    rules.push(k, v);
+/// One player line in the shared model. Quake III says nothing reliable about bots or
+/// spectators per player, so those stay unknown (Warsow's team 0 is a spectator).
+pub fn player(game: Game, p: &Player) -> ModelPlayer {
+    let mut m = ModelPlayer::new(quake(&p.name));
+    m.score = p.score;
+    m.ping = Some(p.ping);
+    m.team = p.team;
+    let _ = game;
+    m
+}
+
+/// The record of a server from whatever replies are at hand.
+pub fn server_info(
+    game: Game,
+    info: Option<InfoResponse>,
+    status: Option<StatusResponse>,
+) -> ServerInfo {
+    let info = info.map(|i| i.info);
+    let mut out = ServerInfo::default();
+    let (mut rules, players) = match status {
+        Some(s) => {
+            for l in &s.skipped {
+                out.warnings.push(format!(
+                    "skipped line at offset {}: {:?}",
+                    l.offset,
+                    fragstat_core::text::latin1(&l.line)
+                ));
+            }
+            out.truncated = s.truncated;
+            (Rules::from(s.info), Some(s.players))
+        }
+        None => (Rules::new(), None),
+    };
+    rules.remove(b"challenge");
+    if let Some(i) = &info {
+        let mut extra = Vec::new();
+        for (k, v) in i.pairs() {
+            if k == b"challenge" {
+                continue;
+            }
+            match rules.get_bytes(k) {
+                None => extra.push((k.to_vec(), v.to_vec())),
+                Some(sv) if sv != v => {
+                    let mut key = b"info:".to_vec();
+                    key.extend_from_slice(k);
+                    extra.push((key, v.to_vec()));
                 }
+                Some(_) => {}
             }
         }
-        let clients = info.as_ref().and_then(|i| count(i.get_int(keys::CLIENTS)));
-        let humans = info.as_ref().and_then(|i| count(i.get_int(keys::HUMANS)));
-        let num_bots = match (clients, humans) {
-            (Some(c), Some(h)) => c.checked_sub(h),
-            _ => None,
-        };
-        let num_players = match &players {
-            Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
-            None => clients.unwrap_or(0),
-        };
-        Summary {
-            name: rules.get_any(keys::NAME).unwrap_or_default().to_vec(),
-            map: rules.get_any(keys::MAP).unwrap_or_default().to_vec(),
-            gametype: rules.get_any(keys::GAMETYPE).unwrap_or_default().to_vec(),
-            num_players,
-            // statusResponse carries the true sv_maxclients; the rules list it first.
-            max_players: count(rules.get_int(keys::MAX_PLAYERS)).unwrap_or(0),
-            num_bots,
-            password: rules
-                .get_any(keys::PASSWORD)
-                .map(|v| v != b"0" && !v.is_empty()),
-            players: players.unwrap_or_default(),
-            rules,
+        for (k, v) in extra {
+            rules.push(k, v);
         }
     }
+    let clients = info.as_ref().and_then(|i| count(i.get_int(keys::CLIENTS)));
+    let humans = info.as_ref().and_then(|i| count(i.get_int(keys::HUMANS)));
+    out.num_bots = match (clients, humans) {
+        (Some(c), Some(h)) => c.checked_sub(h),
+        _ => None,
+    };
+    out.num_players = match &players {
+        Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
+        None => clients.unwrap_or(0),
+    };
+    out.name = quake(rules.get_any(keys::NAME).unwrap_or_default());
+    out.map = quake(rules.get_any(keys::MAP).unwrap_or_default());
+    out.gametype = rules.get_any(keys::GAMETYPE).map(|raw| {
+        std::str::from_utf8(raw)
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .and_then(|n| game.gametype_name(n))
+            .map(str::to_string)
+            .unwrap_or_else(|| fragstat_core::text::decode_lossless(raw))
+    });
+    out.version = rules
+        .get_any(keys::VERSION)
+        .map(fragstat_core::text::decode_lossless);
+    // statusResponse carries the true sv_maxclients; the rules list it first.
+    out.max_players = count(rules.get_int(keys::MAX_PLAYERS)).unwrap_or(0);
+    out.password = rules
+        .get_any(keys::PASSWORD)
+        .map(|v| v != b"0" && !v.is_empty());
+    out.players = players.map(|ps| ps.iter().map(|p| player(game, p)).collect());
+    out.rules = rules;
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::server::{EmulatedServer, ServerConfig};
-    use crate::Game;
 
     #[test]
     fn merges_info_and_status() {
         let emu = EmulatedServer::new(ServerConfig::sample(Game::OpenArena, b"^1Emu", 4));
         let info = emu.info_response(Some(b"c1"));
         let status = emu.status_response(Some(b"c2"));
-        let s = Summary::new(Some(&info), Some(&status));
-        assert_eq!(s.name, b"^1Emu");
+        let s = server_info(Game::OpenArena, Some(info.clone()), Some(status));
+        assert_eq!(s.name.as_bytes(), b"^1Emu");
         assert_eq!((s.num_players, s.max_players, s.num_bots), (4, 8, Some(2)));
         assert_eq!(s.password, Some(false));
+        assert_eq!(s.gametype.as_deref(), Some("ffa"));
         assert_eq!(
             s.rules.get("challenge"),
             None,
@@ -107,7 +133,27 @@ mod tests {
             Some(&b"2"[..]),
             "info-only keys are kept"
         );
-        let only_info = Summary::new(Some(&info), None);
-        assert_eq!((only_info.num_players, only_info.players.len()), (4, 0));
+        let only_info = server_info(Game::OpenArena, Some(info), None);
+        assert_eq!((only_info.num_players, only_info.players), (4, None));
+    }
+
+    #[test]
+    fn differing_info_values_are_kept_under_info_prefix() {
+        let status = StatusResponse {
+            info: [("gamename", "baseoa"), ("sv_hostname", "x")]
+                .into_iter()
+                .collect(),
+            ..StatusResponse::default()
+        };
+        let info = InfoResponse {
+            info: [("gamename", "Quake3Arena"), ("hostname", "x")]
+                .into_iter()
+                .collect(),
+        };
+        let s = server_info(Game::OpenArena, Some(info), Some(status));
+        assert_eq!(s.rules.get("gamename"), Some(&b"baseoa"[..]));
+        assert_eq!(s.rules.get("info:gamename"), Some(&b"Quake3Arena"[..]));
+        assert_eq!(s.rules.get("hostname"), Some(&b"x"[..]));
+        assert_eq!(s.rules.get("info:hostname"), None);
     }
 }

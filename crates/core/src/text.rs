@@ -62,7 +62,7 @@ fn pieces(s: &[u8]) -> Vec<Piece<'_>> {
 /// Removes colour codes, keeping every other byte.
 ///
 /// ```
-/// assert_eq!(fragstat_quake3_oob::text::strip_colors(b"^1Red^7 ^^ ^x0BFblue"), b"Red ^ blue");
+/// assert_eq!(fragstat_core::text::strip_colors(b"^1Red^7 ^^ ^x0BFblue"), b"Red ^ blue");
 /// ```
 pub fn strip_colors(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());

@@ -1,0 +1,559 @@
+//! The shared model every family decodes into: a [`ServerInfo`] with its [`Player`]s and
+//! ordered raw [`Rules`], a [`MasterEntry`] per listed server, and [`Text`] that keeps the raw
+//! bytes with the family's text [`Dialect`].
+//!
+//! Fields a game does not send are `None` (never a guessed zero). What only one family has
+//! goes into the typed [`Extra`] part (ETQW xp and kills, Warsow match state, DDNet map
+//! CRC/size…): any `Debug + Serialize + PartialEq` type, downcast with [`ServerInfo::extra_as`].
+//!
+//! ```
+//! use fragstat_core::model::{Dialect, ServerInfo, Text};
+//! let mut info = ServerInfo::default();
+//! info.name = Text::new(b"^1Red^7 Server".to_vec(), Dialect::Quake);
+//! info.rules.push("g_gametype", "4");
+//! info.gametype = Some("ctf".into());
+//! assert_eq!(info.name.display(), "Red Server");
+//! assert_eq!(info.rules.get("g_gametype"), Some(&b"4"[..]));
+//! // A Teeworlds name has no colour codes: `^` is a literal character there.
+//! assert_eq!(Text::new(b"a^1b".to_vec(), Dialect::Plain).display(), "a^1b");
+//! ```
+
+use std::any::Any;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Serialize, Serializer};
+
+use crate::text;
+
+/// How a family's strings are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Dialect {
+    /// 8-bit bytes with `^` colour codes (Quake III, idTech 4, ETQW, Warsow, DarkPlaces):
+    /// shown with colours stripped, decoded as UTF-8 when valid, else ISO-8859-1.
+    #[default]
+    Quake,
+    /// UTF-8 without colour codes (Teeworlds, DDNet): a `^` is a literal character.
+    Plain,
+}
+
+/// A string from the wire: raw bytes, lossless, plus the dialect that says how to show them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Text {
+    bytes: Vec<u8>,
+    dialect: Dialect,
+}
+
+impl Text {
+    /// Text from raw bytes.
+    pub fn new(bytes: impl Into<Vec<u8>>, dialect: Dialect) -> Self {
+        Text {
+            bytes: bytes.into(),
+            dialect,
+        }
+    }
+
+    /// The raw bytes, exactly as sent.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The raw bytes, moved out.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// The dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// True when there are no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// For display: colour codes stripped (Quake dialect), decoded as UTF-8 when valid, else
+    /// ISO-8859-1 (Quake) or with replacement characters (Plain).
+    pub fn display(&self) -> String {
+        match self.dialect {
+            Dialect::Quake => text::display(&self.bytes),
+            Dialect::Plain => String::from_utf8_lossy(&self.bytes).into_owned(),
+        }
+    }
+
+    /// Lossless and reversible: Quake text maps every byte to the code point of the same value
+    /// (ISO-8859-1; see [`text::latin1`]); Plain text is its UTF-8 (ISO-8859-1 if invalid).
+    pub fn raw(&self) -> String {
+        match self.dialect {
+            Dialect::Quake => text::latin1(&self.bytes),
+            Dialect::Plain => text::decode_lossless(&self.bytes),
+        }
+    }
+
+    /// For a terminal: Quake colour codes as ANSI colours; Plain text as [`Text::display`].
+    pub fn ansi(&self) -> String {
+        match self.dialect {
+            Dialect::Quake => text::to_ansi(&self.bytes),
+            Dialect::Plain => self.display(),
+        }
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.display())
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.display())
+    }
+}
+
+/// An ordered list of raw key/value pairs as they appeared on the wire (server variables,
+/// "rules" in qstat's words).
+///
+/// Keys and values are bytes. Lookup is by exact key; when a key repeats, [`Rules::get`]
+/// returns the first, as the engines' `Info_ValueForKey` does. Stored as one byte buffer plus
+/// ranges, so a reply's rules cost two allocations however many there are.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    buf: Vec<u8>,
+    /// `(key start, key end = value start, value end)` in `buf`.
+    spans: Vec<(u32, u32, u32)>,
+}
+
+/// Iterator over the pairs of [`Rules`], in wire order.
+#[derive(Debug, Clone)]
+pub struct Pairs<'a> {
+    buf: &'a [u8],
+    spans: std::slice::Iter<'a, (u32, u32, u32)>,
+}
+
+impl<'a> Pairs<'a> {
+    fn get(&self, span: &(u32, u32, u32)) -> (&'a [u8], &'a [u8]) {
+        let (k, v, e) = (span.0 as usize, span.1 as usize, span.2 as usize);
+        (
+            self.buf.get(k..v).unwrap_or_default(),
+            self.buf.get(v..e).unwrap_or_default(),
+        )
+    }
+}
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+    fn next(&mut self) -> Option<Self::Item> {
+        let span = self.spans.next()?;
+        Some(self.get(span))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.spans.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for Pairs<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let span = self.spans.next_back()?;
+        Some(self.get(span))
+    }
+}
+
+impl ExactSizeIterator for Pairs<'_> {}
+
+impl PartialEq for Rules {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.pairs().eq(other.pairs())
+    }
+}
+
+impl Eq for Rules {}
+
+impl Rules {
+    /// No pairs.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Room for `bytes` bytes of keys and values.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Rules {
+            buf: Vec::with_capacity(bytes),
+            spans: Vec::new(),
+        }
+    }
+
+    /// The pairs in wire order.
+    pub fn pairs(&self) -> Pairs<'_> {
+        Pairs {
+            buf: &self.buf,
+            spans: self.spans.iter(),
+        }
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True when there are no pairs.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The value of the first pair whose key is `key`.
+    pub fn get(&self, key: &str) -> Option<&[u8]> {
+        self.get_bytes(key.as_bytes())
+    }
+
+    /// The value of the first pair whose key is exactly `key` (bytes).
+    pub fn get_bytes(&self, key: &[u8]) -> Option<&[u8]> {
+        self.pairs().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The value of the first present key of `keys`, parsed as a decimal integer (surrounding
+    /// spaces allowed).
+    pub fn get_int(&self, keys: &[&str]) -> Option<i64> {
+        keys.iter().find_map(|k| {
+            let v = self.get(k)?;
+            std::str::from_utf8(v).ok()?.trim().parse().ok()
+        })
+    }
+
+    /// The value of the first present key of `keys`.
+    pub fn get_any(&self, keys: &[&str]) -> Option<&[u8]> {
+        keys.iter().find_map(|k| self.get(k))
+    }
+
+    /// Appends a pair at the end (wire order).
+    ///
+    /// # Panics
+    /// Never for real data: rules over 4 GiB cannot be stored.
+    pub fn push(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let pos = |n: usize| u32::try_from(n).expect("rules under 4 GiB");
+        let k = pos(self.buf.len());
+        self.buf.extend_from_slice(key.as_ref());
+        let v = pos(self.buf.len());
+        self.buf.extend_from_slice(value.as_ref());
+        self.spans.push((k, v, pos(self.buf.len())));
+    }
+
+    /// Removes every pair whose key is `key`.
+    pub fn remove(&mut self, key: &[u8]) {
+        let buf = &self.buf;
+        self.spans
+            .retain(|&(k, v, _)| buf.get(k as usize..v as usize) != Some(key));
+    }
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Rules {
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
+        let mut rules = Rules::new();
+        for (k, v) in iter {
+            rules.push(k, v);
+        }
+        rules
+    }
+}
+
+/// A JSON object in wire order; bytes decoded as UTF-8 when valid, else ISO-8859-1. A
+/// repeated key is written once per occurrence, as sent.
+impl Serialize for Rules {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.len()))?;
+        for (k, v) in self.pairs() {
+            map.serialize_entry(&text::decode_cow(k), &text::decode_cow(v))?;
+        }
+        map.end()
+    }
+}
+
+/// A family-specific part of a record: any `Debug + Serialize + PartialEq` type is one.
+///
+/// ```
+/// use fragstat_core::model::{Extra, ServerInfo};
+/// #[derive(Debug, PartialEq, serde::Serialize)]
+/// struct MapCrc { crc: u32 }
+/// let mut info = ServerInfo::default();
+/// info.set_extra(MapCrc { crc: 7 });
+/// assert_eq!(info.extra_as::<MapCrc>(), Some(&MapCrc { crc: 7 }));
+/// ```
+pub trait Extra: Any + fmt::Debug + Send + Sync + erased_serde::Serialize {
+    /// For downcasting.
+    fn as_any(&self) -> &dyn Any;
+    /// Equality across the trait object (false for different types).
+    fn dyn_eq(&self, other: &dyn Extra) -> bool;
+}
+
+impl<T: Any + fmt::Debug + Send + Sync + Serialize + PartialEq> Extra for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn dyn_eq(&self, other: &dyn Extra) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+}
+
+erased_serde::serialize_trait_object!(Extra);
+
+/// A shared, typed family-specific part.
+pub type ExtraRef = Arc<dyn Extra>;
+
+fn extra_eq(a: &Option<ExtraRef>, b: &Option<ExtraRef>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.dyn_eq(&**b),
+        _ => false,
+    }
+}
+
+/// One player (or spectator, or bot) on a server.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Player {
+    /// Name, raw.
+    pub name: Text,
+    /// Clan tag, where the game sends one (Quake 4, ETQW, Teeworlds).
+    pub clan: Option<Text>,
+    /// Score (frags, points), where sent.
+    pub score: Option<i32>,
+    /// Ping in milliseconds as the server reports it.
+    pub ping: Option<i32>,
+    /// Team number as the game numbers them, where sent.
+    pub team: Option<i32>,
+    /// A bot, where the game says so (or the family can tell reliably).
+    pub is_bot: Option<bool>,
+    /// A spectator, where the game says so.
+    pub is_spectator: Option<bool>,
+    /// Family-specific per-player fields (ETQW xp, kills, deaths…).
+    pub extra: Option<ExtraRef>,
+}
+
+impl PartialEq for Player {
+    fn eq(&self, o: &Self) -> bool {
+        self.name == o.name
+            && self.clan == o.clan
+            && self.score == o.score
+            && self.ping == o.ping
+            && self.team == o.team
+            && self.is_bot == o.is_bot
+            && self.is_spectator == o.is_spectator
+            && extra_eq(&self.extra, &o.extra)
+    }
+}
+
+impl Player {
+    /// A player with this name and nothing else known.
+    pub fn new(name: Text) -> Self {
+        Player {
+            name,
+            ..Player::default()
+        }
+    }
+}
+
+/// The JSON shape of a player: every key always present (`null` where not sent).
+impl Serialize for Player {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Player", 10)?;
+        st.serialize_field("name", &self.name.display())?;
+        st.serialize_field("name_raw", &self.name.raw())?;
+        st.serialize_field("clan", &self.clan.as_ref().map(Text::display))?;
+        st.serialize_field("score", &self.score)?;
+        st.serialize_field("ping", &self.ping)?;
+        st.serialize_field("team", &self.team)?;
+        st.serialize_field("is_bot", &self.is_bot)?;
+        st.serialize_field("is_spectator", &self.is_spectator)?;
+        st.serialize_field("extra", &self.extra)?;
+        st.end()
+    }
+}
+
+/// What a server says about itself: the record every family's server query produces.
+///
+/// Construct with `ServerInfo::default()` and set fields (the struct grows, so literal
+/// construction is reserved to this crate).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ServerInfo {
+    /// Server name, raw.
+    pub name: Text,
+    /// Map name (as shown: ETQW's `maps/<name>.entities` becomes `<name>`; the raw value
+    /// stays in `rules`).
+    pub map: Text,
+    /// Game type: the game's own name for the mode where the game defines one (Quake III
+    /// `0` → `ffa`), else the value as sent. The raw value stays in `rules`.
+    pub gametype: Option<String>,
+    /// Server or game version, where sent.
+    pub version: Option<String>,
+    /// Clients on the server (bots and spectators included): what browsers show.
+    pub num_players: u32,
+    /// Client slots.
+    pub max_players: u32,
+    /// Bots among the clients, where known.
+    pub num_bots: Option<u32>,
+    /// Spectators among the clients, where known.
+    pub num_spectators: Option<u32>,
+    /// A password is needed to join, where known.
+    pub password: Option<bool>,
+    /// Players, when the query asked for them and the game sent them.
+    pub players: Option<Vec<Player>>,
+    /// Every key/value the server sent, raw, in wire order.
+    pub rules: Rules,
+    /// The family-specific part, if any.
+    pub extra: Option<ExtraRef>,
+    /// Oddities met while decoding that did not stop it (skipped lines, trailing bytes…),
+    /// each with its byte offset where one applies.
+    pub warnings: Vec<String>,
+    /// The reply looks cut short (a last line without its newline, a missing terminator):
+    /// what is here was read, more may have been sent.
+    pub truncated: bool,
+}
+
+impl PartialEq for ServerInfo {
+    fn eq(&self, o: &Self) -> bool {
+        self.name == o.name
+            && self.map == o.map
+            && self.gametype == o.gametype
+            && self.version == o.version
+            && self.num_players == o.num_players
+            && self.max_players == o.max_players
+            && self.num_bots == o.num_bots
+            && self.num_spectators == o.num_spectators
+            && self.password == o.password
+            && self.players == o.players
+            && self.rules == o.rules
+            && extra_eq(&self.extra, &o.extra)
+            && self.warnings == o.warnings
+            && self.truncated == o.truncated
+    }
+}
+
+impl ServerInfo {
+    /// The keys of the JSON object [`ServerInfo`] serializes to, in order (a caller writing a
+    /// record for a server that did not answer writes each as `null`).
+    pub const JSON_FIELDS: [&'static str; 16] = [
+        "name",
+        "name_raw",
+        "map",
+        "gametype",
+        "version",
+        "num_players",
+        "max_players",
+        "num_bots",
+        "num_spectators",
+        "password",
+        "players",
+        "rules",
+        "extra",
+        "warnings",
+        "truncated",
+        "dialect",
+    ];
+
+    /// Sets the family-specific part.
+    pub fn set_extra<T: Extra>(&mut self, extra: T) {
+        self.extra = Some(Arc::new(extra));
+    }
+
+    /// The family-specific part, if it is a `T`.
+    pub fn extra_as<T: Extra>(&self) -> Option<&T> {
+        self.extra.as_deref()?.as_any().downcast_ref::<T>()
+    }
+}
+
+/// The stable JSON shape (docs/json.md): every key of [`ServerInfo::JSON_FIELDS`] present.
+/// `name` is for display, `name_raw` lossless (see [`Text::raw`]).
+impl Serialize for ServerInfo {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("ServerInfo", Self::JSON_FIELDS.len())?;
+        st.serialize_field("name", &self.name.display())?;
+        st.serialize_field("name_raw", &self.name.raw())?;
+        st.serialize_field("map", &self.map.display())?;
+        st.serialize_field("gametype", &self.gametype)?;
+        st.serialize_field("version", &self.version)?;
+        st.serialize_field("num_players", &self.num_players)?;
+        st.serialize_field("max_players", &self.max_players)?;
+        st.serialize_field("num_bots", &self.num_bots)?;
+        st.serialize_field("num_spectators", &self.num_spectators)?;
+        st.serialize_field("password", &self.password)?;
+        st.serialize_field("players", &self.players)?;
+        st.serialize_field("rules", &self.rules)?;
+        st.serialize_field("extra", &self.extra)?;
+        st.serialize_field("warnings", &self.warnings)?;
+        st.serialize_field("truncated", &self.truncated)?;
+        st.serialize_field("dialect", &self.name.dialect())?;
+        st.end()
+    }
+}
+
+/// One server of a master's list.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct MasterEntry {
+    /// The address to query.
+    pub addr: SocketAddr,
+    /// What the master says of the server, where its list carries that (DDNet's HTTP master).
+    pub info: Option<ServerInfo>,
+    /// Every address the master gave for the server, as written (e.g. `tw-0.6+udp://…`,
+    /// `tw-0.7+udp://…`), where it gives several.
+    pub addresses: Vec<String>,
+}
+
+impl MasterEntry {
+    /// An entry with an address only.
+    pub fn new(addr: SocketAddr) -> Self {
+        MasterEntry {
+            addr,
+            info: None,
+            addresses: Vec::new(),
+        }
+    }
+}
+
+impl Serialize for MasterEntry {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("MasterEntry", 3)?;
+        st.serialize_field("address", &self.addr.to_string())?;
+        st.serialize_field("addresses", &self.addresses)?;
+        st.serialize_field("info", &self.info)?;
+        st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize)]
+    struct A(u32);
+    #[derive(Debug, PartialEq, Serialize)]
+    struct B(u32);
+
+    #[test]
+    fn extra_compares_and_downcasts() {
+        let mut x = ServerInfo::default();
+        let mut y = ServerInfo::default();
+        x.set_extra(A(1));
+        y.set_extra(A(1));
+        assert_eq!(x, y);
+        y.set_extra(B(1));
+        assert_ne!(x, y);
+        assert_eq!(x.extra_as::<A>(), Some(&A(1)));
+        assert_eq!(x.extra_as::<B>(), None);
+    }
+
+    #[test]
+    fn rules_keep_order_and_duplicates() {
+        let mut r: Rules = [("a", "1"), ("b", "2"), ("a", "3")].into_iter().collect();
+        assert_eq!(r.get("a"), Some(&b"1"[..]));
+        assert_eq!(r.get_int(&["x", "b"]), Some(2));
+        r.remove(b"a");
+        assert_eq!(r, [("b", "2")].into_iter().collect());
+    }
+}

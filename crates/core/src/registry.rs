@@ -1,0 +1,314 @@
+//! The game registry: every family crate describes its games as [`Game`] objects, and the
+//! facade (`fragstat::games()`, `fragstat::game("q3")`) and the CLI work only through them.
+//!
+//! A game gives its ports, a server query (an [`Exchange`] producing the shared
+//! [`ServerInfo`]), a master query, a decoder for saved datagrams, and emulators (sans-IO
+//! [`Service`]s) for tests and demos. Adding a family means one crate that implements this
+//! trait plus one line in the facade's table (docs/architecture.md).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::exchange::{BoxError, Exchange};
+use crate::model::{ExtraRef, MasterEntry, ServerInfo};
+use crate::service::Service;
+use crate::wire::DecodeError;
+
+/// What a server query asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Ask {
+    /// The player list.
+    pub players: bool,
+    /// Every server variable (rules). Families whose rules come with the players fetch both.
+    pub rules: bool,
+}
+
+impl Ask {
+    /// The short info only (name, map, counts).
+    pub fn info() -> Self {
+        Ask::default()
+    }
+
+    /// With the players (and, where they come together, the rules).
+    pub fn players() -> Self {
+        Ask {
+            players: true,
+            rules: false,
+        }
+    }
+
+    /// With players and every rule.
+    pub fn everything() -> Self {
+        Ask {
+            players: true,
+            rules: true,
+        }
+    }
+
+    /// Asks for the player list when `players` is true.
+    pub fn with_players(mut self, players: bool) -> Self {
+        self.players = players;
+        self
+    }
+
+    /// Asks for every rule when `rules` is true.
+    pub fn with_rules(mut self, rules: bool) -> Self {
+        self.rules = rules;
+        self
+    }
+}
+
+/// How to ask a master for its list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MasterOptions {
+    /// Use the extended request where the family has one (Quake III `getserversExt`, which
+    /// lists IPv6 servers too).
+    pub ext: bool,
+    /// The game name the master knows the game by, overriding the game's own.
+    pub gamename: Option<String>,
+}
+
+impl MasterOptions {
+    /// Sets [`MasterOptions::ext`].
+    pub fn with_ext(mut self, ext: bool) -> Self {
+        self.ext = ext;
+        self
+    }
+    /// Sets [`MasterOptions::gamename`].
+    pub fn with_gamename(mut self, gamename: Option<String>) -> Self {
+        self.gamename = gamename;
+        self
+    }
+}
+
+/// A master list parsed from an HTTP body: the servers, and what could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct HttpList {
+    /// Servers listed.
+    pub servers: Vec<MasterEntry>,
+    /// Lines or entries skipped, each saying why (never fatal).
+    pub warnings: Vec<String>,
+}
+
+/// How a game's master is asked.
+#[non_exhaustive]
+pub enum MasterQuery {
+    /// A UDP exchange with the master (Quake III `getservers`, idTech 4, Teeworlds `req2`).
+    Udp(Box<dyn Exchange<Output = Vec<MasterEntry>>>),
+    /// An HTTP GET of a list (ETQW's feed, DDNet's `servers.json`): the CLI fetches the URL
+    /// given on its command line (or `default_url`) and `parse`s the body.
+    Http {
+        /// The public list's URL, when there is a well-known one.
+        default_url: Option<&'static str>,
+        /// Parses the body.
+        parse: fn(&[u8]) -> Result<HttpList, DecodeError>,
+    },
+}
+
+impl fmt::Debug for MasterQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MasterQuery::Udp(_) => f.write_str("MasterQuery::Udp(..)"),
+            MasterQuery::Http { default_url, .. } => f
+                .debug_struct("MasterQuery::Http")
+                .field("default_url", default_url)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// A decoded datagram, as `fragstat decode` shows it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Decoded {
+    /// A server's reply, in the shared model.
+    Server(ServerInfo),
+    /// (Part of) a master's list.
+    Servers {
+        /// The servers.
+        servers: Vec<MasterEntry>,
+        /// What else the datagram says (end marker, extended form…), as structured fields.
+        details: Option<ExtraRef>,
+    },
+    /// Any other packet (a request, a challenge, a heartbeat): its kind and fields.
+    Packet {
+        /// What it is, e.g. `getstatus`, `challengeResponse`.
+        kind: String,
+        /// Its fields (serializes to a JSON object).
+        fields: ExtraRef,
+    },
+}
+
+/// What an emulated game server serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EmuServer {
+    /// Server name (raw bytes: colour codes allowed where the game has them).
+    pub name: Vec<u8>,
+    /// Map.
+    pub map: Vec<u8>,
+    /// Players (every second one a bot with ping 0, where the game has bots).
+    pub players: usize,
+    /// Player slots (at least `players`).
+    pub max_players: u32,
+    /// Needs a password.
+    pub password: bool,
+    /// Varies names and scores deterministically between servers.
+    pub seed: u64,
+}
+
+impl Default for EmuServer {
+    fn default() -> Self {
+        EmuServer {
+            name: b"fragstat emulated server".to_vec(),
+            map: b"q3dm17".to_vec(),
+            players: 0,
+            max_players: 8,
+            password: false,
+            seed: 0,
+        }
+    }
+}
+
+impl EmuServer {
+    /// A server with this name, map and player count (slots: at least 8 and at least the
+    /// players).
+    pub fn new(name: impl Into<Vec<u8>>, map: impl Into<Vec<u8>>, players: usize) -> Self {
+        EmuServer {
+            name: name.into(),
+            map: map.into(),
+            players,
+            max_players: u32::try_from(players.max(8)).unwrap_or(u32::MAX),
+            ..EmuServer::default()
+        }
+    }
+
+    /// Sets the slots.
+    pub fn with_max_players(mut self, max_players: u32) -> Self {
+        self.max_players = max_players;
+        self
+    }
+
+    /// Sets the seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the password flag.
+    pub fn with_password(mut self, password: bool) -> Self {
+        self.password = password;
+        self
+    }
+}
+
+/// Where an emulated master puts its end-of-list marker (for families whose lists have one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum EndMarker {
+    /// Only on the last datagram (dpmaster ≥ 2.0).
+    #[default]
+    Last,
+    /// On every datagram (older masters).
+    Every,
+    /// The alternative marker on the last datagram (Quake III `\EOF`).
+    Alternative,
+    /// None: clients finish on a timeout.
+    None,
+}
+
+/// What an emulated master lists.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct EmuMaster {
+    /// The servers it lists.
+    pub servers: Vec<SocketAddr>,
+    /// Its end-of-list marker.
+    pub end_marker: EndMarker,
+}
+
+impl EmuMaster {
+    /// A master listing `servers`.
+    pub fn new(servers: Vec<SocketAddr>) -> Self {
+        EmuMaster {
+            servers,
+            end_marker: EndMarker::default(),
+        }
+    }
+
+    /// Sets the end marker.
+    pub fn with_end_marker(mut self, end_marker: EndMarker) -> Self {
+        self.end_marker = end_marker;
+        self
+    }
+}
+
+/// Why an emulator cannot be built with the configuration given (a map name the protocol
+/// cannot carry, more players than it can list…).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EmuError(pub String);
+
+/// One game of a family, as the registry, the facade and the CLI see it.
+pub trait Game: Send + Sync + fmt::Debug {
+    /// The short name used on the command line and in JSON (`q3`, `et`, `doom3`…).
+    fn id(&self) -> &str;
+    /// A human title.
+    fn title(&self) -> &str;
+    /// Other names accepted for it on the command line (qstat's type names among them).
+    fn aliases(&self) -> &[&str] {
+        &[]
+    }
+    /// The family's id (`quake3`, `idtech4`…).
+    fn family(&self) -> &'static str;
+    /// Default game server port.
+    fn default_port(&self) -> u16;
+    /// Default master port, for games with UDP masters.
+    fn master_port(&self) -> Option<u16>;
+    /// A query of one server.
+    fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
+    /// A query of a master, or why the options do not fit this game.
+    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError>;
+    /// Decodes one saved datagram (the UDP payload).
+    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError>;
+    /// An emulated server.
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
+    /// An emulated master.
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError>;
+}
+
+/// A shared game object.
+pub type GameRef = Arc<dyn Game>;
+
+/// A family of games, as a family crate exports it (`pub const FAMILY: Family`).
+#[derive(Clone, Copy)]
+pub struct Family {
+    /// Short id (`quake3`).
+    pub id: &'static str,
+    /// Human title.
+    pub title: &'static str,
+    /// Its named games, in the order they are listed.
+    pub games: fn() -> Vec<GameRef>,
+    /// Finds a game by id or alias, including ids made on the fly (`oob:43`).
+    pub find: fn(&str) -> Option<GameRef>,
+}
+
+impl fmt::Debug for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Family")
+            .field("id", &self.id)
+            .field("title", &self.title)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Finds `id` (or an alias, case-insensitively) among `games`.
+pub fn find_in(games: Vec<GameRef>, id: &str) -> Option<GameRef> {
+    games.into_iter().find(|g| {
+        g.id().eq_ignore_ascii_case(id) || g.aliases().iter().any(|a| a.eq_ignore_ascii_case(id))
+    })
+}

@@ -1,0 +1,314 @@
+//! The Quake III family in the game registry: `q3`, `et`, `openarena`, `rtcw` and `oob:NN`.
+
+use std::sync::Arc;
+
+use fragstat_core::model::MasterEntry;
+use fragstat_core::registry::{
+    Ask, Decoded, EmuError, EmuMaster, EmuServer, EndMarker, Family, Game as RegistryGame,
+    GameRef, MasterOptions, MasterQuery,
+};
+use fragstat_core::service::Service;
+use fragstat_core::text::latin1;
+use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
+use serde::Serialize;
+
+use crate::exchange::{Ask as Q3Ask, MasterExchange, ServerExchange};
+use crate::game::Game;
+use crate::master::{EotStyle, GetServers, Terminator};
+use crate::packet::{decode, Packet};
+use crate::server::{EmulatedMaster, EmulatedServer, ServerConfig};
+use crate::view::server_info;
+
+/// The family as the facade registers it.
+pub const FAMILY: Family = Family {
+    id: "quake3",
+    title: "Quake III out-of-band (Q3A, W:ET, OpenArena, RtCW)",
+    games,
+    find,
+};
+
+fn games() -> Vec<GameRef> {
+    Game::ALL
+        .into_iter()
+        .map(|g| Arc::new(Quake3Game::new(g)) as GameRef)
+        .collect()
+}
+
+fn find(id: &str) -> Option<GameRef> {
+    id.parse::<Game>()
+        .ok()
+        .map(|g| Arc::new(Quake3Game::new(g)) as GameRef)
+}
+
+/// A Quake III protocol game as a registry [`RegistryGame`].
+#[derive(Debug, Clone)]
+pub struct Quake3Game {
+    game: Game,
+    id: String,
+}
+
+impl Quake3Game {
+    /// The registry object of `game`.
+    pub fn new(game: Game) -> Self {
+        Quake3Game {
+            game,
+            id: game.id(),
+        }
+    }
+
+    /// The game.
+    pub fn game(&self) -> Game {
+        self.game
+    }
+}
+
+/// Longest map or server name an emulated server takes (ioq3 `MAX_INFO_VALUE` is 1024).
+const MAX_TEXT: usize = 256;
+
+fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
+    if let Some(b) = value
+        .iter()
+        .find(|&&b| matches!(b, b'\\' | b'"' | b'\n' | b'\r' | 0 | b';'))
+    {
+        return Err(EmuError(format!(
+            "{field} contains {:?}, which a Quake III infostring cannot carry",
+            char::from(*b)
+        )));
+    }
+    if value.len() > MAX_TEXT {
+        return Err(EmuError(format!(
+            "{field} is {} bytes long, at most {MAX_TEXT}",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct ChallengeFields {
+    challenge: Option<String>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct ArgsFields {
+    args: Vec<String>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct ChallengeResponseFields {
+    challenge: String,
+    client_challenge: Option<String>,
+    protocol: Option<i32>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct GetServersFields {
+    ext: bool,
+    game: Option<String>,
+    protocol: i32,
+    options: Vec<String>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct HeartbeatFields {
+    name: String,
+    flatline: bool,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct ListDetails {
+    ext: bool,
+    terminator: Option<&'static str>,
+    trailing: Option<String>,
+}
+
+fn terminator_name(t: Terminator) -> &'static str {
+    match t {
+        Terminator::Eot => "EOT",
+        Terminator::EotBare => "EOT (without NULs)",
+        Terminator::Eof => "EOF",
+    }
+}
+
+impl RegistryGame for Quake3Game {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn title(&self) -> &str {
+        self.game.title()
+    }
+
+    fn aliases(&self) -> &[&str] {
+        match self.game {
+            Game::Quake3 => &["q3a", "quake3", "q3s"],
+            Game::EnemyTerritory => &["wolfet", "woets"],
+            Game::OpenArena => &["oa"],
+            Game::Rtcw => &["rtcws"],
+            _ => &[],
+        }
+    }
+
+    fn family(&self) -> &'static str {
+        FAMILY.id
+    }
+
+    fn default_port(&self) -> u16 {
+        self.game.default_port()
+    }
+
+    fn master_port(&self) -> Option<u16> {
+        Some(self.game.master_port())
+    }
+
+    fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = fragstat_core::model::ServerInfo>> {
+        // getstatus carries the players and every variable; getinfo the bot count.
+        let q3 = if ask.players || ask.rules {
+            Q3Ask::Both
+        } else {
+            Q3Ask::Info
+        };
+        let game = self.game;
+        ServerExchange::new(q3)
+            .map_output(move |reply| reply.into_server_info(game))
+            .boxed()
+    }
+
+    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+        let request = if options.ext {
+            let name = options
+                .gamename
+                .clone()
+                .or_else(|| self.game.master_gamename().map(str::to_string))
+                .ok_or("the extended master request needs a game name for this game")?;
+            GetServers::ext(&name, self.game.protocol())
+        } else {
+            self.game.getservers()
+        };
+        let ex = MasterExchange::new(&request)?
+            .map_output(|list| list.into_iter().map(MasterEntry::new).collect());
+        Ok(MasterQuery::Udp(Box::new(ex)))
+    }
+
+    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+        let game = self.game;
+        Ok(match decode(datagram)? {
+            Packet::InfoResponse(i) => Decoded::Server(server_info(game, Some(i), None)),
+            Packet::StatusResponse(s) => Decoded::Server(server_info(game, None, Some(s))),
+            Packet::ServersResponse(l) => Decoded::Servers {
+                details: Some(Arc::new(ListDetails {
+                    ext: l.ext,
+                    terminator: l.terminator.map(terminator_name),
+                    trailing: (!l.trailing.is_empty()).then(|| latin1(&l.trailing)),
+                })),
+                servers: l.servers.into_iter().map(MasterEntry::new).collect(),
+            },
+            Packet::GetInfo { challenge } => Decoded::Packet {
+                kind: "getinfo".into(),
+                fields: Arc::new(ChallengeFields {
+                    challenge: challenge.map(|c| latin1(&c)),
+                }),
+            },
+            Packet::GetStatus { challenge } => Decoded::Packet {
+                kind: "getstatus".into(),
+                fields: Arc::new(ChallengeFields {
+                    challenge: challenge.map(|c| latin1(&c)),
+                }),
+            },
+            Packet::GetChallenge { args } => Decoded::Packet {
+                kind: "getchallenge".into(),
+                fields: Arc::new(ArgsFields {
+                    args: args.iter().map(|a| latin1(a)).collect(),
+                }),
+            },
+            Packet::ChallengeResponse(c) => Decoded::Packet {
+                kind: "challengeResponse".into(),
+                fields: Arc::new(ChallengeResponseFields {
+                    challenge: latin1(&c.challenge),
+                    client_challenge: c.client_challenge.map(|c| latin1(&c)),
+                    protocol: c.protocol,
+                }),
+            },
+            Packet::GetServers(g) => Decoded::Packet {
+                kind: if g.ext { "getserversExt" } else { "getservers" }.into(),
+                fields: Arc::new(GetServersFields {
+                    ext: g.ext,
+                    game: g.game.map(|c| latin1(&c)),
+                    protocol: g.protocol,
+                    options: g.options.iter().map(|o| latin1(o)).collect(),
+                }),
+            },
+            Packet::Heartbeat(h) => Decoded::Packet {
+                kind: "heartbeat".into(),
+                fields: Arc::new(HeartbeatFields {
+                    flatline: h.is_flatline(),
+                    name: latin1(&h.name),
+                }),
+            },
+        })
+    }
+
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        check_text("the server name", &config.name)?;
+        check_text("the map name", &config.map)?;
+        if config.players > 256 {
+            return Err(EmuError(format!(
+                "{} players: a Quake III status reply lists at most 256",
+                config.players
+            )));
+        }
+        if u64::from(config.max_players) < config.players as u64 {
+            return Err(EmuError(format!(
+                "{} player slots cannot hold {} players",
+                config.max_players, config.players
+            )));
+        }
+        let mut c = ServerConfig::sample(self.game, &config.name, config.players);
+        c.map = config.map.clone();
+        c.max_clients = config.max_players;
+        c.needpass = config.password;
+        let shift = i32::try_from(config.seed % 7).unwrap_or(0);
+        for p in &mut c.players {
+            p.score += shift;
+        }
+        Ok(Box::new(EmulatedServer::new(c)))
+    }
+
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        let style = match config.end_marker {
+            EndMarker::Last => EotStyle::LastPacket,
+            EndMarker::Every => EotStyle::EveryPacket,
+            EndMarker::Alternative => EotStyle::EofLast,
+            _ => EotStyle::None,
+        };
+        let protocol = self.game.protocol();
+        Ok(Box::new(EmulatedMaster::new(
+            config.servers.iter().map(|a| (*a, protocol)).collect(),
+            style,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_games_by_id_and_alias() {
+        assert_eq!(find("OA").unwrap().id(), "openarena");
+        assert_eq!(find("oob:43").unwrap().id(), "oob:43");
+        assert!(find("doom3").is_none());
+        assert_eq!(games().len(), 4);
+    }
+
+    #[test]
+    fn refuses_unservable_text() {
+        let g = Quake3Game::new(Game::Quake3);
+        let err = g
+            .emulated_server(&EmuServer::new("x", "a\\b", 0))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("map name"), "{err}");
+        assert!(g.emulated_server(&EmuServer::new("x", "q3dm17", 2)).is_ok());
+    }
+}
