@@ -1,33 +1,44 @@
 //! `fragstat`: query game servers and masters, decode saved replies, run emulated servers.
 //!
-//! Exit codes: 0 when the command ran (whatever servers answered), 1 on a runtime failure
-//! (a malformed file for `decode`, a socket that cannot be bound), 2 on a usage error.
+//! Every game is reached through the registry (`fragstat::game(id)`): this crate names no
+//! family's types.
+//!
+//! Exit codes: 0 when at least one server answered (or the command ran: decode, serve,
+//! games); 1 on a runtime failure (a malformed file for `decode`, a socket that cannot be
+//! bound); 2 on a usage error; 3 when no server answered or no master gave a list; 130 when
+//! interrupted (what had answered is printed first).
 // Doc comments here are clap's --help text (`HOST[:PORT]`), not rustdoc links.
 #![allow(rustdoc::broken_intra_doc_links)]
 
-mod record;
+mod output;
 mod serve;
-mod targets;
+mod table;
 
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use fragstat::core::{Engine, Options, Outcome};
-use fragstat::quake3::client::{Client, MasterExchange, ServerReply};
-use fragstat::quake3::{decode, Game, GetServers, Packet, Summary};
-use record::ServerRecord;
-use targets::Target;
+use fragstat::core::model::{MasterEntry, Record, Status};
+use fragstat::core::registry::{Ask, DecodedJson, GameRef, MasterOptions, MasterQuery};
+use fragstat::core::resolve::{resolve_all, Target};
+use fragstat::core::{Engine, Options, QueryError};
+use output::{Output, Stop};
+
+/// Exit status when no server answered, or no master gave a list.
+pub const EXIT_NO_ANSWER: u8 = 3;
+/// Exit status after Ctrl-C.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Parser)]
 #[command(
     name = "fragstat",
     version,
-    about = "Find and query classic game servers (Quake III family)"
+    about = "Find and query classic game servers and their masters",
+    after_help = "Exit status: 0 when at least one server answered, 1 on a runtime failure, 2 on a usage error, 3 when no server answered or no master gave a list, 130 when interrupted.\nGames: see `fragstat games`."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,11 +51,11 @@ enum Command {
     Query(QueryArgs),
     /// List servers from master servers (several are merged, duplicates removed).
     Master(MasterArgs),
-    /// Decode one saved reply payload (the bytes after the UDP header).
+    /// Decode one saved datagram (the UDP payload) as JSON.
     Decode {
-        /// Game: q3, et, openarena, rtcw or oob:PROTOCOL.
+        /// Game id (see `fragstat games`).
         game: String,
-        /// File holding one datagram.
+        /// File holding one datagram ('-' for standard input).
         file: PathBuf,
     },
     /// Run emulated game servers (and an emulated master) on real sockets until interrupted.
@@ -52,15 +63,25 @@ enum Command {
     /// Start emulated servers and a master on loopback, discover and probe them, print the table.
     Demo {
         /// Emulated servers to start.
-        #[arg(long, default_value_t = 6)]
-        count: usize,
+        #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=500))]
+        count: u16,
+    },
+    /// List the games this build knows: id, title, family, default ports.
+    Games {
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
     },
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum Format {
+/// How results are printed.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum Format {
+    /// A browser table.
     Table,
+    /// One JSON array at the end.
     Json,
+    /// One JSON object per line, as each server answers.
     Ndjson,
 }
 
@@ -69,46 +90,64 @@ struct ScanArgs {
     /// Ask for the player list.
     #[arg(long)]
     players: bool,
-    /// Ask for every server variable (getstatus).
+    /// Ask for every server variable (implies the players where they come together, as in
+    /// getstatus); the table shows them under each server.
     #[arg(long)]
     rules: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
     /// Milliseconds to wait for a reply to one attempt.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
     /// Retries after the first attempt.
     #[arg(long, default_value_t = 3)]
     retries: u32,
     /// Queries in flight at once.
-    #[arg(long, default_value_t = 1024)]
-    concurrency: usize,
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: u32,
     /// At most this many packets per second (0: unpaced).
     #[arg(long, default_value_t = 0)]
     rate: u32,
-    /// Give up on the whole scan after this many milliseconds (0: no limit).
+    /// Give up on the whole scan, name lookups included, after this many milliseconds (0: no
+    /// limit).
     #[arg(long, default_value_t = 0)]
     deadline_ms: u64,
 }
 
 impl ScanArgs {
-    fn options(&self) -> Options {
-        Options {
-            timeout: Duration::from_millis(self.timeout_ms.max(1)),
-            retries: self.retries,
-            concurrency: self.concurrency.max(1),
-            rate: (self.rate > 0).then_some(self.rate),
-            deadline: (self.deadline_ms > 0).then(|| Duration::from_millis(self.deadline_ms)),
-        }
+    fn options(&self, timeout_ms: u64, spent: Duration) -> Options {
+        let mut o = Options::default();
+        o.timeout = Duration::from_millis(timeout_ms);
+        o.retries = self.retries;
+        o.concurrency = usize::try_from(self.concurrency).unwrap_or(usize::MAX);
+        o.rate = (self.rate > 0).then_some(self.rate);
+        o.deadline = self.deadline().map(|d| d.saturating_sub(spent));
+        o
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        (self.deadline_ms > 0).then(|| Duration::from_millis(self.deadline_ms))
+    }
+
+    fn ask(&self) -> Ask {
+        Ask::default()
+            .with_players(self.players || self.rules)
+            .with_rules(self.rules)
+    }
+
+    /// How long a name lookup may take: 2 s, within the deadline.
+    fn resolve_timeout(&self) -> Duration {
+        let cap = Duration::from_secs(2);
+        self.deadline().map_or(cap, |d| d.min(cap))
     }
 }
 
 #[derive(Args)]
 struct QueryArgs {
-    /// Game: q3, et, openarena, rtcw or oob:PROTOCOL.
+    /// Game id (see `fragstat games`).
     game: String,
-    /// Servers: HOST[:PORT], [IPv6]:PORT (default port 27960).
+    /// Servers: HOST[:PORT], [IPv6]:PORT (default: the game's port).
     addrs: Vec<String>,
     /// Read servers from a file, one per line ('-' for standard input; '#' starts a comment).
     #[arg(short = 'f', long = "file")]
@@ -119,30 +158,45 @@ struct QueryArgs {
 
 #[derive(Args)]
 struct MasterArgs {
-    /// Game: q3, et, openarena, rtcw or oob:PROTOCOL.
+    /// Game id (see `fragstat games`).
     game: String,
-    /// Masters: HOST[:PORT] (default port 27950).
+    /// Masters: HOST[:PORT] (default: the game's master port).
     masters: Vec<String>,
-    /// Query every listed server.
+    /// Query every listed server (implied by --players and --rules).
     #[arg(long)]
     probe: bool,
-    /// Ask with getserversExt (dpmaster >= 2.0; lists IPv6 servers too).
+    /// Ask with the extended request where the game has one (Quake III getserversExt, which
+    /// lists IPv6 servers too).
     #[arg(long)]
     ext: bool,
-    /// Game name for getserversExt (default: the game's own, e.g. Quake3Arena, et, wolfmp).
+    /// Game name for the extended request (default: the game's own, e.g. Quake3Arena, et).
     #[arg(long)]
     gamename: Option<String>,
+    /// Milliseconds to wait for a master's reply (and between the datagrams of its list).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    master_timeout_ms: u64,
     #[command(flatten)]
     scan: ScanArgs,
 }
 
-fn usage(msg: impl std::fmt::Display) -> ExitCode {
+/// Prints a usage error; exit status 2.
+pub fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
 }
 
-fn parse_game(s: &str) -> Result<Game, ExitCode> {
-    s.parse::<Game>().map_err(usage)
+/// The game named on the command line, or a usage error.
+pub fn lookup_game(id: &str) -> Result<GameRef, ExitCode> {
+    fragstat::game(id).ok_or_else(|| {
+        let ids: Vec<String> = fragstat::games()
+            .iter()
+            .map(|g| g.id().to_string())
+            .collect();
+        usage(format!(
+            "unknown game {id:?}: one of {} (see `fragstat games`)",
+            ids.join(", ")
+        ))
+    })
 }
 
 fn main() -> ExitCode {
@@ -155,14 +209,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     // Clients: one thread. The receive task and the batch driver then hand datagrams over
-    // without cross-thread wake-ups, and the other cores stay free (docs/benchmarks.md:
-    // 10,000-server scan 0.26 s and 0.25 s CPU, against 0.33 s and 0.39 s multi-threaded).
-    // Emulated servers: `--threads`, default one.
+    // without cross-thread wake-ups, and the other cores stay free (docs/benchmarks.md);
+    // output is written by a thread of its own. Emulated servers: `--threads`, default one.
     let mut builder = match &cli.command {
         Command::Serve(a) if a.threads <= 1 => tokio::runtime::Builder::new_current_thread(),
         Command::Serve(a) => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(a.threads);
+            b.worker_threads(usize::from(a.threads));
             b
         }
         _ => tokio::runtime::Builder::new_current_thread(),
@@ -180,107 +233,20 @@ fn main() -> ExitCode {
             Command::Master(a) => master(a).await,
             Command::Decode { game, file } => decode_file(&game, &file),
             Command::Serve(a) => serve::serve(a).await,
-            Command::Demo { count } => serve::demo(count).await,
+            Command::Demo { count } => serve::demo(usize::from(count)).await,
+            Command::Games { format } => games(format),
         }
     });
+    // Dropping the runtime does not wait for tasks blocked on sockets.
+    runtime.shutdown_background();
     match result {
         Ok(code) => code,
+        // A reader that went away (`| head`) is not an error.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
-    }
-}
-
-fn client(scan: &ScanArgs, engine: Engine) -> Client {
-    Client::with_engine(engine).with_options(scan.options())
-}
-
-/// Runs a scan and prints it in the chosen format; NDJSON lines go out as servers answer.
-async fn probe(
-    client: &Client,
-    game: Game,
-    targets: Vec<Target>,
-    scan: &ScanArgs,
-) -> anyhow::Result<()> {
-    let with_players = scan.players || scan.rules;
-    let mut records: Vec<Option<ServerRecord>> = vec![None; targets.len()];
-    let mut resolved = Vec::new();
-    let mut positions = Vec::new();
-    let mut stdout = std::io::stdout().lock();
-    for (i, t) in targets.iter().enumerate() {
-        match t.addr {
-            Some(a) => {
-                resolved.push(a);
-                positions.push(i);
-            }
-            None => {
-                let r = ServerRecord::unresolved(
-                    &t.text,
-                    game,
-                    t.error.as_deref().unwrap_or("cannot resolve"),
-                );
-                if scan.format == Format::Ndjson {
-                    writeln!(stdout, "{}", serde_json::to_string(&r)?)?;
-                }
-                records[i] = Some(r);
-            }
-        }
-    }
-    drop(stdout);
-    let bar = progress_bar(resolved.len());
-    let mut batch = client.scan(resolved, with_players);
-    // NDJSON lines stream out as servers answer; they are buffered while more results are
-    // ready at once, and flushed whenever the scan has to wait.
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    while let Some(first) = batch.next().await {
-        let mut next = Some(first);
-        while let Some(o) = next {
-            let index = o.index;
-            let r = outcome_record(game, o, scan.players);
-            if let Some(b) = &bar {
-                b.inc(1);
-            }
-            if scan.format == Format::Ndjson {
-                serde_json::to_writer(&mut out, &r)?;
-                out.write_all(b"\n")?;
-            }
-            if let Some(&pos) = positions.get(index) {
-                records[pos] = Some(r);
-            }
-            next = batch.try_next();
-        }
-        match &bar {
-            Some(b) => b.suspend(|| out.flush())?,
-            None => out.flush()?,
-        }
-    }
-    drop(out);
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let records: Vec<ServerRecord> = records.into_iter().flatten().collect();
-    match scan.format {
-        Format::Ndjson => {}
-        Format::Json => println!("{}", serde_json::to_string_pretty(&records)?),
-        Format::Table => print!("{}", record::table(&records, scan.players, color_stdout())),
-    }
-    Ok(())
-}
-
-fn outcome_record(game: Game, o: Outcome<ServerReply>, players: bool) -> ServerRecord {
-    match o.result {
-        Ok(reply) => {
-            let with_players = players && reply.status.is_some();
-            ServerRecord::online(
-                Some(o.addr),
-                game,
-                reply.into_summary(),
-                with_players,
-                o.rtt,
-            )
-        }
-        Err(e) => ServerRecord::failed(o.addr, game, &e),
     }
 }
 
@@ -302,77 +268,206 @@ fn progress_bar(n: usize) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
+/// Reads one address per line; `#` starts a comment; `-` is standard input.
+fn read_list(path: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let text = if path == std::path::Path::new("-") {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(path)?
+    };
+    Ok(text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+fn record_of(
+    game: &GameRef,
+    addr: SocketAddr,
+    result: Result<fragstat::ServerInfo, QueryError>,
+    rtt: Option<Duration>,
+) -> Record {
+    match result {
+        Ok(info) => Record::online(Some(addr.to_string()), game.id(), info, rtt),
+        Err(e) => {
+            let status = if e.is_timeout() {
+                Status::Timeout
+            } else {
+                Status::Error
+            };
+            Record::failed(Some(addr.to_string()), game.id(), status, e.to_string())
+        }
+    }
+}
+
+/// Probes `targets` and prints them; returns how many answered, or `Stop` when the reader
+/// went away or the user interrupted.
+async fn probe(
+    engine: &Engine,
+    game: &GameRef,
+    targets: Vec<Target>,
+    scan: &ScanArgs,
+    started: Instant,
+) -> anyhow::Result<ExitCode> {
+    let ask = scan.ask();
+    let mut out = Output::start(
+        scan.format,
+        scan.players || scan.rules,
+        scan.rules,
+        color_stdout(),
+    );
+    let mut jobs = Vec::new();
+    let mut positions = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        match &t.addr {
+            Ok(a) => {
+                jobs.push((*a, game.server_query(ask)));
+                positions.push(i);
+            }
+            Err(e) => {
+                let r = Record::failed(Some(t.text.clone()), game.id(), Status::Error, e.clone());
+                out.record(i, r)?;
+            }
+        }
+    }
+    let bar = progress_bar(jobs.len());
+    let options = scan.options(scan.timeout_ms, started.elapsed());
+    let mut batch = engine.run(jobs, options);
+    let mut online = 0usize;
+    let interrupted = loop {
+        let next = tokio::select! {
+            o = batch.next() => o,
+            _ = tokio::signal::ctrl_c() => break true,
+        };
+        let Some(o) = next else { break false };
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        let r = record_of(game, o.addr, o.result, o.rtt);
+        if r.status == Status::Online {
+            online += 1;
+        }
+        let pos = positions.get(o.index).copied().unwrap_or(o.index);
+        match out.record(pos, r) {
+            Ok(()) => {}
+            Err(Stop::BrokenPipe) => return Ok(ExitCode::SUCCESS),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    drop(batch);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    match out.finish() {
+        Ok(()) | Err(Stop::BrokenPipe) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(if interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if online == 0 {
+        ExitCode::from(EXIT_NO_ANSWER)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
-    let game = match parse_game(&a.game) {
+    let started = Instant::now();
+    let game = match lookup_game(&a.game) {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
     let mut texts = a.addrs.clone();
     if let Some(f) = &a.file {
-        texts.extend(targets::read_list(f).with_context(|| format!("reading {}", f.display()))?);
+        let list = read_list(f).with_context(|| format!("reading {}", f.display()))?;
+        if list.is_empty() {
+            return Ok(usage(format!("{} lists no servers", f.display())));
+        }
+        texts.extend(list);
     }
     if texts.is_empty() {
         return Ok(usage("no servers given (ADDR... or -f FILE)"));
     }
-    let targets = targets::resolve(&texts, game.default_port()).await;
+    let targets = resolve_all(&texts, game.default_port(), a.scan.resolve_timeout()).await;
     let engine = Engine::bind().await.context("binding UDP sockets")?;
-    probe(&client(&a.scan, engine), game, targets, &a.scan).await?;
-    Ok(ExitCode::SUCCESS)
+    probe(&engine, &game, targets, &a.scan, started).await
 }
 
 async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
-    let game = match parse_game(&a.game) {
+    let started = Instant::now();
+    let game = match lookup_game(&a.game) {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
     if a.masters.is_empty() {
         return Ok(usage("no master given"));
     }
-    let request = if a.ext {
-        let Some(name) = a
-            .gamename
-            .clone()
-            .or_else(|| game.master_gamename().map(str::to_string))
-        else {
-            return Ok(usage("--ext needs --gamename for this game"));
-        };
-        GetServers::ext(&name, game.protocol())
-    } else {
-        game.getservers()
-    };
-    let masters = targets::resolve(&a.masters, game.master_port()).await;
-    let engine = Engine::bind().await.context("binding UDP sockets")?;
-    let mut master_opts = a.scan.options();
-    // Lists span many datagrams; give masters qstat's longer per-attempt wait.
-    master_opts.timeout = master_opts.timeout.max(Duration::from_millis(1000));
-    let mut jobs = Vec::new();
-    for m in masters.iter().filter_map(|t| t.addr) {
-        jobs.push((
-            m,
-            MasterExchange::new(&request).context("encoding the master request")?,
-        ));
+    let options = MasterOptions::default()
+        .with_ext(a.ext)
+        .with_gamename(a.gamename.clone());
+    // Build one query first: options that do not fit the game are a usage error.
+    if let Err(e) = game.master_query(&options) {
+        return Ok(usage(e));
     }
-    let outcomes = engine.run(jobs, master_opts).collect_sorted().await;
-    let mut servers: Vec<SocketAddr> = Vec::new();
+    let Some(port) = game.master_port() else {
+        return Ok(usage(format!("{} has no UDP master", game.id())));
+    };
+    let masters = resolve_all(&a.masters, port, a.scan.resolve_timeout()).await;
+    let engine = Engine::bind().await.context("binding UDP sockets")?;
+    let mut jobs = Vec::new();
+    for m in &masters {
+        if let Ok(addr) = m.addr {
+            match game.master_query(&options) {
+                Ok(MasterQuery::Udp(ex)) => jobs.push((addr, ex)),
+                Ok(_) => {
+                    return Ok(usage(format!(
+                        "{}: masters listed over HTTP are not supported by this build",
+                        game.id()
+                    )))
+                }
+                Err(e) => return Ok(usage(e)),
+            }
+        }
+    }
+    let opts = a.scan.options(a.master_timeout_ms, started.elapsed());
+    let mut batch = engine.run(jobs, opts);
+    let mut outcomes = Vec::new();
+    loop {
+        tokio::select! {
+            o = batch.next() => match o {
+                Some(o) => outcomes.push(o),
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+        }
+    }
+    outcomes.sort_by_key(|o| o.index);
+    let mut servers: Vec<MasterEntry> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut report = Vec::new();
-    for t in masters.iter().filter(|t| t.addr.is_none()) {
-        report.push(serde_json::json!({"address": t.text, "status": "error", "error": t.error, "servers": null}));
+    let mut lists = 0;
+    for t in &masters {
+        if let Err(e) = &t.addr {
+            report.push(serde_json::json!({"address": t.text, "status": "error", "error": e, "servers": null, "rtt_ms": null}));
+        }
     }
-    for o in &outcomes {
-        match &o.result {
+    for o in outcomes {
+        match o.result {
             Ok(list) => {
-                for s in list {
-                    if seen.insert(*s) {
-                        servers.push(*s);
-                    }
-                }
+                lists += 1;
                 report.push(serde_json::json!({"address": o.addr.to_string(), "status": "online", "error": null,
                     "servers": list.len(), "rtt_ms": o.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3)}));
+                for s in list {
+                    if seen.insert(s.addr) {
+                        servers.push(s);
+                    }
+                }
             }
             Err(e) => {
                 let status = if e.is_timeout() { "timeout" } else { "error" };
-                report.push(serde_json::json!({"address": o.addr.to_string(), "status": status, "error": e.to_string(), "servers": null}));
+                report.push(serde_json::json!({"address": o.addr.to_string(), "status": status, "error": e.to_string(), "servers": null, "rtt_ms": null}));
             }
         }
     }
@@ -386,81 +481,94 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if a.probe {
+    if lists == 0 {
+        eprintln!("no master gave a list");
+        return Ok(ExitCode::from(EXIT_NO_ANSWER));
+    }
+    if a.probe || a.scan.players || a.scan.rules {
         let targets = servers
             .iter()
             .map(|s| Target {
-                text: s.to_string(),
-                addr: Some(*s),
-                error: None,
+                text: s.addr.to_string(),
+                addr: Ok(s.addr),
             })
             .collect();
-        probe(&client(&a.scan, engine), game, targets, &a.scan).await?;
-        return Ok(ExitCode::SUCCESS);
+        return probe(&engine, &game, targets, &a.scan, started).await;
     }
-    let list: Vec<String> = servers.iter().map(ToString::to_string).collect();
-    match a.scan.format {
-        Format::Table => {
-            for s in &list {
-                println!("{s}");
-            }
-            eprintln!("{} servers from {} masters", list.len(), report.len());
-        }
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"masters": report, "servers": list}))?
-        ),
-        Format::Ndjson => {
-            for s in &list {
-                println!("{}", serde_json::json!({"address": s}));
-            }
-        }
-    }
+    output::master_list(a.scan.format, &servers, &report, masters.len())?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn decode_file(game: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let game = match parse_game(game) {
+    let game = match lookup_game(game) {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let packet = match decode(&bytes) {
-        Ok(p) => p,
+    let bytes = if file == std::path::Path::new("-") {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .context("reading standard input")?;
+        b
+    } else {
+        std::fs::read(file).with_context(|| format!("reading {}", file.display()))?
+    };
+    let decoded = match game.decode(&bytes) {
+        Ok(d) => d,
         Err(e) => {
             eprintln!("error: {}: {e}", file.display());
             return Ok(ExitCode::from(1));
         }
     };
-    let value = match &packet {
-        Packet::InfoResponse(i) => serde_json::to_value(ServerRecord::online(
-            None,
-            game,
-            Summary::new(Some(i), None),
-            false,
-            None,
-        ))?,
-        Packet::StatusResponse(s) => {
-            let mut v = serde_json::to_value(ServerRecord::online(
-                None,
-                game,
-                Summary::new(None, Some(s)),
-                true,
-                None,
-            ))?;
-            if !s.skipped.is_empty() || s.truncated {
-                v["skipped_lines"] = s.skipped.iter().map(|l| serde_json::json!({"offset": l.offset, "line": fragstat::quake3::text::latin1(&l.line)})).collect();
-                v["truncated"] = s.truncated.into();
+    let json = serde_json::to_string_pretty(&DecodedJson {
+        game: game.id(),
+        decoded: &decoded,
+    })?;
+    output::print_line(&json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn games(format: Format) -> anyhow::Result<ExitCode> {
+    let games = fragstat::games();
+    let rows: Vec<serde_json::Value> = games
+        .iter()
+        .map(|g| {
+            serde_json::json!({
+                "id": g.id(),
+                "title": g.title(),
+                "family": g.family(),
+                "default_port": g.default_port(),
+                "master_port": g.master_port(),
+                "aliases": g.aliases(),
+            })
+        })
+        .collect();
+    match format {
+        Format::Json => output::print_line(&serde_json::to_string_pretty(&rows)?)?,
+        Format::Ndjson => {
+            for r in &rows {
+                output::print_line(&r.to_string())?;
             }
-            v
         }
-        Packet::ServersResponse(l) => serde_json::json!({
-            "servers": l.servers.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "terminator": l.terminator.map(|t| format!("{t:?}")),
-            "ext": l.ext,
-        }),
-        other => serde_json::json!({"packet": format!("{other:?}")}),
-    };
-    println!("{}", serde_json::to_string_pretty(&value)?);
+        Format::Table => {
+            let mut t = vec![vec![
+                "ID".to_string(),
+                "FAMILY".into(),
+                "PORT".into(),
+                "MASTER".into(),
+                "TITLE".into(),
+            ]];
+            for g in &games {
+                t.push(vec![
+                    g.id().to_string(),
+                    g.family().to_string(),
+                    g.default_port().to_string(),
+                    g.master_port().map_or("-".into(), |p| p.to_string()),
+                    g.title().to_string(),
+                ]);
+            }
+            output::print_line(table::columns(&t).trim_end())?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,21 +1,24 @@
-//! `fragstat serve` (emulated servers and master on real sockets) and `fragstat demo`.
+//! `fragstat serve` (emulated servers and a master on real sockets) and `fragstat demo`, for
+//! any game of the registry.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use fragstat::core::{serve::run, Engine, Options, Transport, UdpTransport};
-use fragstat::quake3::client::Client;
-use fragstat::quake3::server::{EmulatedMaster, EmulatedServer, ServerConfig};
-use fragstat::quake3::{EotStyle, Game};
+use fragstat::core::model::Record;
+use fragstat::core::registry::{Ask, EmuMaster, EmuServer, EndMarker, GameRef, MasterQuery};
+use fragstat::core::resolve::resolve;
+use fragstat::core::serve::run;
+use fragstat::core::service::{Outbox, Service};
+use fragstat::core::{Engine, Options, Transport, UdpTransport};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::record::{self, ServerRecord};
+use crate::{lookup_game, record_of, usage};
 
 /// Where the emulated master puts its end-of-list marker.
 #[derive(Clone, Copy, ValueEnum)]
@@ -24,51 +27,62 @@ pub enum Eot {
     Last,
     /// On every datagram (older masters).
     Every,
-    /// `\EOF` on the last datagram.
+    /// The alternative marker (Quake III `\EOF`) on the last datagram.
     Eof,
     /// None: clients finish on a timeout.
     None,
 }
 
-impl From<Eot> for EotStyle {
+impl From<Eot> for EndMarker {
     fn from(e: Eot) -> Self {
         match e {
-            Eot::Last => EotStyle::LastPacket,
-            Eot::Every => EotStyle::EveryPacket,
-            Eot::Eof => EotStyle::EofLast,
-            Eot::None => EotStyle::None,
+            Eot::Last => EndMarker::Last,
+            Eot::Every => EndMarker::Every,
+            Eot::Eof => EndMarker::Alternative,
+            Eot::None => EndMarker::None,
         }
     }
 }
 
+/// Most emulated servers one `serve` runs.
+const MAX_COUNT: u32 = 100_000;
+
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Game: q3, et, openarena, rtcw or oob:PROTOCOL.
+    /// Game id (see `fragstat games`).
     game: String,
-    /// Address of the first server; further servers take the following ports (port 0: any free port each).
-    #[arg(long, default_value = "127.0.0.1:27960")]
-    listen: SocketAddr,
-    /// Servers to run.
-    #[arg(long, default_value_t = 1)]
-    count: usize,
+    /// Address of the first server, HOST:PORT (default port: the game's); further servers
+    /// take the following ports (port 0: any free port each).
+    #[arg(long, default_value = "127.0.0.1")]
+    listen: String,
+    /// Servers to run (0 only with --master: a master that lists the servers that register).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_COUNT)))]
+    count: u32,
     /// Players on each server (every second one a bot with ping 0).
     #[arg(long, default_value_t = 0)]
     players: usize,
-    /// Server name (colour codes allowed); with --count > 1, " #N" is appended.
+    /// Server name (colour codes allowed where the game has them); with --count > 1, " #N"
+    /// is appended.
     #[arg(long, default_value = "^1fragstat ^7emulated server")]
     name: String,
     /// Map.
     #[arg(long, default_value = "q3dm17")]
     map: String,
+    /// Game type value as the game sends it (e.g. 4 for Quake III CTF).
+    #[arg(long)]
+    gametype: Option<String>,
     /// Player slots (default: at least 8, at least --players).
     #[arg(long)]
     max_players: Option<u32>,
+    /// Servers need a password.
+    #[arg(long)]
+    password: bool,
     /// Also run a master listing these servers.
     #[arg(long)]
     master: bool,
-    /// The master's address.
-    #[arg(long, default_value = "127.0.0.1:27950")]
-    master_listen: SocketAddr,
+    /// The master's address, HOST:PORT (default port: the game's master port).
+    #[arg(long, default_value = "127.0.0.1")]
+    master_listen: String,
     /// The master's end-of-list marker.
     #[arg(long, value_enum, default_value = "last")]
     eot: Eot,
@@ -77,8 +91,8 @@ pub struct ServeArgs {
     drop: f64,
     /// Worker threads. One thread serves 10,000 emulated servers on loopback with less
     /// overhead than several (docs/benchmarks.md) and leaves the other cores to clients.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
 }
 
 type Shutdown = watch::Receiver<bool>;
@@ -91,14 +105,36 @@ async fn shutdown_future(mut rx: Shutdown) {
     }
 }
 
+/// A service that drops a fraction of the datagrams it is given (simulated request loss).
+struct Lossy {
+    inner: Box<dyn Service>,
+    drop: f64,
+    rng: fastrand::Rng,
+}
+
+impl Service for Lossy {
+    fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
+        if self.drop > 0.0 && self.rng.f64() < self.drop {
+            return;
+        }
+        self.inner.handle(now, from, datagram, out);
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.inner.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+        self.inner.handle_timeout(now, out);
+    }
+}
+
 /// Binds `count` sockets from `listen` on (consecutive ports, or any free ports for port 0).
-fn bind_servers(listen: SocketAddr, count: usize) -> anyhow::Result<Vec<Arc<dyn Transport>>> {
-    let mut out = Vec::with_capacity(count);
+fn bind_servers(listen: SocketAddr, count: u32) -> anyhow::Result<Vec<Arc<dyn Transport>>> {
+    let mut out = Vec::new();
     for i in 0..count {
         let port = if listen.port() == 0 {
             0
         } else {
-            u16::try_from(usize::from(listen.port()) + i).context("port range runs past 65535")?
+            u16::try_from(u32::from(listen.port()) + i).context("port past 65535")?
         };
         let addr = SocketAddr::new(listen.ip(), port);
         let t = UdpTransport::bind(addr).with_context(|| format!("binding {addr}"))?;
@@ -107,103 +143,124 @@ fn bind_servers(listen: SocketAddr, count: usize) -> anyhow::Result<Vec<Arc<dyn 
     Ok(out)
 }
 
-fn spawn_server(
+fn spawn(
     tasks: &mut JoinSet<std::io::Result<()>>,
     socket: Arc<dyn Transport>,
-    config: ServerConfig,
-    drop: f64,
-    seed: u64,
+    service: impl Service + Send + 'static,
     stop: Shutdown,
 ) {
-    let mut emu = EmulatedServer::new(config);
-    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut service = service;
+    // TEMP until serve::run drives a Service.
     tasks.spawn(run(
         socket,
-        move |from, datagram| {
-            if drop > 0.0 && rng.f64() < drop {
-                return Vec::new();
-            }
-            emu.handle(datagram)
-                .map(|r| vec![(from, r)])
-                .unwrap_or_default()
+        move |from, d| {
+            let mut out = Outbox::new();
+            service.handle(Instant::now(), from, d, &mut out);
+            out
         },
         shutdown_future(stop),
     ));
 }
 
-fn spawn_master(
-    tasks: &mut JoinSet<std::io::Result<()>>,
-    socket: Arc<dyn Transport>,
-    mut master: EmulatedMaster,
-    stop: Shutdown,
-) {
-    tasks.spawn(run(
-        socket,
-        move |from, datagram| master.handle(from, datagram),
-        shutdown_future(stop),
-    ));
+/// Resolves a `--listen`-style address (host names allowed) or explains why not.
+async fn listen_addr(flag: &str, text: &str, default_port: u16) -> Result<SocketAddr, String> {
+    resolve(text, default_port, Duration::from_secs(2))
+        .await
+        .addr
+        .map_err(|e| format!("{flag} {text:?}: {e}"))
 }
 
-/// `fragstat serve`.
+/// The emulator configuration of server `i` of `count`.
+fn config(a: &ServeArgs, i: u32) -> EmuServer {
+    let name = if a.count > 1 {
+        format!("{} #{}", a.name, i + 1)
+    } else {
+        a.name.clone()
+    };
+    let mut c = EmuServer::new(name, a.map.clone(), a.players)
+        .with_seed(u64::from(i) + 1)
+        .with_password(a.password)
+        .with_gametype(a.gametype.clone());
+    if let Some(m) = a.max_players {
+        c = c.with_max_players(m);
+    }
+    c
+}
+
+/// `fragstat serve`: every option is checked before anything is bound or printed.
 pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let game: Game = match a.game.parse() {
+    let game = match lookup_game(&a.game) {
         Ok(g) => g,
-        Err(e) => return Ok(crate::usage(e)),
+        Err(code) => return Ok(code),
     };
     if !(0.0..=1.0).contains(&a.drop) {
-        return Ok(crate::usage("--drop takes a fraction from 0.0 to 1.0"));
+        return Ok(usage("--drop takes a fraction from 0.0 to 1.0"));
     }
-    if a.name.contains(['"', '\\', '\n']) {
-        return Ok(crate::usage(
-            "--name cannot contain '\"', '\\' or a newline",
+    if a.count == 0 && !a.master {
+        return Ok(usage(
+            "--count 0 serves nothing: give at least 1, or add --master for an empty master",
         ));
+    }
+    let listen = match listen_addr("--listen", &a.listen, game.default_port()).await {
+        Ok(l) => l,
+        Err(e) => return Ok(usage(e)),
+    };
+    if listen.port() != 0 && u32::from(listen.port()) + a.count.saturating_sub(1) > 65535 {
+        return Ok(usage(format!(
+            "--count {} from port {} runs past port 65535 (use a lower port, fewer servers, or port 0)",
+            a.count,
+            listen.port()
+        )));
+    }
+    let master_listen = if a.master {
+        let port = game.master_port().unwrap_or(0);
+        match listen_addr("--master-listen", &a.master_listen, port).await {
+            Ok(l) => Some(l),
+            Err(e) => return Ok(usage(e)),
+        }
+    } else {
+        None
+    };
+    // The emulator refuses what the protocol cannot carry (a `\` in a Quake III map name…).
+    if let Err(e) = game.emulated_server(&config(&a, 0)) {
+        return Ok(usage(format!("cannot serve {}: {e}", game.id())));
     }
     // Thousands of emulated servers need thousands of sockets.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
-    let sockets = bind_servers(a.listen, a.count)?;
+    let sockets = bind_servers(listen, a.count)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut listed = Vec::with_capacity(sockets.len());
-    let mut out = std::io::stdout().lock();
-    for (i, socket) in sockets.into_iter().enumerate() {
+    let mut lines = String::new();
+    for (i, socket) in (0u32..).zip(sockets) {
         let addr = socket.local_addr()?;
-        let name = if a.count > 1 {
-            format!("{} #{}", a.name, i + 1)
-        } else {
-            a.name.clone()
+        let inner = game
+            .emulated_server(&config(&a, i))
+            .map_err(|e| anyhow::anyhow!("server {}: {e}", i + 1))?;
+        lines.push_str(&format!("server {addr}\n"));
+        listed.push(addr);
+        let lossy = Lossy {
+            inner,
+            drop: a.drop,
+            rng: fastrand::Rng::with_seed(u64::from(i) + 1),
         };
-        let mut config = ServerConfig::sample(game, name.as_bytes(), a.players);
-        config.map = a.map.clone().into_bytes();
-        if let Some(m) = a.max_players {
-            config.max_clients = m;
-        }
-        writeln!(out, "server {addr}")?;
-        listed.push((addr, game.protocol()));
-        spawn_server(
-            &mut tasks,
-            socket,
-            config,
-            a.drop,
-            i as u64 + 1,
-            stop_rx.clone(),
-        );
+        spawn(&mut tasks, socket, lossy, stop_rx.clone());
     }
-    if a.master {
-        let socket: Arc<dyn Transport> = Arc::new(
-            UdpTransport::bind(a.master_listen)
-                .with_context(|| format!("binding {}", a.master_listen))?,
-        );
-        writeln!(out, "master {}", socket.local_addr()?)?;
-        spawn_master(
-            &mut tasks,
-            socket,
-            EmulatedMaster::new(listed, a.eot.into()),
-            stop_rx.clone(),
-        );
+    if let Some(ml) = master_listen {
+        let socket: Arc<dyn Transport> =
+            Arc::new(UdpTransport::bind(ml).with_context(|| format!("binding {ml}"))?);
+        lines.push_str(&format!("master {}\n", socket.local_addr()?));
+        let master = game
+            .emulated_master(&EmuMaster::new(listed).with_end_marker(a.eot.into()))
+            .map_err(|e| anyhow::anyhow!("master: {e}"))?;
+        spawn(&mut tasks, socket, master, stop_rx.clone());
     }
-    writeln!(out, "ready")?;
-    out.flush()?;
-    drop(out);
+    lines.push_str("ready\n");
+    {
+        let mut out = std::io::stdout().lock();
+        // The caller may have stopped reading; keep serving anyway.
+        let _ = out.write_all(lines.as_bytes()).and_then(|()| out.flush());
+    }
     wait_for_signal().await;
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
@@ -225,9 +282,9 @@ async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// `fragstat demo`: the whole job with no network beyond loopback.
+/// `fragstat demo`: the whole job with no network beyond loopback, for the first game of the
+/// registry.
 pub async fn demo(count: usize) -> anyhow::Result<ExitCode> {
-    let count = count.clamp(1, 500);
     const MAPS: [&str; 6] = [
         "q3dm17",
         "q3dm6",
@@ -236,56 +293,71 @@ pub async fn demo(count: usize) -> anyhow::Result<ExitCode> {
         "q3dm1",
         "pro-q3dm13",
     ];
-    let game = Game::Quake3;
+    let game: GameRef = fragstat::games()
+        .into_iter()
+        .next()
+        .context("no game compiled in")?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let loopback: SocketAddr = "127.0.0.1:0".parse()?;
     let mut listed = Vec::new();
-    for (i, socket) in bind_servers(loopback, count)?.into_iter().enumerate() {
+    let n = u32::try_from(count).unwrap_or(500);
+    for (i, socket) in (0u32..).zip(bind_servers(loopback, n)?) {
+        let i_us = i as usize;
         let name = format!("^{}fragstat ^7demo ^3#{}", i % 7 + 1, i + 1);
-        let mut config = ServerConfig::sample(game, name.as_bytes(), (i * 3) % 9);
-        config.map = MAPS[i % MAPS.len()].as_bytes().to_vec();
-        config.gametype = if i % 3 == 2 { 4 } else { 0 };
-        config.needpass = i % 4 == 3;
-        listed.push((socket.local_addr()?, game.protocol()));
-        spawn_server(&mut tasks, socket, config, 0.0, i as u64, stop_rx.clone());
+        let c = EmuServer::new(name, MAPS[i_us % MAPS.len()], (i_us * 3) % 9)
+            .with_seed(u64::from(i))
+            .with_password(i % 4 == 3)
+            .with_gametype(Some(if i % 3 == 2 { "4" } else { "0" }.into()));
+        let service = game
+            .emulated_server(&c)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        listed.push(socket.local_addr()?);
+        spawn(&mut tasks, socket, service, stop_rx.clone());
     }
     // One listed server that is down, as on any real master.
     let down = UdpTransport::bind(loopback)?.local_addr()?;
-    listed.push((down, game.protocol()));
+    listed.push(down);
     let master_socket: Arc<dyn Transport> = Arc::new(UdpTransport::bind(loopback)?);
     let master_addr = master_socket.local_addr()?;
-    spawn_master(
-        &mut tasks,
-        master_socket,
-        EmulatedMaster::new(listed, EotStyle::LastPacket),
-        stop_rx.clone(),
+    let master = game
+        .emulated_master(&EmuMaster::new(listed))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    spawn(&mut tasks, master_socket, master, stop_rx.clone());
+    eprintln!(
+        "started {count} emulated {} servers and a master on {master_addr} (one listed server is down)",
+        game.title()
     );
-    eprintln!("started {count} emulated Quake III servers and a master on {master_addr} (one listed server is down)");
 
-    let client = Client::with_engine(Engine::bind().await?).with_options(Options {
-        timeout: Duration::from_millis(300),
-        retries: 1,
-        ..Options::default()
-    });
-    let list = client
-        .master(master_addr, &game.getservers())
-        .await
-        .context("querying the emulated master")?;
+    let engine = Engine::bind().await?;
+    let mut options = Options::default();
+    options.timeout = Duration::from_millis(300);
+    options.retries = 1;
+    let MasterQuery::Udp(ex) = game
+        .master_query(&Default::default())
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+    else {
+        anyhow::bail!("{}: the demo needs a UDP master", game.id());
+    };
+    let list = engine.query(master_addr, ex, options.clone()).await;
+    let rtt = list.rtt;
+    let list = list.result.context("querying the emulated master")?;
     eprintln!(
         "master listed {} servers in {:.1} ms; probing them",
-        list.reply.len(),
-        list.rtt.unwrap_or_default().as_secs_f64() * 1e3
+        list.len(),
+        rtt.unwrap_or_default().as_secs_f64() * 1e3
     );
-    let outcomes = client.scan(list.reply, true).collect_sorted().await;
-    let records: Vec<ServerRecord> = outcomes
+    let jobs = list
+        .iter()
+        .map(|e| (e.addr, game.server_query(Ask::players())));
+    let outcomes = engine.run(jobs, options).collect_sorted().await;
+    let records: Vec<Record> = outcomes
         .into_iter()
-        .map(|o| match o.result {
-            Ok(r) => ServerRecord::online(Some(o.addr), game, r.into_summary(), true, o.rtt),
-            Err(e) => ServerRecord::failed(o.addr, game, &e),
-        })
+        .map(|o| record_of(&game, o.addr, o.result, o.rtt))
         .collect();
-    print!("{}", record::table(&records, true, crate::color_stdout()));
+    crate::output::print_line(
+        crate::table::servers(&records, true, false, crate::color_stdout()).trim_end(),
+    )?;
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
     Ok(ExitCode::SUCCESS)

@@ -56,6 +56,8 @@ mod exchange;
 pub mod model;
 pub mod registry;
 #[cfg(feature = "runtime")]
+pub mod resolve;
+#[cfg(feature = "runtime")]
 pub mod serve;
 pub mod service;
 #[cfg(feature = "testing")]
@@ -69,9 +71,9 @@ pub mod wire;
 pub use engine::{Batch, Engine, Options, Outcome};
 pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
-pub use wire::DecodeError;
 #[cfg(feature = "runtime")]
 pub use transport::{Transport, UdpTransport};
+pub use wire::DecodeError;
 
 /// Largest datagram the engine receives (UDP's maximum payload).
 pub const MAX_DATAGRAM: usize = 65_535;

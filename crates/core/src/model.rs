@@ -471,24 +471,31 @@ impl ServerInfo {
 /// `name` is for display, `name_raw` lossless (see [`Text::raw`]).
 impl Serialize for ServerInfo {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("ServerInfo", Self::JSON_FIELDS.len())?;
-        st.serialize_field("name", &self.name.display())?;
-        st.serialize_field("name_raw", &self.name.raw())?;
-        st.serialize_field("map", &self.map.display())?;
-        st.serialize_field("gametype", &self.gametype)?;
-        st.serialize_field("version", &self.version)?;
-        st.serialize_field("num_players", &self.num_players)?;
-        st.serialize_field("max_players", &self.max_players)?;
-        st.serialize_field("num_bots", &self.num_bots)?;
-        st.serialize_field("num_spectators", &self.num_spectators)?;
-        st.serialize_field("password", &self.password)?;
-        st.serialize_field("players", &self.players)?;
-        st.serialize_field("rules", &self.rules)?;
-        st.serialize_field("extra", &self.extra)?;
-        st.serialize_field("warnings", &self.warnings)?;
-        st.serialize_field("truncated", &self.truncated)?;
-        st.serialize_field("dialect", &self.name.dialect())?;
-        st.end()
+        let mut map = s.serialize_map(Some(Self::JSON_FIELDS.len()))?;
+        self.write_entries(&mut map)?;
+        map.end()
+    }
+}
+
+impl ServerInfo {
+    /// Writes the keys of [`ServerInfo::JSON_FIELDS`] into an enclosing JSON object.
+    fn write_entries<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        map.serialize_entry("name", &self.name.display())?;
+        map.serialize_entry("name_raw", &self.name.raw())?;
+        map.serialize_entry("map", &self.map.display())?;
+        map.serialize_entry("gametype", &self.gametype)?;
+        map.serialize_entry("version", &self.version)?;
+        map.serialize_entry("num_players", &self.num_players)?;
+        map.serialize_entry("max_players", &self.max_players)?;
+        map.serialize_entry("num_bots", &self.num_bots)?;
+        map.serialize_entry("num_spectators", &self.num_spectators)?;
+        map.serialize_entry("password", &self.password)?;
+        map.serialize_entry("players", &self.players)?;
+        map.serialize_entry("rules", &self.rules)?;
+        map.serialize_entry("extra", &self.extra)?;
+        map.serialize_entry("warnings", &self.warnings)?;
+        map.serialize_entry("truncated", &self.truncated)?;
+        map.serialize_entry("dialect", &self.name.dialect())
     }
 }
 
@@ -555,5 +562,90 @@ mod tests {
         assert_eq!(r.get_int(&["x", "b"]), Some(2));
         r.remove(b"a");
         assert_eq!(r, [("b", "2")].into_iter().collect());
+    }
+}
+
+/// Whether a server answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Status {
+    /// It answered.
+    Online,
+    /// No answer in time.
+    Timeout,
+    /// An error (unresolvable address, undecodable reply, send failure…).
+    Error,
+}
+
+/// One server as every output format shows it (the CLI's JSON object; docs/json.md):
+/// `address`, `game`, `status`, `error`, `rtt_ms`, then every [`ServerInfo`] key, `null`
+/// when the server did not answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Record {
+    /// `ip:port` (`[v6]:port`), or the text that could not be resolved; `None` for a decoded
+    /// file.
+    pub address: Option<String>,
+    /// Game id.
+    pub game: String,
+    /// Answered or not.
+    pub status: Status,
+    /// Why not.
+    pub error: Option<String>,
+    /// Round-trip time of the answered attempt, in milliseconds (microsecond precision).
+    pub rtt_ms: Option<f64>,
+    /// What the server said.
+    pub info: Option<ServerInfo>,
+}
+
+impl Record {
+    /// A server that answered.
+    pub fn online(
+        address: Option<String>,
+        game: &str,
+        info: ServerInfo,
+        rtt: Option<std::time::Duration>,
+    ) -> Self {
+        Record {
+            address,
+            game: game.to_string(),
+            status: Status::Online,
+            error: None,
+            rtt_ms: rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
+            info: Some(info),
+        }
+    }
+
+    /// A server that did not answer (`timeout`) or failed (`error`).
+    pub fn failed(address: Option<String>, game: &str, status: Status, error: String) -> Self {
+        Record {
+            address,
+            game: game.to_string(),
+            status,
+            error: Some(error),
+            rtt_ms: None,
+            info: None,
+        }
+    }
+}
+
+impl Serialize for Record {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(5 + ServerInfo::JSON_FIELDS.len()))?;
+        map.serialize_entry("address", &self.address)?;
+        map.serialize_entry("game", &self.game)?;
+        map.serialize_entry("status", &self.status)?;
+        map.serialize_entry("error", &self.error)?;
+        map.serialize_entry("rtt_ms", &self.rtt_ms)?;
+        match &self.info {
+            Some(info) => info.write_entries(&mut map)?,
+            None => {
+                for k in ServerInfo::JSON_FIELDS {
+                    map.serialize_entry(k, &None::<()>)?;
+                }
+            }
+        }
+        map.end()
     }
 }

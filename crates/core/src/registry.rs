@@ -157,6 +157,9 @@ pub struct EmuServer {
     pub max_players: u32,
     /// Needs a password.
     pub password: bool,
+    /// The game type value as the game sends it (Quake III `4` for CTF); the game's default
+    /// when `None`.
+    pub gametype: Option<String>,
     /// Varies names and scores deterministically between servers.
     pub seed: u64,
 }
@@ -169,6 +172,7 @@ impl Default for EmuServer {
             players: 0,
             max_players: 8,
             password: false,
+            gametype: None,
             seed: 0,
         }
     }
@@ -196,6 +200,12 @@ impl EmuServer {
     /// Sets the seed.
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// Sets the game type value.
+    pub fn with_gametype(mut self, gametype: Option<String>) -> Self {
+        self.gametype = gametype;
         self
     }
 
@@ -311,4 +321,40 @@ pub fn find_in(games: Vec<GameRef>, id: &str) -> Option<GameRef> {
     games.into_iter().find(|g| {
         g.id().eq_ignore_ascii_case(id) || g.aliases().iter().any(|a| a.eq_ignore_ascii_case(id))
     })
+}
+
+/// How `fragstat decode` writes a [`Decoded`] datagram as JSON: a server reply is a
+/// [`crate::model::Record`] (docs/json.md) with a null address; a list is
+/// `{"packet": "servers", "servers": [...], "details": {...}}`; any other packet
+/// `{"packet": KIND, "fields": {...}}`.
+#[derive(Debug)]
+pub struct DecodedJson<'a> {
+    /// The game id written into a server record.
+    pub game: &'a str,
+    /// The datagram.
+    pub decoded: &'a Decoded,
+}
+
+impl serde::Serialize for DecodedJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self.decoded {
+            Decoded::Server(info) => {
+                crate::model::Record::online(None, self.game, info.clone(), None).serialize(s)
+            }
+            Decoded::Servers { servers, details } => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("packet", "servers")?;
+                m.serialize_entry("servers", servers)?;
+                m.serialize_entry("details", details)?;
+                m.end()
+            }
+            Decoded::Packet { kind, fields } => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("packet", kind)?;
+                m.serialize_entry("fields", fields)?;
+                m.end()
+            }
+        }
+    }
 }

@@ -219,7 +219,12 @@ pub fn decimal_i32(text: &[u8], field: &'static str, offset: usize) -> Result<i3
 
 /// Checks a count read from the wire against the protocol's maximum before anything loops
 /// over it or allocates for it.
-pub fn bounded(count: u64, max: u64, field: &'static str, offset: usize) -> Result<usize, DecodeError> {
+pub fn bounded(
+    count: u64,
+    max: u64,
+    field: &'static str,
+    offset: usize,
+) -> Result<usize, DecodeError> {
     if count > max {
         return Err(DecodeError::TooMany {
             field,
@@ -260,7 +265,11 @@ macro_rules! fixed {
 impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0, base: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            base: 0,
+        }
     }
 
     /// A reader over `buf`, which starts at absolute offset `base` in the datagram: offsets
@@ -328,7 +337,12 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes `expected` or fails with [`DecodeError::Invalid`] naming `field`.
-    pub fn expect(&mut self, field: &'static str, expected: &[u8], reason: &'static str) -> Result<(), DecodeError> {
+    pub fn expect(
+        &mut self,
+        field: &'static str,
+        expected: &[u8],
+        reason: &'static str,
+    ) -> Result<(), DecodeError> {
         if self.eat(expected) {
             return Ok(());
         }
@@ -501,7 +515,19 @@ mod tests {
 
     #[test]
     fn varints_round_trip_and_refuse_overlong() {
-        for v in [0, 1, 63, 64, -1, -64, -65, 1000, i32::MAX, i32::MIN, 123_456_789] {
+        for v in [
+            0,
+            1,
+            63,
+            64,
+            -1,
+            -64,
+            -65,
+            1000,
+            i32::MAX,
+            i32::MIN,
+            123_456_789,
+        ] {
             let mut out = Vec::new();
             put_varint(&mut out, v);
             let mut r = Reader::new(&out);
@@ -528,9 +554,15 @@ mod tests {
         assert_eq!(r.offset(), 18);
         assert_eq!(r.cstr("s").unwrap(), b"ab");
         let e = r.cstr("x").unwrap_err();
-        assert_eq!((e.kind(), e.field(), e.offset()), ("missing", Some("x"), 23));
+        assert_eq!(
+            (e.kind(), e.field(), e.offset()),
+            ("missing", Some("x"), 23)
+        );
         let e = r.u32_le("y").unwrap_err();
-        assert_eq!(e.to_string(), "truncated y at offset 21: needed 4 bytes, 2 left");
+        assert_eq!(
+            e.to_string(),
+            "truncated y at offset 21: needed 4 bytes, 2 left"
+        );
     }
 
     #[test]
@@ -539,6 +571,9 @@ mod tests {
         assert!(decimal_i32(b"99999999999", "n", 0).is_err());
         assert!(decimal_i32(b"", "n", 0).is_err());
         let e = bounded(70, 64, "players", 5).unwrap_err();
-        assert_eq!(e.to_string(), "too many players at offset 5: 70, at most 64");
+        assert_eq!(
+            e.to_string(),
+            "too many players at offset 5: 70, at most 64"
+        );
     }
 }

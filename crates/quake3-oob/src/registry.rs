@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use fragstat_core::model::MasterEntry;
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, EndMarker, Family, Game as RegistryGame,
-    GameRef, MasterOptions, MasterQuery,
+    Ask, Decoded, EmuError, EmuMaster, EmuServer, EndMarker, Family, Game as RegistryGame, GameRef,
+    MasterOptions, MasterQuery,
 };
 use fragstat_core::service::Service;
 use fragstat_core::text::latin1;
@@ -161,7 +161,10 @@ impl RegistryGame for Quake3Game {
         Some(self.game.master_port())
     }
 
-    fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = fragstat_core::model::ServerInfo>> {
+    fn server_query(
+        &self,
+        ask: Ask,
+    ) -> Box<dyn Exchange<Output = fragstat_core::model::ServerInfo>> {
         // getstatus carries the players and every variable; getinfo the bot count.
         let q3 = if ask.players || ask.rules {
             Q3Ask::Both
@@ -267,6 +270,13 @@ impl RegistryGame for Quake3Game {
         c.map = config.map.clone();
         c.max_clients = config.max_players;
         c.needpass = config.password;
+        if let Some(gt) = &config.gametype {
+            c.gametype = gt.trim().parse().map_err(|_| {
+                EmuError(format!(
+                    "game type {gt:?}: a Quake III game type is a number"
+                ))
+            })?;
+        }
         let shift = i32::try_from(config.seed % 7).unwrap_or(0);
         for p in &mut c.players {
             p.score += shift;

@@ -1,0 +1,215 @@
+//! The browser table: column widths from the content (an address is never cut), player rows
+//! under their server with a header, rules under the server with `--rules`, and a `…` where
+//! a long map name is clipped.
+
+use fragstat::core::model::{Record, Status};
+use fragstat::core::text;
+
+/// Widest map column before clipping (with a `…` marker).
+const MAP_WIDTH: usize = 24;
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Control characters dropped; clipped to `max` characters with `…` as the last one.
+fn clip(s: &str, max: usize) -> String {
+    let clean: String = s.chars().filter(|c| !c.is_control()).collect();
+    if width(&clean) <= max {
+        return clean;
+    }
+    let mut out: String = clean.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn pad(s: &str, w: usize) -> String {
+    let mut out = s.to_string();
+    out.extend(std::iter::repeat_n(' ', w.saturating_sub(width(s))));
+    out
+}
+
+/// Left-aligned columns, each as wide as its widest cell (the last column is not padded).
+pub fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| width(c))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i + 1 == r.len() {
+                    c.clone()
+                } else {
+                    pad(c, widths.get(i).copied().unwrap_or(0))
+                }
+            })
+            .collect();
+        out.push_str(cells.join(" ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A name for the table: colour codes as ANSI colours when `color` (Quake dialect), else
+/// stripped; control characters dropped.
+fn shown(name: &fragstat::Text, color: bool) -> String {
+    if color {
+        let clean: Vec<u8> = name
+            .as_bytes()
+            .iter()
+            .copied()
+            .filter(|b| !b.is_ascii_control())
+            .collect();
+        fragstat::Text::new(clean, name.dialect()).ansi()
+    } else {
+        name.display().chars().filter(|c| !c.is_control()).collect()
+    }
+}
+
+fn status(s: Status) -> &'static str {
+    match s {
+        Status::Online => "online",
+        Status::Timeout => "timeout",
+        _ => "error",
+    }
+}
+
+/// The table of `records`; `players` adds player rows, `rules` the server variables.
+pub fn servers(records: &[Record], players: bool, rules: bool, color: bool) -> String {
+    let mut rows = vec![vec![
+        "ADDRESS".to_string(),
+        "STATUS".into(),
+        "PING".into(),
+        "PLAYERS".into(),
+        "BOTS".into(),
+        "MAP".into(),
+        "NAME".into(),
+    ]];
+    // Player and rule lines go after their server's row; collect them per row.
+    let mut after: Vec<Vec<String>> = vec![Vec::new()];
+    for r in records {
+        let ping = match r.rtt_ms {
+            Some(p) if p < 10.0 => format!("{p:.1}"),
+            Some(p) => format!("{p:.0}"),
+            None => "-".into(),
+        };
+        let info = r.info.as_ref();
+        let counts = info.map_or("-".into(), |i| {
+            format!("{}/{}", i.num_players, i.max_players)
+        });
+        let bots = info
+            .and_then(|i| i.num_bots)
+            .map_or("-".into(), |b| b.to_string());
+        let map = info.map_or("-".into(), |i| clip(&i.map.display(), MAP_WIDTH));
+        let name = match (info, &r.error) {
+            (Some(i), _) => shown(&i.name, color),
+            (None, Some(e)) => format!("({e})"),
+            (None, None) => String::new(),
+        };
+        rows.push(vec![
+            r.address.clone().unwrap_or_else(|| "-".into()),
+            status(r.status).into(),
+            ping,
+            counts,
+            bots,
+            map,
+            name,
+        ]);
+        let mut lines = Vec::new();
+        if let Some(i) = info {
+            if players {
+                if let Some(ps) = i.players.as_ref().filter(|p| !p.is_empty()) {
+                    let mut t = vec![vec![
+                        "SCORE".to_string(),
+                        "PING".into(),
+                        "TEAM".into(),
+                        "NAME".into(),
+                    ]];
+                    for p in ps {
+                        let opt = |v: Option<i32>| v.map_or("-".into(), |v| v.to_string());
+                        t.push(vec![
+                            opt(p.score),
+                            opt(p.ping),
+                            opt(p.team),
+                            shown(&p.name, color),
+                        ]);
+                    }
+                    lines.extend(columns(&t).lines().map(|l| format!("    {l}")));
+                }
+            }
+            if rules {
+                for (k, v) in i.rules.pairs() {
+                    lines.push(format!(
+                        "    {} = {}",
+                        clip(&text::decode_lossless(k), 64),
+                        clip(&text::decode_lossless(v), 200)
+                    ));
+                }
+            }
+        }
+        after.push(lines);
+    }
+    let table = columns(&rows);
+    let mut out = String::new();
+    for (line, extra) in table.lines().zip(&after) {
+        out.push_str(line);
+        out.push('\n');
+        for l in extra {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    let online = records
+        .iter()
+        .filter(|r| r.status == Status::Online)
+        .count();
+    let total_players: u64 = records
+        .iter()
+        .filter_map(|r| r.info.as_ref())
+        .map(|i| u64::from(i.num_players))
+        .sum();
+    out.push_str(&format!(
+        "{online} of {} servers online, {total_players} players\n",
+        records.len()
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fragstat::core::model::{Dialect, ServerInfo, Text};
+
+    #[test]
+    fn names_plain_or_coloured() {
+        let t = Text::new(b"^1Red^7Guy\x07".to_vec(), Dialect::Quake);
+        assert_eq!(shown(&t, false), "RedGuy");
+        assert_eq!(shown(&t, true), "\x1b[31mRed\x1b[37mGuy\x1b[0m");
+        let tw = Text::new(b"^1Tee".to_vec(), Dialect::Plain);
+        assert_eq!(shown(&tw, true), "^1Tee");
+    }
+
+    #[test]
+    fn long_addresses_are_never_cut_and_maps_are_marked() {
+        let mut info = ServerInfo::default();
+        info.map = Text::new(vec![b'm'; 40], Dialect::Quake);
+        let addr = "[2001:db8:1234:5678:9abc:def0:1234:5678]:27960";
+        let r = Record::online(Some(addr.into()), "q3", info, None);
+        let t = servers(&[r], false, false, false);
+        assert!(t.contains(addr), "{t}");
+        assert!(
+            t.contains(&format!("{}…", "m".repeat(MAP_WIDTH - 1))),
+            "{t}"
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Server addresses as people write them: `HOST[:PORT]`, `IP[:PORT]`, `[IPv6]:PORT`, a bare
+//! IPv6 address. Host names resolve concurrently, each within a timeout.
+//!
+//! ```no_run
+//! # async fn run() {
+//! use std::time::Duration;
+//! let targets = fragstat_core::resolve::resolve_all(
+//!     &["127.0.0.1".into(), "localhost:27961".into(), "[::1]:27960".into()],
+//!     27960,
+//!     Duration::from_secs(2),
+//! ).await;
+//! for t in &targets {
+//!     println!("{} -> {:?}", t.text, t.addr);
+//! }
+//! # }
+//! ```
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// One address as given, and what it resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// As written.
+    pub text: String,
+    /// The address, or why there is none.
+    pub addr: Result<SocketAddr, String>,
+}
+
+/// Splits `text` into host and port (`default_port` when none is given).
+pub fn split(text: &str, default_port: u16) -> Result<(String, u16), String> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Ok((ip.to_string(), default_port));
+    }
+    if let Ok(sa) = text.parse::<SocketAddr>() {
+        return Ok((sa.ip().to_string(), sa.port()));
+    }
+    if let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        return Ok((inner.to_string(), default_port));
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') && !host.is_empty() => {
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| format!("bad port in {text:?}"))?;
+            Ok((host.to_string(), port))
+        }
+        Some(_) => Err(format!("cannot read address {text:?}")),
+        None if text.is_empty() => Err("empty address".into()),
+        None => Ok((text.to_string(), default_port)),
+    }
+}
+
+/// The first IPv4 address of a name, else its first address: most game servers listen on
+/// IPv4 only, while names like `localhost` often list `::1` first. Write `[v6]:port` to
+/// choose IPv6.
+pub fn prefer_ipv4(addrs: impl IntoIterator<Item = SocketAddr>) -> Option<SocketAddr> {
+    let all: Vec<SocketAddr> = addrs.into_iter().collect();
+    all.iter().find(|a| a.is_ipv4()).or(all.first()).copied()
+}
+
+/// Resolves one address; a host name is looked up (at most `timeout`).
+pub async fn resolve(text: &str, default_port: u16, timeout: Duration) -> Target {
+    let addr = async {
+        let (host, port) = split(text, default_port)?;
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return Ok(SocketAddr::new(ip, port));
+        }
+        let lookup =
+            tokio::time::timeout(timeout, tokio::net::lookup_host((host.clone(), port))).await;
+        match lookup {
+            Err(_) => Err(format!(
+                "{host}: no answer from the resolver in {} ms",
+                timeout.as_millis()
+            )),
+            Ok(Err(e)) => Err(format!("{host}: {e}")),
+            Ok(Ok(addrs)) => prefer_ipv4(addrs).ok_or_else(|| format!("{host}: no address")),
+        }
+    }
+    .await;
+    Target {
+        text: text.to_string(),
+        addr,
+    }
+}
+
+/// Resolves every address concurrently (at most 64 lookups at once), in the given order.
+pub async fn resolve_all(texts: &[String], default_port: u16, timeout: Duration) -> Vec<Target> {
+    let mut out: Vec<Option<Target>> = vec![None; texts.len()];
+    let mut set = tokio::task::JoinSet::new();
+    let mut next = 0;
+    loop {
+        while set.len() < 64 && next < texts.len() {
+            let (i, text) = (next, texts.get(next).cloned().unwrap_or_default());
+            set.spawn(async move { (i, resolve(&text, default_port, timeout).await) });
+            next += 1;
+        }
+        match set.join_next().await {
+            Some(Ok((i, t))) => {
+                if let Some(slot) = out.get_mut(i) {
+                    *slot = Some(t);
+                }
+            }
+            Some(Err(_)) => {}
+            None => break,
+        }
+    }
+    out.into_iter()
+        .zip(texts)
+        .map(|(t, text)| {
+            t.unwrap_or_else(|| Target {
+                text: text.clone(),
+                addr: Err("resolver task failed".into()),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_prefer_ipv4() {
+        let v6: SocketAddr = "[::1]:1".parse().unwrap();
+        let v4: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        assert_eq!(prefer_ipv4([v6, v4]), Some(v4));
+        assert_eq!(prefer_ipv4([v6]), Some(v6));
+        assert_eq!(prefer_ipv4([]), None);
+    }
+
+    #[test]
+    fn address_forms() {
+        let ok = |t: &str| split(t, 27960).unwrap();
+        assert_eq!(ok("127.0.0.1"), ("127.0.0.1".into(), 27960));
+        assert_eq!(ok("127.0.0.1:27961"), ("127.0.0.1".into(), 27961));
+        assert_eq!(ok("[::1]:27961"), ("::1".into(), 27961));
+        assert_eq!(ok("::1"), ("::1".into(), 27960));
+        assert_eq!(ok("[::1]"), ("::1".into(), 27960));
+        assert_eq!(ok("localhost:1"), ("localhost".into(), 1));
+        assert!(split("host:notaport", 27960).is_err());
+        assert!(split("", 27960).is_err());
+        assert!(split(":5", 27960).is_err());
+    }
+
+    #[tokio::test]
+    async fn resolves_in_order_and_reports_errors() {
+        let texts: Vec<String> = ["127.0.0.1:5", "bad:port", "[::1]:7", "localhost:9"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let t = resolve_all(&texts, 1, Duration::from_secs(5)).await;
+        assert_eq!(t[0].addr, Ok("127.0.0.1:5".parse().unwrap()));
+        assert!(t[1].addr.is_err());
+        assert_eq!(t[2].addr, Ok("[::1]:7".parse().unwrap()));
+        assert_eq!(t[3].addr.as_ref().map(|a| a.port()), Ok(9));
+        assert_eq!(t[3].text, "localhost:9");
+    }
+}
