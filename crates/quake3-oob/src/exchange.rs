@@ -245,4 +245,3 @@ impl Exchange for MasterExchange {
         (self.datagrams > 0).then(|| Ok(std::mem::take(&mut self.servers)))
     }
 }
-

@@ -116,17 +116,48 @@ impl Game {
     /// `gametype_t`, OpenArena's additions, W:ET and RtCW `g_gametype`).
     pub fn gametype_name(&self, value: i64) -> Option<&'static str> {
         const Q3: [&str; 8] = [
-            "ffa", "tournament", "single", "tdm", "ctf", "oneflag", "obelisk", "harvester",
+            "ffa",
+            "tournament",
+            "single",
+            "tdm",
+            "ctf",
+            "oneflag",
+            "obelisk",
+            "harvester",
         ];
         const OA: [&str; 13] = [
-            "ffa", "tournament", "single", "tdm", "ctf", "oneflag", "overload", "harvester",
-            "elimination", "ctf_elimination", "lms", "double_domination", "domination",
+            "ffa",
+            "tournament",
+            "single",
+            "tdm",
+            "ctf",
+            "oneflag",
+            "overload",
+            "harvester",
+            "elimination",
+            "ctf_elimination",
+            "lms",
+            "double_domination",
+            "domination",
         ];
         const ET: [&str; 7] = [
-            "single", "coop", "objective", "stopwatch", "campaign", "lms", "map_voting",
+            "single",
+            "coop",
+            "objective",
+            "stopwatch",
+            "campaign",
+            "lms",
+            "map_voting",
         ];
         const RTCW: [&str; 9] = [
-            "ffa", "tournament", "single", "tdm", "ctf", "objective", "stopwatch", "checkpoint",
+            "ffa",
+            "tournament",
+            "single",
+            "tdm",
+            "ctf",
+            "objective",
+            "stopwatch",
+            "checkpoint",
             "capture_and_hold",
         ];
         let table: &[&str] = match self {
@@ -135,7 +166,10 @@ impl Game {
             Game::OpenArena => &OA,
             Game::Quake3 | Game::Other(_) => &Q3,
         };
-        usize::try_from(value).ok().and_then(|i| table.get(i)).copied()
+        usize::try_from(value)
+            .ok()
+            .and_then(|i| table.get(i))
+            .copied()
     }
 }
 

@@ -33,20 +33,21 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
-mod exchange;
 pub mod game;
-pub mod registry;
 mod info;
 pub mod master;
 mod packet;
+pub mod registry;
 pub mod server;
 pub mod view;
 
 #[cfg(feature = "client")]
 pub mod client;
 
+pub use exchange::{Ask, MasterExchange, ServerExchange, ServerReply};
 pub use fragstat_core::text;
 pub use fragstat_core::DecodeError;
 pub use game::Game;
@@ -56,6 +57,5 @@ pub use packet::{
     decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player,
     SkippedLine, StatusResponse, OOB_HEADER,
 };
-pub use exchange::{Ask, MasterExchange, ServerExchange, ServerReply};
 pub use registry::{Quake3Game, FAMILY};
 pub use view::server_info;

@@ -9,9 +9,9 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use binrw::{BinRead, BinWrite};
 
-use fragstat_core::wire::{decimal_i32 as parse_i32, Reader};
 use crate::info::EncodeError;
 use crate::DecodeError;
+use fragstat_core::wire::{decimal_i32 as parse_i32, Reader};
 
 /// Largest datagram a master sends (dpmaster `MAX_PACKET_SIZE_OUT`).
 pub const MAX_MASTER_PACKET: usize = 1400;

@@ -4,10 +4,10 @@
 //! `code/server/sv_client.c` (`SV_GetChallenge`), `code/client/cl_main.c`
 //! (`CL_ServersResponsePacket`); W:ET `src/server/sv_main.c`; dpmaster `doc/techinfo.txt`.
 
-use fragstat_core::wire::{decimal_i32 as parse_i32, excerpt, Reader};
 use crate::info::{EncodeError, InfoString};
 use crate::master::{GetServers, ServerList};
 use crate::DecodeError;
+use fragstat_core::wire::{decimal_i32 as parse_i32, excerpt, Reader};
 
 /// The out-of-band marker every datagram starts with.
 pub const OOB_HEADER: [u8; 4] = [0xFF; 4];
