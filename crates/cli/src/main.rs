@@ -408,47 +408,77 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         .with_ext(a.ext)
         .with_gamename(a.gamename.clone());
     // Build one query first: options that do not fit the game are a usage error.
-    if let Err(e) = game.master_query(&options) {
-        return Ok(usage(e));
-    }
-    let Some(port) = game.master_port() else {
-        return Ok(usage(format!("{} has no UDP master", game.id())));
+    let first = match game.master_query(&options) {
+        Ok(q) => q,
+        Err(e) => return Ok(usage(e)),
     };
-    let masters = resolve_all(&a.masters, port, a.scan.resolve_timeout()).await;
     let engine = Engine::bind().await.context("binding UDP sockets")?;
-    let mut jobs = Vec::new();
-    for m in &masters {
-        if let Ok(addr) = m.addr {
-            match game.master_query(&options) {
-                Ok(MasterQuery::Udp(ex)) => jobs.push((addr, ex)),
-                Ok(_) => {
-                    return Ok(usage(format!(
-                        "{}: masters listed over HTTP are not supported by this build",
-                        game.id()
-                    )))
-                }
-                Err(e) => return Ok(usage(e)),
+    // (masters as given, resolved where UDP; what each answered)
+    let (masters, mut outcomes) = match first {
+        MasterQuery::Http { default_url, parse } => {
+            let mut urls = a.masters.clone();
+            if urls.is_empty() {
+                urls.extend(default_url.map(str::to_string));
             }
+            if urls.is_empty() {
+                return Ok(usage("no master URL given"));
+            }
+            let timeout = Duration::from_millis(a.master_timeout_ms.max(5000));
+            let outcomes = http_lists(&urls, parse, timeout, a.scan.deadline()).await;
+            (Vec::new(), outcomes)
         }
-    }
-    let opts = a.scan.options(a.master_timeout_ms, started.elapsed());
-    let mut batch = engine.run(jobs, opts);
-    let mut outcomes = Vec::new();
-    loop {
-        tokio::select! {
-            o = batch.next() => match o {
-                Some(o) => outcomes.push(o),
-                None => break,
-            },
-            _ = tokio::signal::ctrl_c() => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+        MasterQuery::Udp(first) => {
+            if a.masters.is_empty() {
+                return Ok(usage("no master given"));
+            }
+            let Some(port) = game.master_port() else {
+                return Ok(usage(format!("{} has no UDP master port", game.id())));
+            };
+            let masters = resolve_all(&a.masters, port, a.scan.resolve_timeout()).await;
+            let mut jobs = Vec::new();
+            let mut first = Some(first);
+            for m in &masters {
+                if let Ok(addr) = m.addr {
+                    let ex = match first.take() {
+                        Some(ex) => ex,
+                        None => match game.master_query(&options) {
+                            Ok(MasterQuery::Udp(ex)) => ex,
+                            Ok(_) => anyhow::bail!("{}: master query changed kind", game.id()),
+                            Err(e) => return Ok(usage(e)),
+                        },
+                    };
+                    jobs.push((addr, ex));
+                }
+            }
+            let opts = a.scan.options(a.master_timeout_ms, started.elapsed());
+            let mut batch = engine.run(jobs, opts);
+            let mut outcomes = Vec::new();
+            loop {
+                tokio::select! {
+                    o = batch.next() => match o {
+                        Some(o) => outcomes.push(MasterOutcome {
+                            index: o.index,
+                            address: o.addr.to_string(),
+                            rtt: o.rtt,
+                            result: o.result.map_err(|e| (e.is_timeout(), e.to_string())),
+                        }),
+                        None => break,
+                    },
+                    _ = tokio::signal::ctrl_c() => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+                }
+            }
+            (masters, outcomes)
         }
-    }
+        _ => return Ok(usage(format!("{}: unknown kind of master", game.id()))),
+    };
+    let asked = masters.len().max(outcomes.len());
+    let unresolved: Vec<&Target> = masters.iter().filter(|t| t.addr.is_err()).collect();
     outcomes.sort_by_key(|o| o.index);
     let mut servers: Vec<MasterEntry> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut report = Vec::new();
     let mut lists = 0;
-    for t in &masters {
+    for t in unresolved {
         if let Err(e) = &t.addr {
             report.push(serde_json::json!({"address": t.text, "status": "error", "error": e, "servers": null, "rtt_ms": null}));
         }
@@ -457,7 +487,7 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         match o.result {
             Ok(list) => {
                 lists += 1;
-                report.push(serde_json::json!({"address": o.addr.to_string(), "status": "online", "error": null,
+                report.push(serde_json::json!({"address": o.address, "status": "online", "error": null,
                     "servers": list.len(), "rtt_ms": o.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3)}));
                 for s in list {
                     if seen.insert(s.addr) {
@@ -465,9 +495,9 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            Err(e) => {
-                let status = if e.is_timeout() { "timeout" } else { "error" };
-                report.push(serde_json::json!({"address": o.addr.to_string(), "status": status, "error": e.to_string(), "servers": null, "rtt_ms": null}));
+            Err((timeout, e)) => {
+                let status = if timeout { "timeout" } else { "error" };
+                report.push(serde_json::json!({"address": o.address, "status": status, "error": e, "servers": null, "rtt_ms": null}));
             }
         }
     }
@@ -485,6 +515,7 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         eprintln!("no master gave a list");
         return Ok(ExitCode::from(EXIT_NO_ANSWER));
     }
+    // Lists that carry each server's info (DDNet's HTTP master) need no probe to be shown.
     if a.probe || a.scan.players || a.scan.rules {
         let targets = servers
             .iter()
@@ -495,8 +526,89 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
             .collect();
         return probe(&engine, &game, targets, &a.scan, started).await;
     }
-    output::master_list(a.scan.format, &servers, &report, masters.len())?;
+    output::master_list(game.id(), a.scan.format, &servers, &report, asked)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One master's answer, UDP or HTTP.
+struct MasterOutcome {
+    index: usize,
+    address: String,
+    rtt: Option<Duration>,
+    /// The list, or (is a timeout, why not).
+    result: Result<Vec<MasterEntry>, (bool, String)>,
+}
+
+/// Most bytes read from an HTTP master list.
+const MAX_HTTP_LIST: usize = 64 << 20;
+
+/// Fetches every URL concurrently (HTTP GET) and parses each body; entries the parser skips
+/// are reported on stderr, never fatal.
+async fn http_lists(
+    urls: &[String],
+    parse: fn(&[u8]) -> Result<fragstat::core::registry::HttpList, fragstat::core::DecodeError>,
+    timeout: Duration,
+    deadline: Option<Duration>,
+) -> Vec<MasterOutcome> {
+    let timeout = deadline.map_or(timeout, |d| d.min(timeout));
+    let client = match reqwest::Client::builder()
+        .timeout(timeout)
+        .user_agent(concat!("fragstat/", env!("CARGO_PKG_VERSION")))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return urls
+                .iter()
+                .enumerate()
+                .map(|(index, u)| MasterOutcome {
+                    index,
+                    address: u.clone(),
+                    rtt: None,
+                    result: Err((false, format!("HTTP client: {e}"))),
+                })
+                .collect()
+        }
+    };
+    let fetches = urls.iter().enumerate().map(|(index, url)| {
+        let client = client.clone();
+        async move {
+            let t0 = Instant::now();
+            let result = async {
+                let mut resp = client
+                    .get(url)
+                    .send()
+                    .await
+                    .map_err(|e| (e.is_timeout(), e.to_string()))?
+                    .error_for_status()
+                    .map_err(|e| (false, e.to_string()))?;
+                let mut body = Vec::new();
+                while let Some(chunk) = resp
+                    .chunk()
+                    .await
+                    .map_err(|e| (e.is_timeout(), e.to_string()))?
+                {
+                    if body.len() + chunk.len() > MAX_HTTP_LIST {
+                        return Err((false, format!("list larger than {MAX_HTTP_LIST} bytes")));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                let list = parse(&body).map_err(|e| (false, e.to_string()))?;
+                for w in &list.warnings {
+                    eprintln!("master {url}: {w}");
+                }
+                Ok(list.servers)
+            }
+            .await;
+            MasterOutcome {
+                index,
+                address: url.clone(),
+                rtt: result.is_ok().then(|| t0.elapsed()),
+                result,
+            }
+        }
+    });
+    futures_util::future::join_all(fetches).await
 }
 
 fn decode_file(game: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {

@@ -126,6 +126,7 @@ impl Output {
 
 /// Prints a master's merged list (no probing).
 pub fn master_list(
+    game: &str,
     format: Format,
     servers: &[MasterEntry],
     report: &[serde_json::Value],
@@ -133,6 +134,21 @@ pub fn master_list(
 ) -> Result<(), Stop> {
     let mut out = io::BufWriter::new(io::stdout().lock());
     match format {
+        // Lists that carry each server's info (DDNet's HTTP master) show as a browser table.
+        Format::Table if !servers.is_empty() && servers.iter().all(|s| s.info.is_some()) => {
+            let records: Vec<Record> = servers
+                .iter()
+                .filter_map(|s| {
+                    let info = s.info.clone()?;
+                    Some(Record::online(Some(s.addr.to_string()), game, info, None))
+                })
+                .collect();
+            out.write_all(
+                crate::table::servers(&records, false, false, crate::color_stdout()).as_bytes(),
+            )?;
+            out.flush()?;
+            eprintln!("{} servers from {masters} masters", servers.len());
+        }
         Format::Table => {
             for s in servers {
                 writeln!(out, "{}", s.addr)?;
