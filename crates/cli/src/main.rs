@@ -336,10 +336,13 @@ async fn probe(
     let options = scan.options(scan.timeout_ms, started.elapsed());
     let mut batch = engine.run(jobs, options);
     let mut online = 0usize;
+    // One listener for the whole scan, so no Ctrl-C falls between two waits.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     let interrupted = loop {
         let next = tokio::select! {
             o = batch.next() => o,
-            _ = tokio::signal::ctrl_c() => break true,
+            _ = &mut ctrl_c => break true,
         };
         let Some(o) = next else { break false };
         if let Some(b) = &bar {
@@ -453,6 +456,8 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
             let opts = a.scan.options(a.master_timeout_ms, started.elapsed());
             let mut batch = engine.run(jobs, opts);
             let mut outcomes = Vec::new();
+            let ctrl_c = tokio::signal::ctrl_c();
+            tokio::pin!(ctrl_c);
             loop {
                 tokio::select! {
                     o = batch.next() => match o {
@@ -464,7 +469,7 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
                         }),
                         None => break,
                     },
-                    _ = tokio::signal::ctrl_c() => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+                    _ = &mut ctrl_c => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
                 }
             }
             (masters, outcomes)

@@ -65,9 +65,9 @@ pub struct ServeArgs {
     /// is appended.
     #[arg(long, default_value = "^1fragstat ^7emulated server")]
     name: String,
-    /// Map.
-    #[arg(long, default_value = "q3dm17")]
-    map: String,
+    /// Map (default: the game's usual first map, e.g. q3dm17).
+    #[arg(long)]
+    map: Option<String>,
     /// Game type value as the game sends it (e.g. 4 for Quake III CTF).
     #[arg(long)]
     gametype: Option<String>,
@@ -177,7 +177,7 @@ fn config(a: &ServeArgs, i: u32) -> EmuServer {
     } else {
         a.name.clone()
     };
-    let mut c = EmuServer::new(name, a.map.clone(), a.players)
+    let mut c = EmuServer::new(name, a.map.clone().unwrap_or_default(), a.players)
         .with_seed(u64::from(i) + 1)
         .with_password(a.password)
         .with_gametype(a.gametype.clone());

@@ -149,7 +149,7 @@ pub enum Decoded {
 pub struct EmuServer {
     /// Server name (raw bytes: colour codes allowed where the game has them).
     pub name: Vec<u8>,
-    /// Map.
+    /// Map; empty for the game's usual first map.
     pub map: Vec<u8>,
     /// Players (every second one a bot with ping 0, where the game has bots).
     pub players: usize,
@@ -168,7 +168,7 @@ impl Default for EmuServer {
     fn default() -> Self {
         EmuServer {
             name: b"fragstat emulated server".to_vec(),
-            map: b"q3dm17".to_vec(),
+            map: Vec::new(),
             players: 0,
             max_players: 8,
             password: false,

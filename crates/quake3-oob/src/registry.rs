@@ -267,7 +267,9 @@ impl RegistryGame for Quake3Game {
             )));
         }
         let mut c = ServerConfig::sample(self.game, &config.name, config.players);
-        c.map = config.map.clone();
+        if !config.map.is_empty() {
+            c.map = config.map.clone();
+        }
         c.max_clients = config.max_players;
         c.needpass = config.password;
         if let Some(gt) = &config.gametype {
