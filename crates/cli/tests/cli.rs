@@ -414,7 +414,13 @@ fn a_real_server_registers_with_our_master() {
     let start = std::time::Instant::now();
     loop {
         let v = json(&run(&["master", "openarena", &m, "--format", "json"]));
-        if v["servers"] == want {
+        let listed: Vec<Value> = v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["address"].clone())
+            .collect();
+        if Value::from(listed) == want {
             break;
         }
         assert!(
@@ -424,17 +430,16 @@ fn a_real_server_registers_with_our_master() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // The dpmaster dialect lists it too; another protocol number does not.
-    assert_eq!(
-        json(&run(&[
-            "master",
-            "openarena",
-            &m,
-            "--ext",
-            "--format",
-            "json"
-        ]))["servers"],
-        want
-    );
+    let ext = json(&run(&[
+        "master",
+        "openarena",
+        &m,
+        "--ext",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(ext["servers"][0]["address"], want[0]);
+    assert_eq!(ext["servers"].as_array().unwrap().len(), 1);
     assert_eq!(
         json(&run(&["master", "q3", &m, "--format", "json"]))["servers"],
         serde_json::json!([])

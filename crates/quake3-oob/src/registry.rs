@@ -279,10 +279,6 @@ impl RegistryGame for Quake3Game {
                 ))
             })?;
         }
-        let shift = i32::try_from(config.seed % 7).unwrap_or(0);
-        for p in &mut c.players {
-            p.score += shift;
-        }
         Ok(Box::new(EmulatedServer::new(c)))
     }
 
