@@ -1,0 +1,41 @@
+//! A master server for the DarkPlaces / Quake III master protocol (Quake III Arena, W:ET,
+//! OpenArena, RtCW, Warsow, Nexuiz, Xonotic…), compatible with dpmaster's clients and
+//! servers, that:
+//!
+//! - lists a server only after it echoed a `getinfo` challenge (spoofed heartbeats list
+//!   nothing) and removes one only after it stopped answering repeated challenges (spoofed
+//!   flatlines remove nothing);
+//! - bounds memory (servers in all and per address, outstanding challenges, tracked sources);
+//! - limits every source's requests and heartbeats, and caps the bytes sent to any one address
+//!   per window, so a spoofed `getservers` flood amplifies at most a bounded factor;
+//! - saves its list and serves it at once after a restart, re-verifying every server.
+//!
+//! The core ([`Master`]) is sans-IO: a [`fragstat_core::service::Service`] that takes the time
+//! as an argument. With the `runtime` feature (default), [`run::run`] drives it on UDP sockets
+//! with periodic snapshots and Prometheus metrics.
+//!
+//! ```
+//! use std::time::Instant;
+//! use fragstat_core::service::{Outbox, Service};
+//! use fragstat_master_server::{Config, Master};
+//!
+//! let mut master = Master::with_seed(Config::default(), 1);
+//! let server = "203.0.113.7:27960".parse().unwrap();
+//! let mut out = Outbox::new();
+//! master.handle(Instant::now(), server, b"\xff\xff\xff\xffheartbeat QuakeArena-1\n", &mut out);
+//! // The master answers with a challenge, and lists nothing until it is echoed.
+//! assert!(out[0].1.starts_with(b"\xff\xff\xff\xffgetinfo "));
+//! assert!(master.is_empty());
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod limits;
+mod master;
+pub mod stats;
+
+#[cfg(feature = "runtime")]
+pub mod run;
+
+pub use limits::{LimitConfig, Rate};
+pub use master::{Config, Listed, Master, Snapshot, MAX_PACKET};
+pub use stats::{Drop, Stats};

@@ -1,0 +1,353 @@
+//! The master on real sockets: one receive task per listening socket feeding a single loop
+//! that owns the [`Master`], timers, periodic snapshots to a state file (written atomically:
+//! a temporary file, fsync, rename) and, optionally, Prometheus metrics over HTTP.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fragstat_core::service::{Outbox, Service};
+use fragstat_core::{Transport, UdpTransport, MAX_DATAGRAM};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio::sync::mpsc;
+use tracing::{debug, info, warn};
+
+use crate::{Master, Snapshot, Stats};
+
+/// Where and how the master runs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Addresses to listen on (one UDP socket each; IPv6 sockets are IPv6-only).
+    pub listen: Vec<SocketAddr>,
+    /// The state file: loaded at start, written every `snapshot_every` and at shutdown.
+    pub state: Option<PathBuf>,
+    /// How often the state file is written.
+    pub snapshot_every: Duration,
+    /// Serve Prometheus metrics at `http://ADDR/metrics`.
+    pub metrics: Option<SocketAddr>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            listen: vec![SocketAddr::from(([0, 0, 0, 0], 27950))],
+            state: None,
+            snapshot_every: Duration::from_secs(60),
+            metrics: None,
+        }
+    }
+}
+
+/// Datagrams queued between the receive tasks and the loop; beyond this, new datagrams are
+/// dropped (and counted) rather than buffered without bound.
+const QUEUE: usize = 16_384;
+
+/// Reads a state file (`Ok(None)` when there is none).
+pub fn load_state(path: &Path) -> std::io::Result<Option<Snapshot>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{}: not a master state file: {e}", path.display()),
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes a state file atomically (temporary file in the same directory, fsync, rename).
+pub fn save_state(path: &Path, snapshot: &Snapshot) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&serde_json::to_vec_pretty(snapshot).map_err(std::io::Error::other)?)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// What the metrics endpoint shows, refreshed by the loop.
+#[derive(Debug, Default, Clone)]
+struct View {
+    stats: Stats,
+    by_game: Vec<(String, usize)>,
+    pending: usize,
+    queue_drops: u64,
+}
+
+fn render(v: &View) -> String {
+    let mut reg = Registry::default();
+    let servers = Family::<Vec<(String, String)>, Gauge>::default();
+    for (g, n) in &v.by_game {
+        servers
+            .get_or_create(&vec![("game".into(), g.clone())])
+            .set(i64::try_from(*n).unwrap_or(i64::MAX));
+    }
+    reg.register(
+        "fragstat_master_servers",
+        "Servers listed, by game",
+        servers,
+    );
+    let counter = |n: u64| {
+        let c = Counter::<u64>::default();
+        c.inc_by(n);
+        c
+    };
+    let s = &v.stats;
+    let requests = Family::<Vec<(String, String)>, Counter>::default();
+    for (kind, n) in [
+        ("datagram", s.datagrams),
+        ("heartbeat", s.heartbeats),
+        ("getservers", s.requests),
+    ] {
+        requests
+            .get_or_create(&vec![("kind".into(), kind.into())])
+            .inc_by(n);
+    }
+    reg.register(
+        "fragstat_master_received",
+        "Datagrams received, by kind",
+        requests,
+    );
+    let drops = Family::<Vec<(String, String)>, Counter>::default();
+    for (why, n) in &s.drops {
+        drops
+            .get_or_create(&vec![("reason".into(), why.label().into())])
+            .inc_by(*n);
+    }
+    drops
+        .get_or_create(&vec![("reason".into(), "queue_full".into())])
+        .inc_by(v.queue_drops);
+    reg.register(
+        "fragstat_master_dropped",
+        "Datagrams dropped, by reason",
+        drops,
+    );
+    reg.register("fragstat_master_lists", "Lists sent", counter(s.lists));
+    reg.register(
+        "fragstat_master_list_bytes",
+        "Bytes of lists sent",
+        counter(s.bytes_sent),
+    );
+    reg.register(
+        "fragstat_master_challenges",
+        "Challenges sent",
+        counter(s.challenges),
+    );
+    reg.register(
+        "fragstat_master_registrations",
+        "Servers listed after a verified challenge",
+        counter(s.registrations),
+    );
+    reg.register(
+        "fragstat_master_removals",
+        "Listed servers removed after unanswered challenges",
+        counter(s.removals),
+    );
+    reg.register(
+        "fragstat_master_expirations",
+        "Listed servers expired",
+        counter(s.expirations),
+    );
+    let pending = Gauge::<i64>::default();
+    pending.set(i64::try_from(v.pending).unwrap_or(i64::MAX));
+    reg.register(
+        "fragstat_master_pending_challenges",
+        "Challenges outstanding",
+        pending,
+    );
+    let mut out = String::new();
+    if encode(&mut out, &reg).is_err() {
+        out.clear();
+    }
+    out
+}
+
+async fn serve_metrics(addr: SocketAddr, view: Arc<Mutex<View>>) -> std::io::Result<()> {
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let view = Arc::clone(&view);
+            async move {
+                let v = view.lock().map(|v| v.clone()).unwrap_or_default();
+                (
+                    [(
+                        "content-type",
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    render(&v),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    info!(%addr, "metrics at /metrics");
+    axum::serve(listener, app).await
+}
+
+/// Runs `master` until `shutdown` completes, then writes the state file.
+pub async fn run(
+    mut master: Master,
+    config: RunConfig,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    if let Some(path) = &config.state {
+        if let Some(snap) = load_state(path)? {
+            info!(servers = snap.servers.len(), path = %path.display(), "restored; re-verifying");
+            master.restore(snap, std::time::Instant::now());
+        }
+    }
+    let mut sockets: Vec<Arc<UdpTransport>> = Vec::new();
+    for addr in &config.listen {
+        let t = UdpTransport::bind(*addr)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("binding {addr}: {e}")))?;
+        info!(addr = %t.local_addr()?, "listening");
+        sockets.push(Arc::new(t));
+    }
+    let view = Arc::new(Mutex::new(View::default()));
+    let metrics = match config.metrics {
+        Some(addr) => {
+            // Bind now so a bad address fails at start, not later.
+            let v = Arc::clone(&view);
+            Some(tokio::spawn(serve_metrics(addr, v)))
+        }
+        None => None,
+    };
+    let (tx, mut rx) = mpsc::channel::<(usize, SocketAddr, Vec<u8>)>(QUEUE);
+    let queue_drops = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for (i, s) in sockets.iter().enumerate() {
+        let s = Arc::clone(s);
+        let tx = tx.clone();
+        let drops = Arc::clone(&queue_drops);
+        tasks.push(tokio::spawn(async move {
+            let mut buf = vec![0u8; MAX_DATAGRAM];
+            let mut backoff = Duration::from_millis(1);
+            loop {
+                match s.recv_from(&mut buf).await {
+                    Ok((n, from)) => {
+                        backoff = Duration::from_millis(1);
+                        let d = buf.get(..n).unwrap_or_default().to_vec();
+                        if tx.try_send((i, from, d)).is_err() {
+                            drops.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                    Err(e) => {
+                        debug!(error = %e, "receive error");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_millis(250));
+                    }
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let send = |sockets: &[Arc<UdpTransport>], from_socket: Option<usize>, out: Outbox| {
+        let sockets = sockets.to_vec();
+        async move {
+            for (to, bytes) in out {
+                let sock = from_socket
+                    .and_then(|i| sockets.get(i))
+                    .filter(|s| s.local_addr().is_ok_and(|a| a.is_ipv4() == to.is_ipv4()))
+                    .or_else(|| {
+                        sockets
+                            .iter()
+                            .find(|s| s.local_addr().is_ok_and(|a| a.is_ipv4() == to.is_ipv4()))
+                    });
+                if let Some(s) = sock {
+                    if let Err(e) = s.send_to(&bytes, to).await {
+                        debug!(%to, error = %e, "send failed");
+                    }
+                }
+            }
+        }
+    };
+    tokio::pin!(shutdown);
+    let mut snapshot_timer =
+        tokio::time::interval(config.snapshot_every.max(Duration::from_secs(1)));
+    snapshot_timer.tick().await;
+    let mut view_timer = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let wake = master.poll_timeout();
+        let sleep = async {
+            match wake {
+                Some(w) => tokio::time::sleep_until(tokio::time::Instant::from_std(w)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = &mut shutdown => break,
+            msg = rx.recv() => {
+                let Some((i, from, d)) = msg else { break };
+                let mut out = Outbox::new();
+                master.handle(std::time::Instant::now(), from, &d, &mut out);
+                // Drain what is queued before sending, so bursts are handled together.
+                let mut batch = vec![(i, out)];
+                while let Ok((i, from, d)) = rx.try_recv() {
+                    let mut out = Outbox::new();
+                    master.handle(std::time::Instant::now(), from, &d, &mut out);
+                    batch.push((i, out));
+                    if batch.len() >= 256 {
+                        break;
+                    }
+                }
+                for (i, out) in batch {
+                    if !out.is_empty() {
+                        send(&sockets, Some(i), out).await;
+                    }
+                }
+            }
+            () = sleep => {
+                let mut out = Outbox::new();
+                master.handle_timeout(std::time::Instant::now(), &mut out);
+                send(&sockets, None, out).await;
+            }
+            _ = snapshot_timer.tick() => {
+                if let Some(path) = &config.state {
+                    if let Err(e) = save_state(path, &master.snapshot()) {
+                        warn!(path = %path.display(), error = %e, "state not saved");
+                    }
+                }
+            }
+            _ = view_timer.tick() => {
+                if let Ok(mut v) = view.lock() {
+                    v.stats = master.stats().clone();
+                    let mut g: Vec<(String, usize)> = master.by_game().into_iter().collect();
+                    g.sort();
+                    v.by_game = g;
+                    v.pending = master.pending();
+                    v.queue_drops = queue_drops.load(std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    for t in tasks {
+        t.abort();
+    }
+    if let Some(m) = metrics {
+        m.abort();
+    }
+    if let Some(path) = &config.state {
+        save_state(path, &master.snapshot())?;
+        info!(servers = master.len(), path = %path.display(), "state saved");
+    }
+    Ok(())
+}
