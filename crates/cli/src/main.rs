@@ -10,6 +10,7 @@
 // Doc comments here are clap's --help text (`HOST[:PORT]`), not rustdoc links.
 #![allow(rustdoc::broken_intra_doc_links)]
 
+mod master_server;
 mod output;
 mod serve;
 mod table;
@@ -66,6 +67,9 @@ enum Command {
         #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=500))]
         count: u16,
     },
+    /// Run a master server (dpmaster protocol: Q3A, W:ET, OpenArena, Warsow, Nexuiz…) until
+    /// interrupted.
+    MasterServer(master_server::MasterServerArgs),
     /// List the games this build knows: id, title, family, default ports.
     Games {
         /// Output format.
@@ -235,6 +239,7 @@ fn main() -> ExitCode {
             Command::Serve(a) => serve::serve(a).await,
             Command::Demo { count } => serve::demo(usize::from(count)).await,
             Command::Games { format } => games(format),
+            Command::MasterServer(a) => master_server::master_server(a).await,
         }
     });
     // Dropping the runtime does not wait for tasks blocked on sockets.

@@ -27,8 +27,9 @@ pub struct Config {
     pub expiry: Duration,
     /// How long to wait for the answer to a `getinfo` challenge.
     pub challenge_timeout: Duration,
-    /// Challenges sent before a listed server that stopped answering is removed (a lost
-    /// datagram does not remove a live server).
+    /// Challenges sent before giving up on a server: a listed one that stopped answering is
+    /// removed, a new one is not listed (a lost datagram neither removes a live server nor
+    /// loses a registration).
     pub verify_attempts: u32,
     /// Most challenges outstanding at once.
     pub max_pending: usize,
@@ -533,11 +534,9 @@ impl Service for Master {
             let Some(mut p) = self.pending.remove(&addr) else {
                 continue;
             };
-            let tries = if p.why == Why::Verify {
-                self.config.verify_attempts.max(1)
-            } else {
-                1
-            };
+            // Registrations are retried too: a server that heartbeats while still loading its
+            // map misses the first challenge and would otherwise wait minutes for the next.
+            let tries = self.config.verify_attempts.max(1);
             if p.attempts < tries {
                 p.attempts += 1;
                 p.deadline = now + self.config.challenge_timeout;

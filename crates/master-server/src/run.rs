@@ -181,7 +181,10 @@ fn render(v: &View) -> String {
     out
 }
 
-async fn serve_metrics(addr: SocketAddr, view: Arc<Mutex<View>>) -> std::io::Result<()> {
+async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    view: Arc<Mutex<View>>,
+) -> std::io::Result<()> {
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
@@ -198,39 +201,105 @@ async fn serve_metrics(addr: SocketAddr, view: Arc<Mutex<View>>) -> std::io::Res
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    info!(%addr, "metrics at /metrics");
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "metrics at /metrics");
+    }
     axum::serve(listener, app).await
 }
 
-/// Runs `master` until `shutdown` completes, then writes the state file.
-pub async fn run(
-    mut master: Master,
+/// The master's sockets (and metrics listener), bound and ready to [`Bound::run`].
+#[derive(Debug)]
+pub struct Bound {
     config: RunConfig,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    if let Some(path) = &config.state {
-        if let Some(snap) = load_state(path)? {
-            info!(servers = snap.servers.len(), path = %path.display(), "restored; re-verifying");
-            master.restore(snap, std::time::Instant::now());
-        }
-    }
+    sockets: Vec<Arc<UdpTransport>>,
+    metrics: Option<tokio::net::TcpListener>,
+}
+
+/// Binds every listening socket and the metrics listener, so bad addresses fail before
+/// anything runs.
+pub async fn bind(config: RunConfig) -> std::io::Result<Bound> {
     let mut sockets: Vec<Arc<UdpTransport>> = Vec::new();
     for addr in &config.listen {
         let t = UdpTransport::bind(*addr)
             .map_err(|e| std::io::Error::new(e.kind(), format!("binding {addr}: {e}")))?;
-        info!(addr = %t.local_addr()?, "listening");
         sockets.push(Arc::new(t));
     }
-    let view = Arc::new(Mutex::new(View::default()));
     let metrics = match config.metrics {
-        Some(addr) => {
-            // Bind now so a bad address fails at start, not later.
-            let v = Arc::clone(&view);
-            Some(tokio::spawn(serve_metrics(addr, v)))
-        }
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| std::io::Error::new(e.kind(), format!("binding {addr}: {e}")))?,
+        ),
         None => None,
     };
+    Ok(Bound {
+        config,
+        sockets,
+        metrics,
+    })
+}
+
+impl Bound {
+    /// The UDP addresses the master listens on.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.sockets
+            .iter()
+            .filter_map(|s| s.local_addr().ok())
+            .collect()
+    }
+
+    /// The metrics address, when serving metrics.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Runs `master` until `shutdown` completes, then writes the state file. A state file
+    /// given in the configuration is loaded first: its servers are listed at once and
+    /// re-verified.
+    pub async fn run(
+        self,
+        mut master: Master,
+        shutdown: impl Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let Bound {
+            config,
+            sockets,
+            metrics,
+        } = self;
+        if let Some(path) = &config.state {
+            if let Some(snap) = load_state(path)? {
+                info!(servers = snap.servers.len(), path = %path.display(), "restored; re-verifying");
+                master.restore(snap, std::time::Instant::now());
+            }
+        }
+        for s in &sockets {
+            if let Ok(a) = s.local_addr() {
+                info!(addr = %a, "listening");
+            }
+        }
+        let view = Arc::new(Mutex::new(View::default()));
+        let metrics = metrics.map(|l| tokio::spawn(serve_metrics(l, Arc::clone(&view))));
+        run_loop(master, config, sockets, view, metrics, shutdown).await
+    }
+}
+
+/// Binds and runs (see [`bind`] and [`Bound::run`]).
+pub async fn run(
+    master: Master,
+    config: RunConfig,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    bind(config).await?.run(master, shutdown).await
+}
+
+async fn run_loop(
+    mut master: Master,
+    config: RunConfig,
+    sockets: Vec<Arc<UdpTransport>>,
+    view: Arc<Mutex<View>>,
+    metrics: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let (tx, mut rx) = mpsc::channel::<(usize, SocketAddr, Vec<u8>)>(QUEUE);
     let queue_drops = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut tasks = Vec::new();

@@ -1,0 +1,105 @@
+//! `fragstat master-server`: a dpmaster-compatible master of our own.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use std::io::Write;
+
+use anyhow::Context;
+use fragstat_master_server::run::{bind, RunConfig};
+use fragstat_master_server::{Config, Master};
+
+use crate::usage;
+
+#[derive(Args)]
+pub struct MasterServerArgs {
+    /// Address to listen on (repeat for several, e.g. 0.0.0.0:27950 and [::]:27950).
+    #[arg(long, default_value = "0.0.0.0:27950")]
+    listen: Vec<String>,
+    /// Most servers listed in all.
+    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
+    max_servers: u32,
+    /// Most servers listed per IP address.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_address: u32,
+    /// Seconds a server stays listed after its last verified answer.
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    expiry_s: u64,
+    /// State file: servers are saved to it (atomically) every minute and at shutdown, and
+    /// listed again at once after a restart while they are re-verified.
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// Accept servers on loopback addresses (tests, a master for one machine).
+    #[arg(long)]
+    allow_loopback: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long)]
+    metrics: Option<String>,
+}
+
+fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr, ExitCode> {
+    text.parse::<SocketAddr>().map_err(|_| {
+        usage(format!(
+            "{flag} {text:?}: expected IP:PORT (e.g. 0.0.0.0:27950, [::]:27950)"
+        ))
+    })
+}
+
+/// Runs the master until SIGINT/SIGTERM.
+pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
+    let mut listen = Vec::new();
+    for l in &a.listen {
+        match parse_addr("--listen", l) {
+            Ok(addr) => listen.push(addr),
+            Err(code) => return Ok(code),
+        }
+    }
+    let metrics = match a
+        .metrics
+        .as_deref()
+        .map(|m| parse_addr("--metrics", m))
+        .transpose()
+    {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    if let Some(path) = &a.state {
+        if let Err(e) = fragstat_master_server::run::load_state(path) {
+            return Ok(usage(format!("--state: {e}")));
+        }
+    }
+    let config = Config {
+        max_servers: a.max_servers as usize,
+        max_per_address: a.max_per_address as usize,
+        expiry: Duration::from_secs(a.expiry_s),
+        allow_loopback: a.allow_loopback,
+        ..Config::default()
+    };
+    let run_config = RunConfig {
+        listen,
+        state: a.state.clone(),
+        metrics,
+        ..RunConfig::default()
+    };
+    let bound = bind(run_config).await.context("starting the master")?;
+    // Like `serve`: the bound addresses, then `ready`, for scripts and tests.
+    let mut lines = String::new();
+    for a in bound.local_addrs() {
+        lines.push_str(&format!("master {a}\n"));
+    }
+    if let Some(m) = bound.metrics_addr() {
+        lines.push_str(&format!("metrics http://{m}/metrics\n"));
+    }
+    lines.push_str("ready\n");
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(lines.as_bytes()).and_then(|()| out.flush());
+    }
+    bound
+        .run(Master::new(config), crate::serve::wait_for_signal())
+        .await?;
+    Ok(ExitCode::SUCCESS)
+}
