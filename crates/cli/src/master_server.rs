@@ -10,7 +10,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use fragstat_master_server::run::{bind, RunConfig};
-use fragstat_master_server::{Config, Master};
+use fragstat_master_server::{Config, LimitConfig, Master, Rate};
 
 use crate::usage;
 
@@ -38,6 +38,22 @@ pub struct MasterServerArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     metrics: Option<String>,
+    /// List requests (getservers) allowed per second from one IP address.
+    #[arg(long, default_value_t = 1.0)]
+    request_rate: f64,
+    /// List requests one IP address may send at once before its rate applies.
+    #[arg(long, default_value_t = 8.0)]
+    request_burst: f64,
+    /// Heartbeats allowed per second from one IP address (bursts of 6).
+    #[arg(long, default_value_t = 0.5)]
+    heartbeat_rate: f64,
+    /// KiB sent to one IP address per 10 s at most (caps what a spoofed flood can aim at a
+    /// victim).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    send_budget_kib: u64,
+    /// No per-source limits (benchmarks, trusted networks only).
+    #[arg(long)]
+    no_limits: bool,
 }
 
 fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr, ExitCode> {
@@ -71,7 +87,33 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
             return Ok(usage(format!("--state: {e}")));
         }
     }
+    for (flag, v) in [
+        ("--request-rate", a.request_rate),
+        ("--request-burst", a.request_burst),
+        ("--heartbeat-rate", a.heartbeat_rate),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Ok(usage(format!("{flag} takes a positive number")));
+        }
+    }
+    let mut limits = LimitConfig::default();
+    limits.requests = Rate {
+        per_sec: a.request_rate,
+        burst: a.request_burst.max(1.0),
+    };
+    limits.heartbeats.per_sec = a.heartbeat_rate;
+    limits.budget = a.send_budget_kib * 1024;
+    if a.no_limits {
+        let free = Rate {
+            per_sec: 1e12,
+            burst: 1e12,
+        };
+        limits.requests = free;
+        limits.heartbeats = free;
+        limits.budget = u64::MAX / 2;
+    }
     let config = Config {
+        limits,
         max_servers: a.max_servers as usize,
         max_per_address: a.max_per_address as usize,
         expiry: Duration::from_secs(a.expiry_s),

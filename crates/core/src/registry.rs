@@ -162,6 +162,9 @@ pub struct EmuServer {
     pub gametype: Option<String>,
     /// Varies names and scores deterministically between servers.
     pub seed: u64,
+    /// A master to heartbeat (register with) at start and periodically, for games that
+    /// register that way.
+    pub heartbeat_to: Option<SocketAddr>,
 }
 
 impl Default for EmuServer {
@@ -174,6 +177,7 @@ impl Default for EmuServer {
             password: false,
             gametype: None,
             seed: 0,
+            heartbeat_to: None,
         }
     }
 }
@@ -206,6 +210,12 @@ impl EmuServer {
     /// Sets the game type value.
     pub fn with_gametype(mut self, gametype: Option<String>) -> Self {
         self.gametype = gametype;
+        self
+    }
+
+    /// Heartbeats to `master` (see [`EmuServer::heartbeat_to`]).
+    pub fn with_heartbeat_to(mut self, master: Option<SocketAddr>) -> Self {
+        self.heartbeat_to = master;
         self
     }
 

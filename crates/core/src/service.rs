@@ -31,6 +31,12 @@ pub type Outbox = Vec<(SocketAddr, Vec<u8>)>;
 /// assert_eq!(out[0].1, b"pong");
 /// ```
 pub trait Service: Send {
+    /// Called once when the service starts running at `now` (before any datagram): a game
+    /// server sends its first heartbeat here, a master re-verifies what it restored.
+    fn start(&mut self, now: Instant, out: &mut Outbox) {
+        let _ = (now, out);
+    }
+
     /// A datagram arrived from `from` at `now`: push any replies onto `out`.
     fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox);
 
@@ -48,6 +54,9 @@ pub trait Service: Send {
 }
 
 impl<S: Service + ?Sized> Service for Box<S> {
+    fn start(&mut self, now: Instant, out: &mut Outbox) {
+        (**self).start(now, out);
+    }
     fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
         (**self).handle(now, from, datagram, out);
     }

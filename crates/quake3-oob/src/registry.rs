@@ -279,7 +279,9 @@ impl RegistryGame for Quake3Game {
                 ))
             })?;
         }
-        Ok(Box::new(EmulatedServer::new(c)))
+        Ok(Box::new(
+            EmulatedServer::new(c).with_master(config.heartbeat_to),
+        ))
     }
 
     fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {

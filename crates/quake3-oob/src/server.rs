@@ -85,7 +85,13 @@ pub struct EmulatedServer {
     /// `handle` splices it in instead of rebuilding (thousands of emulated servers stay cheap).
     info_wire: Option<Vec<u8>>,
     status_wire: Option<Vec<u8>>,
+    /// The master it heartbeats, and when next.
+    master: Option<SocketAddr>,
+    next_heartbeat: Option<Instant>,
 }
+
+/// How often a server heartbeats its master (ioq3 `HEARTBEAT_MSEC`).
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(300);
 
 const STATUS_HEAD: &[u8] = b"\xff\xff\xff\xffstatusResponse\n";
 
@@ -97,6 +103,8 @@ impl EmulatedServer {
             challenge_counter: 0x1234_5678,
             info_wire: None,
             status_wire: None,
+            master: None,
+            next_heartbeat: None,
         };
         s.info_wire = Packet::InfoResponse(s.info_response(None)).to_bytes().ok();
         s.status_wire = Packet::StatusResponse(s.status_response(None))
@@ -130,6 +138,21 @@ impl EmulatedServer {
         }
         out.extend_from_slice(body);
         Some(out)
+    }
+
+    /// Heartbeats `master` when started and every [`HEARTBEAT_INTERVAL`] (as a `dedicated 2`
+    /// server does), and answers its `getinfo` challenge like any other.
+    pub fn with_master(mut self, master: Option<SocketAddr>) -> Self {
+        self.master = master;
+        self
+    }
+
+    fn heartbeat(&self) -> Option<Vec<u8>> {
+        Packet::Heartbeat(crate::packet::Heartbeat {
+            name: self.config.game.heartbeat().as_bytes().to_vec(),
+        })
+        .to_bytes()
+        .ok()
     }
 
     /// The configuration.
@@ -238,10 +261,25 @@ pub const CHALLENGE_TTL: Duration = Duration::from_secs(5);
 pub const MAX_PENDING: usize = 4096;
 
 impl Service for EmulatedServer {
+    fn start(&mut self, now: Instant, out: &mut Outbox) {
+        if let (Some(m), Some(hb)) = (self.master, self.heartbeat()) {
+            out.push((m, hb));
+            self.next_heartbeat = Some(now + HEARTBEAT_INTERVAL);
+        }
+    }
+
     fn handle(&mut self, _now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
         if let Some(reply) = self.respond(datagram) {
             out.push((from, reply));
         }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.next_heartbeat
+    }
+
+    fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+        self.start(now, out);
     }
 }
 
