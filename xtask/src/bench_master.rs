@@ -1,0 +1,276 @@
+//! `cargo xtask bench master`: a real `fragstat master-server` with a farm of emulated servers
+//! heartbeating to it. Reports registration CPU and memory per server, full-list latency,
+//! lists per second with 32 requests in flight, what a burst of 1,000 requests from one socket
+//! gets, and the amplification a flood sees with the default limits — beside dpmaster 2.2's
+//! figures measured on this kind of machine.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// A child process killed on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn clk_tck() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// CPU seconds (user + system) of a running process.
+fn cpu_of(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|(_, r)| r.split(' ').collect())
+        .unwrap_or_default();
+    let t = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (t(11) + t(12)) / clk_tck()
+}
+
+/// Resident memory of a running process, bytes.
+fn rss_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Starts `fragstat ARGS` and collects the `PREFIX ADDR` lines it prints before `ready`.
+fn start(bin: &Path, args: &[&str], prefix: &str) -> Result<(Proc, Vec<SocketAddr>)> {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let proc_ = Proc(child);
+    let mut addrs = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        if line == "ready" {
+            return Ok((proc_, addrs));
+        }
+        if let Some(a) = line.strip_prefix(prefix) {
+            addrs.push(a.trim().parse()?);
+        }
+    }
+    bail!("fragstat {} exited before it was ready", args.join(" "))
+}
+
+const REQUEST: &[u8] = b"\xff\xff\xff\xffgetservers 68 empty full\n";
+
+/// Asks for the full list once; returns (servers listed, datagrams, bytes) or None on timeout.
+fn full_list(sock: &UdpSocket, master: SocketAddr) -> Option<(usize, usize, usize)> {
+    sock.send_to(REQUEST, master).ok()?;
+    let mut buf = [0u8; 2048];
+    let (mut servers, mut datagrams, mut bytes) = (0, 0, 0);
+    loop {
+        let (n, _) = sock.recv_from(&mut buf).ok()?;
+        let d = buf.get(..n)?;
+        datagrams += 1;
+        bytes += n;
+        let body = d.get(22..)?;
+        let last = body.ends_with(b"\\EOT\0\0\0");
+        servers += body.len().saturating_sub(if last { 7 } else { 0 }) / 7;
+        if last {
+            return Some((servers, datagrams, bytes));
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The benchmark.
+pub fn bench_master(bin: &Path, servers: usize) -> Result<()> {
+    let (master_proc, maddrs) = start(
+        bin,
+        &[
+            "master-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-loopback",
+            "--no-limits",
+            "--max-per-address",
+            "1000000",
+            "--max-servers",
+            "1000000",
+        ],
+        "master ",
+    )?;
+    let master = *maddrs.first().context("master address")?;
+    let pid = master_proc.0.id();
+    std::thread::sleep(Duration::from_millis(300));
+    let (cpu0, rss0) = (cpu_of(pid), rss_of(pid));
+    let t0 = Instant::now();
+    let (_farm, farm) = start(
+        bin,
+        &[
+            "serve",
+            "q3",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            &servers.to_string(),
+            "--heartbeat",
+            &master.to_string(),
+        ],
+        "server ",
+    )?;
+    if farm.len() != servers {
+        bail!("the farm started {} of {servers} servers", farm.len());
+    }
+    let sock = UdpSocket::bind("127.0.0.1:0")?;
+    sock.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut listed = 0;
+    while t0.elapsed() < Duration::from_secs(60) {
+        if let Some((n, _, _)) = full_list(&sock, master) {
+            listed = n;
+            if n >= servers {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let registered_in = t0.elapsed().as_secs_f64();
+    // Let the master settle (timers, allocator) before reading its counters.
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu = cpu_of(pid) - cpu0;
+    let rss = rss_of(pid).saturating_sub(rss0);
+    if listed < servers {
+        bail!("only {listed} of {servers} servers registered in 60 s");
+    }
+
+    let mut lat = Vec::new();
+    let mut shape = (0, 0, 0);
+    for _ in 0..30 {
+        let t = Instant::now();
+        if let Some(s) = full_list(&sock, master) {
+            lat.push(t.elapsed().as_secs_f64() * 1e3);
+            shape = s;
+        }
+    }
+
+    // 32 clients, each asking again as soon as its list is complete.
+    let stop = Instant::now() + Duration::from_secs(3);
+    let lists: usize = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..32)
+            .map(|_| {
+                s.spawn(move || {
+                    let Ok(sock) = UdpSocket::bind("127.0.0.1:0") else { return 0 };
+                    let _ = sock.set_read_timeout(Some(Duration::from_millis(500)));
+                    let mut n = 0;
+                    while Instant::now() < stop {
+                        if full_list(&sock, master).is_some_and(|(k, _, _)| k >= servers) {
+                            n += 1;
+                        }
+                    }
+                    n
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    let per_sec = lists as f64 / 3.0;
+
+    // A burst of 1,000 requests from one socket: how many complete lists come back.
+    let burst = UdpSocket::bind("127.0.0.1:0")?;
+    burst.set_read_timeout(Some(Duration::from_millis(500)))?;
+    for _ in 0..1000 {
+        burst.send_to(REQUEST, master)?;
+    }
+    let mut buf = [0u8; 2048];
+    let mut complete = 0;
+    while let Ok((n, _)) = burst.recv_from(&mut buf) {
+        if buf.get(..n).is_some_and(|d| d.ends_with(b"\\EOT\0\0\0")) {
+            complete += 1;
+        }
+    }
+    drop(master_proc);
+
+    // Amplification with the default limits: one source floods requests for 10 s.
+    let (limited, laddrs) = start(
+        bin,
+        &[
+            "master-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-loopback",
+            "--max-per-address",
+            "1000000",
+            // Only the farm's registrations are let through faster; list requests keep the
+            // default rate and byte budget.
+            "--heartbeat-rate",
+            "1000000",
+        ],
+        "master ",
+    )?;
+    let lmaster = *laddrs.first().context("master address")?;
+    let (_farm2, _) = start(
+        bin,
+        &["serve", "q3", "--listen", "127.0.0.1:0", "--count", &servers.min(10_000).to_string(), "--heartbeat", &lmaster.to_string()],
+        "server ",
+    )?;
+    std::thread::sleep(Duration::from_secs(3));
+    let probe = UdpSocket::bind("127.0.0.2:0")?;
+    probe.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let flood_list = full_list(&probe, lmaster).map_or(0, |(n, _, _)| n);
+    let flood = UdpSocket::bind("127.0.0.1:0")?;
+    flood.set_nonblocking(true)?;
+    let (mut sent, mut got) = (0usize, 0usize);
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        for _ in 0..10 {
+            if flood.send_to(REQUEST, lmaster).is_ok() {
+                sent += REQUEST.len();
+            }
+        }
+        while let Ok((n, _)) = flood.recv_from(&mut buf) {
+            got += n;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(limited);
+
+    println!("fragstat master-server, {servers} emulated servers heartbeating on loopback:");
+    println!("| measure | fragstat | dpmaster 2.2 (issue 8) |");
+    println!("| --- | --- | --- |");
+    println!("| all registered in | {registered_in:.2} s | – |");
+    println!("| CPU per registration | {:.1} µs | 12 µs |", cpu / servers as f64 * 1e6);
+    println!("| memory per server (RSS growth) | {:.0} B | 312 B |", rss as f64 / servers as f64);
+    println!(
+        "| full list | {} servers, {} datagrams, {:.0} KB, median {:.2} ms | 52 datagrams / 71 KB, 0.5-0.9 ms |",
+        shape.0,
+        shape.1,
+        shape.2 as f64 / 1e3,
+        median(lat)
+    );
+    println!("| full lists/s, 32 in flight | {per_sec:.0} | 2,700-3,600 |");
+    println!("| burst of 1,000 requests, one socket | {complete} full lists | ~260 |");
+    println!(
+        "| 10 s flood of 10,000 requests/s from one source, default limits, {flood_list}-server list | {:.0} KB sent for {:.0} KB of requests (× {:.2}) | ≈ × 2,500 (throttle off) |",
+        got as f64 / 1e3,
+        sent as f64 / 1e3,
+        got as f64 / sent.max(1) as f64
+    );
+    Ok(())
+}
