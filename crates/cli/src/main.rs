@@ -94,13 +94,12 @@ struct ScanArgs {
 
 impl ScanArgs {
     fn options(&self) -> Options {
-        Options {
-            timeout: Duration::from_millis(self.timeout_ms.max(1)),
-            retries: self.retries,
-            concurrency: self.concurrency.max(1),
-            rate: (self.rate > 0).then_some(self.rate),
-            deadline: (self.deadline_ms > 0).then(|| Duration::from_millis(self.deadline_ms)),
-        }
+        Options::default()
+            .with_timeout(Duration::from_millis(self.timeout_ms.max(1)))
+            .with_retries(self.retries)
+            .with_concurrency(self.concurrency.max(1))
+            .with_rate((self.rate > 0).then_some(self.rate))
+            .with_deadline((self.deadline_ms > 0).then(|| Duration::from_millis(self.deadline_ms)))
     }
 }
 

@@ -263,11 +263,11 @@ pub async fn demo(count: usize) -> anyhow::Result<ExitCode> {
     );
     eprintln!("started {count} emulated Quake III servers and a master on {master_addr} (one listed server is down)");
 
-    let client = Client::with_engine(Engine::bind().await?).with_options(Options {
-        timeout: Duration::from_millis(300),
-        retries: 1,
-        ..Options::default()
-    });
+    let client = Client::with_engine(Engine::bind().await?).with_options(
+        Options::default()
+            .with_timeout(Duration::from_millis(300))
+            .with_retries(1),
+    );
     let list = client
         .master(master_addr, &game.getservers())
         .await

@@ -21,7 +21,35 @@ use crate::transport::{canonical, Transport, UdpTransport};
 use crate::{QueryError, MAX_DATAGRAM};
 
 /// How a batch of queries is run.
+///
+/// Build one from [`Options::default`] with the `with_*` methods (the struct is
+/// `#[non_exhaustive]`, so it cannot be written as a literal outside this crate):
+///
+/// ```
+/// use std::time::Duration;
+/// use fragstat_core::Options;
+///
+/// let o = Options::default()
+///     .with_timeout(Duration::from_millis(500))
+///     .with_retries(3)
+///     .with_concurrency(256)
+///     .with_rate(Some(1000))
+///     .with_deadline(Some(Duration::from_secs(30)));
+/// assert_eq!(o.retries, 3);
+/// ```
+///
+/// ```compile_fail
+/// // Not constructible by a literal outside fragstat-core: new limits may be added.
+/// let o = fragstat_core::Options {
+///     timeout: std::time::Duration::from_millis(500),
+///     retries: 3,
+///     concurrency: 256,
+///     rate: None,
+///     deadline: None,
+/// };
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// How long to wait for a reply to one attempt (and between datagrams of a multi-datagram
     /// reply) before retrying.
@@ -46,6 +74,43 @@ impl Default for Options {
             rate: None,
             deadline: None,
         }
+    }
+}
+
+impl Options {
+    /// Sets [`Options::timeout`].
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`Options::retries`].
+    #[must_use]
+    pub fn with_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Sets [`Options::concurrency`].
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// Sets [`Options::rate`].
+    #[must_use]
+    pub fn with_rate(mut self, rate: Option<u32>) -> Self {
+        self.rate = rate;
+        self
+    }
+
+    /// Sets [`Options::deadline`].
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.deadline = deadline;
+        self
     }
 }
 

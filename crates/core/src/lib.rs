@@ -29,7 +29,7 @@
 //! # async fn main() -> std::io::Result<()> {
 //! let engine = Engine::bind().await?;
 //! let mut batch = engine.run([("127.0.0.1:9".parse().unwrap(), Ping("42".into()))],
-//!     Options { timeout: std::time::Duration::from_millis(50), retries: 0, ..Options::default() });
+//!     Options::default().with_timeout(std::time::Duration::from_millis(50)).with_retries(0));
 //! while let Some(outcome) = batch.next().await {
 //!     println!("{} -> {:?} in {:?}", outcome.addr, outcome.result.is_ok(), outcome.rtt);
 //! }

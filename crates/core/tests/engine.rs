@@ -23,11 +23,9 @@ fn engine(net: &Arc<SimNet>) -> Engine {
 }
 
 fn opts(timeout_ms: u64, retries: u32) -> Options {
-    Options {
-        timeout: Duration::from_millis(timeout_ms),
-        retries,
-        ..Options::default()
-    }
+    Options::default()
+        .with_timeout(Duration::from_millis(timeout_ms))
+        .with_retries(retries)
 }
 
 fn err(msg: &str) -> BoxError {
@@ -260,10 +258,7 @@ async fn concurrency_window_and_pacing() {
                 },
             )
         }),
-        Options {
-            concurrency: 5,
-            ..opts(1000, 0)
-        },
+        opts(1000, 0).with_concurrency(5),
     );
     let mut done_at = HashMap::new();
     while let Some(o) = batch.next().await {
@@ -305,10 +300,7 @@ async fn concurrency_window_and_pacing() {
                     },
                 )
             }),
-            Options {
-                rate: Some(100),
-                ..opts(1000, 0)
-            },
+            opts(1000, 0).with_rate(Some(100)),
         )
         .collect_sorted()
         .await;
@@ -334,11 +326,9 @@ async fn batch_deadline_bounds_everything() {
     let all = engine(&net)
         .run(
             (0..10).map(|p| (addr(3000 + p), Text { challenge: 1 })),
-            Options {
-                deadline: Some(Duration::from_millis(250)),
-                concurrency: 4,
-                ..opts(100, 10)
-            },
+            opts(100, 10)
+                .with_deadline(Some(Duration::from_millis(250)))
+                .with_concurrency(4),
         )
         .collect_sorted()
         .await;
@@ -789,4 +779,19 @@ async fn a_failed_send_is_reported_as_io_not_timeout() {
         o.result
     );
     assert_eq!(net.sent().len(), 2, "the send was retried");
+}
+
+#[test]
+fn options_are_built_with_methods() {
+    let o = Options::default()
+        .with_timeout(Duration::from_millis(7))
+        .with_retries(9)
+        .with_concurrency(3)
+        .with_rate(Some(50))
+        .with_deadline(Some(Duration::from_secs(2)));
+    assert_eq!(o.timeout, Duration::from_millis(7));
+    assert_eq!(o.retries, 9);
+    assert_eq!(o.concurrency, 3);
+    assert_eq!(o.rate, Some(50));
+    assert_eq!(o.deadline, Some(Duration::from_secs(2)));
 }
