@@ -3,7 +3,7 @@
 //! that sends, matches, retries and times out.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -150,11 +150,17 @@ impl Routes {
     }
 
     fn remove(&self, addr: SocketAddr, batch: u64) {
+        self.remove_all([addr], batch);
+    }
+
+    fn remove_all(&self, addrs: impl IntoIterator<Item = SocketAddr>, batch: u64) {
         let mut map = self.lock();
-        if let Some(v) = map.get_mut(&addr) {
-            v.retain(|(b, _)| *b != batch);
-            if v.is_empty() {
-                map.remove(&addr);
+        for addr in addrs {
+            if let Some(v) = map.get_mut(&addr) {
+                v.retain(|(b, _)| *b != batch);
+                if v.is_empty() {
+                    map.remove(&addr);
+                }
             }
         }
     }
@@ -171,6 +177,36 @@ impl Routes {
                 debug!(%from, len = data.len(), "dropped datagram from an address with no query in flight")
             }
         }
+    }
+}
+
+/// The routes of one batch, owned by its driver: whichever way the driver ends (its queries
+/// all finished, or its future dropped mid-flight because the [`Batch`] was dropped and the
+/// task aborted), dropping the guard removes every route it still holds.
+struct RouteGuard {
+    routes: Arc<Routes>,
+    batch: u64,
+    tx: mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>,
+    addrs: HashSet<SocketAddr>,
+}
+
+impl RouteGuard {
+    fn add(&mut self, addr: SocketAddr) {
+        if self.addrs.insert(addr) {
+            self.routes.add(addr, self.batch, &self.tx);
+        }
+    }
+
+    fn remove(&mut self, addr: SocketAddr) {
+        if self.addrs.remove(&addr) {
+            self.routes.remove(addr, self.batch);
+        }
+    }
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        self.routes.remove_all(self.addrs.drain(), self.batch);
     }
 }
 
@@ -271,6 +307,12 @@ impl Engine {
             .collect()
     }
 
+    /// How many addresses have a route: a query in flight to them, in any batch. A
+    /// diagnostic: 0 whenever no batch is running (finished and dropped batches leave none).
+    pub fn routed_addresses(&self) -> usize {
+        self.inner.routes.lock().len()
+    }
+
     /// Runs a batch of queries. Results stream out as each query finishes. Dropping the
     /// [`Batch`] cancels the queries still running.
     pub fn run<E, I>(&self, jobs: I, options: Options) -> Batch<E::Output>
@@ -288,7 +330,12 @@ impl Engine {
         let (dg_tx, dg_rx) = mpsc::unbounded_channel();
         let id = self.inner.next_batch.fetch_add(1, Ordering::Relaxed);
         let driver = Driver {
-            id,
+            routes: RouteGuard {
+                routes: Arc::clone(&self.inner.routes),
+                batch: id,
+                tx: dg_tx,
+                addrs: HashSet::new(),
+            },
             engine: Arc::clone(&self.inner),
             options,
             pending: jobs,
@@ -298,7 +345,6 @@ impl Engine {
             send_queue: VecDeque::new(),
             next_id: 0,
             next_send: Instant::now(),
-            dg_tx,
             out: out_tx,
         };
         let span = tracing::debug_span!("batch", id, jobs = total);
@@ -411,7 +457,8 @@ struct Slot<E> {
 }
 
 struct Driver<E: Exchange> {
-    id: u64,
+    /// This batch's routes, removed when the driver ends or is dropped.
+    routes: RouteGuard,
     engine: Arc<Inner>,
     options: Options,
     pending: VecDeque<(usize, SocketAddr, E)>,
@@ -422,7 +469,6 @@ struct Driver<E: Exchange> {
     send_queue: VecDeque<u64>,
     next_id: u64,
     next_send: Instant,
-    dg_tx: mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>,
     out: mpsc::UnboundedSender<Outcome<E::Output>>,
 }
 
@@ -475,9 +521,7 @@ impl<E: Exchange> Driver<E> {
             }
             self.fire_timers(now);
         }
-        for addr in self.by_addr.keys() {
-            self.engine.routes.remove(*addr, self.id);
-        }
+        // `self.routes` is dropped here, or wherever the future is dropped: no route outlives it.
     }
 
     fn start_queries(&mut self) {
@@ -498,7 +542,7 @@ impl<E: Exchange> Driver<E> {
             self.next_id += 1;
             let ids = self.by_addr.entry(addr).or_default();
             if ids.is_empty() {
-                self.engine.routes.add(addr, self.id, &self.dg_tx);
+                self.routes.add(addr);
             }
             ids.push(id);
             self.slots.insert(
@@ -667,7 +711,7 @@ impl<E: Exchange> Driver<E> {
             ids.retain(|i| *i != id);
             if ids.is_empty() {
                 self.by_addr.remove(&slot.addr);
-                self.engine.routes.remove(slot.addr, self.id);
+                self.routes.remove(slot.addr);
             }
         }
         let rtt = if result.is_ok() { slot.rtt } else { None };

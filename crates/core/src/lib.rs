@@ -37,7 +37,8 @@
 //! ```
 //!
 //! What this crate does not do: parse any game's packets (the family crates do), or serve.
-//! Cancel safety: dropping a [`Batch`] stops its driver; replies that arrive later are dropped.
+//! Cancel safety: dropping a [`Batch`] stops its driver and removes its routes; replies that
+//! arrive later are dropped.
 //!
 //! # Features
 //! - `runtime` (default): the tokio [`Engine`], [`UdpTransport`], [`serve::run`] and the

@@ -795,3 +795,60 @@ fn options_are_built_with_methods() {
     assert_eq!(o.rate, Some(50));
     assert_eq!(o.deadline, Some(Duration::from_secs(2)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropped_batches_leave_no_routes() {
+    // One long-lived engine, 10,000 queries. Half the servers answer after 300 ms, half never;
+    // every batch (or lone query) is given up 50 ms in, mid-flight.
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(300),
+            ..Faults::default()
+        },
+        1,
+    );
+    for p in 10_000..15_000 {
+        net.add_server(addr(p), text_server("slow".into()));
+    }
+    let e = engine(&net);
+    for round in 0..50u16 {
+        let first = 10_000 + round * 200;
+        let mut batch = e.run(
+            (first..first + 199).map(|p| {
+                (
+                    addr(p),
+                    Text {
+                        challenge: u64::from(p),
+                    },
+                )
+            }),
+            opts(1000, 2),
+        );
+        let lone = e.query(
+            addr(first + 199),
+            Text {
+                challenge: u64::from(first + 199),
+            },
+            opts(1000, 2),
+        );
+        let timed_out = tokio::time::timeout(Duration::from_millis(50), lone).await;
+        assert!(timed_out.is_err(), "the lone query must still be in flight");
+        assert!(batch.try_next().is_none(), "nothing has finished yet");
+        assert!(
+            e.routed_addresses() >= 199,
+            "the batch's queries are in flight"
+        );
+        drop(batch);
+    }
+    // Let aborted drivers be dropped and late replies arrive (to no one).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(e.routed_addresses(), 0, "routes leaked by dropped batches");
+    assert!(net.sent().len() >= 10_000);
+
+    // The engine still works, and a finished batch leaves no route either.
+    let o = e
+        .query(addr(10_000), Text { challenge: 77 }, opts(1000, 0))
+        .await;
+    assert_eq!(o.result.unwrap(), "slow");
+    assert_eq!(e.routed_addresses(), 0);
+}
