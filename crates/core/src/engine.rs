@@ -747,3 +747,37 @@ fn record_rtt<E>(slot: &mut Slot<E>, attempt: Option<u32>, now: Instant) {
         .or(slot.sent_at.last());
     slot.rtt = sent.map(|s| now.saturating_duration_since(*s));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first of two source-address checks. The driver's own lookup by source address
+    /// (pinned by `a_reply_from_another_address_never_completes_a_query` in tests/engine.rs)
+    /// masks a routing table that delivers everywhere, so this one is pinned here.
+    #[test]
+    fn routes_deliver_only_to_routes_of_the_source_address() {
+        let routes = Routes::default();
+        let (a, b, stranger): (SocketAddr, SocketAddr, SocketAddr) = (
+            "127.0.0.1:5".parse().unwrap(),
+            "127.0.0.1:6".parse().unwrap(),
+            "127.0.0.1:7".parse().unwrap(),
+        );
+        let (tx_a, mut rx_a) = mpsc::unbounded_channel();
+        let (tx_b, mut rx_b) = mpsc::unbounded_channel();
+        routes.add(a, 1, &tx_a);
+        routes.add(b, 2, &tx_b);
+        routes.dispatch(b, b"for b");
+        routes.dispatch(stranger, b"for no one");
+        assert_eq!(rx_b.try_recv().unwrap(), (b, b"for b".to_vec()));
+        assert!(rx_b.try_recv().is_err());
+        assert!(
+            rx_a.try_recv().is_err(),
+            "a datagram from b reached a's route"
+        );
+        routes.remove(b, 2);
+        routes.dispatch(b, b"late");
+        assert!(rx_b.try_recv().is_err() && rx_a.try_recv().is_err());
+        assert_eq!(routes.lock().len(), 1);
+    }
+}

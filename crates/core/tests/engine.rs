@@ -340,25 +340,84 @@ async fn batch_deadline_bounds_everything() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn unsolicited_and_invalid_datagrams_are_never_attributed() {
+async fn invalid_datagrams_from_the_server_are_reported_not_attributed() {
     let net = SimNet::new(Faults::default(), 1);
     // Garbage from the queried address: remembered, reported instead of a bare timeout.
     net.add_server(addr(5), Arc::new(|_req: &[u8]| vec![b"garbage".to_vec()]));
-    // A stranger sends a well-formed reply with the right challenge: not from the server's address.
-    net.inject(
-        addr(6),
-        b"r 42-0 stranger".to_vec(),
-        Duration::from_millis(10),
-    );
-    let e = engine(&net);
-    let bad = e.query(addr(5), Text { challenge: 41 }, opts(100, 1)).await;
+    let bad = engine(&net)
+        .query(addr(5), Text { challenge: 41 }, opts(100, 1))
+        .await;
     assert!(
         matches!(&bad.result, Err(QueryError::Decode(m)) if m.to_string() == "not a reply"),
         "{:?}",
         bad.result
     );
-    let silent = e.query(addr(7), Text { challenge: 42 }, opts(100, 1)).await;
-    assert!(matches!(silent.result, Err(QueryError::Timeout { .. })));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_datagram_with_no_query_in_flight_is_dropped_and_later_queries_work() {
+    let net = SimNet::new(Faults::default(), 1);
+    net.add_server(addr(6), text_server("real".into()));
+    let e = engine(&net);
+    // Before any query: a well-formed reply with the very challenge the next query will use.
+    net.inject(addr(6), b"r 42-0 early".to_vec(), Duration::ZERO);
+    net.inject(addr(8), b"r 42-0 stranger".to_vec(), Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(e.routed_addresses(), 0);
+    // Neither buffered for later nor fatal to the receive task.
+    let o = e.query(addr(6), Text { challenge: 42 }, opts(100, 0)).await;
+    assert_eq!(o.result.unwrap(), "real");
+    assert_eq!(o.attempts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_from_another_address_never_completes_a_query() {
+    // Two silent servers queried in one batch. A reply query A would accept arrives from B's
+    // address (in flight, in the same batch) and from a stranger's: A must still time out.
+    let net = SimNet::new(Faults::default(), 1);
+    let (a, b, stranger) = (addr(5), addr(6), addr(7));
+    net.inject(b, b"r 42-0 from-b".to_vec(), Duration::from_millis(10));
+    net.inject(
+        stranger,
+        b"r 42-0 from-stranger".to_vec(),
+        Duration::from_millis(20),
+    );
+    let all = engine(&net)
+        .run(
+            [(a, Text { challenge: 42 }), (b, Text { challenge: 43 })],
+            opts(100, 1),
+        )
+        .collect_sorted()
+        .await;
+    for o in &all {
+        assert!(
+            matches!(o.result, Err(QueryError::Timeout { attempts: 2 })),
+            "{}: {:?}",
+            o.addr,
+            o.result
+        );
+    }
+
+    // The same across batches: A and B in two batches of one engine.
+    let net = SimNet::new(Faults::default(), 1);
+    net.inject(b, b"r 42-0 from-b".to_vec(), Duration::from_millis(10));
+    net.inject(
+        stranger,
+        b"r 42-0 from-stranger".to_vec(),
+        Duration::from_millis(20),
+    );
+    let e = engine(&net);
+    let qa = e.run([(a, Text { challenge: 42 })], opts(100, 1));
+    let qb = e.run([(b, Text { challenge: 43 })], opts(100, 1));
+    let (ra, rb) = tokio::join!(qa.collect_sorted(), qb.collect_sorted());
+    for o in ra.iter().chain(&rb) {
+        assert!(
+            matches!(o.result, Err(QueryError::Timeout { attempts: 2 })),
+            "{}: {:?}",
+            o.addr,
+            o.result
+        );
+    }
 }
 
 // ---- binary challenges (idTech 4: 4 bytes, ETQW: 8 bytes) and tokens (Teeworlds)
