@@ -129,7 +129,12 @@ pub struct Outcome<O> {
     pub attempts: u32,
 }
 
-type Route = (u64, mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>);
+/// A datagram on its way from a receive task to a driver: its source, its bytes, and when
+/// the receive task took it off the socket (the RTT is measured to then, not to whenever the
+/// driver gets round to it).
+type Received = (SocketAddr, Vec<u8>, Instant);
+
+type Route = (u64, mpsc::UnboundedSender<Received>);
 
 #[derive(Default)]
 struct Routes {
@@ -142,7 +147,7 @@ impl Routes {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn add(&self, addr: SocketAddr, batch: u64, tx: &mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>) {
+    fn add(&self, addr: SocketAddr, batch: u64, tx: &mpsc::UnboundedSender<Received>) {
         self.lock()
             .entry(addr)
             .or_default()
@@ -165,12 +170,12 @@ impl Routes {
         }
     }
 
-    fn dispatch(&self, from: SocketAddr, data: &[u8]) {
+    fn dispatch(&self, from: SocketAddr, data: &[u8], at: Instant) {
         let map = self.lock();
         match map.get(&from) {
             Some(routes) => {
                 for (_, tx) in routes {
-                    let _ = tx.send((from, data.to_vec()));
+                    let _ = tx.send((from, data.to_vec(), at));
                 }
             }
             None => {
@@ -186,7 +191,7 @@ impl Routes {
 struct RouteGuard {
     routes: Arc<Routes>,
     batch: u64,
-    tx: mpsc::UnboundedSender<(SocketAddr, Vec<u8>)>,
+    tx: mpsc::UnboundedSender<Received>,
     addrs: HashSet<SocketAddr>,
 }
 
@@ -275,7 +280,12 @@ impl Engine {
                     loop {
                         match t.recv_from(&mut buf).await {
                             Ok((n, from)) => {
-                                routes.dispatch(canonical(from), buf.get(..n).unwrap_or_default())
+                                let at = Instant::now();
+                                routes.dispatch(
+                                    canonical(from),
+                                    buf.get(..n).unwrap_or_default(),
+                                    at,
+                                )
                             }
                             // ICMP errors (port unreachable) surface here on some systems: keep going.
                             Err(e) => {
@@ -473,7 +483,7 @@ struct Driver<E: Exchange> {
 }
 
 impl<E: Exchange> Driver<E> {
-    async fn run(mut self, mut datagrams: mpsc::UnboundedReceiver<(SocketAddr, Vec<u8>)>) {
+    async fn run(mut self, mut datagrams: mpsc::UnboundedReceiver<Received>) {
         let deadline = self.options.deadline.map(|d| Instant::now() + d);
         let interval = self
             .options
@@ -505,11 +515,11 @@ impl<E: Exchange> Driver<E> {
             };
             tokio::select! {
                 biased;
-                Some((from, data)) = datagrams.recv() => {
-                    self.on_datagram(from, &data);
+                Some((from, data, at)) = datagrams.recv() => {
+                    self.on_datagram(from, &data, at);
                     // Drain what is already queued before looking at timers.
-                    while let Ok((from, data)) = datagrams.try_recv() {
-                        self.on_datagram(from, &data);
+                    while let Ok((from, data, at)) = datagrams.try_recv() {
+                        self.on_datagram(from, &data, at);
                     }
                 }
                 () = sleep => {}
@@ -611,7 +621,8 @@ impl<E: Exchange> Driver<E> {
         }
     }
 
-    fn on_datagram(&mut self, from: SocketAddr, data: &[u8]) {
+    /// `at`: when the receive task took the datagram off the socket.
+    fn on_datagram(&mut self, from: SocketAddr, data: &[u8], at: Instant) {
         // Every arm that changes `by_addr` returns at once, so indexing it here stays valid.
         let mut reasons = Vec::new();
         let mut i = 0;
@@ -629,7 +640,7 @@ impl<E: Exchange> Driver<E> {
                     return;
                 }
                 Verdict::Progress { attempt, wait } => {
-                    record_rtt(slot, attempt, now);
+                    record_rtt(slot, attempt, at);
                     slot.generation += 1;
                     let wait = wait.unwrap_or(self.options.timeout);
                     self.timers.push(Reverse((now + wait, id, slot.generation)));
@@ -644,7 +655,7 @@ impl<E: Exchange> Driver<E> {
                     return;
                 }
                 Verdict::Done { output, attempt } => {
-                    record_rtt(slot, attempt, now);
+                    record_rtt(slot, attempt, at);
                     self.finish(id, output.map_err(QueryError::Decode));
                     return;
                 }
@@ -736,16 +747,18 @@ impl<E: Exchange> Driver<E> {
     }
 }
 
-/// The RTT is taken once per step, at the first accepted datagram, from the send time of the
-/// attempt it answers (the latest attempt when the reply does not say).
-fn record_rtt<E>(slot: &mut Slot<E>, attempt: Option<u32>, now: Instant) {
+/// The RTT is taken once per step, at the first accepted datagram (`received`: when the
+/// receive task got it), from the send time of the attempt it answers (the latest attempt when
+/// the reply does not say).
+fn record_rtt<E>(slot: &mut Slot<E>, attempt: Option<u32>, received: Instant) {
     if slot.rtt.is_some() {
         return;
     }
     let sent = attempt
         .and_then(|a| slot.sent_at.get(usize::try_from(a).ok()?))
+        .or_else(|| slot.sent_at.iter().rev().find(|s| **s <= received))
         .or(slot.sent_at.last());
-    slot.rtt = sent.map(|s| now.saturating_duration_since(*s));
+    slot.rtt = sent.map(|s| received.saturating_duration_since(*s));
 }
 
 #[cfg(test)]
@@ -767,16 +780,17 @@ mod tests {
         let (tx_b, mut rx_b) = mpsc::unbounded_channel();
         routes.add(a, 1, &tx_a);
         routes.add(b, 2, &tx_b);
-        routes.dispatch(b, b"for b");
-        routes.dispatch(stranger, b"for no one");
-        assert_eq!(rx_b.try_recv().unwrap(), (b, b"for b".to_vec()));
+        let at = Instant::now();
+        routes.dispatch(b, b"for b", at);
+        routes.dispatch(stranger, b"for no one", at);
+        assert_eq!(rx_b.try_recv().unwrap(), (b, b"for b".to_vec(), at));
         assert!(rx_b.try_recv().is_err());
         assert!(
             rx_a.try_recv().is_err(),
             "a datagram from b reached a's route"
         );
         routes.remove(b, 2);
-        routes.dispatch(b, b"late");
+        routes.dispatch(b, b"late", at);
         assert!(rx_b.try_recv().is_err() && rx_a.try_recv().is_err());
         assert_eq!(routes.lock().len(), 1);
     }

@@ -911,3 +911,66 @@ async fn dropped_batches_leave_no_routes() {
     assert_eq!(o.result.unwrap(), "slow");
     assert_eq!(e.routed_addresses(), 0);
 }
+
+/// A congested socket: sends to `slow` take `delay`, and the driver waits on them.
+struct SlowSends {
+    net: Arc<SimNet>,
+    slow: SocketAddr,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl Transport for SlowSends {
+    async fn send_to(&self, buf: &[u8], to: SocketAddr) -> std::io::Result<()> {
+        if to == self.slow {
+            tokio::time::sleep(self.delay).await;
+        }
+        self.net.send_to(buf, to).await
+    }
+    async fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+        self.net.recv_from(buf).await
+    }
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.net.local_addr()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn rtt_is_stamped_at_receive_time_even_when_the_driver_is_busy() {
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(30),
+            ..Faults::default()
+        },
+        1,
+    );
+    net.add_server(addr(1), text_server("fast".into()));
+    net.add_server(addr(2), text_server("slow".into()));
+    let socket = SlowSends {
+        net: Arc::clone(&net),
+        slow: addr(2),
+        delay: Duration::from_millis(100),
+    };
+    let e = Engine::with_transports(Some(Arc::new(socket)), None);
+    let start = Instant::now();
+    // The request to 1 goes out at 0 and is answered at 30 ms, while the driver is stuck
+    // sending to 2 until 100 ms.
+    let mut batch = e.run(
+        [
+            (addr(1), Text { challenge: 1 }),
+            (addr(2), Text { challenge: 2 }),
+        ],
+        opts(1000, 0),
+    );
+    let first = batch.next().await.unwrap();
+    assert_eq!(first.result.unwrap(), "fast");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(100),
+        "the driver saw the reply only after its slow send"
+    );
+    assert_eq!(first.rtt, Some(Duration::from_millis(30)));
+    let second = batch.next().await.unwrap();
+    assert_eq!(second.result.unwrap(), "slow");
+    assert_eq!(second.rtt, Some(Duration::from_millis(30)));
+}
