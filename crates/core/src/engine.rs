@@ -46,8 +46,20 @@ use crate::{QueryError, MAX_DATAGRAM};
 ///     concurrency: 256,
 ///     rate: None,
 ///     deadline: None,
+///     max_datagrams: 4096,
+///     max_bytes: 8 << 20,
+///     lifetime: std::time::Duration::from_secs(60),
 /// };
 /// ```
+///
+/// # Per-query caps
+///
+/// A server, or anyone spoofing its address, could otherwise keep a query alive and growing
+/// forever: every [`Verdict::Progress`] restarts the attempt timer, and a multi-datagram
+/// exchange (a master list) keeps what it is sent. [`Options::max_datagrams`],
+/// [`Options::max_bytes`] and [`Options::lifetime`] bound each query; reaching one ends that
+/// query alone with [`QueryError::Exceeded`]. Every datagram handed to the query's exchange
+/// counts, whatever the exchange says of it.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Options {
@@ -63,6 +75,25 @@ pub struct Options {
     /// A bound on the whole batch: queries still unfinished then end with
     /// [`QueryError::Deadline`].
     pub deadline: Option<Duration>,
+    /// Datagrams one query accepts from its server (default 4096, far more than the longest
+    /// master list). The next one ends the query with
+    /// [`QueryError::Exceeded`] `{ limit: "datagrams", .. }`.
+    pub max_datagrams: usize,
+    /// Bytes one query accepts from its server, summed over its datagrams (default 8 MiB).
+    /// A datagram that would go past it ends the query with
+    /// [`QueryError::Exceeded`] `{ limit: "bytes", .. }`.
+    pub max_bytes: usize,
+    /// A bound on one query's total time, counted from its first send, across retries,
+    /// handshake steps and multi-datagram replies (a [`Verdict::Progress`] restarts the
+    /// attempt timer, never this). When it passes, the query ends with
+    /// [`QueryError::Exceeded`] `{ limit: "lifetime", .. }` (default 60 s).
+    ///
+    /// A query that gets no reply at all lasts about `timeout * (retries + 1)` per handshake
+    /// step (3 s with the defaults). Keep `lifetime` above that, or the lifetime, not the
+    /// retries, ends such a query, reported as `Exceeded` rather than
+    /// [`QueryError::Timeout`]. [`Options::deadline`] bounds the whole batch; this bounds each
+    /// query, whenever it started.
+    pub lifetime: Duration,
 }
 
 impl Default for Options {
@@ -73,6 +104,9 @@ impl Default for Options {
             concurrency: 1024,
             rate: None,
             deadline: None,
+            max_datagrams: 4096,
+            max_bytes: 8 << 20,
+            lifetime: Duration::from_secs(60),
         }
     }
 }
@@ -110,6 +144,27 @@ impl Options {
     #[must_use]
     pub fn with_deadline(mut self, deadline: Option<Duration>) -> Self {
         self.deadline = deadline;
+        self
+    }
+
+    /// Sets [`Options::max_datagrams`].
+    #[must_use]
+    pub fn with_max_datagrams(mut self, max_datagrams: usize) -> Self {
+        self.max_datagrams = max_datagrams;
+        self
+    }
+
+    /// Sets [`Options::max_bytes`].
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Sets [`Options::lifetime`].
+    #[must_use]
+    pub fn with_lifetime(mut self, lifetime: Duration) -> Self {
+        self.lifetime = lifetime;
         self
     }
 }
@@ -464,6 +519,41 @@ struct Slot<E> {
     /// What went wrong last (an undecodable reply, a failed send): reported instead of a
     /// bare timeout.
     last_error: Option<QueryError>,
+    /// Datagrams handed to the exchange so far, across every attempt and step.
+    datagrams: usize,
+    /// Their bytes.
+    bytes: usize,
+    /// When the query's lifetime ends (set at its first send).
+    expires: Option<Instant>,
+}
+
+/// The generation of a query's lifetime timer: never reached by attempt timers, never stale.
+const LIFETIME_TIMER: u64 = u64::MAX;
+
+/// `t + d`, or far in the future when that overflows (a huge timeout means "never").
+fn later(t: Instant, d: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+    t.checked_add(d).or_else(|| t.checked_add(FAR)).unwrap_or(t)
+}
+
+fn exceeded(limit: &'static str, max: u128) -> QueryError {
+    QueryError::Exceeded {
+        limit,
+        max: u64::try_from(max).unwrap_or(u64::MAX),
+    }
+}
+
+/// Whether a datagram of `len` bytes received at `at` would take the query past a cap.
+fn over_cap<E>(slot: &Slot<E>, options: &Options, len: usize, at: Instant) -> Option<QueryError> {
+    if slot.expires.is_some_and(|e| at >= e) {
+        Some(exceeded("lifetime", options.lifetime.as_millis()))
+    } else if slot.datagrams >= options.max_datagrams {
+        Some(exceeded("datagrams", options.max_datagrams as u128))
+    } else if slot.bytes.saturating_add(len) > options.max_bytes {
+        Some(exceeded("bytes", options.max_bytes as u128))
+    } else {
+        None
+    }
 }
 
 struct Driver<E: Exchange> {
@@ -484,7 +574,7 @@ struct Driver<E: Exchange> {
 
 impl<E: Exchange> Driver<E> {
     async fn run(mut self, mut datagrams: mpsc::UnboundedReceiver<Received>) {
-        let deadline = self.options.deadline.map(|d| Instant::now() + d);
+        let deadline = self.options.deadline.map(|d| later(Instant::now(), d));
         let interval = self
             .options
             .rate
@@ -566,6 +656,9 @@ impl<E: Exchange> Driver<E> {
                     generation: 0,
                     rtt: None,
                     last_error: None,
+                    datagrams: 0,
+                    bytes: 0,
+                    expires: None,
                 },
             );
             self.send_queue.push_back(id);
@@ -601,7 +694,7 @@ impl<E: Exchange> Driver<E> {
             }
             if let Some(iv) = interval {
                 let n = u32::try_from(datagrams.len().max(1)).unwrap_or(u32::MAX);
-                self.next_send = self.next_send.max(now) + iv * n;
+                self.next_send = later(self.next_send.max(now), iv.saturating_mul(n));
             }
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
@@ -616,14 +709,23 @@ impl<E: Exchange> Driver<E> {
             if attempt > 0 {
                 debug!(%addr, attempt, "retry sent");
             }
-            self.timers
-                .push(Reverse((now + self.options.timeout, id, slot.generation)));
+            if slot.expires.is_none() {
+                let expires = later(now, self.options.lifetime);
+                slot.expires = Some(expires);
+                self.timers.push(Reverse((expires, id, LIFETIME_TIMER)));
+            }
+            self.timers.push(Reverse((
+                later(now, self.options.timeout),
+                id,
+                slot.generation,
+            )));
         }
     }
 
     /// `at`: when the receive task took the datagram off the socket.
     fn on_datagram(&mut self, from: SocketAddr, data: &[u8], at: Instant) {
-        // Every arm that changes `by_addr` returns at once, so indexing it here stays valid.
+        // Every arm that changes `by_addr` returns at once or steps `i` back, so indexing it
+        // here stays valid.
         let mut reasons = Vec::new();
         let mut i = 0;
         while let Some(&id) = self.by_addr.get(&from).and_then(|ids| ids.get(i)) {
@@ -631,6 +733,15 @@ impl<E: Exchange> Driver<E> {
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
             };
+            if let Some(err) = over_cap(slot, &self.options, data.len(), at) {
+                debug!(%from, error = %err, "query ended");
+                self.finish(id, Err(err));
+                // `finish` took this query out of `by_addr[from]`: the next one moved to `i - 1`.
+                i = i.saturating_sub(1);
+                continue;
+            }
+            slot.datagrams += 1;
+            slot.bytes = slot.bytes.saturating_add(data.len());
             let now = Instant::now();
             match slot.ex.on_datagram(data) {
                 Verdict::Ignore(reason) => reasons.push(reason),
@@ -643,7 +754,8 @@ impl<E: Exchange> Driver<E> {
                     record_rtt(slot, attempt, at);
                     slot.generation += 1;
                     let wait = wait.unwrap_or(self.options.timeout);
-                    self.timers.push(Reverse((now + wait, id, slot.generation)));
+                    self.timers
+                        .push(Reverse((later(now, wait), id, slot.generation)));
                     return;
                 }
                 Verdict::Advance => {
@@ -673,6 +785,14 @@ impl<E: Exchange> Driver<E> {
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
             };
+            if generation == LIFETIME_TIMER {
+                if slot.expires.is_some_and(|e| e <= now) {
+                    debug!(addr = %slot.addr, "query ran past its lifetime");
+                    let err = exceeded("lifetime", self.options.lifetime.as_millis());
+                    self.finish(id, Err(err));
+                }
+                continue;
+            }
             if slot.generation != generation {
                 continue;
             }

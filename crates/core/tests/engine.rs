@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -973,4 +973,248 @@ async fn rtt_is_stamped_at_receive_time_even_when_the_driver_is_busy() {
     let second = batch.next().await.unwrap();
     assert_eq!(second.result.unwrap(), "slow");
     assert_eq!(second.rtt, Some(Duration::from_millis(30)));
+}
+
+// ---- per-query caps
+
+/// An endless reply: every datagram is taken as one more part (`Progress`), or with `ignore_odd`
+/// every other one is ignored. Counts the datagrams it is handed.
+struct Endless {
+    seen: Arc<AtomicUsize>,
+    ignore_odd: bool,
+}
+
+impl Exchange for Endless {
+    type Output = usize;
+    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+        vec![b"list".to_vec()]
+    }
+    fn on_datagram(&mut self, _: &[u8]) -> Verdict<usize> {
+        let n = self.seen.fetch_add(1, Ordering::SeqCst);
+        if self.ignore_odd && n % 2 == 1 {
+            Verdict::Ignore("every other one")
+        } else {
+            Verdict::Progress {
+                attempt: None,
+                wait: None,
+            }
+        }
+    }
+}
+
+/// A server that answers its first request with a stream that never ends: `burst` datagrams
+/// of `size` bytes every `every`, from `server`'s address.
+fn endless_stream(
+    net: &Arc<SimNet>,
+    server: SocketAddr,
+    size: usize,
+    burst: usize,
+    every: Duration,
+) -> fragstat_core::testing::Responder {
+    let net = Arc::downgrade(net);
+    let started = AtomicBool::new(false);
+    Arc::new(move |_req: &[u8]| {
+        if !started.swap(true, Ordering::SeqCst) {
+            let net = net.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(net) = net.upgrade() else { return };
+                    for _ in 0..burst {
+                        net.inject(server, vec![b'x'; size], Duration::ZERO);
+                    }
+                }
+            });
+        }
+        vec![]
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flooding_server_ends_its_query_at_the_datagram_cap() {
+    let net = SimNet::new(Faults::default(), 1);
+    let (master, fine) = (addr(27950), addr(27960));
+    net.add_server(
+        master,
+        endless_stream(&net, master, 20, 8, Duration::from_millis(1)),
+    );
+    net.add_server(fine, text_server("fine".into()));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut batch = engine(&net).run(
+        [(
+            master,
+            Endless {
+                seen: Arc::clone(&seen),
+                ignore_odd: true,
+            },
+        )],
+        opts(1000, 2),
+    );
+    let o = tokio::time::timeout(Duration::from_secs(30), batch.next())
+        .await
+        .expect("the flood kept the query alive")
+        .unwrap();
+    let e = o.result.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            QueryError::Exceeded {
+                limit: "datagrams",
+                max: 4096
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "exceeded the per-query datagrams limit (4096 datagrams)"
+    );
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        4096,
+        "ignored datagrams count too"
+    );
+    assert!(batch.next().await.is_none(), "the batch is finished");
+    assert!(start.elapsed() < Duration::from_secs(1));
+
+    // The flood goes on; the engine still answers other queries.
+    let o = engine(&net)
+        .query(fine, Text { challenge: 3 }, opts(1000, 0))
+        .await;
+    assert_eq!(o.result.unwrap(), "fine");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flooding_server_ends_its_query_at_the_byte_cap() {
+    // 60,000-byte datagrams: the default 8 MiB holds 139 of them.
+    let net = SimNet::new(Faults::default(), 1);
+    let master = addr(27950);
+    net.add_server(
+        master,
+        endless_stream(&net, master, 60_000, 4, Duration::from_millis(1)),
+    );
+    let seen = Arc::new(AtomicUsize::new(0));
+    let ex = Endless {
+        seen: Arc::clone(&seen),
+        ignore_odd: false,
+    };
+    let o = tokio::time::timeout(
+        Duration::from_secs(30),
+        engine(&net).query(master, ex, opts(1000, 2)),
+    )
+    .await
+    .expect("the flood kept the query alive");
+    let e = o.result.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            QueryError::Exceeded {
+                limit: "bytes",
+                max: 8_388_608
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 139);
+
+    // A cap set by the caller: 1000 bytes are ten datagrams of 100.
+    let net = SimNet::new(Faults::default(), 1);
+    net.add_server(
+        master,
+        endless_stream(&net, master, 100, 1, Duration::from_millis(5)),
+    );
+    let seen = Arc::new(AtomicUsize::new(0));
+    let ex = Endless {
+        seen: Arc::clone(&seen),
+        ignore_odd: false,
+    };
+    let o = tokio::time::timeout(
+        Duration::from_secs(30),
+        engine(&net).query(master, ex, opts(1000, 2).with_max_bytes(1000)),
+    )
+    .await
+    .expect("the flood kept the query alive");
+    assert!(
+        matches!(
+            o.result,
+            Err(QueryError::Exceeded {
+                limit: "bytes",
+                max: 1000
+            })
+        ),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 10);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trickle_that_keeps_resetting_the_timer_ends_at_the_lifetime() {
+    // One datagram every 700 ms, forever: each restarts the 1 s attempt timer.
+    let net = SimNet::new(Faults::default(), 1);
+    let master = addr(27950);
+    net.add_server(
+        master,
+        endless_stream(&net, master, 20, 1, Duration::from_millis(700)),
+    );
+    let seen = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut batch = engine(&net).run(
+        [(
+            master,
+            Endless {
+                seen: Arc::clone(&seen),
+                ignore_odd: false,
+            },
+        )],
+        opts(1000, 2),
+    );
+    let o = tokio::time::timeout(Duration::from_secs(600), batch.next())
+        .await
+        .expect("the trickle kept the query alive")
+        .unwrap();
+    let e = o.result.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            QueryError::Exceeded {
+                limit: "lifetime",
+                max: 60_000
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "exceeded the per-query lifetime limit (60000 ms)"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(60), "default lifetime");
+    assert_eq!(seen.load(Ordering::SeqCst), 85, "one every 700 ms");
+    assert!(batch.next().await.is_none(), "the batch is finished");
+    assert_eq!(net.sent().len(), 1, "never retried");
+
+    // A lifetime shorter than timeout * (retries + 1) ends a silent query first.
+    let net = SimNet::new(Faults::default(), 1);
+    let start = Instant::now();
+    let o = engine(&net)
+        .query(
+            addr(9),
+            Text { challenge: 1 },
+            opts(1000, 5).with_lifetime(Duration::from_millis(2500)),
+        )
+        .await;
+    assert!(
+        matches!(
+            o.result,
+            Err(QueryError::Exceeded {
+                limit: "lifetime",
+                max: 2500
+            })
+        ),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(start.elapsed(), Duration::from_millis(2500));
+    assert_eq!(net.sent().len(), 3);
 }
