@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tracing::{debug, trace, Instrument};
 
 use crate::exchange::{Exchange, Verdict};
-use crate::transport::{canonical, Transport, UdpTransport};
+use crate::transport::{canonical, Backoff, Transport, UdpTransport};
 use crate::{QueryError, MAX_DATAGRAM};
 
 /// How a batch of queries is run.
@@ -332,20 +332,23 @@ impl Engine {
                 let routes = Arc::clone(&routes);
                 tokio::spawn(async move {
                     let mut buf = vec![0u8; MAX_DATAGRAM];
+                    let mut backoff = Backoff::default();
                     loop {
                         match t.recv_from(&mut buf).await {
                             Ok((n, from)) => {
                                 let at = Instant::now();
+                                backoff.reset();
                                 routes.dispatch(
                                     canonical(from),
                                     buf.get(..n).unwrap_or_default(),
                                     at,
                                 )
                             }
-                            // ICMP errors (port unreachable) surface here on some systems: keep going.
+                            // ICMP errors (port unreachable) surface here on some systems: keep
+                            // going, backing off if the errors persist.
                             Err(e) => {
                                 trace!(error = %e, "receive error");
-                                tokio::task::yield_now().await;
+                                backoff.wait(&e).await;
                             }
                         }
                     }

@@ -1218,3 +1218,39 @@ async fn a_trickle_that_keeps_resetting_the_timer_ends_at_the_lifetime() {
     assert_eq!(start.elapsed(), Duration::from_millis(2500));
     assert_eq!(net.sent().len(), 3);
 }
+
+/// A socket whose every receive fails at once (a persistent error), counting the calls. After
+/// 10,000 calls it stops answering, so a receive loop that spins shows up as a count rather
+/// than a hung test.
+#[derive(Default)]
+struct BrokenRecv {
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Transport for BrokenRecv {
+    async fn send_to(&self, _: &[u8], _: SocketAddr) -> std::io::Result<()> {
+        Ok(())
+    }
+    async fn recv_from(&self, _: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) >= 10_000 {
+            std::future::pending::<()>().await;
+        }
+        Err(std::io::Error::other("persistent failure"))
+    }
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        Ok(addr(40000))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_persistent_receive_error_is_backed_off() {
+    let socket = Arc::new(BrokenRecv::default());
+    let e = Engine::with_transports(Some(Arc::clone(&socket) as Arc<dyn Transport>), None);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let calls = socket.calls.load(Ordering::SeqCst);
+    assert!(calls < 50, "{calls} receive calls in 1 s");
+    // Sending still works: a query times out as usual.
+    let o = e.query(addr(9), Text { challenge: 1 }, opts(100, 0)).await;
+    assert!(matches!(o.result, Err(QueryError::Timeout { attempts: 1 })));
+}
