@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use fragstat::core::{serve::run, Engine, Options, Transport, UdpTransport};
+use fragstat::core::serve::{from_fn, run};
+use fragstat::core::{Engine, Options, Transport, UdpTransport};
 use fragstat::quake3::client::Client;
 use fragstat::quake3::server::{EmulatedMaster, EmulatedServer, ServerConfig};
 use fragstat::quake3::{EotStyle, Game};
@@ -119,14 +120,14 @@ fn spawn_server(
     let mut rng = fastrand::Rng::with_seed(seed);
     tasks.spawn(run(
         socket,
-        move |from, datagram| {
+        from_fn(move |from, datagram| {
             if drop > 0.0 && rng.f64() < drop {
                 return Vec::new();
             }
             emu.handle(datagram)
                 .map(|r| vec![(from, r)])
                 .unwrap_or_default()
-        },
+        }),
         shutdown_future(stop),
     ));
 }
@@ -139,7 +140,7 @@ fn spawn_master(
 ) {
     tasks.spawn(run(
         socket,
-        move |from, datagram| master.handle(from, datagram),
+        from_fn(move |from, datagram| master.handle(from, datagram)),
         shutdown_future(stop),
     ));
 }

@@ -100,18 +100,25 @@ impl Backoff {
         self.next = None;
     }
 
-    /// Waits after the receive error `e`.
-    pub(crate) async fn wait(&mut self, e: &io::Error) {
+    /// How long to wait after the receive error `e` (`None`: an ICMP report, no wait).
+    pub(crate) fn delay(&mut self, e: &io::Error) -> Option<std::time::Duration> {
         if matches!(
             e.kind(),
             io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset
         ) {
-            tokio::task::yield_now().await;
-            return;
+            return None;
         }
         let d = self.next.unwrap_or(Self::FIRST);
         self.next = Some(d.saturating_mul(2).min(Self::MAX));
-        tokio::time::sleep(d).await;
+        Some(d)
+    }
+
+    /// Waits after the receive error `e` (for an ICMP report, only yields).
+    pub(crate) async fn wait(&mut self, e: &io::Error) {
+        match self.delay(e) {
+            Some(d) => tokio::time::sleep(d).await,
+            None => tokio::task::yield_now().await,
+        }
     }
 }
 
