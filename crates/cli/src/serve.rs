@@ -77,6 +77,10 @@ pub struct ServeArgs {
     /// Servers need a password.
     #[arg(long)]
     password: bool,
+    /// Heartbeat this master (HOST:PORT) at start and every 5 minutes, as a public server does,
+    /// and answer its challenge.
+    #[arg(long)]
+    heartbeat: Option<String>,
     /// Also run a master listing these servers.
     #[arg(long)]
     master: bool,
@@ -149,17 +153,7 @@ fn spawn(
     service: impl Service + Send + 'static,
     stop: Shutdown,
 ) {
-    let mut service = service;
-    // TEMP until serve::run drives a Service.
-    tasks.spawn(run(
-        socket,
-        move |from, d| {
-            let mut out = Outbox::new();
-            service.handle(Instant::now(), from, d, &mut out);
-            out
-        },
-        shutdown_future(stop),
-    ));
+    tasks.spawn(run(socket, service, shutdown_future(stop)));
 }
 
 /// Resolves a `--listen`-style address (host names allowed) or explains why not.
@@ -171,7 +165,7 @@ async fn listen_addr(flag: &str, text: &str, default_port: u16) -> Result<Socket
 }
 
 /// The emulator configuration of server `i` of `count`.
-fn config(a: &ServeArgs, i: u32) -> EmuServer {
+fn config(a: &ServeArgs, i: u32, heartbeat: Option<SocketAddr>) -> EmuServer {
     let name = if a.count > 1 {
         format!("{} #{}", a.name, i + 1)
     } else {
@@ -180,7 +174,8 @@ fn config(a: &ServeArgs, i: u32) -> EmuServer {
     let mut c = EmuServer::new(name, a.map.clone().unwrap_or_default(), a.players)
         .with_seed(u64::from(i) + 1)
         .with_password(a.password)
-        .with_gametype(a.gametype.clone());
+        .with_gametype(a.gametype.clone())
+        .with_heartbeat_to(heartbeat);
     if let Some(m) = a.max_players {
         c = c.with_max_players(m);
     }
@@ -221,8 +216,15 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let heartbeat = match &a.heartbeat {
+        Some(h) => match listen_addr("--heartbeat", h, game.master_port().unwrap_or(0)).await {
+            Ok(m) => Some(m),
+            Err(e) => return Ok(usage(e)),
+        },
+        None => None,
+    };
     // The emulator refuses what the protocol cannot carry (a `\` in a Quake III map name…).
-    if let Err(e) = game.emulated_server(&config(&a, 0)) {
+    if let Err(e) = game.emulated_server(&config(&a, 0, heartbeat)) {
         return Ok(usage(format!("cannot serve {}: {e}", game.id())));
     }
     // Thousands of emulated servers need thousands of sockets.
@@ -235,7 +237,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     for (i, socket) in (0u32..).zip(sockets) {
         let addr = socket.local_addr()?;
         let inner = game
-            .emulated_server(&config(&a, i))
+            .emulated_server(&config(&a, i, heartbeat))
             .map_err(|e| anyhow::anyhow!("server {}: {e}", i + 1))?;
         lines.push_str(&format!("server {addr}\n"));
         listed.push(addr);

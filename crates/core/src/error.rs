@@ -9,7 +9,7 @@ use crate::exchange::BoxError;
 #[non_exhaustive]
 pub enum QueryError {
     /// No reply to any attempt.
-    #[error("timed out after {attempts} attempts")]
+    #[error("timed out after {attempts} attempt{}", if *attempts == 1 { "" } else { "s" })]
     Timeout {
         /// Attempts sent in the last step.
         attempts: u32,
@@ -29,6 +29,24 @@ pub enum QueryError {
     /// Sending to the server failed (and no reply came).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// The query reached one of its per-query caps (the engine's `Options`): its server sent
+    /// too many datagrams or bytes, or it ran past its lifetime.
+    #[error("exceeded the per-query {limit} limit ({max}{unit})", unit = limit_unit(limit))]
+    Exceeded {
+        /// Which cap: `"datagrams"`, `"bytes"` or `"lifetime"`.
+        limit: &'static str,
+        /// The cap's value: a count of datagrams or bytes, or for `"lifetime"` milliseconds.
+        max: u64,
+    },
+}
+
+fn limit_unit(limit: &str) -> &'static str {
+    match limit {
+        "datagrams" => " datagrams",
+        "bytes" => " bytes",
+        "lifetime" => " ms",
+        _ => "",
+    }
 }
 
 impl QueryError {

@@ -35,7 +35,24 @@ pub trait Exchange: Send + 'static {
 }
 
 /// What an exchange says of a datagram from its server's address.
+///
+/// `#[non_exhaustive]`: code outside this crate builds verdicts freely, but a `match` on one
+/// needs a wildcard arm.
+///
+/// ```compile_fail
+/// use fragstat_core::Verdict;
+/// fn name(v: &Verdict<()>) -> &'static str {
+///     match v {
+///         Verdict::Ignore(_) => "ignore",
+///         Verdict::Invalid(_) => "invalid",
+///         Verdict::Progress { .. } => "progress",
+///         Verdict::Advance => "advance",
+///         Verdict::Done { .. } => "done",
+///     }
+/// }
+/// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Verdict<O> {
     /// Not an answer to this query (wrong challenge or token, another kind of packet). The
     /// engine logs it at debug, offers it to other queries to the same address, and waits on.

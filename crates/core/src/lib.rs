@@ -29,7 +29,7 @@
 //! # async fn main() -> std::io::Result<()> {
 //! let engine = Engine::bind().await?;
 //! let mut batch = engine.run([("127.0.0.1:9".parse().unwrap(), Ping("42".into()))],
-//!     Options { timeout: std::time::Duration::from_millis(50), retries: 0, ..Options::default() });
+//!     Options::default().with_timeout(std::time::Duration::from_millis(50)).with_retries(0));
 //! while let Some(outcome) = batch.next().await {
 //!     println!("{} -> {:?} in {:?}", outcome.addr, outcome.result.is_ok(), outcome.rtt);
 //! }
@@ -37,7 +37,8 @@
 //! ```
 //!
 //! What this crate does not do: parse any game's packets (the family crates do), or serve.
-//! Cancel safety: dropping a [`Batch`] stops its driver; replies that arrive later are dropped.
+//! Cancel safety: dropping a [`Batch`] stops its driver and removes its routes; replies that
+//! arrive later are dropped.
 //!
 //! # Features
 //! - `runtime` (default): the tokio [`Engine`], [`UdpTransport`], [`serve::run`] and the

@@ -76,3 +76,82 @@ impl Transport for UdpTransport {
 }
 
 pub use crate::canonical;
+
+/// Waits between consecutive receive errors, so a socket that fails persistently does not spin
+/// a core: 1 ms after the first error, doubling up to [`Backoff::MAX`], back to the start after
+/// a datagram is received.
+///
+/// ICMP reports (`ConnectionRefused`, `ConnectionReset`: Windows surfaces "port unreachable"
+/// this way on unconnected sockets) are exempt: each one reports one datagram that bounced,
+/// so they cannot persist, and a scan meeting many dead servers must not stall on them.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    next: Option<std::time::Duration>,
+}
+
+impl Backoff {
+    /// The first wait.
+    pub(crate) const FIRST: std::time::Duration = std::time::Duration::from_millis(1);
+    /// The longest wait.
+    pub(crate) const MAX: std::time::Duration = std::time::Duration::from_millis(128);
+
+    /// A datagram was received: the next error waits [`Backoff::FIRST`] again.
+    pub(crate) fn reset(&mut self) {
+        self.next = None;
+    }
+
+    /// How long to wait after the receive error `e` (`None`: an ICMP report, no wait).
+    pub(crate) fn delay(&mut self, e: &io::Error) -> Option<std::time::Duration> {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset
+        ) {
+            return None;
+        }
+        let d = self.next.unwrap_or(Self::FIRST);
+        self.next = Some(d.saturating_mul(2).min(Self::MAX));
+        Some(d)
+    }
+
+    /// Waits after the receive error `e` (for an ICMP report, only yields).
+    pub(crate) async fn wait(&mut self, e: &io::Error) {
+        match self.delay(e) {
+            Some(d) => tokio::time::sleep(d).await,
+            None => tokio::task::yield_now().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_doubles_to_its_cap_and_resets_on_success() {
+        let persistent = io::Error::other("persistent");
+        let mut b = Backoff::default();
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            let t = Instant::now();
+            b.wait(&persistent).await;
+            waits.push(t.elapsed().as_millis());
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 128, 128]);
+        b.reset();
+        let t = Instant::now();
+        b.wait(&persistent).await;
+        assert_eq!(t.elapsed(), Backoff::FIRST);
+        // A bounced datagram reported by ICMP neither waits nor grows the backoff.
+        let t = Instant::now();
+        b.wait(&io::Error::from(io::ErrorKind::ConnectionRefused))
+            .await;
+        b.wait(&io::Error::from(io::ErrorKind::ConnectionReset))
+            .await;
+        assert_eq!(t.elapsed(), Duration::ZERO);
+        let t = Instant::now();
+        b.wait(&persistent).await;
+        assert_eq!(t.elapsed(), Duration::from_millis(2));
+    }
+}

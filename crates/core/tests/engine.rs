@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,11 +23,9 @@ fn engine(net: &Arc<SimNet>) -> Engine {
 }
 
 fn opts(timeout_ms: u64, retries: u32) -> Options {
-    Options {
-        timeout: Duration::from_millis(timeout_ms),
-        retries,
-        ..Options::default()
-    }
+    Options::default()
+        .with_timeout(Duration::from_millis(timeout_ms))
+        .with_retries(retries)
 }
 
 fn err(msg: &str) -> BoxError {
@@ -260,10 +258,7 @@ async fn concurrency_window_and_pacing() {
                 },
             )
         }),
-        Options {
-            concurrency: 5,
-            ..opts(1000, 0)
-        },
+        opts(1000, 0).with_concurrency(5),
     );
     let mut done_at = HashMap::new();
     while let Some(o) = batch.next().await {
@@ -305,10 +300,7 @@ async fn concurrency_window_and_pacing() {
                     },
                 )
             }),
-            Options {
-                rate: Some(100),
-                ..opts(1000, 0)
-            },
+            opts(1000, 0).with_rate(Some(100)),
         )
         .collect_sorted()
         .await;
@@ -334,11 +326,9 @@ async fn batch_deadline_bounds_everything() {
     let all = engine(&net)
         .run(
             (0..10).map(|p| (addr(3000 + p), Text { challenge: 1 })),
-            Options {
-                deadline: Some(Duration::from_millis(250)),
-                concurrency: 4,
-                ..opts(100, 10)
-            },
+            opts(100, 10)
+                .with_deadline(Some(Duration::from_millis(250)))
+                .with_concurrency(4),
         )
         .collect_sorted()
         .await;
@@ -350,25 +340,84 @@ async fn batch_deadline_bounds_everything() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn unsolicited_and_invalid_datagrams_are_never_attributed() {
+async fn invalid_datagrams_from_the_server_are_reported_not_attributed() {
     let net = SimNet::new(Faults::default(), 1);
     // Garbage from the queried address: remembered, reported instead of a bare timeout.
     net.add_server(addr(5), Arc::new(|_req: &[u8]| vec![b"garbage".to_vec()]));
-    // A stranger sends a well-formed reply with the right challenge: not from the server's address.
-    net.inject(
-        addr(6),
-        b"r 42-0 stranger".to_vec(),
-        Duration::from_millis(10),
-    );
-    let e = engine(&net);
-    let bad = e.query(addr(5), Text { challenge: 41 }, opts(100, 1)).await;
+    let bad = engine(&net)
+        .query(addr(5), Text { challenge: 41 }, opts(100, 1))
+        .await;
     assert!(
         matches!(&bad.result, Err(QueryError::Decode(m)) if m.to_string() == "not a reply"),
         "{:?}",
         bad.result
     );
-    let silent = e.query(addr(7), Text { challenge: 42 }, opts(100, 1)).await;
-    assert!(matches!(silent.result, Err(QueryError::Timeout { .. })));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_datagram_with_no_query_in_flight_is_dropped_and_later_queries_work() {
+    let net = SimNet::new(Faults::default(), 1);
+    net.add_server(addr(6), text_server("real".into()));
+    let e = engine(&net);
+    // Before any query: a well-formed reply with the very challenge the next query will use.
+    net.inject(addr(6), b"r 42-0 early".to_vec(), Duration::ZERO);
+    net.inject(addr(8), b"r 42-0 stranger".to_vec(), Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(e.routed_addresses(), 0);
+    // Neither buffered for later nor fatal to the receive task.
+    let o = e.query(addr(6), Text { challenge: 42 }, opts(100, 0)).await;
+    assert_eq!(o.result.unwrap(), "real");
+    assert_eq!(o.attempts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_from_another_address_never_completes_a_query() {
+    // Two silent servers queried in one batch. A reply query A would accept arrives from B's
+    // address (in flight, in the same batch) and from a stranger's: A must still time out.
+    let net = SimNet::new(Faults::default(), 1);
+    let (a, b, stranger) = (addr(5), addr(6), addr(7));
+    net.inject(b, b"r 42-0 from-b".to_vec(), Duration::from_millis(10));
+    net.inject(
+        stranger,
+        b"r 42-0 from-stranger".to_vec(),
+        Duration::from_millis(20),
+    );
+    let all = engine(&net)
+        .run(
+            [(a, Text { challenge: 42 }), (b, Text { challenge: 43 })],
+            opts(100, 1),
+        )
+        .collect_sorted()
+        .await;
+    for o in &all {
+        assert!(
+            matches!(o.result, Err(QueryError::Timeout { attempts: 2 })),
+            "{}: {:?}",
+            o.addr,
+            o.result
+        );
+    }
+
+    // The same across batches: A and B in two batches of one engine.
+    let net = SimNet::new(Faults::default(), 1);
+    net.inject(b, b"r 42-0 from-b".to_vec(), Duration::from_millis(10));
+    net.inject(
+        stranger,
+        b"r 42-0 from-stranger".to_vec(),
+        Duration::from_millis(20),
+    );
+    let e = engine(&net);
+    let qa = e.run([(a, Text { challenge: 42 })], opts(100, 1));
+    let qb = e.run([(b, Text { challenge: 43 })], opts(100, 1));
+    let (ra, rb) = tokio::join!(qa.collect_sorted(), qb.collect_sorted());
+    for o in ra.iter().chain(&rb) {
+        assert!(
+            matches!(o.result, Err(QueryError::Timeout { attempts: 2 })),
+            "{}: {:?}",
+            o.addr,
+            o.result
+        );
+    }
 }
 
 // ---- binary challenges (idTech 4: 4 bytes, ETQW: 8 bytes) and tokens (Teeworlds)
@@ -789,4 +838,419 @@ async fn a_failed_send_is_reported_as_io_not_timeout() {
         o.result
     );
     assert_eq!(net.sent().len(), 2, "the send was retried");
+}
+
+#[test]
+fn options_are_built_with_methods() {
+    let o = Options::default()
+        .with_timeout(Duration::from_millis(7))
+        .with_retries(9)
+        .with_concurrency(3)
+        .with_rate(Some(50))
+        .with_deadline(Some(Duration::from_secs(2)));
+    assert_eq!(o.timeout, Duration::from_millis(7));
+    assert_eq!(o.retries, 9);
+    assert_eq!(o.concurrency, 3);
+    assert_eq!(o.rate, Some(50));
+    assert_eq!(o.deadline, Some(Duration::from_secs(2)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropped_batches_leave_no_routes() {
+    // One long-lived engine, 10,000 queries. Half the servers answer after 300 ms, half never;
+    // every batch (or lone query) is given up 50 ms in, mid-flight.
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(300),
+            ..Faults::default()
+        },
+        1,
+    );
+    for p in 10_000..15_000 {
+        net.add_server(addr(p), text_server("slow".into()));
+    }
+    let e = engine(&net);
+    for round in 0..50u16 {
+        let first = 10_000 + round * 200;
+        let mut batch = e.run(
+            (first..first + 199).map(|p| {
+                (
+                    addr(p),
+                    Text {
+                        challenge: u64::from(p),
+                    },
+                )
+            }),
+            opts(1000, 2),
+        );
+        let lone = e.query(
+            addr(first + 199),
+            Text {
+                challenge: u64::from(first + 199),
+            },
+            opts(1000, 2),
+        );
+        let timed_out = tokio::time::timeout(Duration::from_millis(50), lone).await;
+        assert!(timed_out.is_err(), "the lone query must still be in flight");
+        assert!(batch.try_next().is_none(), "nothing has finished yet");
+        assert!(
+            e.routed_addresses() >= 199,
+            "the batch's queries are in flight"
+        );
+        drop(batch);
+    }
+    // Let aborted drivers be dropped and late replies arrive (to no one).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(e.routed_addresses(), 0, "routes leaked by dropped batches");
+    assert!(net.sent().len() >= 10_000);
+
+    // The engine still works, and a finished batch leaves no route either.
+    let o = e
+        .query(addr(10_000), Text { challenge: 77 }, opts(1000, 0))
+        .await;
+    assert_eq!(o.result.unwrap(), "slow");
+    assert_eq!(e.routed_addresses(), 0);
+}
+
+/// A congested socket: sends to `slow` take `delay`, and the driver waits on them.
+struct SlowSends {
+    net: Arc<SimNet>,
+    slow: SocketAddr,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl Transport for SlowSends {
+    async fn send_to(&self, buf: &[u8], to: SocketAddr) -> std::io::Result<()> {
+        if to == self.slow {
+            tokio::time::sleep(self.delay).await;
+        }
+        self.net.send_to(buf, to).await
+    }
+    async fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+        self.net.recv_from(buf).await
+    }
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.net.local_addr()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn rtt_is_stamped_at_receive_time_even_when_the_driver_is_busy() {
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(30),
+            ..Faults::default()
+        },
+        1,
+    );
+    net.add_server(addr(1), text_server("fast".into()));
+    net.add_server(addr(2), text_server("slow".into()));
+    let socket = SlowSends {
+        net: Arc::clone(&net),
+        slow: addr(2),
+        delay: Duration::from_millis(100),
+    };
+    let e = Engine::with_transports(Some(Arc::new(socket)), None);
+    let start = Instant::now();
+    // The request to 1 goes out at 0 and is answered at 30 ms, while the driver is stuck
+    // sending to 2 until 100 ms.
+    let mut batch = e.run(
+        [
+            (addr(1), Text { challenge: 1 }),
+            (addr(2), Text { challenge: 2 }),
+        ],
+        opts(1000, 0),
+    );
+    let first = batch.next().await.unwrap();
+    assert_eq!(first.result.unwrap(), "fast");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(100),
+        "the driver saw the reply only after its slow send"
+    );
+    assert_eq!(first.rtt, Some(Duration::from_millis(30)));
+    let second = batch.next().await.unwrap();
+    assert_eq!(second.result.unwrap(), "slow");
+    assert_eq!(second.rtt, Some(Duration::from_millis(30)));
+}
+
+// ---- per-query caps
+
+/// An endless reply: every datagram is taken as one more part (`Progress`), or with `ignore_odd`
+/// every other one is ignored. Counts the datagrams it is handed.
+struct Endless {
+    seen: Arc<AtomicUsize>,
+    ignore_odd: bool,
+}
+
+impl Exchange for Endless {
+    type Output = usize;
+    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+        vec![b"list".to_vec()]
+    }
+    fn on_datagram(&mut self, _: &[u8]) -> Verdict<usize> {
+        let n = self.seen.fetch_add(1, Ordering::SeqCst);
+        if self.ignore_odd && n % 2 == 1 {
+            Verdict::Ignore("every other one")
+        } else {
+            Verdict::Progress {
+                attempt: None,
+                wait: None,
+            }
+        }
+    }
+}
+
+/// A server that answers its first request with a stream that never ends: `burst` datagrams
+/// of `size` bytes every `every`, from `server`'s address.
+fn endless_stream(
+    net: &Arc<SimNet>,
+    server: SocketAddr,
+    size: usize,
+    burst: usize,
+    every: Duration,
+) -> fragstat_core::testing::Responder {
+    let net = Arc::downgrade(net);
+    let started = AtomicBool::new(false);
+    Arc::new(move |_req: &[u8]| {
+        if !started.swap(true, Ordering::SeqCst) {
+            let net = net.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(net) = net.upgrade() else { return };
+                    for _ in 0..burst {
+                        net.inject(server, vec![b'x'; size], Duration::ZERO);
+                    }
+                }
+            });
+        }
+        vec![]
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flooding_server_ends_its_query_at_the_datagram_cap() {
+    let net = SimNet::new(Faults::default(), 1);
+    let (master, fine) = (addr(27950), addr(27960));
+    net.add_server(
+        master,
+        endless_stream(&net, master, 20, 8, Duration::from_millis(1)),
+    );
+    net.add_server(fine, text_server("fine".into()));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut batch = engine(&net).run(
+        [(
+            master,
+            Endless {
+                seen: Arc::clone(&seen),
+                ignore_odd: true,
+            },
+        )],
+        opts(1000, 2),
+    );
+    let o = tokio::time::timeout(Duration::from_secs(30), batch.next())
+        .await
+        .expect("the flood kept the query alive")
+        .unwrap();
+    let e = o.result.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            QueryError::Exceeded {
+                limit: "datagrams",
+                max: 4096
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "exceeded the per-query datagrams limit (4096 datagrams)"
+    );
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        4096,
+        "ignored datagrams count too"
+    );
+    assert!(batch.next().await.is_none(), "the batch is finished");
+    assert!(start.elapsed() < Duration::from_secs(1));
+
+    // The flood goes on; the engine still answers other queries.
+    let o = engine(&net)
+        .query(fine, Text { challenge: 3 }, opts(1000, 0))
+        .await;
+    assert_eq!(o.result.unwrap(), "fine");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flooding_server_ends_its_query_at_the_byte_cap() {
+    // 60,000-byte datagrams: the default 8 MiB holds 139 of them.
+    let net = SimNet::new(Faults::default(), 1);
+    let master = addr(27950);
+    net.add_server(
+        master,
+        endless_stream(&net, master, 60_000, 4, Duration::from_millis(1)),
+    );
+    let seen = Arc::new(AtomicUsize::new(0));
+    let ex = Endless {
+        seen: Arc::clone(&seen),
+        ignore_odd: false,
+    };
+    let o = tokio::time::timeout(
+        Duration::from_secs(30),
+        engine(&net).query(master, ex, opts(1000, 2)),
+    )
+    .await
+    .expect("the flood kept the query alive");
+    let e = o.result.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            QueryError::Exceeded {
+                limit: "bytes",
+                max: 8_388_608
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 139);
+
+    // A cap set by the caller: 1000 bytes are ten datagrams of 100.
+    let net = SimNet::new(Faults::default(), 1);
+    net.add_server(
+        master,
+        endless_stream(&net, master, 100, 1, Duration::from_millis(5)),
+    );
+    let seen = Arc::new(AtomicUsize::new(0));
+    let ex = Endless {
+        seen: Arc::clone(&seen),
+        ignore_odd: false,
+    };
+    let o = tokio::time::timeout(
+        Duration::from_secs(30),
+        engine(&net).query(master, ex, opts(1000, 2).with_max_bytes(1000)),
+    )
+    .await
+    .expect("the flood kept the query alive");
+    assert!(
+        matches!(
+            o.result,
+            Err(QueryError::Exceeded {
+                limit: "bytes",
+                max: 1000
+            })
+        ),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 10);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trickle_that_keeps_resetting_the_timer_ends_at_the_lifetime() {
+    // One datagram every 700 ms, forever: each restarts the 1 s attempt timer.
+    let net = SimNet::new(Faults::default(), 1);
+    let master = addr(27950);
+    net.add_server(
+        master,
+        endless_stream(&net, master, 20, 1, Duration::from_millis(700)),
+    );
+    let seen = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut batch = engine(&net).run(
+        [(
+            master,
+            Endless {
+                seen: Arc::clone(&seen),
+                ignore_odd: false,
+            },
+        )],
+        opts(1000, 2),
+    );
+    let o = tokio::time::timeout(Duration::from_secs(600), batch.next())
+        .await
+        .expect("the trickle kept the query alive")
+        .unwrap();
+    let e = o.result.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            QueryError::Exceeded {
+                limit: "lifetime",
+                max: 60_000
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "exceeded the per-query lifetime limit (60000 ms)"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(60), "default lifetime");
+    assert_eq!(seen.load(Ordering::SeqCst), 85, "one every 700 ms");
+    assert!(batch.next().await.is_none(), "the batch is finished");
+    assert_eq!(net.sent().len(), 1, "never retried");
+
+    // A lifetime shorter than timeout * (retries + 1) ends a silent query first.
+    let net = SimNet::new(Faults::default(), 1);
+    let start = Instant::now();
+    let o = engine(&net)
+        .query(
+            addr(9),
+            Text { challenge: 1 },
+            opts(1000, 5).with_lifetime(Duration::from_millis(2500)),
+        )
+        .await;
+    assert!(
+        matches!(
+            o.result,
+            Err(QueryError::Exceeded {
+                limit: "lifetime",
+                max: 2500
+            })
+        ),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(start.elapsed(), Duration::from_millis(2500));
+    assert_eq!(net.sent().len(), 3);
+}
+
+/// A socket whose every receive fails at once (a persistent error), counting the calls. After
+/// 10,000 calls it stops answering, so a receive loop that spins shows up as a count rather
+/// than a hung test.
+#[derive(Default)]
+struct BrokenRecv {
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Transport for BrokenRecv {
+    async fn send_to(&self, _: &[u8], _: SocketAddr) -> std::io::Result<()> {
+        Ok(())
+    }
+    async fn recv_from(&self, _: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) >= 10_000 {
+            std::future::pending::<()>().await;
+        }
+        Err(std::io::Error::other("persistent failure"))
+    }
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        Ok(addr(40000))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_persistent_receive_error_is_backed_off() {
+    let socket = Arc::new(BrokenRecv::default());
+    let e = Engine::with_transports(Some(Arc::clone(&socket) as Arc<dyn Transport>), None);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let calls = socket.calls.load(Ordering::SeqCst);
+    assert!(calls < 50, "{calls} receive calls in 1 s");
+    // Sending still works: a query times out as usual.
+    let o = e.query(addr(9), Text { challenge: 1 }, opts(100, 0)).await;
+    assert!(matches!(o.result, Err(QueryError::Timeout { attempts: 1 })));
 }

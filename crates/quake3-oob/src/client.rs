@@ -76,11 +76,9 @@ impl Client {
     pub fn with_engine(engine: Engine) -> Self {
         Client {
             engine,
-            options: Options {
-                timeout: Duration::from_millis(500),
-                retries: 3,
-                ..Options::default()
-            },
+            options: Options::default()
+                .with_timeout(Duration::from_millis(500))
+                .with_retries(3),
         }
     }
 
@@ -217,11 +215,11 @@ mod tests {
             );
         }
         let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
-        let client = Client::with_engine(engine).with_options(Options {
-            timeout: Duration::from_millis(100),
-            retries: 6,
-            ..Options::default()
-        });
+        let client = Client::with_engine(engine).with_options(
+            Options::default()
+                .with_timeout(Duration::from_millis(100))
+                .with_retries(6),
+        );
         let all = client
             .scan((0..50).map(|p| addr(27960 + p)), true)
             .collect_sorted()
