@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use fragstat_core::wire::{DecodeError, Reader};
-//! let mut r = Reader::new(b"\x01\x02\x00\x00name\0rest");
+//! let mut r = Reader::new(b"\x01\x02\x00\x00name\0abc");
 //! assert_eq!(r.u16_le("slot")?, 0x0201);
 //! assert_eq!(r.u16_be("pad")?, 0);
 //! assert_eq!(r.cstr("name")?, b"name");
