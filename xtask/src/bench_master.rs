@@ -38,7 +38,12 @@ fn cpu_of(pid: u32) -> f64 {
         .rsplit_once(") ")
         .map(|(_, r)| r.split(' ').collect())
         .unwrap_or_default();
-    let t = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let t = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (t(11) + t(12)) / clk_tck()
 }
 
@@ -176,7 +181,9 @@ pub fn bench_master(bin: &Path, servers: usize) -> Result<()> {
         let handles: Vec<_> = (0..32)
             .map(|_| {
                 s.spawn(move || {
-                    let Ok(sock) = UdpSocket::bind("127.0.0.1:0") else { return 0 };
+                    let Ok(sock) = UdpSocket::bind("127.0.0.1:0") else {
+                        return 0;
+                    };
                     let _ = sock.set_read_timeout(Some(Duration::from_millis(500)));
                     let mut n = 0;
                     while Instant::now() < stop {
@@ -227,7 +234,16 @@ pub fn bench_master(bin: &Path, servers: usize) -> Result<()> {
     let lmaster = *laddrs.first().context("master address")?;
     let (_farm2, _) = start(
         bin,
-        &["serve", "q3", "--listen", "127.0.0.1:0", "--count", &servers.min(10_000).to_string(), "--heartbeat", &lmaster.to_string()],
+        &[
+            "serve",
+            "q3",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            &servers.min(10_000).to_string(),
+            "--heartbeat",
+            &lmaster.to_string(),
+        ],
         "server ",
     )?;
     std::thread::sleep(Duration::from_secs(3));
@@ -255,8 +271,14 @@ pub fn bench_master(bin: &Path, servers: usize) -> Result<()> {
     println!("| measure | fragstat | dpmaster 2.2 (issue 8) |");
     println!("| --- | --- | --- |");
     println!("| all registered in | {registered_in:.2} s | – |");
-    println!("| CPU per registration | {:.1} µs | 12 µs |", cpu / servers as f64 * 1e6);
-    println!("| memory per server (RSS growth) | {:.0} B | 312 B |", rss as f64 / servers as f64);
+    println!(
+        "| CPU per registration | {:.1} µs | 12 µs |",
+        cpu / servers as f64 * 1e6
+    );
+    println!(
+        "| memory per server (RSS growth) | {:.0} B | 312 B |",
+        rss as f64 / servers as f64
+    );
     println!(
         "| full list | {} servers, {} datagrams, {:.0} KB, median {:.2} ms | 52 datagrams / 71 KB, 0.5-0.9 ms |",
         shape.0,

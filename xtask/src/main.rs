@@ -8,6 +8,9 @@
 //!   server and writes `tests/fixtures/<family>/<NAME>.bin` plus `<NAME>.json` metadata.
 //! - `bench scan [--servers N] [--players K] [--loss F] [--repeat R]` — N emulated servers on
 //!   loopback, a full `--players` scan timed with fragstat and with qstat, lossless and lossy.
+//! - `bench master [--servers N]` — `fragstat master-server` with N emulated servers
+//!   heartbeating to it: registration CPU and memory per server, list latency and throughput,
+//!   a request burst, and a flood against the default limits.
 //! - `bench decode` — the criterion decoder benchmarks.
 //! - `fuzz [--seconds N]` — runs every cargo-fuzz target (needs `cargo install cargo-fuzz`).
 
@@ -21,6 +24,8 @@ use anyhow::{bail, Context, Result};
 use fragstat_quake3_oob::{decode, Game, Packet};
 use fragstat_testkit::{in_ci, which};
 use sha2::{Digest, Sha256};
+
+mod bench_master;
 
 /// Programs the real-server tests need, and the Debian packages that provide them.
 const PACKAGES: &[(&str, &str)] = &[
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
         Some("capture") => capture(&args[1..]),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("scan") => bench_scan(&args[2..]),
+            Some("master") => bench_master_cmd(&args[2..]),
             Some("decode") => run(Command::new("cargo").args([
                 "bench",
                 "-p",
@@ -45,7 +51,9 @@ fn main() -> ExitCode {
                 "--bench",
                 "decode",
             ])),
-            _ => Err(anyhow::anyhow!("usage: cargo xtask bench scan|decode")),
+            _ => Err(anyhow::anyhow!(
+                "usage: cargo xtask bench scan|master|decode"
+            )),
         },
         Some("fuzz") => fuzz(&args[1..]),
         _ => {
@@ -524,6 +532,12 @@ fn bench_scan(args: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn bench_master_cmd(args: &[String]) -> Result<()> {
+    let servers: usize = flag(args, "--servers").map_or(Ok(10_000), |s| s.parse())?;
+    run(Command::new("cargo").args(["build", "--release", "-q", "-p", "fragstat-cli"]))?;
+    bench_master::bench_master(&root().join("target/release/fragstat"), servers)
 }
 
 fn fuzz(args: &[String]) -> Result<()> {

@@ -117,6 +117,9 @@ struct Lossy {
 }
 
 impl Service for Lossy {
+    fn start(&mut self, now: Instant, out: &mut Outbox) {
+        self.inner.start(now, out);
+    }
     fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
         if self.drop > 0.0 && self.rng.f64() < self.drop {
             return;

@@ -28,6 +28,12 @@ pub struct UdpTransport {
 const SOCKET_BUFFER: usize = 8 << 20;
 
 impl UdpTransport {
+    /// Receives a datagram if one is waiting now, without waiting (`WouldBlock` otherwise):
+    /// for draining a burst after a wake-up without going back to the runtime per datagram.
+    pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.socket.try_recv_from(buf)
+    }
+
     /// Binds `addr`. IPv6 sockets are IPv6-only, so each family has its own socket.
     /// Receive and send buffers are enlarged (as far as the OS allows) for bursts of replies.
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {

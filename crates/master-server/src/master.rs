@@ -72,10 +72,38 @@ pub struct Listed {
     pub gametype: String,
 }
 
-#[derive(Debug, Clone)]
+/// A listed server as stored: small, with its names interned (see [`Names`]).
+#[derive(Debug, Clone, Copy)]
 struct Entry {
-    server: Listed,
+    game: u16,
+    gametype: u16,
+    protocol: i32,
+    clients: u16,
+    max_clients: u16,
     expires: Instant,
+}
+
+/// Game names and game types, stored once each: 10,000 servers of one game share one string.
+#[derive(Debug, Default)]
+struct Names {
+    all: Vec<Box<str>>,
+    index: HashMap<Box<str>, u16>,
+}
+
+impl Names {
+    fn intern(&mut self, s: &str) -> Option<u16> {
+        if let Some(i) = self.index.get(s) {
+            return Some(*i);
+        }
+        let i = u16::try_from(self.all.len()).ok()?;
+        self.all.push(s.into());
+        self.index.insert(s.into(), i);
+        Some(i)
+    }
+
+    fn get(&self, i: u16) -> &str {
+        self.all.get(usize::from(i)).map_or("", |s| s)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +116,7 @@ enum Why {
 
 #[derive(Debug, Clone)]
 struct Pending {
-    challenge: Vec<u8>,
+    challenge: [u8; CHALLENGE_LEN],
     /// The anonymous game its heartbeat names, for servers that send no `gamename`.
     heartbeat_game: &'static str,
     why: Why,
@@ -110,13 +138,42 @@ pub struct Snapshot {
 pub struct Master {
     config: Config,
     servers: HashMap<SocketAddr, Entry>,
+    names: Names,
     per_ip: HashMap<IpAddr, usize>,
     pending: HashMap<SocketAddr, Pending>,
     limits: Limits,
     rng: fastrand::Rng,
     next_tick: Option<Instant>,
     stats: Stats,
+    /// Encoded lists by request, with the list generation and time they were built at.
+    lists: HashMap<ListKey, CachedList>,
+    /// Bumped whenever what a list could show changes.
+    generation: u64,
 }
+
+/// What distinguishes one list request from another.
+type ListKey = (bool, Option<Vec<u8>>, i32, Vec<Vec<u8>>);
+
+#[derive(Debug)]
+struct CachedList {
+    generation: u64,
+    built: Instant,
+    datagrams: std::sync::Arc<[Vec<u8>]>,
+}
+
+/// Most distinct requests whose lists are kept encoded.
+const MAX_CACHED_LISTS: usize = 64;
+
+/// A list may be this stale while servers keep registering (a master with 10,000 servers sees
+/// dozens of re-registrations a second; rebuilding for each request would cost more than the
+/// list is worth).
+const LIST_STALENESS: Duration = Duration::from_secs(1);
+
+/// Length of the challenges the master sends.
+const CHALLENGE_LEN: usize = 12;
+
+/// Longest game name or game type stored.
+const MAX_NAME: usize = 64;
 
 /// How often timers are looked at while anything is pending or listed.
 const TICK: Duration = Duration::from_millis(250);
@@ -157,11 +214,14 @@ impl Master {
             limits: Limits::new(config.limits),
             config,
             servers: HashMap::new(),
+            names: Names::default(),
             per_ip: HashMap::new(),
             pending: HashMap::new(),
             rng: fastrand::Rng::with_seed(seed),
             next_tick: None,
             stats: Stats::default(),
+            lists: HashMap::new(),
+            generation: 0,
         }
     }
 
@@ -175,9 +235,20 @@ impl Master {
         &self.stats
     }
 
+    fn listed(&self, addr: SocketAddr, e: &Entry) -> Listed {
+        Listed {
+            addr,
+            game: self.names.get(e.game).to_string(),
+            protocol: e.protocol,
+            clients: u32::from(e.clients),
+            max_clients: u32::from(e.max_clients),
+            gametype: self.names.get(e.gametype).to_string(),
+        }
+    }
+
     /// Servers listed now, in no particular order.
-    pub fn servers(&self) -> impl Iterator<Item = &Listed> {
-        self.servers.values().map(|e| &e.server)
+    pub fn servers(&self) -> impl Iterator<Item = Listed> + '_ {
+        self.servers.iter().map(|(a, e)| self.listed(*a, e))
     }
 
     /// Number of servers listed.
@@ -199,14 +270,14 @@ impl Master {
     pub fn by_game(&self) -> HashMap<String, usize> {
         let mut m = HashMap::new();
         for e in self.servers.values() {
-            *m.entry(e.server.game.clone()).or_default() += 1;
+            *m.entry(self.names.get(e.game).to_string()).or_default() += 1;
         }
         m
     }
 
     /// What to save: every listed server.
     pub fn snapshot(&self) -> Snapshot {
-        let mut servers: Vec<Listed> = self.servers().cloned().collect();
+        let mut servers: Vec<Listed> = self.servers().collect();
         servers.sort_by_key(|s| s.addr);
         Snapshot {
             version: 1,
@@ -225,7 +296,9 @@ impl Master {
                 continue;
             }
             let addr = s.addr;
-            self.insert(s, now);
+            if !self.insert(s, now) {
+                continue;
+            }
             let challenge = self.new_challenge();
             self.pending.insert(
                 addr,
@@ -242,27 +315,57 @@ impl Master {
         self.next_tick = Some(now);
     }
 
-    fn new_challenge(&mut self) -> Vec<u8> {
+    fn new_challenge(&mut self) -> [u8; CHALLENGE_LEN] {
         // Letters and digits only: valid for every engine.
-        (0..12).map(|_| self.rng.alphanumeric() as u8).collect()
+        std::array::from_fn(|_| self.rng.alphanumeric() as u8)
     }
 
-    fn insert(&mut self, server: Listed, now: Instant) {
+    /// Lists (or refreshes) `server`; false when its names cannot be stored or its counts
+    /// are out of range.
+    fn insert(&mut self, server: Listed, now: Instant) -> bool {
         let addr = server.addr;
-        let expires = now + self.config.expiry;
-        if self
-            .servers
-            .insert(addr, Entry { server, expires })
-            .is_none()
-        {
-            *self.per_ip.entry(addr.ip()).or_default() += 1;
+        let (Some(game), Some(gametype), Ok(clients), Ok(max_clients)) = (
+            self.names.intern(&server.game),
+            self.names.intern(&server.gametype),
+            u16::try_from(server.clients),
+            u16::try_from(server.max_clients),
+        ) else {
+            return false;
+        };
+        let entry = Entry {
+            game,
+            gametype,
+            protocol: server.protocol,
+            clients,
+            max_clients,
+            expires: now + self.config.expiry,
+        };
+        match self.servers.insert(addr, entry) {
+            None => {
+                *self.per_ip.entry(addr.ip()).or_default() += 1;
+                self.generation += 1;
+            }
+            Some(old) => {
+                let same = (
+                    old.game,
+                    old.gametype,
+                    old.protocol,
+                    old.clients,
+                    old.max_clients,
+                ) == (game, gametype, server.protocol, clients, max_clients);
+                if !same {
+                    self.generation += 1;
+                }
+            }
         }
+        true
     }
 
     fn remove(&mut self, addr: SocketAddr) -> bool {
         if self.servers.remove(&addr).is_none() {
             return false;
         }
+        self.generation += 1;
         if let Some(n) = self.per_ip.get_mut(&addr.ip()) {
             *n -= 1;
             if *n == 0 {
@@ -339,7 +442,7 @@ impl Master {
             self.stats.drop(Drop::Unsolicited);
             return;
         };
-        if r.info.get("challenge") != Some(p.challenge.as_slice()) {
+        if r.info.get("challenge") != Some(&p.challenge[..]) {
             self.stats.drop(Drop::BadChallenge);
             return;
         }
@@ -367,7 +470,7 @@ impl Master {
             // DarkPlaces servers must name their game; Q3A, W:ET and RtCW need not.
             _ if p.heartbeat_game.is_empty() => {
                 if let Some(e) = self.servers.get(&from) {
-                    e.server.game.clone()
+                    self.names.get(e.game).to_string()
                 } else {
                     self.stats.drop(Drop::MissingKeys);
                     return;
@@ -395,6 +498,11 @@ impl Master {
             .filter(|g| !g.is_empty())
             .map(|g| String::from_utf8_lossy(g).into_owned())
             .unwrap_or_else(|| "0".into());
+        if gametype.len() > MAX_NAME || game.len() > MAX_NAME {
+            self.stats.drop(Drop::MissingKeys);
+            self.remove(from);
+            return;
+        }
         if !self.servers.contains_key(&from) {
             if self.servers.len() >= self.config.max_servers {
                 self.stats.drop(Drop::ServersFull);
@@ -408,17 +516,18 @@ impl Master {
         } else {
             self.stats.verifications += 1;
         }
-        self.insert(
-            Listed {
-                addr: from,
-                game,
-                protocol,
-                clients,
-                max_clients: max,
-                gametype,
-            },
-            now,
-        );
+        let listed = Listed {
+            addr: from,
+            game,
+            protocol,
+            clients,
+            max_clients: max,
+            gametype,
+        };
+        if !self.insert(listed, now) {
+            self.stats.drop(Drop::ServersFull);
+            return;
+        }
         self.arm(now);
     }
 
@@ -451,23 +560,53 @@ impl Master {
         } else {
             (true, false)
         };
+        let names = &self.names;
         let mut list: Vec<SocketAddr> = self
             .servers
-            .values()
-            .map(|e| &e.server)
-            .filter(|s| s.protocol == req.protocol)
-            .filter(|s| match &named {
-                Some(n) => s.game == *n,
-                None => ANONYMOUS.contains(&s.game.as_str()),
+            .iter()
+            .filter(|(_, s)| s.protocol == req.protocol)
+            .filter(|(_, s)| match &named {
+                Some(n) => names.get(s.game) == *n,
+                None => ANONYMOUS.contains(&names.get(s.game)),
             })
-            .filter(|s| want_empty || s.clients > 0)
-            .filter(|s| want_full || s.clients < s.max_clients)
-            .filter(|s| gametype.as_ref().is_none_or(|g| *g == s.gametype))
-            .filter(|s| if s.addr.is_ipv4() { v4 } else { v6 })
-            .map(|s| s.addr)
+            .filter(|(_, s)| want_empty || s.clients > 0)
+            .filter(|(_, s)| want_full || s.clients < s.max_clients)
+            .filter(|(_, s)| gametype.as_ref().is_none_or(|g| g == names.get(s.gametype)))
+            .filter(|(a, _)| if a.is_ipv4() { v4 } else { v6 })
+            .map(|(a, _)| *a)
             .collect();
         list.sort();
         list
+    }
+
+    /// The encoded list for `req`: from the cache when nothing changed since it was built (or
+    /// it is less than [`LIST_STALENESS`] old), else built and cached.
+    fn list_for(&mut self, req: &GetServers, now: Instant) -> std::sync::Arc<[Vec<u8>]> {
+        let mut options = req.options.clone();
+        options.sort();
+        let key: ListKey = (req.ext, req.game.clone(), req.protocol, options);
+        if let Some(c) = self.lists.get(&key) {
+            if c.generation == self.generation
+                || now.saturating_duration_since(c.built) < LIST_STALENESS
+            {
+                return std::sync::Arc::clone(&c.datagrams);
+            }
+        }
+        let list = self.select(req);
+        let datagrams: std::sync::Arc<[Vec<u8>]> =
+            encode_server_list(&list, req.ext, EotStyle::LastPacket, MAX_PACKET).into();
+        if self.lists.len() >= MAX_CACHED_LISTS {
+            self.lists.clear();
+        }
+        self.lists.insert(
+            key,
+            CachedList {
+                generation: self.generation,
+                built: now,
+                datagrams: std::sync::Arc::clone(&datagrams),
+            },
+        );
+        datagrams
     }
 
     fn on_getservers(
@@ -482,8 +621,7 @@ impl Master {
             self.stats.drop(r.into());
             return;
         }
-        let list = self.select(req);
-        let packets = encode_server_list(&list, req.ext, EotStyle::LastPacket, MAX_PACKET);
+        let packets = self.list_for(req, now);
         let bytes: u64 = packets.iter().map(|p| p.len() as u64).sum();
         if let Err(r) = self.limits.spend(from.ip(), bytes, now) {
             self.stats.drop(r.into());
@@ -491,7 +629,7 @@ impl Master {
         }
         self.stats.lists += 1;
         self.stats.bytes_sent += bytes;
-        out.extend(packets.into_iter().map(|p| (from, p)));
+        out.extend(packets.iter().map(|p| (from, p.clone())));
     }
 }
 
@@ -540,7 +678,7 @@ impl Service for Master {
             if p.attempts < tries {
                 p.attempts += 1;
                 p.deadline = now + self.config.challenge_timeout;
-                let c = p.challenge.clone();
+                let c = p.challenge;
                 self.send_challenge(addr, &c, now, out);
                 self.pending.insert(addr, p);
             } else if p.why == Why::Verify && self.remove(addr) {
@@ -559,6 +697,10 @@ impl Service for Master {
             }
         }
         self.limits.prune(now);
+        // A burst of registrations leaves a large, empty challenge table behind: give it back.
+        if self.pending.capacity() > 4 * self.pending.len() + 64 {
+            self.pending.shrink_to(2 * self.pending.len());
+        }
         self.next_tick = if self.pending.is_empty() && self.servers.is_empty() {
             None
         } else {

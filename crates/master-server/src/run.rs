@@ -1,5 +1,5 @@
-//! The master on real sockets: one receive task per listening socket feeding a single loop
-//! that owns the [`Master`], timers, periodic snapshots to a state file (written atomically:
+//! The master on real sockets: a single loop that owns the [`Master`] and polls one receive
+//! per listening socket, the timers, periodic snapshots to a state file (written atomically:
 //! a temporary file, fsync, rename) and, optionally, Prometheus metrics over HTTP.
 
 use std::future::Future;
@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use fragstat_core::service::{Outbox, Service};
 use fragstat_core::{Transport, UdpTransport, MAX_DATAGRAM};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use crate::{Master, Snapshot, Stats};
@@ -44,9 +44,26 @@ impl Default for RunConfig {
     }
 }
 
-/// Datagrams queued between the receive tasks and the loop; beyond this, new datagrams are
-/// dropped (and counted) rather than buffered without bound.
-const QUEUE: usize = 16_384;
+/// Datagrams handled per wake-up at most, so timers and other sockets get their turn.
+const DRAIN: usize = 64;
+
+type Received = (usize, Vec<u8>, std::io::Result<(usize, SocketAddr)>);
+
+/// Receives one datagram on socket `i` into `buf` (after `delay`, when backing off errors).
+fn recv_one(
+    i: usize,
+    sock: Arc<UdpTransport>,
+    mut buf: Vec<u8>,
+    delay: Duration,
+) -> std::pin::Pin<Box<dyn Future<Output = Received> + Send>> {
+    Box::pin(async move {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let r = sock.recv_from(&mut buf).await;
+        (i, buf, r)
+    })
+}
 
 /// Reads a state file (`Ok(None)` when there is none).
 pub fn load_state(path: &Path) -> std::io::Result<Option<Snapshot>> {
@@ -90,7 +107,6 @@ struct View {
     stats: Stats,
     by_game: Vec<(String, usize)>,
     pending: usize,
-    queue_drops: u64,
 }
 
 fn render(v: &View) -> String {
@@ -133,9 +149,6 @@ fn render(v: &View) -> String {
             .get_or_create(&vec![("reason".into(), why.label().into())])
             .inc_by(*n);
     }
-    drops
-        .get_or_create(&vec![("reason".into(), "queue_full".into())])
-        .inc_by(v.queue_drops);
     reg.register(
         "fragstat_master_dropped",
         "Datagrams dropped, by reason",
@@ -300,94 +313,101 @@ async fn run_loop(
     metrics: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let (tx, mut rx) = mpsc::channel::<(usize, SocketAddr, Vec<u8>)>(QUEUE);
-    let queue_drops = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for (i, s) in sockets.iter().enumerate() {
-        let s = Arc::clone(s);
-        let tx = tx.clone();
-        let drops = Arc::clone(&queue_drops);
-        tasks.push(tokio::spawn(async move {
-            let mut buf = vec![0u8; MAX_DATAGRAM];
-            let mut backoff = Duration::from_millis(1);
-            loop {
-                match s.recv_from(&mut buf).await {
-                    Ok((n, from)) => {
-                        backoff = Duration::from_millis(1);
-                        let d = buf.get(..n).unwrap_or_default().to_vec();
-                        if tx.try_send((i, from, d)).is_err() {
-                            drops.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
-                    }
-                    Err(e) => {
-                        debug!(error = %e, "receive error");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_millis(250));
-                    }
-                }
-            }
-        }));
+    // One receive in flight per socket, polled by this loop itself: no queue between
+    // receiving and handling, so a burst waits in the kernel's socket buffer, not in ours.
+    let mut recvs = FuturesUnordered::new();
+    for (i, sock) in sockets.iter().enumerate() {
+        recvs.push(recv_one(
+            i,
+            Arc::clone(sock),
+            vec![0u8; MAX_DATAGRAM],
+            Duration::ZERO,
+        ));
     }
-    drop(tx);
-    let send = |sockets: &[Arc<UdpTransport>], from_socket: Option<usize>, out: Outbox| {
-        let sockets = sockets.to_vec();
-        async move {
-            for (to, bytes) in out {
-                let sock = from_socket
-                    .and_then(|i| sockets.get(i))
-                    .filter(|s| s.local_addr().is_ok_and(|a| a.is_ipv4() == to.is_ipv4()))
-                    .or_else(|| {
-                        sockets
-                            .iter()
-                            .find(|s| s.local_addr().is_ok_and(|a| a.is_ipv4() == to.is_ipv4()))
-                    });
-                if let Some(s) = sock {
-                    if let Err(e) = s.send_to(&bytes, to).await {
-                        debug!(%to, error = %e, "send failed");
-                    }
-                }
-            }
-        }
+    let mut errors = vec![0u32; sockets.len()];
+    // Each socket's family, looked up once (not a getsockname per datagram).
+    let families: Vec<bool> = sockets
+        .iter()
+        .map(|s| s.local_addr().is_ok_and(|a| a.is_ipv4()))
+        .collect();
+    let pick = |from_socket: Option<usize>, to: SocketAddr| -> Option<usize> {
+        from_socket
+            .filter(|&i| families.get(i) == Some(&to.is_ipv4()))
+            .or_else(|| families.iter().position(|&v4| v4 == to.is_ipv4()))
     };
     tokio::pin!(shutdown);
     let mut snapshot_timer =
         tokio::time::interval(config.snapshot_every.max(Duration::from_secs(1)));
     snapshot_timer.tick().await;
     let mut view_timer = tokio::time::interval(Duration::from_secs(1));
+    // One timer, moved only when the master's next deadline changes (not a new timer per
+    // datagram).
+    let far = || tokio::time::Instant::now() + Duration::from_secs(86_400);
+    let sleep = tokio::time::sleep_until(far());
+    tokio::pin!(sleep);
+    let mut armed: Option<std::time::Instant> = None;
     loop {
         let wake = master.poll_timeout();
-        let sleep = async {
-            match wake {
-                Some(w) => tokio::time::sleep_until(tokio::time::Instant::from_std(w)).await,
-                None => std::future::pending().await,
-            }
-        };
+        if wake != armed {
+            armed = wake;
+            sleep
+                .as_mut()
+                .reset(wake.map_or_else(far, tokio::time::Instant::from_std));
+        }
         tokio::select! {
             () = &mut shutdown => break,
-            msg = rx.recv() => {
-                let Some((i, from, d)) = msg else { break };
-                let mut out = Outbox::new();
-                master.handle(std::time::Instant::now(), from, &d, &mut out);
-                // Drain what is queued before sending, so bursts are handled together.
-                let mut batch = vec![(i, out)];
-                while let Ok((i, from, d)) = rx.try_recv() {
-                    let mut out = Outbox::new();
-                    master.handle(std::time::Instant::now(), from, &d, &mut out);
-                    batch.push((i, out));
-                    if batch.len() >= 256 {
-                        break;
+            Some((i, mut buf, r)) = recvs.next() => {
+                let mut delay = Duration::ZERO;
+                match r {
+                    Ok((n, from)) => {
+                        if let Some(e) = errors.get_mut(i) {
+                            *e = 0;
+                        }
+                        let mut out = Outbox::new();
+                        let now = std::time::Instant::now();
+                        master.handle(now, from, buf.get(..n).unwrap_or_default(), &mut out);
+                        // Drain what else is waiting on this socket before sleeping again.
+                        if let Some(sock) = sockets.get(i) {
+                            for _ in 0..DRAIN {
+                                let Ok((n, from)) = sock.try_recv_from(&mut buf) else { break };
+                                master.handle(now, from, buf.get(..n).unwrap_or_default(), &mut out);
+                            }
+                        }
+                        for (to, bytes) in out {
+                            if let Some(s) = pick(Some(i), to).and_then(|k| sockets.get(k)) {
+                                if let Err(e) = s.send_to(&bytes, to).await {
+                                    debug!(%to, error = %e, "send failed");
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        debug!(error = %e, "receive error");
+                        // ICMP errors (a bounced datagram) are one-offs; anything else that
+                        // repeats is waited out, 1 ms doubling to 256 ms.
+                        if let Some(n) = errors.get_mut(i) {
+                            *n = n.saturating_add(1);
+                            if !matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset) {
+                                delay = Duration::from_millis(1 << (*n).min(8));
+                            }
+                        }
                     }
                 }
-                for (i, out) in batch {
-                    if !out.is_empty() {
-                        send(&sockets, Some(i), out).await;
-                    }
+                if let Some(sock) = sockets.get(i) {
+                    recvs.push(recv_one(i, Arc::clone(sock), buf, delay));
                 }
             }
-            () = sleep => {
+            () = &mut sleep => {
+                armed = None;
                 let mut out = Outbox::new();
                 master.handle_timeout(std::time::Instant::now(), &mut out);
-                send(&sockets, None, out).await;
+                for (to, bytes) in out {
+                    if let Some(s) = pick(None, to).and_then(|k| sockets.get(k)) {
+                        if let Err(e) = s.send_to(&bytes, to).await {
+                            debug!(%to, error = %e, "send failed");
+                        }
+                    }
+                }
             }
             _ = snapshot_timer.tick() => {
                 if let Some(path) = &config.state {
@@ -403,13 +423,9 @@ async fn run_loop(
                     g.sort();
                     v.by_game = g;
                     v.pending = master.pending();
-                    v.queue_drops = queue_drops.load(std::sync::atomic::Ordering::Relaxed);
                 }
             }
         }
-    }
-    for t in tasks {
-        t.abort();
     }
     if let Some(m) = metrics {
         m.abort();

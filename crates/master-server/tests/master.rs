@@ -439,3 +439,43 @@ fn servers_expire_and_restore_re_verifies() {
     assert!(m.is_empty());
     assert_eq!(m.stats().expirations, 2);
 }
+
+/// Not a timing assertion: prints what 10,000 in-process registrations cost, to separate the
+/// master's own work from sockets and runtime in `cargo xtask bench master`.
+#[test]
+fn in_process_registration_cost_is_reported() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(
+        Config {
+            allow_loopback: true,
+            max_per_address: 1_000_000,
+            limits: LimitConfig {
+                heartbeats: Rate {
+                    per_sec: 1e12,
+                    burst: 1e12,
+                },
+                ..LimitConfig::default()
+            },
+            ..Config::default()
+        },
+        5,
+    );
+    let servers: Vec<Server> = (0..10_000u32)
+        .map(|i| {
+            Server::new(
+                &format!("10.4.{}.{}:27960", i / 250, i % 250 + 1),
+                Some("Quake3Arena"),
+                68,
+                1,
+                8,
+            )
+        })
+        .collect();
+    let t = Instant::now();
+    for s in &servers {
+        s.register(&mut m, now);
+    }
+    let per = t.elapsed().as_secs_f64() / 10_000.0 * 1e6;
+    assert_eq!(m.len(), 10_000);
+    eprintln!("in-process registration: {per:.2} µs per server (test harness included)");
+}
