@@ -34,20 +34,26 @@ async fn library_reads_a_real_server() {
     );
     assert!(status.reply.skipped.is_empty() && !status.reply.truncated);
 
-    let both = client.server(oa.addr).await.unwrap().reply.summary();
-    assert_eq!(both.name, b"My ^1OA^7 Server");
-    assert_eq!(text::display(&both.name), "My OA Server");
-    assert_eq!(both.map, b"oa_dm1");
+    let both = client
+        .server(oa.addr)
+        .await
+        .unwrap()
+        .reply
+        .into_server_info(Game::OpenArena);
+    assert_eq!(both.name.as_bytes(), b"My ^1OA^7 Server");
+    assert_eq!(text::display(both.name.as_bytes()), "My OA Server");
+    assert_eq!(both.map.as_bytes(), b"oa_dm1");
     assert_eq!((both.num_players, both.max_players), (2, 8));
     assert_eq!(both.num_bots, Some(2), "clients 2, g_humanplayers 0");
-    let mut names: Vec<String> = both
-        .players
-        .iter()
-        .map(|p| text::display(&p.name))
-        .collect();
+    assert_eq!(both.gametype.as_deref(), Some("ffa"));
+    let players = both.players.as_ref().expect("players asked for");
+    let mut names: Vec<String> = players.iter().map(|p| p.name.display()).collect();
     names.sort();
     assert_eq!(names, ["Grism", "Sarge"]);
-    assert!(both.players.iter().all(|p| p.ping == 0), "bots have ping 0");
+    assert!(
+        players.iter().all(|p| p.ping == Some(0)),
+        "bots have ping 0"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -64,9 +70,14 @@ async fn ipv6_which_qstat_cannot_do() {
         return;
     };
     let client = Client::new().await.unwrap();
-    let s = client.server(addr6).await.unwrap().reply.summary();
-    assert_eq!(s.map, b"oa_dm1");
-    assert_eq!(s.players.len(), 1);
+    let s = client
+        .server(addr6)
+        .await
+        .unwrap()
+        .reply
+        .into_server_info(Game::OpenArena);
+    assert_eq!(s.map.as_bytes(), b"oa_dm1");
+    assert_eq!(s.players.map_or(0, |p| p.len()), 1);
 }
 
 #[test]
@@ -105,9 +116,9 @@ fn challenge_response_and_scan_of_several_real_servers() {
             .collect_sorted()
             .await;
         for (o, s) in all.iter().zip(&servers) {
-            let sum = o.result.as_ref().unwrap().summary();
-            assert_eq!(sum.name, format!("OA {}", s.bots[0]).into_bytes());
-            assert_eq!(sum.players.len(), 1);
+            let sum = o.result.as_ref().unwrap().server_info(Game::OpenArena);
+            assert_eq!(sum.name.as_bytes(), format!("OA {}", s.bots[0]).as_bytes());
+            assert_eq!(sum.players.map_or(0, |p| p.len()), 1);
         }
     });
 }
