@@ -29,10 +29,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod ddnet;
 pub mod limits;
 mod master;
 pub mod stats;
 
+#[cfg(feature = "runtime")]
+pub mod http;
 #[cfg(feature = "runtime")]
 pub mod run;
 
