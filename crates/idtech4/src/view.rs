@@ -36,6 +36,9 @@ pub struct ServerExtra {
 pub struct PlayerExtra {
     /// Client slot (0–31).
     pub slot: u8,
+    /// The clan tag, lossless (one character per byte, ISO-8859-1), as `name_raw` is; the
+    /// record's `clan` is for display.
+    pub clan_raw: Option<String>,
     /// The client's rate, bytes/s.
     pub rate: u32,
 }
@@ -51,6 +54,7 @@ pub fn player(p: &Player) -> ModelPlayer {
     m.ping = Some(i32::from(p.ping));
     m.extra = Some(std::sync::Arc::new(PlayerExtra {
         slot: p.slot,
+        clan_raw: p.clan.as_deref().map(fragstat_core::text::latin1),
         rate: p.rate,
     }));
     m
