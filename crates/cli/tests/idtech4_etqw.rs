@@ -139,8 +139,14 @@ fn qstat_and_fragstat_read_emulated_idtech4_servers_and_masters() {
             for v in [&q["map"], &r["map"]] {
                 assert_eq!(v, map, "{game}");
             }
-            assert_eq!((&q["maxplayers"], &r["max_players"]), (&12.into(), &12.into()));
-            assert_eq!((&q["numplayers"], &r["num_players"]), (&5.into(), &5.into()));
+            assert_eq!(
+                (&q["maxplayers"], &r["max_players"]),
+                (&12.into(), &12.into())
+            );
+            assert_eq!(
+                (&q["numplayers"], &r["num_players"]),
+                (&5.into(), &5.into())
+            );
             assert_eq!(r["password"], true, "{game}");
             // Both clients agree on every rule, and qstat's own additions match our extra.
             let qr = qstat_rules(q, &["protocol", "osmask"]);
@@ -164,9 +170,16 @@ fn qstat_and_fragstat_read_emulated_idtech4_servers_and_masters() {
                 assert_eq!(a["number"], b["extra"]["slot"], "{game} player {j}");
                 assert_eq!(a["name"], format!("Player{}", j + 1));
                 assert_eq!(a["name"], b["name"]);
-                assert_eq!(strip(b["name_raw"].as_str().unwrap()), format!("Player{}", j + 1));
+                assert_eq!(
+                    strip(b["name_raw"].as_str().unwrap()),
+                    format!("Player{}", j + 1)
+                );
                 assert_eq!(a["ping"], b["ping"], "{game} player {j}");
-                assert_eq!(a["rate"], b["extra"]["rate"].to_string(), "{game} player {j}");
+                assert_eq!(
+                    a["rate"],
+                    b["extra"]["rate"].to_string(),
+                    "{game} player {j}"
+                );
                 if game == "quake4" {
                     assert_eq!(a["clan"], b["clan"], "{game} player {j}");
                     let want = if j % 3 == 0 { "" } else { "fs" };
@@ -224,7 +237,15 @@ fn heartbeating_servers_are_listed_after_the_challenge() {
         let m = master.master.unwrap().to_string();
         let server = spawn_serve(
             bin(),
-            &[game, "--listen", "127.0.0.1:0", "--players", "2", "--heartbeat", &m],
+            &[
+                game,
+                "--listen",
+                "127.0.0.1:0",
+                "--players",
+                "2",
+                "--heartbeat",
+                &m,
+            ],
         );
         let want = server.servers[0].to_string();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -272,11 +293,26 @@ fn qstat_and_fragstat_read_emulated_etqw_servers() {
         let r = ours("etqw", s);
         assert_eq!(q["status"], "online", "{q}");
         let name = format!("Strogg Base #{}", i + 1);
-        assert_eq!((q["name"].as_str(), r["name"].as_str()), (Some(&*name), Some(&*name)));
-        assert_eq!((&q["map"], &r["map"]), (&"volcano".into(), &"volcano".into()));
-        assert_eq!(r["rules"]["si_map"], "maps/volcano.entities", "raw value kept");
-        assert_eq!((&q["maxplayers"], &r["max_players"]), (&24.into(), &24.into()));
-        assert_eq!((&q["numplayers"], &r["num_players"]), (&6.into(), &6.into()));
+        assert_eq!(
+            (q["name"].as_str(), r["name"].as_str()),
+            (Some(&*name), Some(&*name))
+        );
+        assert_eq!(
+            (&q["map"], &r["map"]),
+            (&"volcano".into(), &"volcano".into())
+        );
+        assert_eq!(
+            r["rules"]["si_map"], "maps/volcano.entities",
+            "raw value kept"
+        );
+        assert_eq!(
+            (&q["maxplayers"], &r["max_players"]),
+            (&24.into(), &24.into())
+        );
+        assert_eq!(
+            (&q["numplayers"], &r["num_players"]),
+            (&6.into(), &6.into())
+        );
         assert_eq!((&r["num_bots"], &r["password"]), (&3.into(), &false.into()));
         assert_eq!(r["gametype"], "campaign");
         // qstat strips si_map in its rules too; it adds the post-player block as rules.
@@ -302,7 +338,10 @@ fn qstat_and_fragstat_read_emulated_etqw_servers() {
         assert_eq!(q["rules"]["gamestate"], x["game_state"]["raw"].to_string());
         assert_eq!(q["rules"]["servertype"], "0");
         assert_eq!(x["server_type"], "regular");
-        assert_eq!(q["rules"]["interested_clients"], x["interested_clients"].to_string());
+        assert_eq!(
+            q["rules"]["interested_clients"],
+            x["interested_clients"].to_string()
+        );
         let qp = qstat_players(q);
         let op = r["players"].as_array().unwrap();
         assert_eq!((qp.len(), op.len()), (6, 6));
@@ -345,8 +384,10 @@ impl Feed {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let app = axum::Router::new()
-                    .route("/ipgetter/", axum::routing::get(move || async move { body }));
+                let app = axum::Router::new().route(
+                    "/ipgetter/",
+                    axum::routing::get(move || async move { body }),
+                );
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 axum::serve(listener, app)
@@ -381,7 +422,15 @@ impl Drop for Feed {
 fn etqw_feed_over_http_lists_and_probes() {
     let served = spawn_serve(
         bin(),
-        &["etqw", "--listen", "127.0.0.1:0", "--count", "3", "--players", "2"],
+        &[
+            "etqw",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "3",
+            "--players",
+            "2",
+        ],
     );
     let mut body = String::new();
     for s in &served.servers {
@@ -402,21 +451,22 @@ fn etqw_feed_over_http_lists_and_probes() {
     listed.sort();
     let mut want: Vec<String> = served.servers.iter().map(ToString::to_string).collect();
     want.sort();
-    assert_eq!(listed, want, "the bad line and the repeated one are skipped");
+    assert_eq!(
+        listed, want,
+        "the bad line and the repeated one are skipped"
+    );
     assert_eq!(v["masters"][0]["status"], "online");
     assert_eq!(v["masters"][0]["servers"], 3);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 5 (offset"), "{err}");
-    assert!(err.contains("not IP:port: \"this is not an address\""), "{err}");
+    assert!(
+        err.contains("not IP:port: \"this is not an address\""),
+        "{err}"
+    );
     assert!(err.contains("listed again"), "{err}");
 
     let v = json(&run(&[
-        "master",
-        "etqw",
-        &feed.url,
-        "--probe",
-        "--format",
-        "json",
+        "master", "etqw", &feed.url, "--probe", "--format", "json",
     ]));
     let records = v.as_array().expect("records");
     assert_eq!(records.len(), 3);

@@ -49,10 +49,16 @@ pub fn parse(body: &[u8]) -> Result<HttpList, DecodeError> {
                 if seen.insert(addr) {
                     list.servers.push(MasterEntry::new(addr));
                 } else {
-                    warn(&mut list, format!("line {} (offset {at}): {addr} listed again", n + 1));
+                    warn(
+                        &mut list,
+                        format!("line {} (offset {at}): {addr} listed again", n + 1),
+                    );
                 }
             }
-            Ok(addr) => warn(&mut list, format!("line {} (offset {at}): {addr} has port 0", n + 1)),
+            Ok(addr) => warn(
+                &mut list,
+                format!("line {} (offset {at}): {addr} has port 0", n + 1),
+            ),
             Err(_) => {
                 let shown: String = text.chars().take(60).collect();
                 warn(
@@ -85,12 +91,19 @@ mod tests {
         let got: Vec<String> = list.servers.iter().map(|e| e.addr.to_string()).collect();
         assert_eq!(got, ["1.2.3.4:27733", "5.6.7.8:27734", "[::1]:27733"]);
         assert_eq!(list.warnings.len(), 4, "{:?}", list.warnings);
-        assert!(list.warnings[0].starts_with("line 4 (offset 33): not IP:port"), "{:?}", list.warnings);
+        assert!(
+            list.warnings[0].starts_with("line 4 (offset 33): not IP:port"),
+            "{:?}",
+            list.warnings
+        );
         assert!(list.warnings[1].contains("listed again"));
         assert!(list.warnings[2].contains("port 0"));
         assert!(parse(b"").unwrap().servers.is_empty());
         let addrs: Vec<SocketAddr> = vec!["10.0.0.1:1".parse().unwrap()];
-        assert_eq!(parse(encode(&addrs).as_bytes()).unwrap().servers[0].addr, addrs[0]);
+        assert_eq!(
+            parse(encode(&addrs).as_bytes()).unwrap().servers[0].addr,
+            addrs[0]
+        );
     }
 
     #[test]

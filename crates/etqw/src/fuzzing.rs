@@ -12,7 +12,11 @@ pub fn check_decode(data: &[u8]) {
     let packet = match decode(data) {
         Ok(p) => p,
         Err(e) => {
-            assert!(e.offset() <= data.len(), "{e} past the end of {} bytes", data.len());
+            assert!(
+                e.offset() <= data.len(),
+                "{e} past the end of {} bytes",
+                data.len()
+            );
             return;
         }
     };
@@ -22,8 +26,12 @@ pub fn check_decode(data: &[u8]) {
     let Ok(bytes) = packet.to_bytes() else {
         return;
     };
-    let again =
-        decode(&bytes).unwrap_or_else(|e| panic!("re-encoded packet does not decode: {e}\n{packet:?}"));
-    assert_eq!(format!("{packet:?}"), format!("{again:?}"), "packet changed in a round trip");
+    let again = decode(&bytes)
+        .unwrap_or_else(|e| panic!("re-encoded packet does not decode: {e}\n{packet:?}"));
+    assert_eq!(
+        format!("{packet:?}"),
+        format!("{again:?}"),
+        "packet changed in a round trip"
+    );
     assert_eq!(again.to_bytes().ok(), Some(bytes), "encoding not stable");
 }

@@ -32,6 +32,9 @@ pub fn known_protocol(p: Protocol) -> bool {
 }
 
 /// A decoded packet.
+// Replies are what a client decodes all day; boxing them would cost an allocation each for
+// the sake of the rare request.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Packet {
@@ -418,7 +421,11 @@ fn write_body(out: &mut Vec<u8>, r: &InfoResponse) -> Result<(), EncodeError> {
     }
     match (&d.extended, r.ex, post.server_type) {
         (None, false, _) | (None, true, ServerType::Unknown(_)) => {}
-        (Some(Extended::Players(list)), true, ServerType::Regular { .. } | ServerType::Tv { .. }) => {
+        (
+            Some(Extended::Players(list)),
+            true,
+            ServerType::Regular { .. } | ServerType::Tv { .. },
+        ) => {
             let mut previous: Option<u8> = None;
             for p in list {
                 if p.slot >= END_OF_PLAYERS || previous.is_some_and(|q| p.slot <= q) {
@@ -433,19 +440,23 @@ fn write_body(out: &mut Vec<u8>, r: &InfoResponse) -> Result<(), EncodeError> {
             }
             out.push(END_OF_PLAYERS);
         }
-        (Some(Extended::Undecoded { bytes, .. }), true, ServerType::Regular { .. } | ServerType::Tv { .. }) => {
+        (
+            Some(Extended::Undecoded { bytes, .. }),
+            true,
+            ServerType::Regular { .. } | ServerType::Tv { .. },
+        ) => {
             out.extend_from_slice(bytes);
             return if d.trailing.is_empty() {
                 Ok(())
             } else {
-                Err(EncodeError::Invalid("trailing bytes after an undecoded extended block"))
+                Err(EncodeError::Invalid(
+                    "trailing bytes after an undecoded extended block",
+                ))
             };
         }
-        _ => {
-            return Err(EncodeError::Invalid(
-                "an extended block goes with infoExResponse and a known server type, and only there",
-            ))
-        }
+        _ => return Err(EncodeError::Invalid(
+            "an extended block goes with infoExResponse and a known server type, and only there",
+        )),
     }
     out.extend_from_slice(&d.trailing);
     Ok(())
@@ -515,6 +526,9 @@ mod tests {
             "bad_header"
         );
         let e = decode(b"\xff\xffinfoExResponse\0").unwrap_err();
-        assert_eq!((e.kind(), e.field(), e.offset()), ("truncated", Some("challenge"), 17));
+        assert_eq!(
+            (e.kind(), e.field(), e.offset()),
+            ("truncated", Some("challenge"), 17)
+        );
     }
 }

@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game, GameRef, MasterOptions,
-    MasterQuery,
+    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game, GameRef, MasterOptions, MasterQuery,
 };
 use fragstat_core::service::Service;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
@@ -138,7 +137,12 @@ impl Game for Etqw {
                 config.max_players, config.players
             )));
         }
-        let mut c = ServerConfig::sample(&config.name, &config.map, config.players, config.max_players);
+        let mut c = ServerConfig::sample(
+            &config.name,
+            &config.map,
+            config.players,
+            config.max_players,
+        );
         c.set("si_needPass", if config.password { "1" } else { "0" });
         if let Some(gt) = &config.gametype {
             check_text("the game rules", gt.as_bytes())?;
@@ -148,7 +152,10 @@ impl Game for Etqw {
         for p in c.players.iter_mut().filter(|p| p.bot == 0) {
             p.ping = p.ping.saturating_add(shift);
         }
-        c.post.time_left = c.post.time_left.saturating_sub(u32::try_from(config.seed % 60).unwrap_or(0) * 1000);
+        c.post.time_left = c
+            .post
+            .time_left
+            .saturating_sub(u32::try_from(config.seed % 60).unwrap_or(0) * 1000);
         EmulatedServer::new(c)
             .map(|s| Box::new(s) as Box<dyn Service>)
             .map_err(|e| EmuError(e.to_string()))

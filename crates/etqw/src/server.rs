@@ -41,7 +41,10 @@ impl ServerConfig {
             [b"maps/".as_slice(), map, b".entities"].concat()
         };
         let mut info = Rules::new();
-        info.push("si_version", "ETQW 1.5.12663.12663  linux-x86 May  9 2008 (fragstat emulator)");
+        info.push(
+            "si_version",
+            "ETQW 1.5.12663.12663  linux-x86 May  9 2008 (fragstat emulator)",
+        );
         info.push("fs_game", "");
         info.push("net_serverDedicated", "1");
         info.push("si_maxPlayers", max_players.to_string());
@@ -65,16 +68,28 @@ impl ServerConfig {
             let bot = i % 2 == 1;
             list.push(Player {
                 slot,
-                ping: if bot { 0 } else { u16::try_from(30 + 9 * n).unwrap_or(u16::MAX) },
+                ping: if bot {
+                    0
+                } else {
+                    u16::try_from(30 + 9 * n).unwrap_or(u16::MAX)
+                },
                 name: format!("^{}Player^7{}", n % 7 + 1, n + 1).into_bytes(),
                 clan_position: u8::from(i % 4 == 3),
-                clan: if i % 3 == 2 { b"^1fs^7".to_vec() } else { Vec::new() },
+                clan: if i % 3 == 2 {
+                    b"^1fs^7".to_vec()
+                } else {
+                    Vec::new()
+                },
                 bot: u8::from(bot),
             });
             extended.push(ExPlayer {
                 slot,
                 xp: 12.5 * (n + 1) as f32,
-                team: if i % 2 == 0 { b"gdf".to_vec() } else { b"strogg".to_vec() },
+                team: if i % 2 == 0 {
+                    b"gdf".to_vec()
+                } else {
+                    b"strogg".to_vec()
+                },
                 kills: i32::try_from(3 * n).unwrap_or(0),
                 deaths: i32::try_from(n / 2).unwrap_or(0),
             });
@@ -191,7 +206,11 @@ mod tests {
     fn spliced_replies_equal_the_encoded_ones() {
         let s = EmulatedServer::new(ServerConfig::sample(b"^1x", b"", 5, 24)).unwrap();
         for ex in [false, true] {
-            let mut req = if ex { b"\xff\xffgetInfoEx\0".to_vec() } else { b"\xff\xffgetInfo\0".to_vec() };
+            let mut req = if ex {
+                b"\xff\xffgetInfoEx\0".to_vec()
+            } else {
+                b"\xff\xffgetInfo\0".to_vec()
+            };
             req.extend_from_slice(&[9, 8, 7, 6, 5, 4, 3, 2]);
             let built = Packet::InfoResponse(s.config().response(ex, [9, 8, 7, 6, 5, 4, 3, 2]))
                 .to_bytes()
@@ -200,7 +219,9 @@ mod tests {
         }
         // qstat sends 4 zero bytes: the second half echoes as -1.
         let r = s.respond(b"\xff\xffgetInfo\0\0\0\0\0").unwrap();
-        let Packet::InfoResponse(r) = decode(&r).unwrap() else { panic!() };
+        let Packet::InfoResponse(r) = decode(&r).unwrap() else {
+            panic!()
+        };
         assert_eq!(r.challenge, [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
         assert_eq!(r.size.unwrap() as usize, r.actual_size(s.plain.len()));
     }

@@ -223,8 +223,9 @@ pub fn server_info(reply: &InfoResponse, datagram_len: usize) -> ServerInfo {
                 }
                 ServerType::Unknown(t) => {
                     extra.server_type = Some(format!("unknown({t})"));
-                    out.warnings
-                        .push(format!("unknown server type {t}: what follows it is not decoded"));
+                    out.warnings.push(format!(
+                        "unknown server type {t}: what follows it is not decoded"
+                    ));
                 }
             }
             let ex_players: &[ExPlayer] = match &d.extended {
@@ -257,13 +258,17 @@ pub fn server_info(reply: &InfoResponse, datagram_len: usize) -> ServerInfo {
                 .map(|p| player(p, ex_players.iter().find(|e| e.slot == p.slot)))
                 .collect();
             out.num_players = u32::try_from(players.len()).unwrap_or(u32::MAX);
-            out.num_bots = Some(
-                u32::try_from(d.players.iter().filter(|p| p.bot != 0).count()).unwrap_or(0),
-            );
+            out.num_bots =
+                Some(u32::try_from(d.players.iter().filter(|p| p.bot != 0).count()).unwrap_or(0));
             if have_ex {
                 out.num_spectators = Some(
-                    u32::try_from(players.iter().filter(|p| p.is_spectator == Some(true)).count())
-                        .unwrap_or(0),
+                    u32::try_from(
+                        players
+                            .iter()
+                            .filter(|p| p.is_spectator == Some(true))
+                            .count(),
+                    )
+                    .unwrap_or(0),
                 );
             }
             out.players = Some(players);

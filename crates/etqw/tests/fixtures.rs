@@ -66,7 +66,10 @@ fn cuts_error_before_the_extended_block_and_flag_inside_it() {
         let Body::Decoded(d) = &r.body else { panic!() };
         let ex_len = match &d.extended {
             Some(Extended::Players(list)) => {
-                1 + list.iter().map(|p| 1 + 4 + p.team.len() + 1 + 8).sum::<usize>()
+                1 + list
+                    .iter()
+                    .map(|p| 1 + 4 + p.team.len() + 1 + 8)
+                    .sum::<usize>()
             }
             _ => 0,
         };

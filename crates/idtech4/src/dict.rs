@@ -137,7 +137,10 @@ mod tests {
     #[test]
     fn missing_terminators_name_the_field() {
         let e = read_dict(&mut Reader::with_base(b"si_name\0abc", 10)).unwrap_err();
-        assert_eq!((e.kind(), e.field(), e.offset()), ("missing", Some("info value"), 21));
+        assert_eq!(
+            (e.kind(), e.field(), e.offset()),
+            ("missing", Some("info value"), 21)
+        );
         let e = read_dict(&mut Reader::new(b"k\0v\0")).unwrap_err();
         assert_eq!((e.kind(), e.field()), ("missing", Some("info key")));
         let e = read_dict(&mut Reader::new(b"k\0v\0\0")).unwrap_err();

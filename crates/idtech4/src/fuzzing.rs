@@ -22,9 +22,14 @@ pub fn check_decode(data: &[u8]) {
         let Ok(bytes) = packet.to_bytes() else {
             continue;
         };
-        let again = decode(game, &bytes)
-            .unwrap_or_else(|e| panic!("{game}: re-encoded packet does not decode: {e}\n{packet:?}"));
+        let again = decode(game, &bytes).unwrap_or_else(|e| {
+            panic!("{game}: re-encoded packet does not decode: {e}\n{packet:?}")
+        });
         assert_eq!(packet, again, "{game}: packet changed in a round trip");
-        assert_eq!(again.to_bytes().ok(), Some(bytes), "{game}: encoding not stable");
+        assert_eq!(
+            again.to_bytes().ok(),
+            Some(bytes),
+            "{game}: encoding not stable"
+        );
     }
 }

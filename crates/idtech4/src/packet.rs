@@ -391,7 +391,10 @@ mod tests {
         // Slot 40.
         let b = reply(Game::Doom3, p, b"\x28");
         let e = decode(Game::Doom3, &b).unwrap_err();
-        assert_eq!((e.kind(), e.field(), e.offset()), ("invalid", Some("player slot"), 35));
+        assert_eq!(
+            (e.kind(), e.field(), e.offset()),
+            ("invalid", Some("player slot"), 35)
+        );
         // Slot 3 then slot 3 again.
         let mut pl = b"\x03\x10\x00\x00\x10\x00\x00a\0".to_vec();
         pl.extend_from_slice(b"\x03\x10\x00\x00\x10\x00\x00b\0\x20\x07\0\0\0");
@@ -401,7 +404,11 @@ mod tests {
 
     #[test]
     fn unknown_protocol_keeps_the_body_undecoded() {
-        let b = reply(Game::Doom3, Protocol::new(2, 85), b"\x00\x10\x00\x00\x10\x00\x00a\0c\0\x20\x07\0\0\0");
+        let b = reply(
+            Game::Doom3,
+            Protocol::new(2, 85),
+            b"\x00\x10\x00\x00\x10\x00\x00a\0c\0\x20\x07\0\0\0",
+        );
         let Packet::InfoResponse(i) = decode(Game::Doom3, &b).unwrap() else {
             panic!()
         };
@@ -410,7 +417,10 @@ mod tests {
         let Packet::InfoResponse(i) = decode(Game::Quake4, &b).unwrap() else {
             panic!()
         };
-        let Body::Players { players, os_mask, .. } = &i.state.body else {
+        let Body::Players {
+            players, os_mask, ..
+        } = &i.state.body
+        else {
             panic!()
         };
         assert_eq!((players[0].clan.as_deref(), *os_mask), (Some(&b"c"[..]), 7));

@@ -150,7 +150,9 @@ impl RegistryGame for Idtech4Game {
 
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         if options.ext {
-            return Err(format!("{}: the idTech 4 master has no extended request", self.id()).into());
+            return Err(
+                format!("{}: the idTech 4 master has no extended request", self.id()).into(),
+            );
         }
         // Protocol 0 asks for every protocol (qstat's default request).
         let mut request = GetServers::new(self.game, 0);
@@ -291,7 +293,10 @@ mod tests {
     #[test]
     fn refuses_what_the_protocol_cannot_carry() {
         let g = Idtech4Game::new(Game::Doom3);
-        let err = g.emulated_server(&EmuServer::new("x", "a\0b", 0)).err().unwrap();
+        let err = g
+            .emulated_server(&EmuServer::new("x", "a\0b", 0))
+            .err()
+            .unwrap();
         assert!(err.0.contains("map name"), "{err}");
         let err = g
             .emulated_server(&EmuServer::new("x", "", 33))

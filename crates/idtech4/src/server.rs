@@ -290,7 +290,8 @@ impl EmulatedMaster {
                     return;
                 }
                 self.counter = self.counter.wrapping_add(1);
-                let challenge = (self.counter.wrapping_mul(0x9e37_79b9) ^ u32::from(from.port())) as i32;
+                let challenge =
+                    (self.counter.wrapping_mul(0x9e37_79b9) ^ u32::from(from.port())) as i32;
                 self.pending.insert(from, (challenge, now + CHALLENGE_TTL));
                 let ask = Packet::GetInfo(GetInfo {
                     challenge: Some(challenge),
@@ -341,7 +342,10 @@ mod tests {
             .unwrap();
             assert_eq!(s.reply(-7), built, "{game}");
             let r = s.respond(b"\xff\xffgetinfo\0\x01\x02").unwrap();
-            assert_eq!(&r[INFO_HEAD.len()..INFO_HEAD.len() + 4], b"\xff\xff\xff\xff");
+            assert_eq!(
+                &r[INFO_HEAD.len()..INFO_HEAD.len() + 4],
+                b"\xff\xff\xff\xff"
+            );
         }
     }
 
@@ -390,7 +394,12 @@ mod tests {
         let now = Instant::now();
         let mut out = Outbox::new();
         for port in 1..=(MAX_PENDING as u16 + 50) {
-            m.respond(now, SocketAddr::from(([10, 0, 0, 1], port)), b"\xff\xffheartbeat\0", &mut out);
+            m.respond(
+                now,
+                SocketAddr::from(([10, 0, 0, 1], port)),
+                b"\xff\xffheartbeat\0",
+                &mut out,
+            );
         }
         assert_eq!(m.pending(), MAX_PENDING);
         let due = m.poll_timeout().unwrap();

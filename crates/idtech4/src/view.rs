@@ -81,7 +81,12 @@ pub fn server_info(game: Game, reply: &InfoResponse) -> ServerInfo {
         os_mask: None,
         trailing: None,
         undecoded: None,
-        deleted_keys: state.dict.deleted.iter().map(|k| decode_lossless(k)).collect(),
+        deleted_keys: state
+            .dict
+            .deleted
+            .iter()
+            .map(|k| decode_lossless(k))
+            .collect(),
     };
     if !extra.deleted_keys.is_empty() {
         out.warnings.push(format!(

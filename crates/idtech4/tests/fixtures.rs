@@ -55,12 +55,16 @@ fn every_cut_before_the_trailing_bytes_is_an_error() {
         let Packet::InfoResponse(r) = decode(game, &bytes).unwrap() else {
             panic!("{}", path.display())
         };
-        let Body::Players { trailing, players, .. } = &r.state.body else {
+        let Body::Players {
+            trailing, players, ..
+        } = &r.state.body
+        else {
             panic!("{}", path.display())
         };
         let end = bytes.len() - trailing.len();
         for cut in 0..end {
-            let e = decode(game, &bytes[..cut]).expect_err(&format!("{} cut at {cut}", path.display()));
+            let e =
+                decode(game, &bytes[..cut]).expect_err(&format!("{} cut at {cut}", path.display()));
             assert!(
                 matches!(e.kind(), "truncated" | "missing" | "bad_header"),
                 "{} cut at {cut}: {e}",
@@ -75,7 +79,10 @@ fn every_cut_before_the_trailing_bytes_is_an_error() {
             let Body::Players { players: p, .. } = &r.state.body else {
                 panic!()
             };
-            assert_eq!(p, players, "the player list does not depend on the trailing bytes");
+            assert_eq!(
+                p, players,
+                "the player list does not depend on the trailing bytes"
+            );
         }
     }
 }
