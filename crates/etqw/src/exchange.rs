@@ -80,3 +80,36 @@ impl Exchange for ServerExchange {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{EmulatedServer, ServerConfig};
+
+    #[test]
+    fn echoed_nonce_names_the_attempt_and_opaque_echoes_are_accepted() {
+        let emu = EmulatedServer::new(ServerConfig::sample(b"x", b"", 2, 8)).unwrap();
+        let mut ex = ServerExchange::with_nonce(true, 0x1122_3344_5566_7788);
+        let req = ex.requests(2).remove(0);
+        assert!(req.starts_with(b"\xff\xffgetInfoEx\0"));
+        let Verdict::Done { output, attempt } = ex.on_datagram(&emu.respond(&req).unwrap()) else {
+            panic!()
+        };
+        assert_eq!(attempt, Some(2));
+        assert!(output.unwrap().response.ex);
+        // A server that echoes something else (as real ones do) still answers the query.
+        let other = emu.respond(b"\xff\xffgetInfoEx\0\0\0\0\0").unwrap();
+        let Verdict::Done { attempt, .. } = ex.on_datagram(&other) else {
+            panic!()
+        };
+        assert_eq!(attempt, None);
+        assert!(matches!(
+            ex.on_datagram(b"\xff\xffgetInfo\0"),
+            Verdict::Ignore(_)
+        ));
+        assert!(matches!(
+            ex.on_datagram(b"\xff\xffinfoResponse\0"),
+            Verdict::Invalid(_)
+        ));
+    }
+}

@@ -140,3 +140,65 @@ impl Exchange for MasterExchange {
         (self.datagrams > 0).then(|| Ok(std::mem::take(&mut self.servers)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{EmulatedServer, ServerConfig};
+
+    #[test]
+    fn server_exchange_matches_its_nonce_and_names_the_attempt() {
+        let emu = EmulatedServer::new(ServerConfig::sample(Game::Quake4, b"x", b"", 2, 8)).unwrap();
+        let mut ex = ServerExchange::with_nonce(Game::Quake4, 0xabcd_ef00);
+        let first = ex.requests(0).remove(0);
+        let second = ex.requests(1).remove(0);
+        // Another query's reply is ignored; a reply to the first attempt, arriving after the
+        // retry, still completes the query and names attempt 0.
+        assert!(matches!(
+            ex.on_datagram(&emu.reply(0x1234_5600)),
+            Verdict::Ignore("wrong challenge")
+        ));
+        assert!(matches!(
+            ex.on_datagram(b"\xff\xffservers\0"),
+            Verdict::Ignore(_)
+        ));
+        assert!(matches!(
+            ex.on_datagram(b"\xff\xffinfoResponse\0\0"),
+            Verdict::Invalid(_)
+        ));
+        let reply = emu.respond(&first).unwrap();
+        let Verdict::Done { output, attempt } = ex.on_datagram(&reply) else {
+            panic!()
+        };
+        assert_eq!(attempt, Some(0));
+        let r = output.unwrap();
+        assert_eq!(r.challenge, ex.challenge(0));
+        assert_ne!(emu.respond(&second).unwrap(), reply);
+    }
+
+    #[test]
+    fn master_exchange_assembles_datagrams_and_drops_duplicates() {
+        let servers: Vec<SocketAddrV4> = (1..=300u16)
+            .map(|p| SocketAddrV4::new([10, 0, 0, 1].into(), p))
+            .collect();
+        let grams = crate::master::encode_server_list(&servers);
+        assert_eq!(grams.len(), 2);
+        let mut ex = MasterExchange::new(Game::Doom3, &GetServers::new(Game::Doom3, 0)).unwrap();
+        assert_eq!(ex.on_timeout(false).map(|r| r.is_ok()), None, "nothing yet");
+        // The last (short) datagram overtakes the first: a short wait, then the full one.
+        let Verdict::Progress { wait, .. } = ex.on_datagram(&grams[1]) else {
+            panic!()
+        };
+        assert_eq!(wait, Some(DEFAULT_SETTLE));
+        let Verdict::Progress { wait, .. } = ex.on_datagram(&grams[0]) else {
+            panic!()
+        };
+        assert_eq!(wait, None, "a full datagram: more may follow");
+        let _ = ex.on_datagram(&grams[1]);
+        let list = ex.on_timeout(false).unwrap().unwrap();
+        assert_eq!(list.len(), 300);
+        let mut sorted = list.clone();
+        sorted.sort_by_key(|a| a.port());
+        assert_eq!(sorted, servers);
+    }
+}
