@@ -484,3 +484,48 @@ fn etqw_feed_over_http_lists_and_probes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("404"), "{err}");
 }
+
+/// `fragstat decode GAME FILE` prints exactly the fixture's `.decoded` snapshot for every
+/// idtech4 and etqw case that decodes, and one line naming the field and offset (exit 1) for
+/// every case that must fail.
+#[test]
+fn decode_prints_every_capture_and_names_failures() {
+    let root = fragstat_testkit::repo_root().join("tests/fixtures");
+    let mut seen = 0;
+    for family in ["idtech4", "etqw"] {
+        for kind in ["ok", "err"] {
+            let dir = root.join(family).join(kind);
+            let mut bins: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+                .collect();
+            bins.sort();
+            for bin in bins {
+                let meta: Value =
+                    serde_json::from_slice(&std::fs::read(bin.with_extension("json")).unwrap())
+                        .unwrap();
+                let game = meta["game"].as_str().unwrap();
+                let snapshot: Value =
+                    serde_json::from_slice(&std::fs::read(bin.with_extension("decoded")).unwrap())
+                        .unwrap();
+                let out = run(&["decode", game, bin.to_str().unwrap()]);
+                let name = bin.display();
+                if let Some(err) = snapshot.get("error").filter(|e| e.is_object()) {
+                    assert_eq!(out.status.code(), Some(1), "{name}");
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+                    assert!(
+                        stderr.contains(&format!("offset {}", err["offset"])),
+                        "{name}: {stderr}"
+                    );
+                    assert!(out.stdout.is_empty());
+                } else {
+                    assert_eq!(json(&out), snapshot, "{name}");
+                }
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 30, "{seen} cases");
+}
