@@ -9,7 +9,7 @@ use fragstat_core::model::Rules;
 use fragstat_core::service::{Outbox, Service};
 
 use crate::dict::{Dict, EncodeError};
-use crate::game::{Game, Layout, Protocol};
+use crate::game::{Game, Protocol};
 use crate::master::encode_server_list;
 use crate::packet::{
     decode, Body, GetInfo, Heartbeat, InfoResponse, Packet, Player, ServerState, END_OF_PLAYERS,
@@ -151,9 +151,7 @@ const INFO_HEAD: &[u8] = b"\xff\xffinfoResponse\0";
 impl EmulatedServer {
     /// A server reporting `config`; fails when the configuration cannot be encoded.
     pub fn new(config: ServerConfig) -> Result<Self, EncodeError> {
-        if config.game.layout(config.protocol) != Some(Layout::Doom3)
-            && config.game.layout(config.protocol) != Some(Layout::Quake4)
-        {
+        if config.game.layout(config.protocol).is_none() {
             return Err(EncodeError::Invalid(
                 "the emulated protocol has no known player layout for this game",
             ));
@@ -240,8 +238,8 @@ pub const MAX_PENDING: usize = 4096;
 ///
 /// A `getServers` for protocol 0 lists every server; any other protocol lists the servers of
 /// exactly that protocol (bit 31, qstat's Quake 4 flag, ignored), as a client only joins its
-/// own. The filter byte is decoded but not applied (the master does not follow servers'
-/// player counts).
+/// own. The filter byte and Quake 4's player and clan filters are decoded but not applied
+/// (the master does not follow servers' players).
 #[derive(Debug, Clone)]
 pub struct EmulatedMaster {
     game: Game,
