@@ -73,7 +73,8 @@ impl Exchange for ServerExchange {
 /// One `getServers` query: a list spanning any number of `servers` datagrams with no count
 /// and no end marker. A datagram with room for more entries is probably the last: the
 /// exchange then lingers [`DEFAULT_SETTLE`] for datagrams it overtook; after a full one it
-/// waits the attempt timeout. Duplicates are listed once.
+/// waits the attempt timeout. Duplicates are listed once; entries with port 0 or address
+/// 0.0.0.0 are left out.
 #[derive(Debug)]
 pub struct MasterExchange {
     game: Game,
@@ -124,8 +125,9 @@ impl Exchange for MasterExchange {
             Err(e) => return Verdict::Invalid(Box::new(e)),
         };
         self.datagrams += 1;
+        // An entry with port 0 or address 0.0.0.0 cannot be queried (decode keeps it).
         for s in list.servers {
-            if self.seen.insert(s) {
+            if s.port() != 0 && !s.ip().is_unspecified() && self.seen.insert(s) {
                 self.servers.push(s);
             }
         }
@@ -195,6 +197,8 @@ mod tests {
         };
         assert_eq!(wait, None, "a full datagram: more may follow");
         let _ = ex.on_datagram(&grams[1]);
+        let junk = b"\xff\xffservers\0\x0a\0\0\x01\0\0\0\0\0\0\x87\x6c";
+        let _ = ex.on_datagram(junk);
         let list = ex.on_timeout(false).unwrap().unwrap();
         assert_eq!(list.len(), 300);
         let mut sorted = list.clone();
