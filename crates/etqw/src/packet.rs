@@ -520,6 +520,54 @@ mod tests {
     }
 
     #[test]
+    fn tv_and_unknown_server_types() {
+        use crate::server::ServerConfig;
+        let mut c = ServerConfig::sample(b"tv", b"", 2, 8);
+        c.post.server_type = ServerType::Tv {
+            viewers: 70_000,
+            max_viewers: 100_000,
+        };
+        let bytes = Packet::InfoResponse(c.response(true, [1; 8]))
+            .to_bytes()
+            .unwrap();
+        let Packet::InfoResponse(r) = decode(&bytes).unwrap() else {
+            panic!()
+        };
+        let info = crate::view::server_info(&r, bytes.len());
+        let x = info.extra_as::<crate::view::ServerExtra>().unwrap();
+        assert_eq!((x.viewers, x.max_viewers), (Some(70_000), Some(100_000)));
+        assert_eq!(x.server_type.as_deref(), Some("tv"));
+        assert_eq!(info.players.unwrap()[1].is_spectator, Some(false));
+        assert!(info.warnings.is_empty(), "{:?}", info.warnings);
+        // Type 7: what follows is unknown, kept as trailing bytes, no extended block read.
+        c.post.server_type = ServerType::Unknown(7);
+        let mut r = c.response(true, [1; 8]);
+        if let Body::Decoded(d) = &mut r.body {
+            d.extended = None;
+            d.trailing = vec![1, 2, 3];
+        }
+        let bytes = Packet::InfoResponse(r.clone()).to_bytes().unwrap();
+        let Packet::InfoResponse(back) = decode(&bytes).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            back.size.map(|s| s as usize),
+            Some(back.actual_size(bytes.len()))
+        );
+        r.size = back.size;
+        assert_eq!(back, r);
+        let info = crate::view::server_info(&back, bytes.len());
+        assert!(info
+            .warnings
+            .iter()
+            .any(|w| w.contains("unknown server type 7")));
+        assert!(info
+            .warnings
+            .iter()
+            .any(|w| w.contains("3 bytes after the reply")));
+    }
+
+    #[test]
     fn headers() {
         assert_eq!(
             decode(b"\xff\xff\xff\xffgetinfo xxx").unwrap_err().kind(),
