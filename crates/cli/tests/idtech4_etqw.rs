@@ -529,3 +529,45 @@ fn decode_prints_every_capture_and_names_failures() {
     }
     assert!(seen >= 30, "{seen} cases");
 }
+
+/// A list longer than one `servers` datagram (231 entries) reaches both clients whole.
+#[test]
+fn master_lists_spanning_several_datagrams() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "quake4",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "250",
+            "--master",
+            "--master-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let master = served.master.unwrap().to_string();
+    let mut want: Vec<String> = served.servers.iter().map(ToString::to_string).collect();
+    want.sort();
+    let m = json(&run(&["master", "quake4", &master, "--format", "json"]));
+    let mut mine: Vec<String> = m["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["address"].as_str().unwrap().to_string())
+        .collect();
+    mine.sort();
+    assert_eq!(mine, want);
+    let Some(v) = qstat_json(&["-q4m", &master]) else {
+        return;
+    };
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr[0]["servers"], 250);
+    let mut listed: Vec<String> = arr[1..]
+        .iter()
+        .map(|s| s["address"].as_str().unwrap().to_string())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, want);
+    assert!(arr[1..].iter().all(|s| s["status"] == "online"));
+}
