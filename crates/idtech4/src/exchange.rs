@@ -29,13 +29,13 @@ impl ServerExchange {
     pub fn with_nonce(game: Game, nonce: u32) -> Self {
         ServerExchange {
             game,
-            nonce: (nonce & !0xff) as i32,
+            nonce: i32::from_le_bytes((nonce & !0xff).to_le_bytes()),
         }
     }
 
     /// The challenge sent on `attempt`.
     pub fn challenge(&self, attempt: u32) -> i32 {
-        self.nonce | (attempt.min(0xff) as i32)
+        self.nonce | i32::try_from(attempt.min(0xff)).unwrap_or(0xff)
     }
 }
 

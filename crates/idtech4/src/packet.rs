@@ -149,7 +149,8 @@ fn read_players(
             });
         }
         previous = Some(slot);
-        let ping = r.u16_le("player ping")? as i16;
+        // `WriteShort`: a signed 16-bit value.
+        let ping = i16::from_le_bytes(r.u16_le("player ping")?.to_le_bytes());
         let rate = r.u32_le("player rate")?;
         let name = r.cstr("player name")?.to_vec();
         let clan = match layout {

@@ -288,8 +288,8 @@ impl EmulatedMaster {
                     return;
                 }
                 self.counter = self.counter.wrapping_add(1);
-                let challenge =
-                    (self.counter.wrapping_mul(0x9e37_79b9) ^ u32::from(from.port())) as i32;
+                let mixed = self.counter.wrapping_mul(0x9e37_79b9) ^ u32::from(from.port());
+                let challenge = i32::from_le_bytes(mixed.to_le_bytes());
                 self.pending.insert(from, (challenge, now + CHALLENGE_TTL));
                 let ask = Packet::GetInfo(GetInfo {
                     challenge: Some(challenge),
