@@ -7,6 +7,8 @@
 //! | feature | module | games |
 //! | --- | --- | --- |
 //! | `quake3` (default) | [`quake3`] | Quake III Arena, W:ET, OpenArena, RtCW, any Q3-protocol game |
+//! | `idtech4` (default) | [`idtech4`] | Doom 3, Quake 4, Prey (servers and masters) |
+//! | `etqw` (default) | [`etqw`] | Enemy Territory: Quake Wars (servers and the HTTP list feed) |
 //!
 //! Any game, through the registry (the CLI works only this way):
 //!
@@ -34,11 +36,23 @@ pub use fragstat_core::{Engine, Options, QueryError};
 #[cfg(feature = "quake3")]
 pub use fragstat_quake3_oob as quake3;
 
+/// The idTech 4 family ([`fragstat_idtech4`]).
+#[cfg(feature = "idtech4")]
+pub use fragstat_idtech4 as idtech4;
+
+/// Enemy Territory: Quake Wars ([`fragstat_etqw`]).
+#[cfg(feature = "etqw")]
+pub use fragstat_etqw as etqw;
+
 /// Every family compiled in (one line per family, under its feature).
 pub fn families() -> Vec<Family> {
     vec![
         #[cfg(feature = "quake3")]
         fragstat_quake3_oob::FAMILY,
+        #[cfg(feature = "idtech4")]
+        fragstat_idtech4::FAMILY,
+        #[cfg(feature = "etqw")]
+        fragstat_etqw::FAMILY,
     ]
 }
 

@@ -1,0 +1,190 @@
+//! ETQW in the game registry: `etqw` (qstat's `etqws`).
+
+use std::sync::Arc;
+
+use fragstat_core::model::ServerInfo;
+use fragstat_core::registry::{
+    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game, GameRef, MasterOptions, MasterQuery,
+};
+use fragstat_core::service::Service;
+use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
+use fragstat_idtech4::dict::hex;
+use fragstat_idtech4::END_OF_PLAYERS;
+use serde::Serialize;
+
+use crate::exchange::ServerExchange;
+use crate::packet::{decode, Packet};
+use crate::server::{EmulatedServer, ServerConfig};
+use crate::view::server_info;
+
+/// The family as the facade registers it.
+pub const FAMILY: Family = Family {
+    id: "etqw",
+    title: "Enemy Territory: Quake Wars",
+    games,
+    find,
+};
+
+fn games() -> Vec<GameRef> {
+    vec![Arc::new(Etqw)]
+}
+
+fn find(id: &str) -> Option<GameRef> {
+    fragstat_core::registry::find_in(games(), id)
+}
+
+/// Enemy Territory: Quake Wars as a registry [`Game`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Etqw;
+
+/// Default query port (qstat `ETQW_DEFAULT_PORT`; gamedig).
+pub const DEFAULT_PORT: u16 = 27733;
+
+#[derive(Debug, PartialEq, Serialize)]
+struct GetInfoFields {
+    extended: bool,
+    challenge: String,
+    echo: String,
+}
+
+/// Longest name or map an emulated server takes.
+const MAX_TEXT: usize = 256;
+
+fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
+    if value.contains(&0) {
+        return Err(EmuError(format!(
+            "{field} contains a NUL byte, which an ETQW string cannot carry"
+        )));
+    }
+    if value.len() > MAX_TEXT {
+        return Err(EmuError(format!(
+            "{field} is {} bytes long, at most {MAX_TEXT}",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
+impl Game for Etqw {
+    fn id(&self) -> &str {
+        "etqw"
+    }
+
+    fn title(&self) -> &str {
+        "Enemy Territory: Quake Wars"
+    }
+
+    fn aliases(&self) -> &[&str] {
+        &["etqws", "quakewars"]
+    }
+
+    fn family(&self) -> &'static str {
+        FAMILY.id
+    }
+
+    fn default_port(&self) -> u16 {
+        DEFAULT_PORT
+    }
+
+    fn master_port(&self) -> Option<u16> {
+        None
+    }
+
+    fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+        // getInfoEx adds each player's xp, team, kills and deaths.
+        ServerExchange::new(ask.players || ask.rules)
+            .map_output(|r| server_info(&r.response, r.datagram_len))
+            .boxed()
+    }
+
+    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+        if options.ext || options.gamename.is_some() {
+            return Err("etqw: the server-list feed takes no options".into());
+        }
+        Ok(MasterQuery::Http {
+            default_url: Some(crate::feed::DEFAULT_URL),
+            parse: crate::feed::parse,
+        })
+    }
+
+    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+        Ok(match decode(datagram)? {
+            Packet::InfoResponse(r) => Decoded::Server(server_info(&r, datagram.len())),
+            Packet::GetInfo(g) => Decoded::Packet {
+                kind: if g.ex { "getInfoEx" } else { "getInfo" }.into(),
+                fields: Arc::new(GetInfoFields {
+                    extended: g.ex,
+                    challenge: hex(&g.challenge),
+                    echo: hex(&g.echo()),
+                }),
+            },
+        })
+    }
+
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        check_text("the server name", &config.name)?;
+        check_text("the map name", &config.map)?;
+        let slots = u32::from(END_OF_PLAYERS);
+        if config.max_players > slots || config.players > END_OF_PLAYERS as usize {
+            return Err(EmuError(format!(
+                "{} players in {} slots: an ETQW server has at most {slots}",
+                config.players, config.max_players
+            )));
+        }
+        if u64::from(config.max_players) < config.players as u64 {
+            return Err(EmuError(format!(
+                "{} player slots cannot hold {} players",
+                config.max_players, config.players
+            )));
+        }
+        let mut c = ServerConfig::sample(
+            &config.name,
+            &config.map,
+            config.players,
+            config.max_players,
+        );
+        c.set("si_needPass", if config.password { "1" } else { "0" });
+        if let Some(gt) = &config.gametype {
+            check_text("the game rules", gt.as_bytes())?;
+            c.set("si_rules", gt);
+        }
+        let shift = u16::try_from(config.seed % 11).unwrap_or(0);
+        for p in c.players.iter_mut().filter(|p| p.bot == 0) {
+            p.ping = p.ping.saturating_add(shift);
+        }
+        c.post.time_left = c
+            .post
+            .time_left
+            .saturating_sub(u32::try_from(config.seed % 60).unwrap_or(0) * 1000);
+        EmulatedServer::new(c)
+            .map(|s| Box::new(s) as Box<dyn Service>)
+            .map_err(|e| EmuError(e.to_string()))
+    }
+
+    fn emulated_master(&self, _config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        Err(EmuError(
+            "ETQW has no UDP master: its server list is an HTTP feed of IP:port lines \
+             (serve the servers' addresses over HTTP and use `fragstat master etqw URL`)"
+                .into(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_entry() {
+        assert_eq!(find("ETQWS").unwrap().id(), "etqw");
+        assert!(find("doom3").is_none());
+        let g = Etqw;
+        assert!(matches!(
+            g.master_query(&MasterOptions::default()).unwrap(),
+            MasterQuery::Http { default_url: Some(u), .. } if u.starts_with("http://")
+        ));
+        assert!(g.emulated_master(&EmuMaster::default()).is_err());
+        assert!(g.emulated_server(&EmuServer::new("x", "", 33)).is_err());
+        assert!(g.emulated_server(&EmuServer::new("x", "", 32)).is_ok());
+    }
+}

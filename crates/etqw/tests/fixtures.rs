@@ -1,0 +1,102 @@
+//! ETQW specifics over every fixture of the family (`tests/fixtures/etqw/{ok,err}`); the
+//! per-case expectations are data, checked by the one runner in `tests/tests/fixtures.rs`.
+//!
+//! - Every `ok` datagram decodes, re-encodes to the same bytes and decodes to the same packet.
+//! - Cut anywhere before the extended block, every `ok` datagram fails with a `truncated` or
+//!   `missing` error at or before the cut; cut inside the extended block (mod-defined, so
+//!   decoded leniently), the reply keeps every player and is flagged `truncated`.
+//! - The size field equals the bytes after it in every real reply.
+//! - Every `err` datagram passes the fuzzing oracle.
+
+use std::path::{Path, PathBuf};
+
+use fragstat_etqw::fuzzing::check_decode;
+use fragstat_etqw::{decode, server_info, Body, Extended, Packet};
+
+fn cases(kind: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/etqw")
+        .join(kind);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no cases in {}", dir.display());
+    paths
+        .into_iter()
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect()
+}
+
+#[test]
+fn ok_fixtures_round_trip_byte_for_byte_and_sizes_match() {
+    for (path, bytes) in cases("ok") {
+        let packet = decode(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let again = packet.to_bytes().unwrap();
+        assert_eq!(again, bytes, "{}", path.display());
+        assert_eq!(decode(&again).unwrap(), packet);
+        let Packet::InfoResponse(r) = &packet else {
+            panic!()
+        };
+        assert_eq!(
+            r.size.map(|s| s as usize),
+            Some(r.actual_size(bytes.len())),
+            "{}",
+            path.display()
+        );
+        // Re-encoding with the size computed gives the same bytes.
+        let mut computed = r.clone();
+        computed.size = None;
+        assert_eq!(Packet::InfoResponse(computed).to_bytes().unwrap(), bytes);
+        check_decode(&bytes);
+    }
+}
+
+#[test]
+fn cuts_error_before_the_extended_block_and_flag_inside_it() {
+    for (path, bytes) in cases("ok") {
+        let Packet::InfoResponse(r) = decode(&bytes).unwrap() else {
+            panic!()
+        };
+        let Body::Decoded(d) = &r.body else { panic!() };
+        let ex_len = match &d.extended {
+            Some(Extended::Players(list)) => {
+                1 + list
+                    .iter()
+                    .map(|p| 1 + 4 + p.team.len() + 1 + 8)
+                    .sum::<usize>()
+            }
+            _ => 0,
+        };
+        let ex_start = bytes.len() - ex_len;
+        for cut in 0..ex_start {
+            let e = decode(&bytes[..cut]).expect_err(&format!("{} cut at {cut}", path.display()));
+            assert!(
+                matches!(e.kind(), "truncated" | "missing" | "bad_header"),
+                "{} cut at {cut}: {e}",
+                path.display()
+            );
+            assert!(e.offset() <= cut);
+        }
+        for cut in ex_start..bytes.len() {
+            let Packet::InfoResponse(r) = decode(&bytes[..cut]).unwrap() else {
+                panic!()
+            };
+            let info = server_info(&r, cut);
+            assert!(info.truncated, "{} cut at {cut}", path.display());
+            assert_eq!(info.players.map(|p| p.len()), Some(d.players.len()));
+        }
+    }
+}
+
+#[test]
+fn err_fixtures_pass_the_oracle() {
+    for (_, bytes) in cases("err") {
+        check_decode(&bytes);
+    }
+}

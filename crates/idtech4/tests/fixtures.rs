@@ -1,0 +1,95 @@
+//! idTech 4 specifics over every fixture of the family (`tests/fixtures/idtech4/{ok,err}`);
+//! the per-case expectations are data, checked by the one runner in `tests/tests/fixtures.rs`.
+//!
+//! - Every `ok` datagram decodes, re-encodes to the same bytes and decodes to the same packet.
+//! - Cut anywhere before its trailing bytes, every `ok` datagram fails with a `truncated` or
+//!   `missing` error at or before the cut — never a shorter player list.
+//! - Every `err` datagram passes the fuzzing oracle.
+
+use std::path::{Path, PathBuf};
+
+use fragstat_idtech4::fuzzing::check_decode;
+use fragstat_idtech4::{decode, Body, Game, Packet};
+
+fn cases(kind: &str) -> Vec<(PathBuf, Vec<u8>, Game)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/idtech4")
+        .join(kind);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no cases in {}", dir.display());
+    paths
+        .into_iter()
+        .map(|p| {
+            let meta: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(p.with_extension("json")).unwrap()).unwrap();
+            let game = match meta["game"].as_str().unwrap() {
+                "doom3" => Game::Doom3,
+                "quake4" => Game::Quake4,
+                "prey" => Game::Prey,
+                other => panic!("{}: game {other}", p.display()),
+            };
+            (p.clone(), std::fs::read(&p).unwrap(), game)
+        })
+        .collect()
+}
+
+#[test]
+fn ok_fixtures_round_trip_byte_for_byte() {
+    for (path, bytes, game) in cases("ok") {
+        let packet = decode(game, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let again = packet.to_bytes().unwrap();
+        assert_eq!(again, bytes, "{}", path.display());
+        assert_eq!(decode(game, &again).unwrap(), packet);
+        check_decode(&bytes);
+    }
+}
+
+#[test]
+fn every_cut_before_the_trailing_bytes_is_an_error() {
+    for (path, bytes, game) in cases("ok") {
+        let Packet::InfoResponse(r) = decode(game, &bytes).unwrap() else {
+            panic!("{}", path.display())
+        };
+        let Body::Players {
+            trailing, players, ..
+        } = &r.state.body
+        else {
+            panic!("{}", path.display())
+        };
+        let end = bytes.len() - trailing.len();
+        for cut in 0..end {
+            let e =
+                decode(game, &bytes[..cut]).expect_err(&format!("{} cut at {cut}", path.display()));
+            assert!(
+                matches!(e.kind(), "truncated" | "missing" | "bad_header"),
+                "{} cut at {cut}: {e}",
+                path.display()
+            );
+            assert!(e.offset() <= cut, "{} cut at {cut}: {e}", path.display());
+        }
+        for cut in end..=bytes.len() {
+            let Packet::InfoResponse(r) = decode(game, &bytes[..cut]).unwrap() else {
+                panic!()
+            };
+            let Body::Players { players: p, .. } = &r.state.body else {
+                panic!()
+            };
+            assert_eq!(
+                p, players,
+                "the player list does not depend on the trailing bytes"
+            );
+        }
+    }
+}
+
+#[test]
+fn err_fixtures_pass_the_oracle() {
+    for (_, bytes, _) in cases("err") {
+        check_decode(&bytes);
+    }
+}
