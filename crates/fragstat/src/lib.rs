@@ -7,6 +7,7 @@
 //! | feature | module | games |
 //! | --- | --- | --- |
 //! | `quake3` (default) | [`quake3`] | Quake III Arena, W:ET, OpenArena, RtCW, any Q3-protocol game |
+//! | `warsow` (default) | [`warsow`] | Warsow, Warfork (qfusion), Nexuiz (DarkPlaces) |
 //!
 //! Any game, through the registry (the CLI works only this way):
 //!
@@ -34,11 +35,17 @@ pub use fragstat_core::{Engine, Options, QueryError};
 #[cfg(feature = "quake3")]
 pub use fragstat_quake3_oob as quake3;
 
+/// Warsow, Warfork and Nexuiz ([`fragstat_warsow`]).
+#[cfg(feature = "warsow")]
+pub use fragstat_warsow as warsow;
+
 /// Every family compiled in (one line per family, under its feature).
 pub fn families() -> Vec<Family> {
     vec![
         #[cfg(feature = "quake3")]
         fragstat_quake3_oob::FAMILY,
+        #[cfg(feature = "warsow")]
+        fragstat_warsow::FAMILY,
     ]
 }
 
@@ -69,5 +76,19 @@ mod tests {
             assert_eq!(super::game(g.id()).unwrap().id(), g.id());
         }
         assert!(super::game("no-such-game").is_none());
+    }
+
+    #[test]
+    fn ids_and_aliases_name_one_game_each() {
+        let mut seen = std::collections::HashMap::new();
+        for g in super::games() {
+            for name in std::iter::once(g.id()).chain(g.aliases().iter().copied()) {
+                let name = name.to_ascii_lowercase();
+                if let Some(other) = seen.insert(name.clone(), g.id().to_string()) {
+                    panic!("{name:?} names both {other} and {}", g.id());
+                }
+                assert_eq!(super::game(&name).unwrap().id(), g.id(), "{name}");
+            }
+        }
     }
 }
