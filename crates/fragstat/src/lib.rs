@@ -8,6 +8,7 @@
 //! | --- | --- | --- |
 //! | `quake3` (default) | [`quake3`] | Quake III Arena, W:ET, OpenArena, RtCW, any Q3-protocol game |
 //! | `warsow` (default) | [`warsow`] | Warsow, Warfork (qfusion), Nexuiz (DarkPlaces) |
+//! | `teeworlds` (default) | [`teeworlds`] | Teeworlds 0.6 and 0.7, DDNet (UDP and HTTP masters) |
 //!
 //! Any game, through the registry (the CLI works only this way):
 //!
@@ -39,6 +40,10 @@ pub use fragstat_quake3_oob as quake3;
 #[cfg(feature = "warsow")]
 pub use fragstat_warsow as warsow;
 
+/// Teeworlds 0.6 and 0.7 and DDNet ([`fragstat_teeworlds`]).
+#[cfg(feature = "teeworlds")]
+pub use fragstat_teeworlds as teeworlds;
+
 /// Every family compiled in (one line per family, under its feature).
 pub fn families() -> Vec<Family> {
     vec![
@@ -46,6 +51,8 @@ pub fn families() -> Vec<Family> {
         fragstat_quake3_oob::FAMILY,
         #[cfg(feature = "warsow")]
         fragstat_warsow::FAMILY,
+        #[cfg(feature = "teeworlds")]
+        fragstat_teeworlds::FAMILY,
     ]
 }
 
