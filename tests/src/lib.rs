@@ -4,11 +4,54 @@
 //! Real-server tests call [`require`] first. When a program is missing it fails under
 //! `CI` (these tests must run there) and otherwise prints a loud `SKIPPED` line naming the
 //! package to install; `cargo xtask test` installs the packages when it runs as root.
+//!
+//! Also: the fixture tree ([`fixtures`]) and the matcher its expectations are written in
+//! ([`expect`]), and the JSON Schema of a server record ([`server_schema`], [`validate_server`]).
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+pub mod expect;
+pub mod fixtures;
+
+/// Where the server record's JSON Schema lives (docs/json.md describes the same fields).
+pub fn server_schema_path() -> PathBuf {
+    repo_root().join("docs/server.schema.json")
+}
+
+/// The JSON Schema (draft 2020-12) of a server record — what `fragstat query` writes for each
+/// server and `fragstat decode` for a server's reply — compiled once.
+///
+/// # Panics
+/// When docs/server.schema.json cannot be read, is not JSON, or is not a valid schema.
+pub fn server_schema() -> &'static jsonschema::Validator {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let path = server_schema_path();
+        let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let schema: serde_json::Value = serde_json::from_slice(&text)
+            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+        jsonschema::draft202012::new(&schema)
+            .unwrap_or_else(|e| panic!("{}: not a valid schema: {e}", path.display()))
+    })
+}
+
+/// Validates one server record against [`server_schema`]; on failure, every violation, one
+/// per line, each with its JSON pointer (`/players/0/score: …`).
+pub fn validate_server(record: &serde_json::Value) -> Result<(), String> {
+    let errors: Vec<String> = server_schema()
+        .iter_errors(record)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("\n"))
+    }
+}
 
 /// True when running in CI (`CI` set and not `false`/`0`).
 pub fn in_ci() -> bool {

@@ -2,30 +2,35 @@
 //!
 //! - `test` — every test: installs the Debian packages the real-server tests need when they
 //!   are missing and this runs as root (otherwise says what to install, and fails under `CI`),
-//!   runs `cargo test --workspace`, checks that the codec alone has no tokio in its tree, and
-//!   checks that the fuzz targets build.
-//! - `capture GAME ADDR --kind info|status|master --name NAME` — sends one request to a live
-//!   server and writes `tests/fixtures/<family>/<NAME>.bin` plus `<NAME>.json` metadata.
+//!   runs `cargo test --workspace`, checks that `fragstat-core` and every family codec crate
+//!   (the workspace's `fragstat-*` crates with a `client` feature) have no tokio in their tree
+//!   without default features, and checks that the fuzz targets build.
+//! - `capture GAME ADDR NAME` — queries a live server through the registry (the game's server
+//!   query asking for everything, on the engine), records every datagram the server sent, and
+//!   writes each as `tests/fixtures/<family>/ok/<NAME>-<n>.bin` with a `.json` (game, source,
+//!   sha256, and an `expect` block generated from the decode, marked `unchecked` until a
+//!   person has checked it) and its `.decoded` snapshot.
 //! - `bench scan [--servers N] [--players K] [--loss F] [--repeat R]` — N emulated servers on
 //!   loopback, a full `--players` scan timed with fragstat and with qstat, lossless and lossy.
 //! - `bench master [--servers N]` — `fragstat master-server` with N emulated servers
 //!   heartbeating to it: registration CPU and memory per server, list latency and throughput,
 //!   a request burst, and a flood against the default limits.
-//! - `bench decode` — the criterion decoder benchmarks.
-//! - `fuzz [--seconds N]` — runs every cargo-fuzz target (needs `cargo install cargo-fuzz`).
+//! - `bench decode` — the criterion `decode` benchmarks of every family codec crate.
+//! - `fuzz [--seconds N]` — runs every cargo-fuzz target (`fuzz/fuzz_targets/*.rs`, needs
+//!   `cargo install cargo-fuzz`), its corpus seeded from every `tests/fixtures/*/{ok,err}`.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use fragstat_quake3_oob::{decode, Game, Packet};
 use fragstat_testkit::{in_ci, which};
 use sha2::{Digest, Sha256};
 
 mod bench_master;
+mod capture;
 
 /// Programs the real-server tests need, and the Debian packages that provide them.
 const PACKAGES: &[(&str, &str)] = &[
@@ -33,31 +38,22 @@ const PACKAGES: &[(&str, &str)] = &[
     ("openarena-server", "openarena-server"),
 ];
 
-/// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
-const FUZZ_TARGETS: &[&str] = &["quake3_decode", "quake3_infostring"];
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(),
-        Some("capture") => capture(&args[1..]),
+        Some("capture") => capture::capture(&args[1..]),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("scan") => bench_scan(&args[2..]),
             Some("master") => bench_master_cmd(&args[2..]),
-            Some("decode") => run(Command::new("cargo").args([
-                "bench",
-                "-p",
-                "fragstat-quake3-oob",
-                "--bench",
-                "decode",
-            ])),
+            Some("decode") => bench_decode(),
             _ => Err(anyhow::anyhow!(
                 "usage: cargo xtask bench scan|master|decode"
             )),
         },
         Some("fuzz") => fuzz(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | capture GAME ADDR --kind info|status|master --name NAME | bench scan|decode | fuzz [--seconds N]");
+            eprintln!("usage: cargo xtask test | capture GAME ADDR NAME | bench scan|master|decode | fuzz [--seconds N]");
             return ExitCode::from(2);
         }
     };
@@ -70,7 +66,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace root")
@@ -126,31 +122,119 @@ fn ensure_packages() -> Result<()> {
     Ok(())
 }
 
+/// A workspace package as `cargo metadata` describes it.
+struct Package {
+    name: String,
+    features: Vec<String>,
+    /// `(kind, name)` of each target (`lib`, `bench`…).
+    targets: Vec<(String, String)>,
+}
+
+/// The workspace's packages (`cargo metadata --no-deps`).
+fn workspace_packages() -> Result<Vec<Package>> {
+    let out = Command::new("cargo")
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(root())
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let packages = meta["packages"].as_array().context("no packages")?;
+    Ok(packages
+        .iter()
+        .map(|p| Package {
+            name: p["name"].as_str().unwrap_or_default().to_string(),
+            features: p["features"]
+                .as_object()
+                .map(|f| f.keys().cloned().collect())
+                .unwrap_or_default(),
+            targets: p["targets"]
+                .as_array()
+                .map(|ts| {
+                    ts.iter()
+                        .flat_map(|t| {
+                            let name = t["name"].as_str().unwrap_or_default().to_string();
+                            strings(&t["kind"])
+                                .into_iter()
+                                .map(move |k| (k, name.clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// The family codec crates: workspace members named `fragstat-*` with a `client` feature
+/// (the codec is sans-IO without it).
+fn codec_crates(packages: &[Package]) -> Vec<&Package> {
+    packages
+        .iter()
+        .filter(|p| p.name.starts_with("fragstat-") && p.features.iter().any(|f| f == "client"))
+        .collect()
+}
+
+/// Whether tokio is in `package`'s normal dependency tree (with or without its default
+/// features), and how many crates the tree has.
+fn tokio_in_tree(package: &str, default_features: bool) -> Result<(bool, usize)> {
+    let mut cmd = Command::new("cargo");
+    cmd.args(["tree", "-e", "normal", "-p", package, "--prefix", "none"]);
+    if !default_features {
+        cmd.arg("--no-default-features");
+    }
+    let out = cmd.current_dir(root()).output()?;
+    if !out.status.success() {
+        bail!(
+            "cargo tree -p {package} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let tree = String::from_utf8_lossy(&out.stdout);
+    Ok((
+        tree.lines().any(|l| l.starts_with("tokio ")),
+        tree.lines().count(),
+    ))
+}
+
+/// Fails when `package` without its default features has tokio in its normal dependencies.
+fn check_no_tokio(package: &str) -> Result<()> {
+    let (tokio, crates) = tokio_in_tree(package, false)?;
+    if tokio {
+        bail!(
+            "{package} --no-default-features must not depend on tokio (see `cargo tree -e normal --no-default-features -p {package} -i tokio`)"
+        );
+    }
+    eprintln!("xtask: {package} (no default features) has no tokio ({crates} crates)");
+    Ok(())
+}
+
 fn test() -> Result<()> {
     ensure_packages()?;
     run(Command::new("cargo").args(["test", "--workspace"]))?;
-    // The codec alone must stay sans-IO: no tokio in its normal dependency tree.
-    let out = Command::new("cargo")
-        .args([
-            "tree",
-            "-p",
-            "fragstat-quake3-oob",
-            "--no-default-features",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-        ])
-        .current_dir(root())
-        .output()?;
-    let tree = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || tree.lines().any(|l| l.starts_with("tokio ")) {
-        bail!("fragstat-quake3-oob --no-default-features must not depend on tokio:\n{tree}");
+    // The core and every codec must stay sans-IO: no tokio in their normal dependency tree.
+    let packages = workspace_packages()?;
+    let codecs = codec_crates(&packages);
+    if codecs.is_empty() {
+        bail!("no family codec crates found (workspace fragstat-* crates with a client feature)");
     }
-    eprintln!(
-        "xtask: codec tree has no tokio ({} crates)",
-        tree.lines().count()
-    );
+    check_no_tokio("fragstat-core")?;
+    for p in codecs {
+        check_no_tokio(&p.name)?;
+    }
     // The fuzz targets must keep building (they are outside the workspace).
     run(Command::new("cargo").args([
         "check",
@@ -163,6 +247,22 @@ fn test() -> Result<()> {
     Ok(())
 }
 
+/// The criterion `decode` bench of every codec crate that has one.
+fn bench_decode() -> Result<()> {
+    let packages = workspace_packages()?;
+    let mut ran = 0;
+    for p in codec_crates(&packages) {
+        if p.targets.iter().any(|(k, n)| k == "bench" && n == "decode") {
+            run(Command::new("cargo").args(["bench", "-p", &p.name, "--bench", "decode"]))?;
+            ran += 1;
+        }
+    }
+    if ran == 0 {
+        bail!("no codec crate has a `decode` bench");
+    }
+    Ok(())
+}
+
 fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
@@ -170,132 +270,11 @@ fn flag(args: &[String], name: &str) -> Option<String> {
         .cloned()
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-fn capture(args: &[String]) -> Result<()> {
-    let (Some(game), Some(addr)) = (args.first(), args.get(1)) else {
-        bail!("usage: cargo xtask capture GAME ADDR --kind info|status|master --name NAME");
-    };
-    let game: Game = game.parse()?;
-    let kind = flag(args, "--kind").unwrap_or_else(|| "status".into());
-    let name = flag(args, "--name").context("--name NAME is required")?;
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-    {
-        bail!("--name must be letters, digits, '-', '_' or '.'");
-    }
-    let default_port = if kind == "master" {
-        game.master_port()
-    } else {
-        game.default_port()
-    };
-    let with_port = if addr.contains(':') {
-        addr.clone()
-    } else {
-        format!("{addr}:{default_port}")
-    };
-    let target: SocketAddr = with_port
-        .to_socket_addrs()?
-        .next()
-        .context("address did not resolve")?;
-    let challenge = format!(
-        "xtask{}",
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)?
-            .as_millis()
-            % 1_000_000_000
-    );
-    let request = match kind.as_str() {
-        "info" => Packet::GetInfo {
-            challenge: Some(challenge.into_bytes()),
-        },
-        "status" => Packet::GetStatus {
-            challenge: Some(challenge.into_bytes()),
-        },
-        "master" => Packet::GetServers(game.getservers()),
-        other => bail!("--kind must be info, status or master, not {other:?}"),
-    }
-    .to_bytes()?;
-    let socket = UdpSocket::bind(if target.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    })?;
-    socket.connect(target)?;
-    let mut datagrams = Vec::new();
-    let mut buf = vec![0u8; 65536];
-    for attempt in 0..3 {
-        socket.send(&request)?;
-        // Masters send many datagrams: read until quiet for a second.
-        socket.set_read_timeout(Some(Duration::from_millis(if attempt == 0 {
-            1000
-        } else {
-            2000
-        })))?;
-        while let Ok(n) = socket.recv(&mut buf) {
-            datagrams.push(buf[..n].to_vec());
-            if kind != "master" {
-                break;
-            }
-        }
-        if !datagrams.is_empty() {
-            break;
-        }
-    }
-    if datagrams.is_empty() {
-        bail!("no reply from {target} after 3 attempts");
-    }
-    let dir = root().join("tests/fixtures/quake3");
-    std::fs::create_dir_all(&dir)?;
-    let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    for (i, d) in datagrams.iter().enumerate() {
-        let stem = if datagrams.len() == 1 {
-            name.clone()
-        } else {
-            format!("{name}-{}", i + 1)
-        };
-        let decoded = decode(d);
-        let version = match &decoded {
-            Ok(Packet::StatusResponse(s)) => s
-                .info
-                .get("version")
-                .map(|v| String::from_utf8_lossy(v).into_owned()),
-            _ => None,
-        };
-        let meta = serde_json::json!({
-            "id": stem,
-            "family": "quake3",
-            "game": game.id(),
-            "provenance": "captured with `cargo xtask capture`",
-            "server": target.to_string(),
-            "request": request.escape_ascii().to_string(),
-            "captured_at": when,
-            "server_version": version,
-            "datagram": i + 1,
-            "datagrams": datagrams.len(),
-            "payload_bytes": d.len(),
-            "payload_sha256": sha256_hex(d),
-            "decodes": decoded.as_ref().map(|_| "ok".to_string()).unwrap_or_else(|e| e.to_string()),
-        });
-        std::fs::write(dir.join(format!("{stem}.bin")), d)?;
-        std::fs::write(
-            dir.join(format!("{stem}.json")),
-            serde_json::to_string_pretty(&meta)? + "\n",
-        )?;
-        println!(
-            "wrote tests/fixtures/quake3/{stem}.bin ({} bytes, decodes: {})",
-            d.len(),
-            meta["decodes"]
-        );
-    }
-    Ok(())
 }
 
 /// A running `fragstat serve`, killed on drop.
@@ -540,6 +519,53 @@ fn bench_master_cmd(args: &[String]) -> Result<()> {
     bench_master::bench_master(&root().join("target/release/fragstat"), servers)
 }
 
+/// The cargo-fuzz targets: `fuzz/fuzz_targets/<name>.rs`, sorted.
+fn fuzz_targets() -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root().join("fuzz/fuzz_targets"))? {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "rs") {
+            if let Some(stem) = p.file_stem() {
+                out.push(stem.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Copies the fixtures `target` is seeded with into `corpus`: a target named `<family>_…`
+/// gets that family's `ok/` and `err/` datagrams, any other target every family's. Returns
+/// how many.
+fn seed_corpus(
+    target: &str,
+    dirs: &[(String, fragstat_testkit::fixtures::Kind, PathBuf)],
+    corpus: &Path,
+) -> Result<usize> {
+    let own: Vec<_> = dirs
+        .iter()
+        .filter(|(family, _, _)| target.starts_with(&format!("{family}_")))
+        .collect();
+    let seeds = if own.is_empty() {
+        dirs.iter().collect()
+    } else {
+        own
+    };
+    std::fs::create_dir_all(corpus)?;
+    let mut copied = 0;
+    for (family, kind, dir) in seeds {
+        for e in std::fs::read_dir(dir).with_context(|| format!("{}", dir.display()))? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "bin") {
+                let name = p.file_name().context("file name")?.to_string_lossy();
+                std::fs::copy(&p, corpus.join(format!("{family}-{}-{name}", kind.dir())))?;
+                copied += 1;
+            }
+        }
+    }
+    Ok(copied)
+}
+
 fn fuzz(args: &[String]) -> Result<()> {
     let seconds = flag(args, "--seconds").unwrap_or_else(|| "30".into());
     let has_cargo_fuzz = Command::new("cargo")
@@ -549,22 +575,16 @@ fn fuzz(args: &[String]) -> Result<()> {
     if !has_cargo_fuzz {
         bail!("cargo-fuzz is not installed: cargo install cargo-fuzz");
     }
-    // Seed every target's corpus with the real captures.
-    for t in FUZZ_TARGETS {
+    let dirs = fragstat_testkit::fixtures::case_dirs(&fragstat_testkit::fixtures::root())
+        .map_err(anyhow::Error::msg)?;
+    let targets = fuzz_targets()?;
+    if targets.is_empty() {
+        bail!("no fuzz targets in fuzz/fuzz_targets");
+    }
+    for t in &targets {
         let corpus = root().join("fuzz/corpus").join(t);
-        std::fs::create_dir_all(&corpus)?;
-        for dir in [
-            "tests/fixtures/quake3",
-            "tests/fixtures/quake3/ok",
-            "tests/fixtures/quake3/err",
-        ] {
-            for e in std::fs::read_dir(root().join(dir))? {
-                let p = e?.path();
-                if p.extension().is_some_and(|x| x == "bin") {
-                    std::fs::copy(&p, corpus.join(p.file_name().context("file name")?))?;
-                }
-            }
-        }
+        let copied = seed_corpus(t, &dirs, &corpus)?;
+        eprintln!("xtask: {t}: {copied} fixtures seeded into fuzz/corpus/{t}");
         run(Command::new("cargo")
             .args(["fuzz", "run", "--sanitizer", "none", t])
             .arg("--")
@@ -572,4 +592,65 @@ fn fuzz(args: &[String]) -> Result<()> {
             .env("RUSTC_BOOTSTRAP", "1"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_codec_crates_and_sees_tokio_where_it_is() {
+        let packages = workspace_packages().unwrap();
+        let codecs: Vec<&str> = codec_crates(&packages)
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert!(codecs.contains(&"fragstat-quake3-oob"), "{codecs:?}");
+        assert!(!codecs.contains(&"fragstat-core") && !codecs.contains(&"fragstat"));
+        // The check can fail: with its client feature, the codec pulls in tokio.
+        assert!(tokio_in_tree("fragstat-quake3-oob", true).unwrap().0);
+        assert!(!tokio_in_tree("fragstat-quake3-oob", false).unwrap().0);
+    }
+
+    #[test]
+    fn fuzz_corpora_come_from_every_fixture_folder() {
+        let tree = tempfile::tempdir().unwrap();
+        for f in [
+            "quake3/ok/a.bin",
+            "quake3/err/b.bin",
+            "quake3/ok/a.json",
+            "idtech4/ok/c.bin",
+            "idtech4/err/d.bin",
+        ] {
+            let p = tree.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, f).unwrap();
+        }
+        let dirs = fragstat_testkit::fixtures::case_dirs(tree.path()).unwrap();
+        let seeded = |t: &str| {
+            let corpus = tempfile::tempdir().unwrap();
+            let n = seed_corpus(t, &dirs, corpus.path()).unwrap();
+            let mut names: Vec<String> = std::fs::read_dir(corpus.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            assert_eq!(n, names.len());
+            names
+        };
+        assert_eq!(
+            seeded("quake3_decode"),
+            ["quake3-err-b.bin", "quake3-ok-a.bin"]
+        );
+        assert_eq!(
+            seeded("idtech4_decode"),
+            ["idtech4-err-d.bin", "idtech4-ok-c.bin"]
+        );
+        assert_eq!(seeded("anything").len(), 4);
+        // The real tree seeds the quake3 targets.
+        let real =
+            fragstat_testkit::fixtures::case_dirs(&fragstat_testkit::fixtures::root()).unwrap();
+        let corpus = tempfile::tempdir().unwrap();
+        assert!(seed_corpus("quake3_decode", &real, corpus.path()).unwrap() >= 20);
+    }
 }

@@ -66,7 +66,8 @@ pub(crate) fn check_challenge(echo: Option<&[u8]>, nonce: u64) -> Result<Option<
         .ok_or(())
 }
 
-/// The exchange behind [`Client::scan`]: getinfo and/or getstatus to one server.
+/// The exchange behind `client::Client::scan` (feature `client`): getinfo and/or getstatus
+/// to one server.
 #[derive(Debug)]
 pub struct ServerExchange {
     ask: Ask,
@@ -166,8 +167,8 @@ impl Exchange for ServerExchange {
     }
 }
 
-/// The exchange behind [`Client::master`]: one `getservers` request, a list spanning any
-/// number of datagrams.
+/// The exchange behind `client::Client::master` (feature `client`): one `getservers`
+/// request, a list spanning any number of datagrams.
 ///
 /// The list is complete shortly after an end marker (`\EOT`, `\EOF`) on a datagram that is
 /// not full: the exchange lingers [`DEFAULT_SETTLE`] for datagrams the marker overtook (UDP

@@ -3,11 +3,23 @@
 
 use crate::{decode, InfoString, Packet};
 
-/// Decoding any bytes must not panic; a packet that decodes and re-encodes must decode to
-/// the same value. Status lines that are not players (`skipped`, `truncated`) are reported
-/// by the decoder but not re-encoded, so they are left out of the comparison.
+/// Decoding any bytes must not panic; an error names an offset inside (or just past) the
+/// datagram; a packet that decodes and re-encodes must decode to the same value. Status
+/// lines that are not players (`skipped`, `truncated`) are reported by the decoder but not
+/// re-encoded, so they are left out of the comparison.
 pub fn check_decode(data: &[u8]) {
-    let Ok(packet) = decode(data) else { return };
+    let packet = match decode(data) {
+        Ok(p) => p,
+        Err(e) => {
+            assert!(
+                e.offset() <= data.len(),
+                "error offset {} is past the {}-byte datagram: {e}",
+                e.offset(),
+                data.len()
+            );
+            return;
+        }
+    };
     let Ok(bytes) = packet.to_bytes() else { return };
     let again = decode(&bytes)
         .unwrap_or_else(|e| panic!("re-encoded packet does not decode: {e}\n{packet:?}"));
@@ -20,20 +32,33 @@ pub fn check_decode(data: &[u8]) {
     }
 }
 
-/// Parsing any bytes as an infostring must not panic; what parses and encodes parses back equal.
+/// Parsing any bytes as an infostring must not panic; what parses and encodes parses back
+/// equal; every error names an absolute offset inside (or just past) the input: the same
+/// bytes at `base` 1000 fail 1000 bytes further on.
 pub fn check_infostring(data: &[u8]) {
-    let Ok(info) = InfoString::parse(data, 0) else {
-        return;
-    };
-    let mut out = Vec::new();
-    if info.encode(&mut out).is_ok() {
-        assert_eq!(
-            InfoString::parse(&out, 0).expect("re-encoded infostring parses"),
-            info
-        );
-    }
-    // Every error names an offset inside (or just past) the input.
-    if let Err(e) = InfoString::parse(data, 0) {
-        assert!(e.offset() <= data.len());
+    match InfoString::parse(data, 0) {
+        Ok(info) => {
+            let mut out = Vec::new();
+            if info.encode(&mut out).is_ok() {
+                assert_eq!(
+                    InfoString::parse(&out, 0).expect("re-encoded infostring parses"),
+                    info
+                );
+            }
+        }
+        Err(e) => {
+            assert!(
+                e.offset() <= data.len(),
+                "error offset {} is past the {} bytes parsed: {e}",
+                e.offset(),
+                data.len()
+            );
+            let shifted = InfoString::parse(data, 1000).expect_err("fails at any base");
+            assert_eq!(
+                shifted.offset(),
+                e.offset() + 1000,
+                "offsets are absolute: {e} / {shifted}"
+            );
+        }
     }
 }

@@ -9,7 +9,7 @@ use fragstat_quake3_oob::fuzzing::{check_decode, check_infostring};
 fn corpus() -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/quake3");
     let mut out = Vec::new();
-    for dir in [root.clone(), root.join("ok"), root.join("err")] {
+    for dir in [root.join("ok"), root.join("err")] {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "bin") {

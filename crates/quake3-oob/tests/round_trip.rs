@@ -1,0 +1,78 @@
+//! Quake III specifics over every fixture of the family (`tests/fixtures/quake3/{ok,err}`);
+//! the per-case expectations are data, checked by the one runner in `tests/tests/fixtures.rs`.
+//!
+//! - Every `ok` datagram decodes, re-encodes and decodes to the same packet.
+//! - Every `err` datagram that decodes passes the fuzzing round-trip oracle (which leaves out
+//!   the skipped lines and the truncation flag the encoder does not write back).
+//! - The echoed challenge is our own nonce, so the shared model leaves it out of `rules`
+//!   (`view.rs`): where a case's hand-checked `expected.info` has a `challenge`, it is checked
+//!   here, on the packet.
+
+use std::path::{Path, PathBuf};
+
+use fragstat_quake3_oob::fuzzing::check_decode;
+use fragstat_quake3_oob::{decode, Packet};
+use serde_json::Value;
+
+/// Every `.bin` of `tests/fixtures/quake3/<kind>`, sorted, with its `.json`.
+fn cases(kind: &str) -> Vec<(PathBuf, Vec<u8>, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/quake3")
+        .join(kind);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no cases in {}", dir.display());
+    paths
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            let meta = serde_json::from_slice(&std::fs::read(p.with_extension("json")).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, bytes, meta)
+        })
+        .collect()
+}
+
+#[test]
+fn ok_fixtures_round_trip_through_the_encoder() {
+    for (path, bytes, _) in cases("ok") {
+        let name = path.display();
+        let packet = decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let encoded = packet.to_bytes().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let again = decode(&encoded).unwrap_or_else(|e| panic!("{name}: re-encoded: {e}"));
+        assert_eq!(again, packet, "{name}");
+    }
+}
+
+#[test]
+fn err_fixtures_that_decode_round_trip_what_the_encoder_writes() {
+    let mut decoded = 0;
+    for (_, bytes, _) in cases("err") {
+        decoded += usize::from(decode(&bytes).is_ok());
+        check_decode(&bytes);
+    }
+    assert!(decoded > 0, "some err cases are accepted with flags");
+}
+
+#[test]
+fn echoed_challenges_are_on_the_packet() {
+    let mut checked = 0;
+    for (path, bytes, meta) in cases("ok") {
+        let Some(want) = meta["expected"]["info"].get("challenge") else {
+            continue;
+        };
+        let want = want.as_str().expect("a string").as_bytes();
+        let info = match decode(&bytes) {
+            Ok(Packet::InfoResponse(i)) => i.info,
+            Ok(Packet::StatusResponse(s)) => s.info,
+            other => panic!("{}: {other:?}", path.display()),
+        };
+        assert_eq!(info.get("challenge"), Some(want), "{}", path.display());
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} cases echo a challenge");
+}
