@@ -32,6 +32,8 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod assemble;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -33,6 +33,8 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+#[cfg(feature = "client")]
+pub mod client;
 pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
