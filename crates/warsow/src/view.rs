@@ -181,6 +181,78 @@ pub fn short_info(info: &ShortInfo) -> ServerInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fragstat_quake3_oob::{decode, Game as Q3Game, Packet, ServerReply};
+
+    fn status(game: Game, bytes: &[u8]) -> ServerInfo {
+        let Packet::StatusResponse(st) = decode(bytes).unwrap() else {
+            panic!()
+        };
+        let reply = ServerReply {
+            info: None,
+            status: Some(st),
+        };
+        adapt(game, reply.into_server_info(Q3Game::Other(game.protocol())))
+    }
+
+    #[test]
+    fn qfusion_connecting_players_and_spectators() {
+        let s = status(
+            Game::Warsow,
+            b"\xff\xff\xff\xffstatusResponse\n\\challenge\\1\\sv_hostname\\x\\g_match_time\\12:01 / 20:00 overtime (in timeout)\\g_match_score\\ RED: 1 BLUE: 2\\gametype\\ctf\\bots\\1\\clients\\3\n5 40 \"a\" 2\n0 -9999 \"b\" 0\n1 0 \"bot\" 3\n",
+        );
+        assert_eq!(
+            (s.num_players, s.num_bots, s.num_spectators),
+            (3, Some(1), Some(1))
+        );
+        let players = s.players.as_ref().unwrap();
+        assert_eq!(players[1].ping, None, "still connecting");
+        let b = players[1].extra.as_ref().unwrap().as_any();
+        assert_eq!(
+            b.downcast_ref::<WarsowPlayer>(),
+            Some(&WarsowPlayer { connecting: true })
+        );
+        assert_eq!(players[1].is_spectator, Some(true));
+        let x = s.extra_as::<WarsowExtra>().unwrap();
+        assert_eq!(
+            x.match_time,
+            Some(MatchTime::Playing {
+                elapsed_secs: 721,
+                limit_secs: Some(1200),
+                overtime: true,
+                sudden_death: false,
+                timeout: true
+            })
+        );
+        assert_eq!(x.scores.as_ref().map(Vec::len), Some(2));
+        assert_eq!(s.gametype.as_deref(), Some("ctf"));
+    }
+
+    #[test]
+    fn darkplaces_bots_and_spectators() {
+        let s = status(
+            Game::Nexuiz,
+            b"\xff\xff\xff\xffstatusResponse\n\\gamename\\Nexuiz\\clients\\3\\bots\\1\\qcstatus\\ctf:2.5.2::score!!\\challenge\\x\n3 0 1 \"[BOT]a\"\n-666 55 0 \"spec\"\n7 31 2 \"human\"\n",
+        );
+        assert_eq!(
+            (s.num_players, s.num_bots, s.num_spectators),
+            (3, Some(1), Some(1))
+        );
+        let p = s.players.as_ref().unwrap();
+        assert_eq!(
+            p.iter()
+                .map(|p| (p.team, p.is_bot, p.is_spectator))
+                .collect::<Vec<_>>(),
+            [
+                (Some(1), Some(true), Some(false)),
+                (Some(0), Some(false), Some(true)),
+                (Some(2), Some(false), Some(false))
+            ]
+        );
+        assert_eq!(
+            (s.gametype.as_deref(), s.version.as_deref()),
+            (Some("ctf"), Some("2.5.2"))
+        );
+    }
 
     #[test]
     fn qcstatus_forms() {
