@@ -34,7 +34,8 @@ function start(i) {
 
 function stop() {
   for (const c of clients) {
-    try { c.Disconnect(); } catch (e) { /* already gone */ }
+    // Disconnect() returns a promise that rejects for a client already offline.
+    try { Promise.resolve(c.Disconnect()).catch(() => {}); } catch (e) { /* already gone */ }
   }
   setTimeout(() => process.exit(0), 300);
 }

@@ -133,6 +133,9 @@ impl Ddnet {
             format!("sv_max_clients {}", config.max_clients),
             format!("sv_max_clients_per_ip {}", config.max_clients),
             "sv_inactivekick_time 0".into(),
+            // Fake clients all come from 127.0.0.1: without this DDNet accepts 5 connections
+            // per address per 20 s (sv_connlimit, network_server.cpp `Connlimit`).
+            "sv_connlimit_time 0".into(),
         ];
         if let Some(p) = &config.password {
             args.push(format!("password {}", quoted(p)));
@@ -239,7 +242,7 @@ pub struct FakeClients {
 }
 
 impl FakeClients {
-    /// Connects `clients` to `server`, 60 ms apart, and waits until all have entered (60 s
+    /// Connects `clients` to `server`, 60 ms apart, and waits until all have entered (120 s
     /// cap). `None` when node or the npm package is missing (and not in CI).
     pub fn connect(server: SocketAddr, clients: Vec<FakeClient>) -> Option<FakeClients> {
         let node = require("node", "nodejs")?;
@@ -288,14 +291,18 @@ impl FakeClients {
             clients,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut lines = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(line) if line == "all connected" => return Some(bots),
-                Ok(_) => {}
+                Ok(line) => lines.push(line),
                 Err(_) => panic!(
-                    "fake clients did not all connect within 60 s; log:\n{}",
+                    "{} of {} fake clients connected within 120 s; their output:\n{}\nstderr:\n{}",
+                    lines.iter().filter(|l| l.starts_with("connected ")).count(),
+                    bots.clients.len(),
+                    lines.join("\n"),
                     bots.process.log_tail()
                 ),
             }
