@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 pub mod expect;
 pub mod fixtures;
+pub mod games;
 
 /// Where the server record's JSON Schema lives (docs/json.md describes the same fields).
 pub fn server_schema_path() -> PathBuf {

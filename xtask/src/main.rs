@@ -36,7 +36,36 @@ mod capture;
 const PACKAGES: &[(&str, &str)] = &[
     ("quakestat", "qstat"),
     ("openarena-server", "openarena-server"),
+    ("DDNet-Server", "ddnet-server"),
+    ("teeworlds-server", "teeworlds-server"),
+    ("nexuiz-server", "nexuiz-server"),
+    // Fake DDNet clients (tests/bots/ddnet-clients.js) run on node with an npm package.
+    ("node", "nodejs"),
+    ("npm", "npm"),
 ];
+
+/// The npm package the fake DDNet clients use, and where `cargo xtask test` installs it
+/// (passed to the tests as `FRAGSTAT_TWBOTS`).
+const TWBOTS_PACKAGE: &str = "teeworlds@2.6.1";
+
+/// Installs the fake clients' npm package under `target/twbots` when it is missing; the
+/// `node_modules` folder to give the tests, or `None` when npm is not there.
+fn ensure_twbots() -> Result<Option<PathBuf>> {
+    let prefix = root().join("target/twbots");
+    let modules = prefix.join("node_modules");
+    if modules.join("teeworlds").is_dir() {
+        return Ok(Some(modules));
+    }
+    if which("npm").is_none() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&prefix)?;
+    run(Command::new("npm")
+        .args(["install", "--no-save", "--prefix"])
+        .arg(&prefix)
+        .arg(TWBOTS_PACKAGE))?;
+    Ok(Some(modules))
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -224,7 +253,12 @@ fn check_no_tokio(package: &str) -> Result<()> {
 
 fn test() -> Result<()> {
     ensure_packages()?;
-    run(Command::new("cargo").args(["test", "--workspace"]))?;
+    let mut cargo = Command::new("cargo");
+    cargo.args(["test", "--workspace"]);
+    if let Some(modules) = ensure_twbots()? {
+        cargo.env("FRAGSTAT_TWBOTS", modules);
+    }
+    run(&mut cargo)?;
     // The core and every codec must stay sans-IO: no tokio in their normal dependency tree.
     let packages = workspace_packages()?;
     let codecs = codec_crates(&packages);

@@ -96,13 +96,19 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
             return Ok(usage(format!("{flag} takes a positive number")));
         }
     }
-    let mut limits = LimitConfig::default();
-    limits.requests = Rate {
-        per_sec: a.request_rate,
-        burst: a.request_burst.max(1.0),
+    let defaults = LimitConfig::default();
+    let mut limits = LimitConfig {
+        requests: Rate {
+            per_sec: a.request_rate,
+            burst: a.request_burst.max(1.0),
+        },
+        heartbeats: Rate {
+            per_sec: a.heartbeat_rate,
+            ..defaults.heartbeats
+        },
+        budget: a.send_budget_kib * 1024,
+        ..defaults
     };
-    limits.heartbeats.per_sec = a.heartbeat_rate;
-    limits.budget = a.send_budget_kib * 1024;
     if a.no_limits {
         let free = Rate {
             per_sec: 1e12,

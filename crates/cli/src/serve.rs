@@ -153,7 +153,7 @@ fn bind_servers(listen: SocketAddr, count: u32) -> anyhow::Result<Vec<Arc<dyn Tr
 fn spawn(
     tasks: &mut JoinSet<std::io::Result<()>>,
     socket: Arc<dyn Transport>,
-    service: impl Service + Send + 'static,
+    service: impl Service + 'static,
     stop: Shutdown,
 ) {
     tasks.spawn(run(socket, service, shutdown_future(stop)));

@@ -317,7 +317,7 @@ impl Engine {
         Ok(Self::with_transports(Some(Arc::new(v4)), v6))
     }
 
-    /// An engine over the given transports (for tests: [`crate::testing::SimNet`]).
+    /// An engine over the given transports (for tests: `testing::SimNet`, feature `testing`).
     /// Must be called inside a tokio runtime.
     pub fn with_transports(
         v4: Option<Arc<dyn Transport>>,

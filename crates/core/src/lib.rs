@@ -45,7 +45,7 @@
 //!   resolver. Without it this crate is sans-IO and has no tokio in its dependency tree: the
 //!   checked byte reader ([`wire`]), the shared model ([`model`]), the game registry traits
 //!   ([`registry`]), [`Exchange`] and [`service::Service`]. Family codecs depend on that.
-//! - `testing`: [`testing::SimNet`], a simulated network with loss, duplication, reordering
+//! - `testing`: `testing::SimNet`, a simulated network with loss, duplication, reordering
 //!   and forgery, for tests of exchanges and of the engine.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

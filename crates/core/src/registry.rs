@@ -126,7 +126,7 @@ impl fmt::Debug for MasterQuery {
 #[non_exhaustive]
 pub enum Decoded {
     /// A server's reply, in the shared model.
-    Server(ServerInfo),
+    Server(Box<ServerInfo>),
     /// (Part of) a master's list.
     Servers {
         /// The servers.
@@ -350,7 +350,7 @@ impl serde::Serialize for DecodedJson<'_> {
         use serde::ser::SerializeMap;
         match self.decoded {
             Decoded::Server(info) => {
-                crate::model::Record::online(None, self.game, info.clone(), None).serialize(s)
+                crate::model::Record::online(None, self.game, (**info).clone(), None).serialize(s)
             }
             Decoded::Servers { servers, details } => {
                 let mut m = s.serialize_map(Some(3))?;

@@ -109,7 +109,7 @@ impl Game for Etqw {
 
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         Ok(match decode(datagram)? {
-            Packet::InfoResponse(r) => Decoded::Server(server_info(&r, datagram.len())),
+            Packet::InfoResponse(r) => Decoded::Server(Box::new(server_info(&r, datagram.len()))),
             Packet::GetInfo(g) => Decoded::Packet {
                 kind: if g.ex { "getInfoEx" } else { "getInfo" }.into(),
                 fields: Arc::new(GetInfoFields {

@@ -9,6 +9,8 @@
 //! | `quake3` (default) | [`quake3`] | Quake III Arena, W:ET, OpenArena, RtCW, any Q3-protocol game |
 //! | `idtech4` (default) | [`idtech4`] | Doom 3, Quake 4, Prey (servers and masters) |
 //! | `etqw` (default) | [`etqw`] | Enemy Territory: Quake Wars (servers and the HTTP list feed) |
+//! | `warsow` (default) | [`warsow`] | Warsow, Warfork (qfusion), Nexuiz (DarkPlaces) |
+//! | `teeworlds` (default) | [`teeworlds`] | Teeworlds 0.6 and 0.7, DDNet (UDP and HTTP masters) |
 //!
 //! Any game, through the registry (the CLI works only this way):
 //!
@@ -44,6 +46,14 @@ pub use fragstat_idtech4 as idtech4;
 #[cfg(feature = "etqw")]
 pub use fragstat_etqw as etqw;
 
+/// Warsow, Warfork and Nexuiz ([`fragstat_warsow`]).
+#[cfg(feature = "warsow")]
+pub use fragstat_warsow as warsow;
+
+/// Teeworlds 0.6 and 0.7 and DDNet ([`fragstat_teeworlds`]).
+#[cfg(feature = "teeworlds")]
+pub use fragstat_teeworlds as teeworlds;
+
 /// Every family compiled in (one line per family, under its feature).
 pub fn families() -> Vec<Family> {
     vec![
@@ -53,6 +63,10 @@ pub fn families() -> Vec<Family> {
         fragstat_idtech4::FAMILY,
         #[cfg(feature = "etqw")]
         fragstat_etqw::FAMILY,
+        #[cfg(feature = "warsow")]
+        fragstat_warsow::FAMILY,
+        #[cfg(feature = "teeworlds")]
+        fragstat_teeworlds::FAMILY,
     ]
 }
 
@@ -83,5 +97,19 @@ mod tests {
             assert_eq!(super::game(g.id()).unwrap().id(), g.id());
         }
         assert!(super::game("no-such-game").is_none());
+    }
+
+    #[test]
+    fn ids_and_aliases_name_one_game_each() {
+        let mut seen = std::collections::HashMap::new();
+        for g in super::games() {
+            for name in std::iter::once(g.id()).chain(g.aliases().iter().copied()) {
+                let name = name.to_ascii_lowercase();
+                if let Some(other) = seen.insert(name.clone(), g.id().to_string()) {
+                    panic!("{name:?} names both {other} and {}", g.id());
+                }
+                assert_eq!(super::game(&name).unwrap().id(), g.id(), "{name}");
+            }
+        }
     }
 }

@@ -170,7 +170,7 @@ impl RegistryGame for Idtech4Game {
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         let game = self.game;
         Ok(match decode(game, datagram)? {
-            Packet::InfoResponse(r) => Decoded::Server(server_info(game, &r)),
+            Packet::InfoResponse(r) => Decoded::Server(Box::new(server_info(game, &r))),
             Packet::Servers(l) => Decoded::Servers {
                 details: Some(Arc::new(ListDetails {
                     trailing: opt_hex(&l.trailing),

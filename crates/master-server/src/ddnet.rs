@@ -12,7 +12,7 @@
 //! the challenge secret, NUL, the token, NUL.
 
 use std::collections::{BTreeSet, HashMap};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -123,9 +123,7 @@ impl DdnetMaster {
     }
 
     fn token(&self, addr: &str, epoch: u64) -> String {
-        let mut h = self.keys.build_hasher();
-        (addr, epoch).hash(&mut h);
-        format!("{:016x}", h.finish())
+        format!("{:016x}", self.keys.hash_one((addr, epoch)))
     }
 
     fn epoch(&self, now: Instant) -> u64 {
@@ -134,7 +132,12 @@ impl DdnetMaster {
 
     /// Handles a register request from `remote` at `now`: the reply, and maybe a challenge
     /// datagram to send to the game server.
-    pub fn register(&mut self, now: Instant, remote: IpAddr, r: Register) -> (Status, Option<Datagram>) {
+    pub fn register(
+        &mut self,
+        now: Instant,
+        remote: IpAddr,
+        r: Register,
+    ) -> (Status, Option<Datagram>) {
         self.expire(now);
         let remote = match remote {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
@@ -173,9 +176,10 @@ impl DdnetMaster {
         };
         let epoch = self.epoch(now);
         let current = self.token(&addr, epoch);
-        let valid = r.challenge_token.as_deref().is_some_and(|t| {
-            t == current || (epoch > 0 && t == self.token(&addr, epoch - 1))
-        });
+        let valid = r
+            .challenge_token
+            .as_deref()
+            .is_some_and(|t| t == current || (epoch > 0 && t == self.token(&addr, epoch - 1)));
         let resend = r.challenge_token.as_deref() != Some(current.as_str());
         let challenge = resend.then(|| {
             let mut d = Vec::with_capacity(64);
@@ -209,7 +213,9 @@ impl DdnetMaster {
             }
         }
         if !self.addresses.contains_key(&addr) {
-            if self.addresses.len() >= MAX_SERVERS * 4 || self.per_ip.get(&remote).copied().unwrap_or(0) >= MAX_PER_IP {
+            if self.addresses.len() >= MAX_SERVERS * 4
+                || self.per_ip.get(&remote).copied().unwrap_or(0) >= MAX_PER_IP
+            {
                 return (error("too many servers"), challenge);
             }
             if !self.servers.contains_key(&r.secret) && self.servers.len() >= MAX_SERVERS {
@@ -364,17 +370,29 @@ mod tests {
         assert_eq!(fields[0], b"uuid:ipv4");
         let token = std::str::from_utf8(fields[1]).unwrap().to_string();
         // A wrong token still needs the challenge.
-        assert_eq!(m.register(now, ip, req(Some("nope"), 1, None)).0, Status::NeedChallenge);
-        assert_eq!(m.register(now, ip, req(Some(&token), 1, None)).0, Status::NeedInfo);
+        assert_eq!(
+            m.register(now, ip, req(Some("nope"), 1, None)).0,
+            Status::NeedChallenge
+        );
+        assert_eq!(
+            m.register(now, ip, req(Some(&token), 1, None)).0,
+            Status::NeedInfo
+        );
         let info = serde_json::json!({"name": "My DDNet", "max_clients": 16});
         let (st, chal) = m.register(now, ip, req(Some(&token), 1, Some(info)));
         assert_eq!((st, chal), (Status::Success, None));
         let json: serde_json::Value = serde_json::from_str(&m.servers_json(now)).unwrap();
-        assert_eq!(json["servers"][0]["addresses"][0], "tw-0.6+udp://203.0.113.9:8303");
+        assert_eq!(
+            json["servers"][0]["addresses"][0],
+            "tw-0.6+udp://203.0.113.9:8303"
+        );
         assert_eq!(json["servers"][0]["info"]["name"], "My DDNet");
         // The same token from another address is not valid there.
         let other: IpAddr = "203.0.113.10".parse().unwrap();
-        assert_eq!(m.register(now, other, req(Some(&token), 1, None)).0, Status::NeedChallenge);
+        assert_eq!(
+            m.register(now, other, req(Some(&token), 1, None)).0,
+            Status::NeedChallenge
+        );
         // Expiry.
         assert_eq!(m.servers_json(now + EXPIRY), "{\"servers\":[]}\n");
         assert!(m.is_empty());
@@ -385,17 +403,26 @@ mod tests {
         let now = Instant::now();
         let mut m = DdnetMaster::new(now, false);
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
-        assert!(matches!(m.register(now, lo, req(None, 1, None)).0, Status::Error { .. }));
+        assert!(matches!(
+            m.register(now, lo, req(None, 1, None)).0,
+            Status::Error { .. }
+        ));
         let ip: IpAddr = "203.0.113.9".parse().unwrap();
         let mut r = req(None, 1, None);
         r.address = "http://x:1".into();
         assert!(matches!(m.register(now, ip, r).0, Status::Error { .. }));
         let mut r = req(None, 1, None);
         r.address = "tw-0.7+udp://connecting-address.invalid:8303".into();
-        assert!(matches!(m.register(now, ip, r.clone()).0, Status::Error { .. }));
+        assert!(matches!(
+            m.register(now, ip, r.clone()).0,
+            Status::Error { .. }
+        ));
         r.connless_token = Some("0a0b0c0d".into());
         let (st, chal) = m.register(now, ip, r);
         assert_eq!(st, Status::NeedChallenge);
-        assert!(chal.unwrap().1.starts_with(b"\x21\x0a\x0b\x0c\x0d\xff\xff\xff\xff\xff\xff\xff\xffchal"));
+        assert!(chal
+            .unwrap()
+            .1
+            .starts_with(b"\x21\x0a\x0b\x0c\x0d\xff\xff\xff\xff\xff\xff\xff\xffchal"));
     }
 }

@@ -94,9 +94,16 @@ async fn register(
         let json = headers
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim() == "application/json"));
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|m| m.trim() == "application/json")
+            });
         if !json {
-            return (StatusCode::UNSUPPORTED_MEDIA_TYPE, "the body must be application/json\n")
+            return (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "the body must be application/json\n",
+            )
                 .into_response();
         }
         match serde_json::from_slice(&body) {
@@ -224,9 +231,7 @@ impl DdnetBound {
                 let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
                 let result = match acceptor {
                     Some(acc) => match acc.accept(tcp).await {
-                        Ok(tls) => builder
-                            .serve_connection(TokioIo::new(tls), service)
-                            .await,
+                        Ok(tls) => builder.serve_connection(TokioIo::new(tls), service).await,
                         Err(e) => {
                             debug!(%peer, error = %e, "TLS handshake failed");
                             return;

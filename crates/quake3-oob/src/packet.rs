@@ -85,9 +85,13 @@ pub struct Player {
     /// The name, lossless bytes with colour codes.
     pub name: Vec<u8>,
     /// Team, when the line has a single integer after the name (qfusion/Warsow: 0 spectator,
-    /// 2 and 3 the two teams).
+    /// 2 and 3 the two teams) or a third integer before it (DarkPlaces/SoF2 `score ping team
+    /// "name"`: Nexuiz and Xonotic team games, 0 spectator, 1 red, 2 blue, 3 yellow, 4 pink).
     pub team: Option<i32>,
-    /// Every whitespace-separated field after the name, raw (the team is also here).
+    /// The team stood before the name (the DarkPlaces/SoF2 form), not after it.
+    pub team_before_name: bool,
+    /// Every whitespace-separated field after the name, raw (a team after the name is also
+    /// here).
     pub extra: Vec<Vec<u8>>,
 }
 
@@ -335,17 +339,26 @@ pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
         .split(|&b| b == b' ' || b == b'\t')
         .filter(|t| !t.is_empty())
         .collect();
-    let (score, ping) = match nums.as_slice() {
+    // DarkPlaces inserts the team between ping and name "according to SoF2 protocol"
+    // (darkplaces netconn.c NetConn_BuildStatusResponse).
+    let (score, ping, team_first) = match nums.as_slice() {
         [score, ping] => (
             Some(parse_i32(score, "score", 0).ok()?),
             parse_i32(ping, "ping", 0).ok()?,
+            None,
         ),
-        [ping] => (None, parse_i32(ping, "ping", 0).ok()?),
+        [score, ping, team] => (
+            Some(parse_i32(score, "score", 0).ok()?),
+            parse_i32(ping, "ping", 0).ok()?,
+            Some(parse_i32(team, "team", 0).ok()?),
+        ),
+        [ping] => (None, parse_i32(ping, "ping", 0).ok()?, None),
         _ => return None,
     };
     let extra = split_args(tail);
-    let team = match extra.as_slice() {
-        [t] => parse_i32(t, "team", 0).ok(),
+    let team = match (team_first, extra.as_slice()) {
+        (Some(t), _) => Some(t),
+        (None, [t]) => parse_i32(t, "team", 0).ok(),
         _ => None,
     };
     Some(Player {
@@ -353,6 +366,7 @@ pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
         ping,
         name,
         team,
+        team_before_name: team_first.is_some(),
         extra,
     })
 }
@@ -492,7 +506,19 @@ impl StatusResponse {
             if let Some(s) = p.score {
                 line.push_str(&format!("{s} "));
             }
-            line.push_str(&format!("{} \"", p.ping));
+            line.push_str(&format!("{} ", p.ping));
+            if p.team_before_name {
+                // A DarkPlaces line with a team before the name has a score too.
+                match (p.score, p.team) {
+                    (Some(_), Some(t)) => line.push_str(&format!("{t} ")),
+                    _ => {
+                        return Err(EncodeError::BadText {
+                            field: "player team before the name (needs a score and a team)",
+                        })
+                    }
+                }
+            }
+            line.push('"');
             out.extend_from_slice(line.as_bytes());
             out.extend_from_slice(&p.name);
             out.push(b'"');
@@ -520,6 +546,29 @@ mod tests {
         );
         let p = parse_player(b"-9999 8 \"^1x\" 2").unwrap();
         assert_eq!((p.score, p.team), (Some(-9999), Some(2)));
+        let p = parse_player(b"3 48 2 \"dp team\"").unwrap();
+        assert_eq!(
+            (
+                p.score,
+                p.ping,
+                p.team,
+                p.team_before_name,
+                p.name.as_slice()
+            ),
+            (Some(3), 48, Some(2), true, &b"dp team"[..])
+        );
+        let mut out = Vec::new();
+        StatusResponse {
+            players: vec![p.clone()],
+            ..Default::default()
+        }
+        .encode_body(&mut out)
+        .unwrap();
+        assert!(
+            out.ends_with(b"\n3 48 2 \"dp team\"\n"),
+            "{}",
+            out.escape_ascii()
+        );
         let p = parse_player(b"60 \"mohaa\"").unwrap();
         assert_eq!((p.score, p.ping), (None, 60));
         assert!(parse_player(b"abc 46 \"x\"").is_none());

@@ -196,8 +196,10 @@ impl RegistryGame for Quake3Game {
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         let game = self.game;
         Ok(match decode(datagram)? {
-            Packet::InfoResponse(i) => Decoded::Server(server_info(game, Some(i), None)),
-            Packet::StatusResponse(s) => Decoded::Server(server_info(game, None, Some(s))),
+            Packet::InfoResponse(i) => Decoded::Server(Box::new(server_info(game, Some(i), None))),
+            Packet::StatusResponse(s) => {
+                Decoded::Server(Box::new(server_info(game, None, Some(s))))
+            }
             Packet::ServersResponse(l) => Decoded::Servers {
                 details: Some(Arc::new(ListDetails {
                     ext: l.ext,

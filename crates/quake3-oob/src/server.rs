@@ -212,6 +212,7 @@ impl EmulatedServer {
                     ping: p.ping,
                     name: p.name.clone(),
                     team: None,
+                    team_before_name: false,
                     extra: Vec::new(),
                 })
                 .collect(),

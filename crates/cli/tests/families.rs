@@ -1,0 +1,390 @@
+//! The CLI with the Warsow/Nexuiz and Teeworlds/DDNet families, end to end: qstat (a real
+//! client) reading our emulated servers and masters, and `fragstat master ddnet URL` against
+//! a local HTTP server serving a DDNet `servers.json`, probing the emulated servers it lists.
+
+use std::path::Path;
+use std::process::Output;
+
+use fragstat_testkit::{qstat_json, spawn_serve};
+use serde_json::{json, Value};
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_fragstat"))
+}
+
+fn run(args: &[&str]) -> Output {
+    std::process::Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run fragstat")
+}
+
+fn json_out(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "fragstat failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    })
+}
+
+/// Our record of `addr` as `fragstat query GAME addr --players --format json` prints it.
+fn ours(game: &str, addr: &str) -> Value {
+    let v = json_out(&run(&[
+        "query",
+        game,
+        addr,
+        "--players",
+        "--format",
+        "json",
+    ]));
+    let rec = v[0].clone();
+    assert_eq!(rec["status"], "online", "{rec}");
+    rec
+}
+
+#[test]
+fn qstat_reads_our_emulated_warsow_servers_and_master() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "warsow",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "2",
+            "--players",
+            "5",
+            "--name",
+            "^1War^7sow",
+            "--master",
+            "--master-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    for s in &served.servers {
+        let addr = s.to_string();
+        let Some(v) = qstat_json(&["-warsows", &addr, "-P", "-R"]) else {
+            return;
+        };
+        let theirs = &v[0];
+        let mine = ours("warsow", &addr);
+        assert_eq!(theirs["status"], "online", "{theirs}");
+        assert_eq!(theirs["name"], mine["name"], "colours stripped by both");
+        assert_eq!(theirs["map"], mine["map"]);
+        assert_eq!(theirs["numplayers"], mine["num_players"]);
+        assert_eq!(theirs["maxplayers"], mine["max_players"]);
+        assert_eq!(theirs["rules"]["gametype"], mine["gametype"]);
+        assert_eq!(
+            theirs["rules"]["g_match_time"],
+            mine["rules"]["g_match_time"]
+        );
+        let view = |players: &Value, keys: [&str; 4]| -> Vec<Value> {
+            players
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| json!([p[keys[0]], p[keys[1]], p[keys[2]], p[keys[3]]]))
+                .collect()
+        };
+        assert_eq!(
+            view(&theirs["players"], ["name", "score", "ping", "team"]),
+            view(&mine["players"], ["name", "score", "ping", "team"])
+        );
+        assert_eq!(mine["extra"]["match_time"]["state"], "playing");
+        assert_eq!(mine["num_spectators"], 1);
+    }
+    // qstat asks the master for protocol 22 (Warsow 2.1), which the emulator serves.
+    let Some(v) = qstat_json(&["-warsowm", &served.master.unwrap().to_string()]) else {
+        return;
+    };
+    assert_eq!(v[0]["status"], "online", "{v}");
+    assert_eq!(v[0]["servers"], 2, "{v}");
+    let list = json_out(&run(&[
+        "master",
+        "warsow",
+        &served.master.unwrap().to_string(),
+        "--format",
+        "json",
+    ]));
+    let mut got: Vec<String> = list["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["address"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    let mut want: Vec<String> = served.servers.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn qstat_reads_our_emulated_nexuiz_server() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "nexuiz",
+            "--listen",
+            "127.0.0.1:0",
+            "--players",
+            "4",
+            "--map",
+            "downer",
+        ],
+    );
+    let addr = served.servers[0].to_string();
+    let Some(v) = qstat_json(&["-nexuizs", &addr, "-P", "-R"]) else {
+        return;
+    };
+    let (theirs, mine) = (&v[0], ours("nexuiz", &addr));
+    assert_eq!(theirs["status"], "online", "{theirs}");
+    assert_eq!(theirs["name"], mine["name"]);
+    assert_eq!(theirs["map"], "downer");
+    assert_eq!(theirs["numplayers"], mine["num_players"]);
+    assert_eq!(theirs["maxplayers"], mine["max_players"]);
+    assert_eq!(mine["num_bots"], 2);
+    assert_eq!(mine["gametype"], "dm");
+}
+
+/// qstat's Teeworlds player list is known to be wrong (it reads (name, score) pairs from the
+/// five-field records), so only the server fields are compared. qstat reports the players
+/// that are not spectating and their slots; ours are in `extra`.
+#[test]
+fn qstat_reads_our_emulated_teeworlds_and_ddnet_servers_and_master() {
+    for game in ["teeworlds", "ddnet"] {
+        let served = spawn_serve(
+            bin(),
+            &[
+                game,
+                "--listen",
+                "127.0.0.1:0",
+                "--players",
+                "6",
+                "--max-players",
+                "12",
+                "--name",
+                "Tee ^1world",
+                "--master",
+                "--master-listen",
+                "127.0.0.1:0",
+            ],
+        );
+        let addr = served.servers[0].to_string();
+        let Some(v) = qstat_json(&["-tees", &addr, "-P"]) else {
+            return;
+        };
+        let (theirs, mine) = (&v[0], ours(game, &addr));
+        assert_eq!(theirs["status"], "online", "{theirs}");
+        assert_eq!(
+            theirs["name"], "Tee ^1world",
+            "no colour codes in Teeworlds"
+        );
+        assert_eq!(theirs["name"], mine["name"]);
+        assert_eq!(theirs["map"], mine["map"]);
+        assert_eq!(theirs["gametype"], mine["gametype"]);
+        assert_eq!(theirs["numplayers"], mine["extra"]["num_players"]);
+        assert_eq!(theirs["maxplayers"], mine["extra"]["max_players"]);
+        assert_eq!(
+            (mine["num_players"].clone(), mine["max_players"].clone()),
+            (json!(6), json!(12))
+        );
+        assert_eq!(mine["num_spectators"], 1);
+        // The UDP master (DDNet's emulated one is the 0.6 master DDNet used before HTTP).
+        let Some(m) = qstat_json(&["-teem", &served.master.unwrap().to_string()]) else {
+            return;
+        };
+        assert_eq!(m[0]["status"], "online", "{m}");
+        assert_eq!(m[0]["servers"], 1, "{m}");
+    }
+}
+
+#[test]
+fn teeworlds07_master_and_servers_through_the_handshake() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "teeworlds07",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "3",
+            "--players",
+            "2",
+            "--master",
+            "--master-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let v = json_out(&run(&[
+        "master",
+        "teeworlds07",
+        &served.master.unwrap().to_string(),
+        "--players",
+        "--format",
+        "json",
+    ]));
+    let records = v.as_array().expect("probed records");
+    assert_eq!(records.len(), 3, "{v}");
+    for r in records {
+        assert_eq!(r["status"], "online", "{r}");
+        assert_eq!(r["num_players"], 2);
+        assert_eq!(r["num_bots"], 1, "0.7 says which clients are bots");
+        assert_eq!(r["extra"]["protocol"], "0.7");
+    }
+}
+
+/// A DDNet `servers.json` listing two emulated DDNet servers, one server whose info does not
+/// validate, and one with no address fragstat can query.
+fn servers_json(servers: &[std::net::SocketAddr]) -> Value {
+    let info = |name: &str, clients: Value| {
+        json!({"max_clients": 16, "max_players": 12, "passworded": false,
+               "game_type": "DDraceNetwork", "name": name,
+               "map": {"name": "Tutorial", "sha256": "00", "size": 1082711},
+               "version": "0.6.4, 16.4", "client_score_kind": "time", "clients": clients})
+    };
+    let mut list: Vec<Value> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({"addresses": [format!("tw-0.6+udp://{s}"), format!("tw-0.7+udp://{s}"), format!("ddnet+udp://{s}")],
+                   "location": "eu:de",
+                   "info": info(&format!("Listed {i}"), json!([
+                       {"name": "Ünï ☃", "clan": "fs", "country": 276, "score": -9999, "is_player": true, "afk": false},
+                       {"name": "spec", "clan": "", "country": -1, "score": 0, "is_player": false}]))})
+        })
+        .collect();
+    list.push(json!({"addresses": ["tw-0.6+udp://127.0.0.1:9"], "info": {"name": "broken"}}));
+    list.push(json!({"addresses": ["ddnet+quic://example#identity"], "info": info("unreachable", json!([]))}));
+    json!({"servers": list})
+}
+
+/// Serves `body` at /servers.json on 127.0.0.1 until the returned sender is dropped.
+fn http_server(body: Vec<u8>) -> (std::net::SocketAddr, std::sync::mpsc::Sender<()>) {
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new().route(
+                "/servers.json",
+                axum::routing::get(move || {
+                    let body = body.clone();
+                    async move { ([("content-type", "application/json")], body) }
+                }),
+            );
+            let stop = async move {
+                let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
+            };
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await
+                .unwrap();
+        });
+    });
+    (addr_rx.recv().unwrap(), stop_tx)
+}
+
+#[test]
+fn ddnet_http_master_end_to_end() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "ddnet",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "2",
+            "--players",
+            "3",
+        ],
+    );
+    let body = servers_json(&served.servers).to_string().into_bytes();
+    let (http, _stop) = http_server(body);
+    let url = format!("http://{http}/servers.json");
+
+    // The list alone: every listed server carries its info and every address.
+    let out = run(&["master", "ddnet", &url, "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = json_out(&out);
+    assert_eq!(v["masters"][0]["status"], "online", "{v}");
+    assert_eq!(v["masters"][0]["servers"], 2, "{v}");
+    assert!(
+        stderr.contains("server 2 (tw-0.6+udp://127.0.0.1:9) skipped: its info does not validate"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skipped: no address fragstat can query"),
+        "{stderr}"
+    );
+    let servers = v["servers"].as_array().unwrap();
+    for (i, (s, addr)) in servers.iter().zip(&served.servers).enumerate() {
+        assert_eq!(s["address"], addr.to_string());
+        assert_eq!(
+            s["addresses"],
+            json!([
+                format!("tw-0.6+udp://{addr}"),
+                format!("tw-0.7+udp://{addr}"),
+                format!("ddnet+udp://{addr}")
+            ])
+        );
+        let info = &s["info"];
+        assert_eq!(info["name"], format!("Listed {i}"));
+        assert_eq!(
+            (info["num_players"].clone(), info["max_players"].clone()),
+            (json!(2), json!(16))
+        );
+        assert_eq!(info["num_spectators"], 1);
+        assert_eq!(info["players"][0]["name"], "Ünï ☃");
+        assert_eq!(
+            info["players"][0]["extra"],
+            json!({"country": 276, "afk": false})
+        );
+        assert_eq!(info["extra"]["location"], "eu:de");
+        assert_eq!(info["extra"]["max_players"], 12);
+        assert_eq!(info["extra"]["score_kind"], "time");
+    }
+
+    // A table, with no probe needed.
+    let out = run(&["master", "ddnet", &url]);
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("Listed 0") && table.contains("Tutorial"),
+        "{table}"
+    );
+
+    // With a probe, the emulated servers answer over UDP (DDNet's extended query).
+    let v = json_out(&run(&[
+        "master",
+        "ddnet",
+        &url,
+        "--players",
+        "--format",
+        "json",
+    ]));
+    let records = v.as_array().unwrap();
+    assert_eq!(records.len(), 2, "{v}");
+    for r in records {
+        assert_eq!(r["status"], "online", "{r}");
+        assert_eq!(r["num_players"], 3);
+        assert_eq!(r["extra"]["protocol"], "0.6 extended");
+    }
+
+    // A body that is not a server list fails that master, with the offset.
+    let (bad, _stop_bad) = http_server(b"{\"servers\": 3}".to_vec());
+    let out = run(&["master", "ddnet", &format!("http://{bad}/servers.json")]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("servers.json at offset 12"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,196 @@
+//! Putting multi-datagram replies together: DDNet's extended info (`iext` + `iex+`, by packet
+//! number) and the legacy 64-client info (`dtsf`, by client offset).
+//!
+//! There is no last-packet marker (ddnet server.cpp `CacheServerInfo`): a reply is complete
+//! when the clients received reach the main packet's `num_clients` (the DDNet client does the
+//! same, client.cpp `ProcessServerInfo`). A datagram delivered twice is dropped by its packet
+//! number (or offset); packets may arrive in any order, `iex+` before `iext` included.
+
+use std::collections::BTreeMap;
+
+use crate::six::{Client, Info, More};
+
+/// An extended or legacy reply being assembled.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assembly {
+    main: Option<Info>,
+    /// Further clients by packet number (`iex+`) or offset (`dtsf` after the first).
+    parts: BTreeMap<i32, Vec<Client>>,
+    truncated: bool,
+    datagrams: u32,
+    duplicates: u32,
+}
+
+impl Assembly {
+    /// Nothing received yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the `iext`; false when one was already here (a duplicate, dropped).
+    pub fn add_main(&mut self, info: Info) -> bool {
+        if self.main.is_some() {
+            self.duplicates += 1;
+            return false;
+        }
+        self.truncated |= info.truncated;
+        self.datagrams += 1;
+        self.main = Some(info);
+        true
+    }
+
+    /// Adds an `iex+`; false for a packet number already received.
+    pub fn add_more(&mut self, more: More) -> bool {
+        if self.parts.contains_key(&more.packet_no) {
+            self.duplicates += 1;
+            return false;
+        }
+        self.truncated |= more.truncated;
+        self.datagrams += 1;
+        self.parts.insert(more.packet_no, more.clients);
+        true
+    }
+
+    /// Adds a `dtsf`: the one at offset 0 (or the first to come) gives the server fields;
+    /// false for an offset already received.
+    pub fn add_legacy(&mut self, mut info: Info) -> bool {
+        let offset = info.offset.unwrap_or(0);
+        let have_offset = self.parts.contains_key(&offset)
+            || self
+                .main
+                .as_ref()
+                .is_some_and(|m| m.offset.unwrap_or(0) == offset);
+        if have_offset {
+            self.duplicates += 1;
+            return false;
+        }
+        self.truncated |= info.truncated;
+        self.datagrams += 1;
+        match &self.main {
+            Some(m) if m.offset.unwrap_or(0) <= offset => {
+                self.parts.insert(offset, std::mem::take(&mut info.clients));
+            }
+            Some(_) => {
+                // An earlier offset than the one kept as main: it becomes the main.
+                if let Some(old) = self.main.replace(info) {
+                    self.parts.insert(old.offset.unwrap_or(0), old.clients);
+                }
+            }
+            None => self.main = Some(info),
+        }
+        true
+    }
+
+    /// The main packet, when it has come.
+    pub fn main(&self) -> Option<&Info> {
+        self.main.as_ref()
+    }
+
+    /// Clients received so far.
+    pub fn clients(&self) -> usize {
+        self.main.as_ref().map_or(0, |m| m.clients.len())
+            + self.parts.values().map(Vec::len).sum::<usize>()
+    }
+
+    /// Datagrams accepted (duplicates not counted).
+    pub fn datagrams(&self) -> u32 {
+        self.datagrams
+    }
+
+    /// Datagrams dropped as duplicates.
+    pub fn duplicates(&self) -> u32 {
+        self.duplicates
+    }
+
+    /// The main packet is here and the clients reach its count.
+    pub fn complete(&self) -> bool {
+        self.main
+            .as_ref()
+            .is_some_and(|m| usize::try_from(m.num_clients).is_ok_and(|n| self.clients() >= n))
+    }
+
+    /// The reply as one [`Info`] (clients in packet order), and whether it is complete; `None`
+    /// without the main packet.
+    pub fn finish(self) -> Option<(Info, bool)> {
+        let complete = self.complete();
+        let mut info = self.main?;
+        for clients in self.parts.into_values() {
+            info.clients.extend(clients);
+        }
+        info.truncated |= self.truncated;
+        Some((info, complete))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(n: &str) -> Client {
+        Client {
+            name: n.as_bytes().to_vec(),
+            reserved: Some(Vec::new()),
+            ..Client::default()
+        }
+    }
+
+    #[test]
+    fn more_before_main_and_duplicates() {
+        let mut a = Assembly::new();
+        assert!(a.add_more(More {
+            packet_no: 2,
+            clients: vec![c("d")],
+            ..More::default()
+        }));
+        assert!(a.add_more(More {
+            packet_no: 1,
+            clients: vec![c("b"), c("c")],
+            ..More::default()
+        }));
+        assert!(!a.add_more(More {
+            packet_no: 1,
+            clients: vec![c("x")],
+            ..More::default()
+        }));
+        assert!(!a.complete(), "no main yet");
+        assert!(a.add_main(Info {
+            num_clients: 4,
+            clients: vec![c("a")],
+            ..Info::default()
+        }));
+        assert!(a.complete());
+        assert_eq!((a.datagrams(), a.duplicates()), (3, 1));
+        let (info, complete) = a.finish().unwrap();
+        assert!(complete);
+        let names: Vec<_> = info.clients.iter().map(|c| c.name.clone()).collect();
+        assert_eq!(
+            names,
+            [b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]
+        );
+    }
+
+    #[test]
+    fn legacy_by_offset_in_any_order() {
+        let mut a = Assembly::new();
+        let part = |offset, names: &[&str]| Info {
+            num_clients: 3,
+            offset: Some(offset),
+            clients: names
+                .iter()
+                .map(|n| Client {
+                    name: n.as_bytes().to_vec(),
+                    ..Client::default()
+                })
+                .collect(),
+            ..Info::default()
+        };
+        assert!(a.add_legacy(part(2, &["c"])));
+        assert!(a.add_legacy(part(0, &["a", "b"])));
+        assert!(!a.add_legacy(part(2, &["c"])));
+        let (info, complete) = a.finish().unwrap();
+        assert!(complete);
+        assert_eq!(info.offset, Some(0));
+        assert_eq!(info.clients.len(), 3);
+        assert_eq!(info.clients[2].name, b"c");
+    }
+}

@@ -1,0 +1,391 @@
+//! DDNet's HTTP master list: `servers.json` (`https://master1.ddnet.org/ddnet/15/servers.json`).
+//!
+//! ```json
+//! {"servers": [{"addresses": ["tw-0.6+udp://1.2.3.4:8303", "tw-0.7+udp://1.2.3.4:8303"],
+//!               "location": "eu:de",
+//!               "info": {"max_clients": 64, "max_players": 64, "passworded": false,
+//!                        "game_type": "DDraceNetwork", "name": "…", "map": {"name": "…"},
+//!                        "version": "0.6.4, 16.4", "clients": [{"name": "…", "clan": "",
+//!                        "country": -1, "score": -9999, "is_player": true}]}}]}
+//! ```
+//!
+//! Validation as the DDNet client does it (serverbrowser_http.cpp `Parse`, serverinfo.cpp
+//! `CServerInfo2::FromJsonRaw`): a list without a `servers` array, or a server whose
+//! `addresses` is not an array of strings or whose `location` is not a string, fails the
+//! whole list; a server whose `info` does not validate (a missing or mistyped field, control
+//! characters in a string) is skipped, and reported here. Optional fields of the wrong type
+//! (`afk`, `requires_login`, `map.size`…) are ignored. Every address is kept as written
+//! ([`MasterEntry::addresses`]); the one to query is the first `tw-0.6+udp://`, else
+//! `ddnet+udp://`, else `tw-0.7+udp://` address (DDNet prefers 0.6 too).
+
+use std::net::SocketAddr;
+
+use fragstat_core::model::{Dialect, MasterEntry, ServerInfo, Text};
+use fragstat_core::registry::HttpList;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::view::{http_player, TeeworldsExtra};
+use crate::DecodeError;
+
+/// The public list (DDNet client `DEFAULT_SERVERLIST_URLS`).
+pub const DEFAULT_URL: &str = "https://master1.ddnet.org/ddnet/15/servers.json";
+
+/// Address schemes, in the order an address to query is chosen.
+pub const SCHEMES: [&str; 3] = ["tw-0.6+udp://", "ddnet+udp://", "tw-0.7+udp://"];
+
+/// The whole list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct List {
+    /// The servers.
+    pub servers: Vec<Server>,
+}
+
+/// One server of the list, with its `info` still unchecked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Server {
+    /// Its addresses as URLs (`tw-0.6+udp://IP:PORT`…).
+    pub addresses: Vec<String>,
+    /// Where it is (`eu:de`, `as:cn`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// What it says of itself ([`Info`] once validated).
+    #[serde(default)]
+    pub info: Value,
+}
+
+fn lenient<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
+}
+
+/// A server's `info`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Info {
+    /// Client slots.
+    pub max_clients: i64,
+    /// Player slots.
+    pub max_players: i64,
+    /// A password is needed.
+    pub passworded: bool,
+    /// Game type.
+    pub game_type: String,
+    /// Server name.
+    pub name: String,
+    /// Map.
+    pub map: Map,
+    /// Version.
+    pub version: String,
+    /// Clients.
+    pub clients: Vec<Client>,
+    /// `points…` or `time…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_score_kind: Option<String>,
+    /// Joining needs an account.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub requires_login: Option<bool>,
+}
+
+/// A server's map.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Map {
+    /// Name.
+    pub name: String,
+    /// SHA-256 of the map file, hex.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sha256: Option<String>,
+    /// Size in bytes.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub size: Option<u64>,
+}
+
+/// A client of a listed server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Client {
+    /// Name.
+    pub name: String,
+    /// Clan.
+    pub clan: String,
+    /// ISO 3166-1 numeric country (out of range: −1).
+    pub country: i64,
+    /// Score.
+    pub score: i64,
+    /// Playing (not spectating).
+    pub is_player: bool,
+    /// Away from keyboard.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub afk: Option<bool>,
+}
+
+fn has_cc(s: &str) -> bool {
+    s.bytes().any(|b| b < 32)
+}
+
+impl Info {
+    /// The DDNet client's checks beyond the JSON types: no control characters.
+    fn check(&self) -> Result<(), String> {
+        for (field, s) in [
+            ("game_type", &self.game_type),
+            ("name", &self.name),
+            ("map.name", &self.map.name),
+            ("version", &self.version),
+        ] {
+            if has_cc(s) {
+                return Err(format!("{field} holds a control character"));
+            }
+        }
+        for (i, c) in self.clients.iter().enumerate() {
+            if has_cc(&c.name) || has_cc(&c.clan) {
+                return Err(format!(
+                    "client {i}: a control character in its name or clan"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The record of this info.
+    pub fn server_info(&self, location: Option<&str>) -> ServerInfo {
+        let clamp = |v: i64| i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX });
+        let count = |v: i64| u32::try_from(v).unwrap_or(0);
+        let mut out = ServerInfo::default();
+        out.name = Text::new(self.name.as_bytes().to_vec(), Dialect::Plain);
+        out.map = Text::new(self.map.name.as_bytes().to_vec(), Dialect::Plain);
+        out.gametype = Some(self.game_type.clone());
+        out.version = Some(self.version.clone());
+        out.num_players = u32::try_from(self.clients.len()).unwrap_or(u32::MAX);
+        out.max_players = count(self.max_clients);
+        let playing = self.clients.iter().filter(|c| c.is_player).count();
+        out.num_spectators = u32::try_from(self.clients.len() - playing).ok();
+        out.password = Some(self.passworded);
+        out.players = Some(
+            self.clients
+                .iter()
+                .map(|c| {
+                    // serverinfo.cpp: a country out of range becomes -1.
+                    let country = if (-1..=999).contains(&c.country) {
+                        clamp(c.country)
+                    } else {
+                        -1
+                    };
+                    http_player(
+                        &c.name,
+                        &c.clan,
+                        country,
+                        clamp(c.score),
+                        c.is_player,
+                        c.afk,
+                    )
+                })
+                .collect(),
+        );
+        out.set_extra(TeeworldsExtra {
+            protocol: "http",
+            num_players: u32::try_from(playing).unwrap_or(u32::MAX),
+            max_players: count(self.max_players),
+            map_size: self.map.size.and_then(|s| u32::try_from(s).ok()),
+            score_kind: self.client_score_kind.as_ref().map(|k| {
+                if k.starts_with("time") {
+                    "time".to_string()
+                } else if k.starts_with("points") {
+                    "points".to_string()
+                } else {
+                    k.clone()
+                }
+            }),
+            location: location.map(str::to_string),
+            requires_login: self.requires_login,
+            ..TeeworldsExtra::default()
+        });
+        out
+    }
+}
+
+/// Parses the address of a `scheme://[user@]HOST:PORT[/…]` URL (ddnet base/net.cpp
+/// `net_addr_from_url`); `None` for another scheme, a host name or port 0.
+pub fn parse_address(url: &str) -> Option<SocketAddr> {
+    let rest = SCHEMES.iter().find_map(|s| url.strip_prefix(s))?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let host = rest.get(..end)?;
+    let host = match host.split_once('@') {
+        Some((_, h)) if !h.contains('@') => h,
+        Some(_) => return None,
+        None => host,
+    };
+    let addr: SocketAddr = host.parse().ok()?;
+    (addr.port() != 0).then_some(addr)
+}
+
+/// The address to query among `addresses` (see the module docs).
+pub fn preferred_address(addresses: &[String]) -> Option<SocketAddr> {
+    SCHEMES.iter().find_map(|scheme| {
+        addresses
+            .iter()
+            .filter(|a| a.starts_with(scheme))
+            .find_map(|a| parse_address(a))
+    })
+}
+
+/// Byte offset of a serde_json error's line and column in `body`.
+fn offset_of(body: &[u8], e: &serde_json::Error) -> usize {
+    let mut line = 1;
+    let mut start = 0;
+    for (i, b) in body.iter().enumerate() {
+        if line == e.line() {
+            break;
+        }
+        if *b == b'\n' {
+            line += 1;
+            start = i + 1;
+        }
+    }
+    (start + e.column().saturating_sub(1)).min(body.len())
+}
+
+/// Parses a `servers.json` body: the servers whose info validates, each with its info and
+/// every address; a warning for each server skipped.
+///
+/// ```
+/// let body = br#"{"servers":[{"addresses":["tw-0.6+udp://127.0.0.1:8303"],"info":{
+///   "max_clients":16,"max_players":16,"passworded":false,"game_type":"DM","name":"x",
+///   "map":{"name":"dm1"},"version":"0.6.4","clients":[]}}]}"#;
+/// let list = fragstat_teeworlds::http::parse(body)?;
+/// assert_eq!(list.servers[0].addr, "127.0.0.1:8303".parse().unwrap());
+/// assert_eq!(list.servers[0].info.as_ref().unwrap().map.to_string(), "dm1");
+/// # Ok::<(), fragstat_teeworlds::DecodeError>(())
+/// ```
+pub fn parse(body: &[u8]) -> Result<HttpList, DecodeError> {
+    let list: List = serde_json::from_slice(body).map_err(|e| DecodeError::Invalid {
+        field: "servers.json",
+        offset: offset_of(body, &e),
+        reason: "not a DDNet server list (a servers array of {addresses, location, info})",
+    })?;
+    let mut out = HttpList::default();
+    for (i, s) in list.servers.into_iter().enumerate() {
+        let what = || format!("server {i} ({})", s.addresses.join(", "));
+        let info = match serde_json::from_value::<Info>(s.info.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|info| info.check().map(|()| info))
+        {
+            Ok(info) => info,
+            Err(e) => {
+                out.warnings.push(format!(
+                    "{} skipped: its info does not validate: {e}",
+                    what()
+                ));
+                continue;
+            }
+        };
+        let Some(addr) = preferred_address(&s.addresses) else {
+            out.warnings
+                .push(format!("{} skipped: no address fragstat can query", what()));
+            continue;
+        };
+        let mut entry = MasterEntry::new(addr);
+        entry.info = Some(info.server_info(s.location.as_deref()));
+        entry.addresses = s.addresses;
+        out.servers.push(entry);
+    }
+    Ok(out)
+}
+
+/// Writes a list as JSON (what an emulated HTTP master serves).
+pub fn render(list: &List) -> Vec<u8> {
+    serde_json::to_vec(list).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn info(name: &str) -> Value {
+        json!({"max_clients": 64, "max_players": 48, "passworded": true, "game_type": "DDraceNetwork",
+               "name": name, "map": {"name": "Tutorial", "sha256": "ab", "size": 1234},
+               "version": "0.6.4, 16.4", "client_score_kind": "time",
+               "clients": [{"name": "a", "clan": "c", "country": 276, "score": -9999, "is_player": true, "afk": true},
+                           {"name": "b", "clan": "", "country": 5000, "score": 3, "is_player": false, "afk": "?"}],
+               "community": "ddnet", "requires_login": false})
+    }
+
+    #[test]
+    fn keeps_every_address_and_skips_bad_infos() {
+        let body = json!({"servers": [
+            {"addresses": ["tw-0.7+udp://1.2.3.4:8304", "tw-0.6+udp://1.2.3.4:8303", "ddnet+udp://1.2.3.4:8303", "ddnet+quic://x#id"],
+             "location": "eu:de", "info": info("good")},
+            {"addresses": ["tw-0.6+udp://5.6.7.8:8303"], "info": {"name": "no other fields"}},
+            {"addresses": ["tw-0.6+udp://5.6.7.9:8303"], "info": info("bad\u{1}name")},
+            {"addresses": ["tw-0.7+udp://[2001:db8::1]:8303"], "info": info("seven only")},
+            {"addresses": ["ddnet+quic://host#id"], "info": info("nothing to query")}
+        ]});
+        let list = parse(body.to_string().as_bytes()).unwrap();
+        assert_eq!(list.servers.len(), 2, "{:?}", list.warnings);
+        assert_eq!(list.warnings.len(), 3, "{:?}", list.warnings);
+        let s = &list.servers[0];
+        assert_eq!(s.addr, "1.2.3.4:8303".parse().unwrap());
+        assert_eq!(s.addresses.len(), 4);
+        let i = s.info.as_ref().unwrap();
+        assert_eq!(
+            (i.num_players, i.max_players, i.num_spectators),
+            (2, 64, Some(1))
+        );
+        assert_eq!(i.password, Some(true));
+        let x = i.extra_as::<TeeworldsExtra>().unwrap();
+        assert_eq!((x.num_players, x.max_players), (1, 48));
+        assert_eq!(x.score_kind.as_deref(), Some("time"));
+        assert_eq!(x.location.as_deref(), Some("eu:de"));
+        let players = i.players.as_ref().unwrap();
+        let p1 = players[1].extra.as_ref().unwrap().as_any();
+        let p1 = p1.downcast_ref::<crate::view::TeePlayer>().unwrap();
+        assert_eq!((p1.country, p1.afk), (-1, None));
+        assert_eq!(list.servers[1].addr, "[2001:db8::1]:8303".parse().unwrap());
+    }
+
+    #[test]
+    fn a_bad_shape_fails_the_whole_list() {
+        for body in [
+            &br#"{"servers": 3}"#[..],
+            br#"{"servers": [{"addresses": "x", "info": {}}]}"#,
+            br#"{"servers": [{"addresses": [1], "info": {}}]}"#,
+            br#"{"servers": [{"addresses": [], "location": 5, "info": {}}]}"#,
+            b"not json",
+            b"",
+        ] {
+            let e = parse(body).unwrap_err();
+            assert_eq!(e.field(), Some("servers.json"));
+            assert!(e.offset() <= body.len());
+        }
+        let e = parse(b"{\n  \"servers\": 3\n}").unwrap_err();
+        assert_eq!(e.offset(), 15, "line 2, column 14: the 3 at byte 15 ({e})");
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            parse_address("tw-0.6+udp://user@1.2.3.4:8303/path?q#f"),
+            Some("1.2.3.4:8303".parse().unwrap())
+        );
+        assert_eq!(parse_address("tw-0.6+udp://a@b@1.2.3.4:8303"), None);
+        assert_eq!(parse_address("tw-0.6+udp://1.2.3.4:0"), None);
+        assert_eq!(parse_address("tw-0.6+udp://example.org:8303"), None);
+        assert_eq!(parse_address("http://1.2.3.4:8303"), None);
+    }
+}

@@ -1,0 +1,395 @@
+//! The family in the game registry: `teeworlds` (0.6, DDNet's extended request; vanilla
+//! replies accepted), `teeworlds07` (0.7 with the token handshake) and `ddnet` (the extended
+//! query and DDNet's HTTP master).
+
+use std::sync::Arc;
+
+use fragstat_core::model::{MasterEntry, ServerInfo};
+use fragstat_core::registry::{
+    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game as RegistryGame, GameRef,
+    MasterOptions, MasterQuery,
+};
+use fragstat_core::service::Service;
+use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
+use serde::Serialize;
+
+use crate::exchange::{Master6, Master7, Mode, Query6, Query7};
+use crate::server::{decode_any, Either, EmulatedMaster, EmulatedServer, Flavor, ServerConfig};
+use crate::seven::{self, Body};
+use crate::six;
+use crate::view::{from_seven, from_six, Form};
+
+/// The family as the facade registers it.
+pub const FAMILY: Family = Family {
+    id: "teeworlds",
+    title: "Teeworlds 0.6 and 0.7, DDNet",
+    games,
+    find,
+};
+
+/// A game of the family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Game {
+    /// Teeworlds 0.6 servers (and DDNet's 0.6 side): DDNet's extended request, which vanilla
+    /// servers answer with their `inf3`; the 0.6 UDP master.
+    Teeworlds,
+    /// Teeworlds 0.7 servers (and DDNet's 0.7 side, "sixup"); the 0.7 UDP master.
+    Teeworlds07,
+    /// DDNet: the extended request; the HTTP master (`servers.json`).
+    Ddnet,
+}
+
+impl Game {
+    /// Every game.
+    pub const ALL: [Game; 3] = [Game::Teeworlds, Game::Teeworlds07, Game::Ddnet];
+
+    /// The registry id.
+    pub fn id(&self) -> &'static str {
+        match self {
+            Game::Teeworlds => "teeworlds",
+            Game::Teeworlds07 => "teeworlds07",
+            Game::Ddnet => "ddnet",
+        }
+    }
+
+    fn flavor(&self) -> Flavor {
+        match self {
+            Game::Teeworlds => Flavor::Vanilla06,
+            Game::Teeworlds07 => Flavor::Teeworlds07,
+            Game::Ddnet => Flavor::Ddnet,
+        }
+    }
+}
+
+fn games() -> Vec<GameRef> {
+    Game::ALL
+        .into_iter()
+        .map(|g| Arc::new(TeeworldsGame::new(g)) as GameRef)
+        .collect()
+}
+
+fn find(id: &str) -> Option<GameRef> {
+    fragstat_core::registry::find_in(games(), id)
+}
+
+/// A game of the family as a registry [`RegistryGame`].
+#[derive(Debug, Clone, Copy)]
+pub struct TeeworldsGame {
+    game: Game,
+}
+
+impl TeeworldsGame {
+    /// The registry object of `game`.
+    pub fn new(game: Game) -> Self {
+        TeeworldsGame { game }
+    }
+
+    /// The game.
+    pub fn game(&self) -> Game {
+        self.game
+    }
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct RequestFields {
+    token: Option<i64>,
+    extra_token: Option<u16>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct MoreFields {
+    token: i32,
+    packet_no: i32,
+    clients: Vec<ClientFields>,
+    truncated: bool,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct ClientFields {
+    name: String,
+    clan: String,
+    country: i32,
+    score: i32,
+    is_player: i32,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct CountFields {
+    count: u16,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct PortFields {
+    port: u16,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct TokenFields {
+    to: Option<u32>,
+    token: u32,
+    padded: Option<bool>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct ListDetails {
+    packet: &'static str,
+    protocol: &'static str,
+}
+
+fn packet(kind: &str, fields: impl fragstat_core::model::Extra) -> Decoded {
+    Decoded::Packet {
+        kind: kind.into(),
+        fields: Arc::new(fields),
+    }
+}
+
+fn servers(
+    list: Vec<std::net::SocketAddr>,
+    packet: &'static str,
+    protocol: &'static str,
+) -> Decoded {
+    Decoded::Servers {
+        servers: list.into_iter().map(MasterEntry::new).collect(),
+        details: Some(Arc::new(ListDetails { packet, protocol })),
+    }
+}
+
+fn request(token: Option<i64>, extra_token: Option<u16>) -> RequestFields {
+    RequestFields { token, extra_token }
+}
+
+fn complete(i: &six::Info) -> bool {
+    usize::try_from(i.num_clients).is_ok_and(|n| i.clients.len() >= n)
+}
+
+/// Decodes any datagram of the family into what `fragstat decode` shows.
+pub fn decode(datagram: &[u8]) -> Result<Decoded, DecodeError> {
+    Ok(match decode_any(datagram)? {
+        Either::Six(p) => match p {
+            six::Packet::Info(i) => Decoded::Server(Box::new(from_six(&i, Form::Vanilla, 1, true))),
+            six::Packet::InfoExtended(i) => {
+                let c = complete(&i);
+                Decoded::Server(Box::new(from_six(&i, Form::Extended, 1, c)))
+            }
+            six::Packet::Info64(i) => {
+                let c = complete(&i);
+                Decoded::Server(Box::new(from_six(&i, Form::Legacy64, 1, c)))
+            }
+            six::Packet::InfoMore(m) => packet(
+                "iex+",
+                MoreFields {
+                    token: m.token,
+                    packet_no: m.packet_no,
+                    clients: m
+                        .clients
+                        .iter()
+                        .map(|c| ClientFields {
+                            name: String::from_utf8_lossy(&c.name).into_owned(),
+                            clan: String::from_utf8_lossy(&c.clan).into_owned(),
+                            country: c.country,
+                            score: c.score,
+                            is_player: c.is_player,
+                        })
+                        .collect(),
+                    truncated: m.truncated,
+                },
+            ),
+            six::Packet::GetInfo { token, extra_token } => {
+                packet("gie3", request(Some(i64::from(token)), extra_token))
+            }
+            six::Packet::GetInfo64 { token } => {
+                packet("fstd", request(Some(i64::from(token)), None))
+            }
+            six::Packet::List(l) => servers(l, "lis2", "0.6"),
+            six::Packet::List5(l) => servers(l, "list", "0.5"),
+            six::Packet::Count(count) => packet("siz2", CountFields { count }),
+            six::Packet::GetList => packet("req2", request(None, None)),
+            six::Packet::GetCount => packet("cou2", request(None, None)),
+            six::Packet::GetList5 => packet("reqt", request(None, None)),
+            six::Packet::Heartbeat { port } => packet("bea2", PortFields { port }),
+        },
+        Either::Seven(p) => match p {
+            seven::Packet::TokenRequest { token, padded } => packet(
+                "token request",
+                TokenFields {
+                    to: None,
+                    token,
+                    padded: Some(padded),
+                },
+            ),
+            seven::Packet::Token { to, token } => packet(
+                "token",
+                TokenFields {
+                    to: Some(to),
+                    token,
+                    padded: None,
+                },
+            ),
+            seven::Packet::Connless { body, .. } => match body {
+                Body::Info(i) => Decoded::Server(Box::new(from_seven(&i))),
+                Body::GetInfo { token } => packet("gie3", request(Some(i64::from(token)), None)),
+                Body::List(l) => servers(l, "lis2", "0.7"),
+                Body::Count(count) => packet("siz2", CountFields { count }),
+                Body::GetList => packet("req2", request(None, None)),
+                Body::GetCount => packet("cou2", request(None, None)),
+            },
+        },
+    })
+}
+
+impl RegistryGame for TeeworldsGame {
+    fn id(&self) -> &str {
+        self.game.id()
+    }
+
+    fn title(&self) -> &str {
+        match self.game {
+            Game::Teeworlds => "Teeworlds 0.6",
+            Game::Teeworlds07 => "Teeworlds 0.7",
+            Game::Ddnet => "DDraceNetwork",
+        }
+    }
+
+    fn aliases(&self) -> &[&str] {
+        match self.game {
+            Game::Teeworlds => &["tees", "teeworlds06", "tw"],
+            Game::Teeworlds07 => &["tw07", "teeworlds7"],
+            Game::Ddnet => &["ddrace", "ddracenetwork"],
+        }
+    }
+
+    fn family(&self) -> &'static str {
+        FAMILY.id
+    }
+
+    fn default_port(&self) -> u16 {
+        8303
+    }
+
+    fn master_port(&self) -> Option<u16> {
+        match self.game {
+            // teeworlds 0.6 mastersrv.h MASTERSERVER_PORT.
+            Game::Teeworlds => Some(8300),
+            // teeworlds 0.7 mastersrv.h MASTERSERVER_PORT.
+            Game::Teeworlds07 => Some(8283),
+            Game::Ddnet => None,
+        }
+    }
+
+    fn server_query(&self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+        // Every reply carries the clients: nothing to ask for separately.
+        match self.game {
+            Game::Teeworlds07 => Query7::new().boxed(),
+            Game::Teeworlds | Game::Ddnet => Query6::new(Mode::Extended).boxed(),
+        }
+    }
+
+    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+        if options.ext || options.gamename.is_some() {
+            return Err(format!(
+                "{}: the Teeworlds masters take no extended form or game name",
+                self.game.id()
+            )
+            .into());
+        }
+        Ok(match self.game {
+            Game::Teeworlds => MasterQuery::Udp(Master6::new().boxed()),
+            Game::Teeworlds07 => MasterQuery::Udp(Master7::new().boxed()),
+            Game::Ddnet => MasterQuery::Http {
+                default_url: Some(crate::http::DEFAULT_URL),
+                parse: crate::http::parse,
+            },
+        })
+    }
+
+    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+        decode(datagram)
+    }
+
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        let flavor = self.game.flavor();
+        let limit = flavor.max_clients();
+        if config.players > limit {
+            return Err(EmuError(format!(
+                "{} clients: a {} server has at most {limit}",
+                config.players,
+                self.title()
+            )));
+        }
+        if u64::from(config.max_players) < config.players as u64 {
+            return Err(EmuError(format!(
+                "{} client slots cannot hold {} clients",
+                config.max_players, config.players
+            )));
+        }
+        for (field, v, max) in [("server name", &config.name, 63), ("map", &config.map, 31)] {
+            if v.contains(&0) || v.len() > max {
+                return Err(EmuError(format!(
+                    "the {field} must be at most {max} bytes without NUL"
+                )));
+            }
+        }
+        if config.heartbeat_to.is_some() {
+            return Err(EmuError(
+                "Teeworlds emulators do not register with masters".into(),
+            ));
+        }
+        let mut c = ServerConfig::sample(flavor, &config.name, 0);
+        if !config.map.is_empty() {
+            c.map = config.map.clone();
+        }
+        if let Some(gt) = &config.gametype {
+            if gt.contains('\0') || gt.len() > 15 {
+                return Err(EmuError("the game type must be at most 15 bytes".into()));
+            }
+            c.gametype = gt.as_bytes().to_vec();
+        }
+        c.max_clients = config.max_players;
+        c.max_players = config.max_players;
+        c.password = config.password;
+        c.set_clients(config.players, config.seed);
+        Ok(Box::new(EmulatedServer::new(c)))
+    }
+
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        // DDNet's own master is HTTP; the emulated one is the 0.6 UDP master DDNet used
+        // before it (read it as `teeworlds`).
+        Ok(Box::new(EmulatedMaster::new(
+            config.servers.clone(),
+            self.game == Game::Teeworlds07,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_games_by_id_and_alias() {
+        assert_eq!(find("tees").unwrap().id(), "teeworlds");
+        assert_eq!(find("DDNet").unwrap().id(), "ddnet");
+        assert_eq!(find("tw07").unwrap().master_port(), Some(8283));
+        assert!(find("q3").is_none());
+    }
+
+    #[test]
+    fn ddnet_lists_over_http() {
+        let g = TeeworldsGame::new(Game::Ddnet);
+        assert!(matches!(
+            g.master_query(&MasterOptions::default()).unwrap(),
+            MasterQuery::Http {
+                default_url: Some(_),
+                ..
+            }
+        ));
+        assert!(g
+            .master_query(&MasterOptions::default().with_ext(true))
+            .is_err());
+        assert!(g.emulated_server(&EmuServer::new("x", "", 129)).is_err());
+        assert!(TeeworldsGame::new(Game::Teeworlds)
+            .emulated_server(&EmuServer::new("x", "", 17).with_max_players(20))
+            .is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! The `nexuiz` game against a real Nexuiz 2.5.2 server (DarkPlaces, protocol 3) on
+//! loopback: every field compared with what it was started with, and the server's
+//! heartbeat registering it with our emulated master.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fragstat::core::registry::{Ask, EmuMaster, MasterOptions, MasterQuery};
+use fragstat::core::serve::run;
+use fragstat::core::{Transport, UdpTransport};
+use fragstat::warsow::QcStatus;
+use fragstat::{Engine, Options};
+use fragstat_testkit::games::Nexuiz;
+
+fn options() -> Options {
+    // DarkPlaces drops a second query from one address within about a second: retries are
+    // spaced out.
+    Options::default()
+        .with_timeout(Duration::from_millis(1500))
+        .with_retries(3)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_nexuiz_server() {
+    let Some(server) = Nexuiz::start("^1Nex ^7Test", "downer", 8, 2, None) else {
+        return;
+    };
+    let engine = Engine::bind().await.unwrap();
+    let game = fragstat::game("nexuiz").unwrap();
+    let info = engine
+        .query(server.addr, game.server_query(Ask::players()), options())
+        .await
+        .result
+        .unwrap();
+    assert_eq!(info.name.as_bytes(), server.hostname.as_bytes());
+    assert_eq!(info.name.display(), "Nex Test");
+    assert_eq!(info.map.display(), server.map);
+    assert_eq!(info.gametype.as_deref(), Some("dm"));
+    assert_eq!(info.version.as_deref(), Some("2.5.2"));
+    assert_eq!(
+        (info.num_players, info.max_players),
+        (2, server.max_players)
+    );
+    assert_eq!(info.num_bots, Some(server.bots));
+    assert_eq!(info.num_spectators, Some(0));
+    assert_eq!(info.password, None, "DarkPlaces does not say");
+    assert_eq!(info.rules.get("protocol"), Some(&b"3"[..]));
+    assert_eq!(info.rules.get("gamename"), Some(&b"Nexuiz"[..]));
+    let qc = info.extra_as::<QcStatus>().expect("qcstatus parsed");
+    assert_eq!((qc.gametype.as_str(), qc.version.as_str()), ("dm", "2.5.2"));
+    let players = info.players.as_ref().unwrap();
+    assert_eq!(players.len(), 2);
+    for p in players {
+        assert!(p.name.display().starts_with("[BOT]"), "{}", p.name);
+        assert_eq!(
+            (p.ping, p.is_bot, p.is_spectator),
+            (Some(0), Some(true), Some(false))
+        );
+    }
+    // getinfo alone: the same counts, no players.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let short = engine
+        .query(server.addr, game.server_query(Ask::info()), options())
+        .await
+        .result
+        .unwrap();
+    assert_eq!((short.num_players, short.num_bots), (2, Some(2)));
+    assert_eq!(short.players, None);
+    assert_eq!(short.name, info.name);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_nexuiz_server_registers_with_our_master() {
+    let game = fragstat::game("nexuiz").unwrap();
+    let socket: Arc<dyn Transport> =
+        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
+    let master_addr = socket.local_addr().unwrap();
+    let master = game.emulated_master(&EmuMaster::new(Vec::new())).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(socket, master, async {
+        let _ = stopped.await;
+    }));
+    let Some(server) = tokio::task::spawn_blocking(move || {
+        Nexuiz::start("^2Registered", "downer", 4, 0, Some(master_addr))
+    })
+    .await
+    .unwrap() else {
+        return;
+    };
+    let engine = Engine::bind().await.unwrap();
+    let mut listed = Vec::new();
+    for _ in 0..30 {
+        let MasterQuery::Udp(ex) = game.master_query(&MasterOptions::default()).unwrap() else {
+            panic!("a UDP master");
+        };
+        listed = engine
+            .query(
+                master_addr,
+                ex,
+                Options::default().with_timeout(Duration::from_millis(300)),
+            )
+            .await
+            .result
+            .map(|l| l.into_iter().map(|e| e.addr).collect())
+            .unwrap_or_default();
+        if listed.contains(&server.addr) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(listed, vec![server.addr], "heartbeat, challenge, listed");
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
