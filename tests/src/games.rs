@@ -86,7 +86,23 @@ pub struct DdnetConfig {
     pub max_clients: u32,
     /// `password`.
     pub password: Option<String>,
+    /// Register with this HTTP master (`sv_register ipv4`, `sv_register_url URL`); DDNet's
+    /// libcurl takes only https and checks the system CA bundle.
+    pub register: Option<Register>,
 }
+
+/// Where a DDNet server registers, and the CA bundle it should trust.
+#[derive(Debug, Clone)]
+pub struct Register {
+    /// `sv_register_url`, e.g. `https://127.0.0.1:PORT/ddnet/15/register`.
+    pub url: String,
+    /// A PEM bundle bind-mounted over `/etc/ssl/certs/ca-certificates.crt` for this server
+    /// only (a private mount namespace: `unshare -m`, which needs root).
+    pub ca_bundle: PathBuf,
+}
+
+/// The system CA bundle DDNet's libcurl reads.
+const SYSTEM_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 impl Default for DdnetConfig {
     fn default() -> Self {
@@ -95,6 +111,7 @@ impl Default for DdnetConfig {
             map: "Tutorial".into(),
             max_clients: 16,
             password: None,
+            register: None,
         }
     }
 }
@@ -128,7 +145,6 @@ impl Ddnet {
             "bindaddr 127.0.0.1".into(),
             // With bindaddr 127.0.0.1 the IPv6 bind fails and the server exits otherwise.
             "sv_ipv4only 1".into(),
-            "sv_register 0".into(),
             format!("sv_map {}", quoted(&config.map)),
             format!("sv_max_clients {}", config.max_clients),
             format!("sv_max_clients_per_ip {}", config.max_clients),
@@ -140,7 +156,25 @@ impl Ddnet {
         if let Some(p) = &config.password {
             args.push(format!("password {}", quoted(p)));
         }
-        let mut process = spawn(&bin, &args, dir.path());
+        let mut process = match &config.register {
+            None => {
+                args.push("sv_register 0".into());
+                spawn(&bin, &args, dir.path())
+            }
+            Some(r) => {
+                args.push("sv_register ipv4".into());
+                args.push(format!("sv_register_url {}", quoted(&r.url)));
+                // unshare(1) execs sh in a new mount namespace, sh binds the bundle and execs
+                // the server: the PID stays the server's, the bind is seen by it alone.
+                let script =
+                    format!("mount --bind \"$1\" {SYSTEM_BUNDLE} && shift && exec \"$0\" \"$@\"");
+                let mut full = vec!["-m".to_string(), "sh".into(), "-c".into(), script];
+                full.push(bin.display().to_string());
+                full.push(r.ca_bundle.display().to_string());
+                full.extend(args);
+                spawn(Path::new("unshare"), &full, dir.path())
+            }
+        };
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         wait(&mut process, "DDNet", Duration::from_secs(30), || {
             answers_06(addr)

@@ -164,7 +164,8 @@ struct QueryArgs {
 struct MasterArgs {
     /// Game id (see `fragstat games`).
     game: String,
-    /// Masters: HOST[:PORT] (default: the game's master port).
+    /// Masters: HOST[:PORT] (default: the game's master port), or for games with an HTTP
+    /// master list (ddnet, teeworlds, etqw) URLs, defaulting to the game's public list.
     masters: Vec<String>,
     /// Query every listed server (implied by --players and --rules).
     #[arg(long)]
@@ -409,9 +410,6 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
-    if a.masters.is_empty() {
-        return Ok(usage("no master given"));
-    }
     let options = MasterOptions::default()
         .with_ext(a.ext)
         .with_gamename(a.gamename.clone());

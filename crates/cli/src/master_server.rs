@@ -9,6 +9,7 @@ use clap::Args;
 use std::io::Write;
 
 use anyhow::Context;
+use fragstat_master_server::ddnet::DdnetMaster;
 use fragstat_master_server::run::{bind, RunConfig};
 use fragstat_master_server::{Config, LimitConfig, Master, Rate};
 
@@ -54,6 +55,17 @@ pub struct MasterServerArgs {
     /// No per-source limits (benchmarks, trusted networks only).
     #[arg(long)]
     no_limits: bool,
+    /// Also run a DDNet HTTP master on this TCP address (`POST /ddnet/15/register`,
+    /// `GET /ddnet/15/servers.json`); HTTPS with --tls-cert/--tls-key, plain HTTP without
+    /// (DDNet servers register over https only: put a TLS proxy in front).
+    #[arg(long)]
+    ddnet_listen: Option<String>,
+    /// TLS certificate chain (PEM) for --ddnet-listen.
+    #[arg(long, requires = "tls_key", requires = "ddnet_listen")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) for --ddnet-listen.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr, ExitCode> {
@@ -81,6 +93,22 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     {
         Ok(m) => m,
         Err(code) => return Ok(code),
+    };
+    let ddnet_listen = match a
+        .ddnet_listen
+        .as_deref()
+        .map(|m| parse_addr("--ddnet-listen", m))
+        .transpose()
+    {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => match fragstat_master_server::http::tls_config(cert, key) {
+            Ok(c) => Some(c),
+            Err(e) => return Ok(usage(format!("--tls-cert/--tls-key: {e}"))),
+        },
+        _ => None,
     };
     if let Some(path) = &a.state {
         if let Err(e) = fragstat_master_server::run::load_state(path) {
@@ -133,6 +161,14 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         ..RunConfig::default()
     };
     let bound = bind(run_config).await.context("starting the master")?;
+    let ddnet = match ddnet_listen {
+        Some(addr) => Some(
+            fragstat_master_server::http::bind_ddnet(addr, tls)
+                .await
+                .context("starting the DDNet HTTP master")?,
+        ),
+        None => None,
+    };
     // Like `serve`: the bound addresses, then `ready`, for scripts and tests.
     let mut lines = String::new();
     for a in bound.local_addrs() {
@@ -141,13 +177,32 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     if let Some(m) = bound.metrics_addr() {
         lines.push_str(&format!("metrics http://{m}/metrics\n"));
     }
+    if let Some(d) = &ddnet {
+        lines.push_str(&format!("ddnet {}\n", d.url()));
+    }
     lines.push_str("ready\n");
     {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(lines.as_bytes()).and_then(|()| out.flush());
     }
-    bound
-        .run(Master::new(config), crate::serve::wait_for_signal())
-        .await?;
+    // One signal stops both masters.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let ddnet_task = ddnet.map(|d| {
+        let master = DdnetMaster::new(std::time::Instant::now(), a.allow_loopback);
+        tokio::spawn(d.run(master, stopped(stop_rx.clone())))
+    });
+    let signal = tokio::spawn(async move {
+        crate::serve::wait_for_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let result = bound.run(Master::new(config), stopped(stop_rx)).await;
+    signal.abort();
+    if let Some(t) = ddnet_task {
+        t.await.context("the DDNet HTTP master")??;
+    }
+    result?;
     Ok(ExitCode::SUCCESS)
 }

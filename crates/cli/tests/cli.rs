@@ -749,3 +749,57 @@ fn help_shows_the_timeouts_used() {
     assert!(help.contains("[default: 1000]"), "{help}");
     assert!(help.contains("[default: 500]"), "{help}");
 }
+
+/// Live `fragstat query --format json` output of every family, online and timed out, is what
+/// docs/server.schema.json describes.
+#[test]
+fn live_query_output_matches_the_schema() {
+    for game in [
+        "q3",
+        "openarena",
+        "doom3",
+        "quake4",
+        "prey",
+        "etqw",
+        "warsow",
+        "teeworlds",
+        "teeworlds07",
+        "ddnet",
+    ] {
+        let served = spawn_serve(bin(), &[game, "--listen", "127.0.0.1:0", "--players", "3"]);
+        let addr = served.servers[0].to_string();
+        let v = json(&run(&[
+            "query",
+            game,
+            &addr,
+            "--players",
+            "--rules",
+            "--format",
+            "json",
+        ]));
+        assert_eq!(v[0]["status"], "online", "{game}: {v}");
+        assert_eq!(
+            v[0]["players"].as_array().map(Vec::len),
+            Some(3),
+            "{game}: {v}"
+        );
+        fragstat_testkit::validate_server(&v[0]).unwrap_or_else(|e| panic!("{game}: {e}\n{v}"));
+    }
+    // A server that never answers: a timeout record, same schema.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let out = run(&[
+        "query",
+        "q3",
+        &addr,
+        "--timeout-ms",
+        "50",
+        "--retries",
+        "0",
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["status"], "timeout", "{v}");
+    fragstat_testkit::validate_server(&v[0]).unwrap_or_else(|e| panic!("timeout: {e}\n{v}"));
+}

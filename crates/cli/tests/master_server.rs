@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fragstat_testkit::{free_udp_port, in_ci, qstat_json, OpenArena, OpenArenaConfig};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_fragstat"))
@@ -21,10 +21,16 @@ struct MasterServer {
     child: Child,
     addr: SocketAddr,
     metrics: Option<String>,
+    /// The DDNet HTTP master's base URL (`https://ADDR/ddnet/15/`), with `--ddnet-listen`.
+    ddnet: Option<String>,
 }
 
 impl MasterServer {
     fn start(port: u16, state: &Path, metrics: bool) -> MasterServer {
+        Self::start_with(port, state, metrics, &[])
+    }
+
+    fn start_with(port: u16, state: &Path, metrics: bool, extra: &[String]) -> MasterServer {
         let mut args = vec![
             "master-server".to_string(),
             "--listen".into(),
@@ -36,6 +42,7 @@ impl MasterServer {
         if metrics {
             args.extend(["--metrics".into(), "127.0.0.1:0".into()]);
         }
+        args.extend(extra.iter().cloned());
         let mut child = Command::new(bin())
             .args(&args)
             .stdout(Stdio::piped())
@@ -45,12 +52,15 @@ impl MasterServer {
         let stdout = child.stdout.take().unwrap();
         let mut addr = None;
         let mut metrics = None;
+        let mut ddnet = None;
         for line in std::io::BufReader::new(stdout).lines() {
             let line = line.unwrap();
             if let Some(a) = line.strip_prefix("master ") {
                 addr = Some(a.parse().unwrap());
             } else if let Some(m) = line.strip_prefix("metrics ") {
                 metrics = Some(m.to_string());
+            } else if let Some(d) = line.strip_prefix("ddnet ") {
+                ddnet = Some(d.to_string());
             } else if line == "ready" {
                 break;
             }
@@ -59,6 +69,7 @@ impl MasterServer {
             child,
             addr: addr.expect("master address"),
             metrics,
+            ddnet,
         }
     }
 
@@ -265,6 +276,29 @@ fn bad_options_are_usage_errors() {
         (&["master-server", "--metrics", "x"], "--metrics"),
         (&["master-server", "--max-servers", "0"], "max-servers"),
         (&["master-server", "--expiry-s", "0"], "expiry-s"),
+        (&["master-server", "--ddnet-listen", "x"], "--ddnet-listen"),
+        (
+            &[
+                "master-server",
+                "--ddnet-listen",
+                "127.0.0.1:0",
+                "--tls-cert",
+                "c.pem",
+            ],
+            "--tls-key",
+        ),
+        (
+            &[
+                "master-server",
+                "--ddnet-listen",
+                "127.0.0.1:0",
+                "--tls-cert",
+                "/nonexistent/c.pem",
+                "--tls-key",
+                "/nonexistent/k.pem",
+            ],
+            "/nonexistent/c.pem",
+        ),
     ] {
         let out = Command::new(bin()).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -282,4 +316,166 @@ fn bad_options_are_usage_errors() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A test CA and a certificate for 127.0.0.1 it signed: (chain PEM, key PEM, CA PEM).
+fn test_ca() -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "fragstat test CA");
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+
+    let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    leaf.distinguished_name
+        .push(DnType::CommonName, "127.0.0.1");
+    leaf.use_authority_key_identifier_extension = true;
+    leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf_cert = leaf.signed_by(&leaf_key, &issuer).unwrap();
+    (
+        format!("{}{}", leaf_cert.pem(), ca_cert.pem()),
+        leaf_key.serialize_pem(),
+        ca_cert.pem(),
+    )
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// What `fragstat master ddnet URL --format json` lists, trusting `bundle` (reqwest's native
+/// roots read SSL_CERT_FILE).
+fn ddnet_listed(url: &str, bundle: &Path) -> Value {
+    let out = Command::new(bin())
+        .args(["master", "ddnet", url, "--format", "json"])
+        .env("SSL_CERT_FILE", bundle)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// A real DDNet 16 server registers with our HTTP master over HTTPS (its libcurl trusts only
+/// the system CA bundle, so it runs in a private mount namespace where that file holds our
+/// test CA), answers the UDP challenge, and `fragstat master ddnet` lists it with its info.
+#[test]
+fn a_real_ddnet_server_registers_with_our_https_master() {
+    if !is_root() {
+        assert!(
+            !in_ci(),
+            "this test needs root (unshare -m and a bind mount for the CA bundle)"
+        );
+        eprintln!("SKIPPED: needs root for unshare -m");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (chain, key, ca) = test_ca();
+    let (cert_path, key_path, bundle) = (
+        dir.path().join("cert.pem"),
+        dir.path().join("key.pem"),
+        dir.path().join("ca.pem"),
+    );
+    std::fs::write(&cert_path, chain).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    std::fs::write(&bundle, ca).unwrap();
+    let extra = [
+        "--ddnet-listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        cert_path.to_str().unwrap(),
+        "--tls-key",
+        key_path.to_str().unwrap(),
+    ]
+    .map(String::from);
+    let state = dir.path().join("state.json");
+    let master = MasterServer::start_with(free_udp_port(), &state, false, &extra);
+    let base = master.ddnet.clone().expect("ddnet URL line");
+    assert!(base.starts_with("https://127.0.0.1:"), "{base}");
+    let list_url = format!("{base}servers.json");
+
+    // Nothing registered yet: an empty, valid list.
+    let v = ddnet_listed(&list_url, &bundle);
+    assert_eq!(v["masters"][0]["status"], "online", "{v}");
+    assert_eq!(v["servers"], json!([]), "{v}");
+
+    let Some(server) =
+        fragstat_testkit::games::Ddnet::start(fragstat_testkit::games::DdnetConfig {
+            name: "Registered DDNet ^1no colours".into(),
+            map: "Tutorial".into(),
+            max_clients: 12,
+            register: Some(fragstat_testkit::games::Register {
+                url: format!("{base}register"),
+                ca_bundle: bundle.clone(),
+            }),
+            ..Default::default()
+        })
+    else {
+        return;
+    };
+    let addr = server.addr.to_string();
+    let mut listed = Value::Null;
+    wait_until("the DDNet server listed", 30, || {
+        listed = ddnet_listed(&list_url, &bundle);
+        listed["servers"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["address"] == addr.as_str()))
+    });
+    let servers = listed["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{listed}");
+    let s = &servers[0];
+    // Registered for the 0.6 and 0.7 (sixup) protocols, with the address our master saw.
+    let addresses: Vec<&str> = s["addresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // Both need their challenge answered: 0.6's connless header, 0.7's with Connless-Token.
+    assert_eq!(
+        addresses,
+        [
+            format!("tw-0.6+udp://{addr}"),
+            format!("tw-0.7+udp://{addr}")
+        ],
+        "{listed}"
+    );
+    let info = &s["info"];
+    assert_eq!(info["name"], "Registered DDNet ^1no colours", "{info}");
+    assert_eq!(info["map"], "Tutorial", "{info}");
+    assert_eq!(info["max_players"], 12, "{info}");
+    assert_eq!(info["num_players"], 0, "{info}");
+    assert_eq!(info["password"], false, "{info}");
+    let version = info["version"].as_str().unwrap_or_default();
+    assert!(version.contains("16."), "{info}");
+    // The listed info matches what the server itself answers over UDP.
+    let out = Command::new(bin())
+        .args(["query", "ddnet", &addr, "--format", "json"])
+        .output()
+        .unwrap();
+    let direct: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let direct = if direct.is_array() {
+        direct[0].clone()
+    } else {
+        direct
+    };
+    for field in ["name", "map", "max_players", "num_players", "version"] {
+        assert_eq!(info[field], direct[field], "{field}: {info} vs {direct}");
+    }
+    // A server shutting down deletes its registration (`Action: delete`): gone long before
+    // the 30 s expiry.
+    drop(server);
+    wait_until("the DDNet server removed after shutdown", 10, || {
+        ddnet_listed(&list_url, &bundle)["servers"] == json!([])
+    });
 }

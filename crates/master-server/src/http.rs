@@ -24,7 +24,7 @@ use tracing::{debug, info};
 use crate::ddnet::{DdnetMaster, Register, Status};
 
 /// Largest register body taken (a DDNet server's info with 64 clients is ~10 KB).
-const MAX_BODY: usize = 256 * 1024;
+const MAX_BODY: usize = 64 * 1024;
 
 /// Loads a TLS certificate chain and key (PEM files).
 pub fn tls_config(cert: &Path, key: &Path) -> std::io::Result<Arc<rustls::ServerConfig>> {
