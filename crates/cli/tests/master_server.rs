@@ -479,3 +479,55 @@ fn a_real_ddnet_server_registers_with_our_https_master() {
         ddnet_listed(&list_url, &bundle)["servers"] == json!([])
     });
 }
+
+/// 600 emulated servers register: their list is four datagrams (196 + 196 + 196 + 12
+/// entries), sent to each client in one GSO `sendmsg` and split by the kernel. `fragstat
+/// master` gets every server; qstat gets all but the last entry of each of the three
+/// non-final datagrams (its `decode_q3master_packet` reads an entry only while 7 bytes are
+/// left, so an entry that ends a datagram without `\EOT` is skipped — dpmaster 2 sends the
+/// same layout).
+#[test]
+fn a_long_list_arrives_whole_in_fragstat_and_qstat() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every server is on 127.0.0.1 and heartbeats at once: lift the per-address bounds and
+    // rate limits the defaults set.
+    let lift = ["--max-per-address", "1000", "--no-limits"].map(String::from);
+    let master = MasterServer::start_with(
+        free_udp_port(),
+        &dir.path().join("state.json"),
+        false,
+        &lift,
+    );
+    let m = master.addr.to_string();
+    let served = fragstat_testkit::spawn_serve(
+        bin(),
+        &[
+            "q3",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "600",
+            "--heartbeat",
+            &m,
+        ],
+    );
+    let mut want: Vec<String> = served.servers.iter().map(|a| a.to_string()).collect();
+    want.sort();
+    assert_eq!(want.len(), 600);
+    wait_until("600 servers listed", 30, || {
+        listed("q3", master.addr, &[]) == want
+    });
+    assert_eq!(listed("q3", master.addr, &["--ext"]), want);
+    if let Some(q) = qstat_json(&["-q3m,68", &m, "-maxsim", "200"]) {
+        let mut servers: Vec<String> = q
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["protocol"] != "q3m")
+            .filter_map(|s| s["address"].as_str().map(String::from))
+            .collect();
+        servers.sort();
+        assert!(servers.iter().all(|s| want.contains(s)), "{servers:?}");
+        assert_eq!(servers.len(), 600 - 3, "qstat's list");
+    }
+}

@@ -28,6 +28,12 @@ pub struct UdpTransport {
 const SOCKET_BUFFER: usize = 8 << 20;
 
 impl UdpTransport {
+    /// The tokio socket, for batched I/O beside the [`Transport`] calls (e.g. `recvmmsg` and
+    /// UDP GSO through quinn-udp, as the master server does).
+    pub fn socket(&self) -> &tokio::net::UdpSocket {
+        &self.socket
+    }
+
     /// Receives a datagram if one is waiting now, without waiting (`WouldBlock` otherwise):
     /// for draining a burst after a wake-up without going back to the runtime per datagram.
     pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {

@@ -35,6 +35,8 @@ mod master;
 pub mod stats;
 
 #[cfg(feature = "runtime")]
+mod batch;
+#[cfg(feature = "runtime")]
 pub mod http;
 #[cfg(feature = "runtime")]
 pub mod run;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fragstat_core::service::{Outbox, Service};
-use fragstat_core::{Transport, UdpTransport, MAX_DATAGRAM};
+use fragstat_core::{Transport, UdpTransport};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -18,6 +18,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tracing::{debug, info, warn};
 
+use crate::batch::{BatchSocket, RecvBatch};
 use crate::{Master, Snapshot, Stats};
 
 /// Where and how the master runs.
@@ -47,22 +48,42 @@ impl Default for RunConfig {
 /// Datagrams handled per wake-up at most, so timers and other sockets get their turn.
 const DRAIN: usize = 64;
 
-type Received = (usize, Vec<u8>, std::io::Result<(usize, SocketAddr)>);
+type Received = (usize, RecvBatch, std::io::Result<usize>);
 
-/// Receives one datagram on socket `i` into `buf` (after `delay`, when backing off errors).
+/// Receives a batch of datagrams on socket `i` (after `delay`, when backing off errors).
 fn recv_one(
     i: usize,
-    sock: Arc<UdpTransport>,
-    mut buf: Vec<u8>,
+    sock: Arc<BatchSocket>,
+    mut batch: RecvBatch,
     delay: Duration,
 ) -> std::pin::Pin<Box<dyn Future<Output = Received> + Send>> {
     Box::pin(async move {
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        let r = sock.recv_from(&mut buf).await;
-        (i, buf, r)
+        let r = sock.recv(&mut batch).await;
+        (i, batch, r)
     })
+}
+
+/// Sends `out`, each datagram from the socket `pick` chooses, runs for one socket batched.
+async fn send_out(
+    sockets: &[Arc<BatchSocket>],
+    out: &Outbox,
+    pick: impl Fn(SocketAddr) -> Option<usize>,
+) {
+    let mut start = 0;
+    while let Some((to, _)) = out.get(start) {
+        let k = pick(*to);
+        let mut end = start + 1;
+        while out.get(end).is_some_and(|(t, _)| pick(*t) == k) {
+            end += 1;
+        }
+        if let (Some(sock), Some(run)) = (k.and_then(|k| sockets.get(k)), out.get(start..end)) {
+            sock.send_all(run).await;
+        }
+        start = end;
+    }
 }
 
 /// Reads a state file (`Ok(None)` when there is none).
@@ -315,12 +336,16 @@ async fn run_loop(
 ) -> std::io::Result<()> {
     // One receive in flight per socket, polled by this loop itself: no queue between
     // receiving and handling, so a burst waits in the kernel's socket buffer, not in ours.
+    let sockets: Vec<Arc<BatchSocket>> = sockets
+        .into_iter()
+        .map(|t| BatchSocket::new(t).map(Arc::new))
+        .collect::<std::io::Result<_>>()?;
     let mut recvs = FuturesUnordered::new();
     for (i, sock) in sockets.iter().enumerate() {
         recvs.push(recv_one(
             i,
             Arc::clone(sock),
-            vec![0u8; MAX_DATAGRAM],
+            RecvBatch::new(),
             Duration::ZERO,
         ));
     }
@@ -356,30 +381,30 @@ async fn run_loop(
         }
         tokio::select! {
             () = &mut shutdown => break,
-            Some((i, mut buf, r)) = recvs.next() => {
+            Some((i, mut batch, r)) = recvs.next() => {
                 let mut delay = Duration::ZERO;
                 match r {
-                    Ok((n, from)) => {
+                    Ok(_) => {
                         if let Some(e) = errors.get_mut(i) {
                             *e = 0;
                         }
                         let mut out = Outbox::new();
                         let now = std::time::Instant::now();
-                        master.handle(now, from, buf.get(..n).unwrap_or_default(), &mut out);
+                        let mut handled = 0;
+                        for (from, d) in batch.datagrams() {
+                            master.handle(now, from, d, &mut out);
+                            handled += 1;
+                        }
                         // Drain what else is waiting on this socket before sleeping again.
                         if let Some(sock) = sockets.get(i) {
-                            for _ in 0..DRAIN {
-                                let Ok((n, from)) = sock.try_recv_from(&mut buf) else { break };
-                                master.handle(now, from, buf.get(..n).unwrap_or_default(), &mut out);
-                            }
-                        }
-                        for (to, bytes) in out {
-                            if let Some(s) = pick(Some(i), to).and_then(|k| sockets.get(k)) {
-                                if let Err(e) = s.send_to(&bytes, to).await {
-                                    debug!(%to, error = %e, "send failed");
+                            while handled < DRAIN && sock.try_recv(&mut batch).is_ok_and(|n| n > 0) {
+                                for (from, d) in batch.datagrams() {
+                                    master.handle(now, from, d, &mut out);
+                                    handled += 1;
                                 }
                             }
                         }
+                        send_out(&sockets, &out, |to| pick(Some(i), to)).await;
                     }
                     Err(e) => {
                         debug!(error = %e, "receive error");
@@ -394,20 +419,14 @@ async fn run_loop(
                     }
                 }
                 if let Some(sock) = sockets.get(i) {
-                    recvs.push(recv_one(i, Arc::clone(sock), buf, delay));
+                    recvs.push(recv_one(i, Arc::clone(sock), batch, delay));
                 }
             }
             () = &mut sleep => {
                 armed = None;
                 let mut out = Outbox::new();
                 master.handle_timeout(std::time::Instant::now(), &mut out);
-                for (to, bytes) in out {
-                    if let Some(s) = pick(None, to).and_then(|k| sockets.get(k)) {
-                        if let Err(e) = s.send_to(&bytes, to).await {
-                            debug!(%to, error = %e, "send failed");
-                        }
-                    }
-                }
+                send_out(&sockets, &out, |to| pick(None, to)).await;
             }
             _ = snapshot_timer.tick() => {
                 if let Some(path) = &config.state {
