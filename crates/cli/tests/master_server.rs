@@ -5,10 +5,11 @@
 
 use std::io::BufRead;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fragstat_testkit::games::Nexuiz;
 use fragstat_testkit::{free_udp_port, in_ci, qstat_json, OpenArena, OpenArenaConfig};
 use serde_json::{json, Value};
 
@@ -95,58 +96,6 @@ impl Drop for MasterServer {
     }
 }
 
-/// A real Nexuiz (DarkPlaces) server, public, heartbeating to `master`.
-struct Nexuiz {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Nexuiz {
-    fn start(master: SocketAddr) -> Option<Nexuiz> {
-        let bin = PathBuf::from("/usr/games/nexuiz-server");
-        if !bin.exists() {
-            assert!(
-                !in_ci(),
-                "nexuiz-server is not installed (apt-get install -y nexuiz-server)"
-            );
-            eprintln!("SKIPPED: nexuiz-server is not installed");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_udp_port();
-        let child = Command::new(bin)
-            .args(["-userdir", &dir.path().display().to_string()])
-            .args(["+net_address", "127.0.0.1", "+port", &port.to_string()])
-            .args(["+hostname", "^1Nex ^7Registered", "+maxplayers", "8"])
-            .args(["+sv_public", "1", "+sv_master1", &master.to_string()])
-            .args(["+sv_master2", "", "+sv_master3", "", "+sv_master4", ""])
-            .args(["+map", "nexdm01"])
-            .env("HOME", dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn nexuiz-server");
-        Some(Nexuiz {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-            _dir: dir,
-        })
-    }
-}
-
-impl Drop for Nexuiz {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The addresses `fragstat master GAME MASTER [ARGS]` lists.
 fn listed(game: &str, master: SocketAddr, extra: &[&str]) -> Vec<String> {
     let mut args = vec!["master", game, &master.to_string(), "--format", "json"]
@@ -194,7 +143,9 @@ fn real_servers_register_flatline_and_survive_a_restart() {
     }) else {
         return;
     };
-    let Some(nex) = Nexuiz::start(m) else { return };
+    let Some(nex) = Nexuiz::start("^1Nex ^7Registered", "downer", 8, 0, Some(m)) else {
+        return;
+    };
     let oa_addr = oa.addr.to_string();
     let nex_addr = nex.addr.to_string();
 
