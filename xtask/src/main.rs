@@ -12,7 +12,8 @@
 //!   person has checked it) and its `.decoded` snapshot.
 //! - `bench scan [--servers N] [--players K] [--loss F] [--repeat R]` — N emulated servers on
 //!   loopback, a full `--players` scan timed with fragstat and with qstat, lossless and lossy.
-//! - `bench master [--servers N]` — `fragstat master-server` with N emulated servers
+//! - `bench master [--servers N] [--dpmaster PATH]` — `fragstat master-server` (and, given
+//!   its binary, dpmaster measured the same way in the same run) with N emulated servers
 //!   heartbeating to it: registration CPU and memory per server, list latency and throughput,
 //!   a request burst, and a flood against the default limits.
 //! - `bench decode` — the criterion `decode` benchmarks of every family codec crate.
@@ -550,7 +551,12 @@ fn bench_scan(args: &[String]) -> Result<()> {
 fn bench_master_cmd(args: &[String]) -> Result<()> {
     let servers: usize = flag(args, "--servers").map_or(Ok(10_000), |s| s.parse())?;
     run(Command::new("cargo").args(["build", "--release", "-q", "-p", "fragstat-cli"]))?;
-    bench_master::bench_master(&root().join("target/release/fragstat"), servers)
+    let dpmaster = flag(args, "--dpmaster").map(PathBuf::from);
+    bench_master::bench_master(
+        &root().join("target/release/fragstat"),
+        servers,
+        dpmaster.as_deref(),
+    )
 }
 
 /// The cargo-fuzz targets: `fuzz/fuzz_targets/<name>.rs`, sorted.
