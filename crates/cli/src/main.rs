@@ -164,8 +164,9 @@ struct QueryArgs {
 struct MasterArgs {
     /// Game id (see `fragstat games`).
     game: String,
-    /// Masters: HOST[:PORT] (default: the game's master port), or for games with an HTTP
-    /// master list (ddnet, teeworlds, etqw) URLs, defaulting to the game's public list.
+    /// Masters: HOST[:PORT] (default: the game's master port), or URLs for games with an
+    /// HTTP master list (ddnet, etqw). Never a default: fragstat sends nothing to an address
+    /// not named.
     masters: Vec<String>,
     /// Query every listed server (implied by --players and --rules).
     #[arg(long)]
@@ -422,12 +423,12 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
     // (masters as given, resolved where UDP; what each answered)
     let (masters, mut outcomes) = match first {
         MasterQuery::Http { default_url, parse } => {
-            let mut urls = a.masters.clone();
+            let urls = a.masters.clone();
             if urls.is_empty() {
-                urls.extend(default_url.map(str::to_string));
-            }
-            if urls.is_empty() {
-                return Ok(usage("no master URL given"));
+                return Ok(usage(match default_url {
+                    Some(u) => format!("no master URL given (the public list is {u})"),
+                    None => "no master URL given".to_string(),
+                }));
             }
             let timeout = Duration::from_millis(a.master_timeout_ms.max(5000));
             let outcomes = http_lists(&urls, parse, timeout, a.scan.deadline()).await;

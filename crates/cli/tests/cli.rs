@@ -160,12 +160,21 @@ fn usage_errors_exit_2() {
         &["query", "q3"],
         &["query", "q3", "127.0.0.1", "--format", "xml"],
         &["master", "q3"],
+        &["master", "ddnet"],
+        &["master", "etqw"],
         &["nonsense"],
         &["decode", "nogame", "x"],
         &["serve", "q3", "--drop", "2"],
     ] {
         assert_eq!(run(args).status.code(), Some(2), "{args:?}");
     }
+    // No default master is ever contacted; the public list is named for the user to pass.
+    let out = run(&["master", "ddnet"]);
+    assert!(
+        stderr_of(&out).contains("no master URL given (the public list is https://"),
+        "{}",
+        stderr_of(&out)
+    );
     assert_eq!(
         run(&["decode", "q3", "/nonexistent/file"]).status.code(),
         Some(1)
