@@ -257,6 +257,11 @@ impl EmulatedServer {
 /// How long a heartbeat's challenge stays valid (dpmaster: 2 s by default; we allow more).
 pub const CHALLENGE_TTL: Duration = Duration::from_secs(5);
 
+/// A challenge not answered within this is sent again until it lapses (a server may drop it:
+/// DarkPlaces ignores a `getinfo` that comes within its flood window after another query from
+/// the same IP address).
+pub const CHALLENGE_RESEND: Duration = Duration::from_millis(1500);
+
 /// At most this many challenges pending at once: a flood of spoofed heartbeats cannot grow
 /// the master's memory.
 pub const MAX_PENDING: usize = 4096;
@@ -290,22 +295,49 @@ impl Service for EmulatedMaster {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.pending.values().map(|(_, until)| *until).min()
+        self.pending
+            .values()
+            .map(|p| p.resend_at.map_or(p.until, |r| r.min(p.until)))
+            .min()
     }
 
-    fn handle_timeout(&mut self, now: Instant, _out: &mut Outbox) {
+    fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         self.expire(now);
+        for (to, p) in &mut self.pending {
+            if p.resend_at.is_some_and(|r| r <= now) {
+                let next = now + CHALLENGE_RESEND;
+                p.resend_at = (next < p.until).then_some(next);
+                if let Ok(b) = (Packet::GetInfo {
+                    challenge: Some(p.challenge.clone()),
+                })
+                .to_bytes()
+                {
+                    out.push((*to, b));
+                }
+            }
+        }
     }
 }
 
+/// A challenge sent to a server that heartbeated.
+#[derive(Debug, Clone)]
+struct Pending {
+    challenge: Vec<u8>,
+    /// When it lapses.
+    until: Instant,
+    /// When it is sent again, if still unanswered.
+    resend_at: Option<Instant>,
+}
+
 /// A master server: lists configured servers, and registers servers that heartbeat and then
-/// answer its `getinfo` challenge (as dpmaster does).
+/// answer its `getinfo` challenge (as dpmaster does; unanswered challenges are sent again
+/// every [`CHALLENGE_RESEND`] until they lapse).
 #[derive(Debug, Clone)]
 pub struct EmulatedMaster {
     /// `(address, protocol)` of every listed server.
     servers: Vec<(SocketAddr, i32)>,
-    /// Challenges sent to servers that heartbeated, with when they lapse.
-    pending: HashMap<SocketAddr, (Vec<u8>, Instant)>,
+    /// Challenges sent to servers that heartbeated.
+    pending: HashMap<SocketAddr, Pending>,
     style: EotStyle,
     max_packet: usize,
     counter: u64,
@@ -341,7 +373,7 @@ impl EmulatedMaster {
 
     /// Drops the challenges that have lapsed by `now`.
     pub fn expire(&mut self, now: Instant) {
-        self.pending.retain(|_, (_, until)| *until > now);
+        self.pending.retain(|_, p| p.until > now);
     }
 
     /// Handles one datagram from `from` at `now`; returns the datagrams to send and where.
@@ -375,8 +407,14 @@ impl EmulatedMaster {
                 }
                 self.counter += 1;
                 let challenge = format!("m{:x}{:x}", self.counter, from.port()).into_bytes();
-                self.pending
-                    .insert(from, (challenge.clone(), now + CHALLENGE_TTL));
+                self.pending.insert(
+                    from,
+                    Pending {
+                        challenge: challenge.clone(),
+                        until: now + CHALLENGE_TTL,
+                        resend_at: Some(now + CHALLENGE_RESEND),
+                    },
+                );
                 Packet::GetInfo {
                     challenge: Some(challenge),
                 }
@@ -388,8 +426,8 @@ impl EmulatedMaster {
                 let expected = self
                     .pending
                     .get(&from)
-                    .filter(|(_, until)| *until > now)
-                    .map(|(c, _)| c.as_slice());
+                    .filter(|p| p.until > now)
+                    .map(|p| p.challenge.as_slice());
                 if expected.is_some() && r.info.get("challenge") == expected {
                     self.pending.remove(&from);
                     let protocol = r
@@ -480,7 +518,7 @@ mod tests {
         // Too late: the challenge lapsed.
         m.respond(now + CHALLENGE_TTL, server, &reply);
         assert!(m.servers().is_empty());
-        assert_eq!(m.poll_timeout(), Some(now + CHALLENGE_TTL));
+        assert_eq!(m.poll_timeout(), Some(now + CHALLENGE_RESEND));
         m.respond(now, server, &reply);
         assert_eq!(m.servers(), &[(server, 68)]);
         assert_eq!(m.pending(), 0);
@@ -515,9 +553,36 @@ mod expiry {
             m.handle(now, SocketAddr::from(([10, 0, 0, 1], port)), &hb, &mut out);
         }
         assert_eq!(m.pending(), MAX_PENDING, "bounded");
-        let due = m.poll_timeout().unwrap();
-        m.handle_timeout(due, &mut Outbox::new());
+        // Each unanswered challenge is sent again a bounded number of times, then lapses.
+        let mut resent = 0;
+        while let Some(due) = m.poll_timeout() {
+            let mut out = Outbox::new();
+            m.handle_timeout(due, &mut out);
+            resent += out.len();
+        }
         assert_eq!(m.pending(), 0, "expired");
-        assert_eq!(m.poll_timeout(), None);
+        assert_eq!(resent, 3 * MAX_PENDING, "at 1.5, 3 and 4.5 s of a 5 s life");
+    }
+
+    #[test]
+    fn unanswered_challenges_are_sent_again_until_they_lapse() {
+        let mut m = EmulatedMaster::new(Vec::new(), EotStyle::LastPacket);
+        let server: SocketAddr = "127.0.0.1:26000".parse().unwrap();
+        let hb = Packet::Heartbeat(Heartbeat {
+            name: b"DarkPlaces".to_vec(),
+        })
+        .to_bytes()
+        .unwrap();
+        let now = Instant::now();
+        let first = m.respond(now, server, &hb);
+        let mut out = Outbox::new();
+        m.handle_timeout(now + CHALLENGE_RESEND, &mut out);
+        // The same getinfo, to the same server (the first was dropped by its flood guard).
+        assert_eq!(out, first);
+        let mut emu = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0));
+        let reply = emu.respond(&out[0].1).unwrap();
+        m.respond(now + CHALLENGE_RESEND * 2, server, &reply);
+        assert_eq!(m.servers(), &[(server, 68)]);
+        assert_eq!(m.poll_timeout(), None, "nothing left to resend");
     }
 }
