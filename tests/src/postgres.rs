@@ -23,8 +23,8 @@ pub struct Postgres {
     _dir: tempfile::TempDir,
 }
 
-/// The newest `/usr/lib/postgresql/*/bin` that has `initdb`.
-fn bin_dir() -> Option<PathBuf> {
+/// The newest `/usr/lib/postgresql/*/bin` that has `initdb` (Debian's layout), if any.
+pub fn bin_dir() -> Option<PathBuf> {
     let mut dirs: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
         .filter_map(|e| {

@@ -281,6 +281,63 @@ fn opt_i32(v: Option<i32>) -> Option<i64> {
     v.map(i64::from)
 }
 
+/// One value of a row to insert.
+enum Val {
+    I(Option<i64>),
+    F(Option<f64>),
+    S(Option<String>),
+    B(Option<Vec<u8>>),
+}
+
+/// Most bound values in one statement (SQLite allows 32,766, PostgreSQL 65,535).
+const MAX_BINDS: usize = 8000;
+
+/// Inserts `rows` (all of one width) as `head (…), (…) … tail` statements of up to
+/// [`MAX_BINDS`] values, numbered `$1…` (both backends accept that form).
+async fn insert_rows(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    head: &str,
+    tail: &str,
+    rows: Vec<Vec<Val>>,
+) -> Result<(), sqlx::Error> {
+    let Some(width) = rows.first().map(Vec::len).filter(|w| *w > 0) else {
+        return Ok(());
+    };
+    let per = (MAX_BINDS / width).max(1);
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<Vec<Val>> = rows.by_ref().take(per).collect();
+        let mut sql = String::from(head);
+        let mut n = 0usize;
+        for (i, row) in chunk.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('(');
+            for j in 0..row.len() {
+                if j > 0 {
+                    sql.push_str(", ");
+                }
+                n += 1;
+                sql.push_str(&format!("${n}"));
+            }
+            sql.push(')');
+        }
+        sql.push_str(tail);
+        let mut q = sqlx::query(&sql);
+        for v in chunk.into_iter().flatten() {
+            q = match v {
+                Val::I(x) => q.bind(x),
+                Val::F(x) => q.bind(x),
+                Val::S(x) => q.bind(x),
+                Val::B(x) => q.bind(x),
+            };
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
 const SERVER_COLUMNS: &str = "addr, game, status, error, name_raw, dialect, map, gametype, \
      num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online";
 
@@ -369,15 +426,23 @@ impl Store {
     }
 
     /// Writes one round in one transaction: its totals, a snapshot per server, a row per
-    /// player, and the servers' latest state.
+    /// player, and the servers' latest state. Rows go in multi-row statements (a few hundred
+    /// rows each), so a round of 10,000 servers is a few hundred round trips, not 50,000.
     pub async fn write_round(&self, round: &RoundData) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
         let mut online = 0i64;
         let mut players = 0i64;
+        let mut servers: Vec<Vec<Val>> = Vec::new();
+        let mut snapshots: Vec<Vec<Val>> = Vec::new();
+        let mut player_rows: Vec<Vec<Val>> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for rec in &round.records {
             let Some(addr) = rec.address.as_deref() else {
                 continue;
             };
+            // One row per address and round (a multi-row upsert may not name a key twice).
+            if !seen.insert(addr) {
+                continue;
+            }
             let status = status_str(rec.status);
             let info = rec.info.as_ref();
             if rec.status == Status::Online {
@@ -396,95 +461,99 @@ impl Store {
                 }
                 None => json.clone(),
             };
-            let name_raw = info.map(|i| i.name.as_bytes().to_vec());
-            let name = info.map(|i| i.name.display().to_lowercase());
-            let dialect = info.map(|i| dialect_str(i.name.dialect()));
             let map = info.map(|i| i.map.display());
-            let gametype = info.and_then(|i| i.gametype.clone());
             let num_players = info.map(|i| i64::from(i.num_players));
             let max_players = info.map(|i| i64::from(i.max_players));
-            let num_bots = info.and_then(|i| opt_i64(i.num_bots));
-            let last_online = (rec.status == Status::Online).then_some(round.at);
-            sqlx::query(
-                "INSERT INTO servers (addr, game, first_seen, last_seen, last_online, status, \
-                 error, name_raw, name, dialect, map, gametype, num_players, max_players, \
-                 num_bots, rtt_ms, record) \
-                 VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
-                 ON CONFLICT (addr) DO UPDATE SET game = excluded.game, \
-                 last_seen = excluded.last_seen, \
-                 last_online = COALESCE(excluded.last_online, servers.last_online), \
-                 status = excluded.status, error = excluded.error, \
-                 name_raw = COALESCE(excluded.name_raw, servers.name_raw), \
-                 name = COALESCE(excluded.name, servers.name), \
-                 dialect = COALESCE(excluded.dialect, servers.dialect), \
-                 map = COALESCE(excluded.map, servers.map), \
-                 gametype = COALESCE(excluded.gametype, servers.gametype), \
-                 num_players = excluded.num_players, \
-                 max_players = COALESCE(excluded.max_players, servers.max_players), \
-                 num_bots = excluded.num_bots, rtt_ms = excluded.rtt_ms, \
-                 record = excluded.record",
-            )
-            .bind(addr)
-            .bind(&rec.game)
-            .bind(round.at)
-            .bind(last_online)
-            .bind(status)
-            .bind(rec.error.as_deref())
-            .bind(name_raw)
-            .bind(name)
-            .bind(dialect)
-            .bind(map.clone())
-            .bind(gametype)
-            .bind(num_players)
-            .bind(max_players)
-            .bind(num_bots)
-            .bind(rec.rtt_ms)
-            .bind(&json)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO snapshots (addr, at, status, num_players, max_players, rtt_ms, map, record) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (addr, at) DO NOTHING",
-            )
-            .bind(addr)
-            .bind(round.at)
-            .bind(status)
-            .bind(num_players)
-            .bind(max_players)
-            .bind(rec.rtt_ms)
-            .bind(map)
-            .bind(snapshot_json)
-            .execute(&mut *tx)
-            .await?;
+            servers.push(vec![
+                Val::S(Some(addr.to_string())),
+                Val::S(Some(rec.game.clone())),
+                Val::I(Some(round.at)),
+                Val::I(Some(round.at)),
+                Val::I((rec.status == Status::Online).then_some(round.at)),
+                Val::S(Some(status.to_string())),
+                Val::S(rec.error.clone()),
+                Val::B(info.map(|i| i.name.as_bytes().to_vec())),
+                Val::S(info.map(|i| i.name.display().to_lowercase())),
+                Val::S(info.map(|i| dialect_str(i.name.dialect()).to_string())),
+                Val::S(map.clone()),
+                Val::S(info.and_then(|i| i.gametype.clone())),
+                Val::I(num_players),
+                Val::I(max_players),
+                Val::I(info.and_then(|i| opt_i64(i.num_bots))),
+                Val::F(rec.rtt_ms),
+                Val::S(Some(json)),
+            ]);
+            snapshots.push(vec![
+                Val::S(Some(addr.to_string())),
+                Val::I(Some(round.at)),
+                Val::S(Some(status.to_string())),
+                Val::I(num_players),
+                Val::I(max_players),
+                Val::F(rec.rtt_ms),
+                Val::S(map),
+                Val::S(Some(snapshot_json)),
+            ]);
             let list = info.and_then(|i| i.players.as_deref()).unwrap_or_default();
             for (idx, p) in (0i64..).zip(list) {
-                sqlx::query(
-                    "INSERT INTO player_snapshots (addr, at, idx, name_raw, name, dialect, score, \
-                     ping, team, is_bot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-                     ON CONFLICT (addr, at, idx) DO NOTHING",
-                )
-                .bind(addr)
-                .bind(round.at)
-                .bind(idx)
-                .bind(p.name.as_bytes().to_vec())
-                .bind(p.name.display().to_lowercase())
-                .bind(dialect_str(p.name.dialect()))
-                .bind(opt_i32(p.score))
-                .bind(opt_i32(p.ping))
-                .bind(opt_i32(p.team))
-                .bind(p.is_bot.map(i64::from))
-                .execute(&mut *tx)
-                .await?;
+                player_rows.push(vec![
+                    Val::S(Some(addr.to_string())),
+                    Val::I(Some(round.at)),
+                    Val::I(Some(idx)),
+                    Val::B(Some(p.name.as_bytes().to_vec())),
+                    Val::S(Some(p.name.display().to_lowercase())),
+                    Val::S(Some(dialect_str(p.name.dialect()).to_string())),
+                    Val::I(opt_i32(p.score)),
+                    Val::I(opt_i32(p.ping)),
+                    Val::I(opt_i32(p.team)),
+                    Val::I(p.is_bot.map(i64::from)),
+                ]);
             }
         }
+        let mut tx = self.pool.begin().await?;
+        insert_rows(
+            &mut tx,
+            "INSERT INTO servers (addr, game, first_seen, last_seen, last_online, status, \
+             error, name_raw, name, dialect, map, gametype, num_players, max_players, \
+             num_bots, rtt_ms, record) VALUES ",
+            " ON CONFLICT (addr) DO UPDATE SET game = excluded.game, \
+             last_seen = excluded.last_seen, \
+             last_online = COALESCE(excluded.last_online, servers.last_online), \
+             status = excluded.status, error = excluded.error, \
+             name_raw = COALESCE(excluded.name_raw, servers.name_raw), \
+             name = COALESCE(excluded.name, servers.name), \
+             dialect = COALESCE(excluded.dialect, servers.dialect), \
+             map = COALESCE(excluded.map, servers.map), \
+             gametype = COALESCE(excluded.gametype, servers.gametype), \
+             num_players = excluded.num_players, \
+             max_players = COALESCE(excluded.max_players, servers.max_players), \
+             num_bots = excluded.num_bots, rtt_ms = excluded.rtt_ms, \
+             record = excluded.record",
+            servers,
+        )
+        .await?;
+        insert_rows(
+            &mut tx,
+            "INSERT INTO snapshots (addr, at, status, num_players, max_players, rtt_ms, map, \
+             record) VALUES ",
+            " ON CONFLICT (addr, at) DO NOTHING",
+            snapshots,
+        )
+        .await?;
+        insert_rows(
+            &mut tx,
+            "INSERT INTO player_snapshots (addr, at, idx, name_raw, name, dialect, score, ping, \
+             team, is_bot) VALUES ",
+            " ON CONFLICT (addr, at, idx) DO NOTHING",
+            player_rows,
+        )
+        .await?;
         sqlx::query(
             "INSERT INTO rounds (at, finished, servers, online, players) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (at) DO NOTHING",
         )
         .bind(round.at)
         .bind(round.finished)
-        .bind(i64::try_from(round.records.len()).unwrap_or(i64::MAX))
+        .bind(i64::try_from(seen.len()).unwrap_or(i64::MAX))
         .bind(online)
         .bind(players)
         .execute(&mut *tx)
