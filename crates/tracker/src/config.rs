@@ -42,7 +42,7 @@ pub enum ConfigError {
 pub struct Source {
     /// Registry id (`q3`, `openarena`, `warsow`…).
     pub game: String,
-    /// Masters, `HOST[:PORT]` (UDP masters).
+    /// Masters: `HOST[:PORT]` for UDP masters, a URL for HTTP lists (ETQW, DDNet).
     #[serde(default)]
     pub masters: Vec<String>,
     /// Servers polled every round whatever the masters say, `HOST[:PORT]`.

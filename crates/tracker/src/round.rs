@@ -21,6 +21,46 @@ use crate::store::{RoundData, Store, StoreError};
 /// How long a host name may take to resolve.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long an HTTP master list may take.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most bytes read from an HTTP master list.
+const MAX_HTTP_LIST: usize = 64 << 20;
+
+type HttpParse =
+    fn(&[u8]) -> Result<fragstat::core::registry::HttpList, fragstat::core::DecodeError>;
+
+/// GETs an HTTP master list (ETQW's feed, DDNet's `servers.json`) and parses it.
+async fn fetch_list(
+    url: &str,
+    parse: HttpParse,
+    timeout: Duration,
+) -> Result<Vec<fragstat::MasterEntry>, String> {
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .user_agent(concat!("fragstat-tracker/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("HTTP client: {e}"))?;
+    let mut resp = client
+        .get(url)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|e| e.to_string())?;
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > MAX_HTTP_LIST {
+            return Err(format!("list larger than {MAX_HTTP_LIST} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let list = parse(&body).map_err(|e| e.to_string())?;
+    for w in &list.warnings {
+        tracing::warn!("master {url}: {w}");
+    }
+    Ok(list.servers)
+}
+
 /// What one master answered in a round.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct MasterReport {
@@ -69,9 +109,10 @@ pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
     let mut seen = HashSet::new();
     let mut failed: Vec<Record> = Vec::new();
 
-    // Masters: one batch for every UDP master of every source.
+    // Masters: one batch for every UDP master of every source; HTTP lists fetched alongside.
     let mut jobs = Vec::new();
     let mut job_meta: Vec<(GameRef, String)> = Vec::new();
+    let mut http: Vec<(GameRef, String, HttpParse)> = Vec::new();
     for source in &config.sources {
         let Some(game) = fragstat::game(&source.game) else {
             continue;
@@ -80,6 +121,12 @@ pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
             continue;
         }
         let opts = MasterOptions::default().with_ext(source.ext);
+        if let Ok(MasterQuery::Http { parse, .. }) = game.master_query(&opts) {
+            for url in &source.masters {
+                http.push((game.clone(), url.clone(), parse));
+            }
+            continue;
+        }
         let port = game.master_port().unwrap_or(0);
         for t in resolve_all(&source.masters, port, RESOLVE_TIMEOUT).await {
             let report = |error: String| MasterReport {
@@ -100,19 +147,53 @@ pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
                     jobs.push((addr, ex));
                     job_meta.push((game.clone(), t.text.clone()));
                 }
-                Ok(_) => masters.push(report(
-                    "this game's master list is HTTP; list its servers under `servers`".into(),
-                )),
+                Ok(_) => masters.push(report("unknown kind of master".into())),
                 Err(e) => masters.push(report(e.to_string())),
             }
         }
     }
-    if !jobs.is_empty() {
-        let mut batch = engine.run(jobs, options(config));
-        let mut lists = Vec::new();
-        while let Some(o) = batch.next().await {
-            lists.push(o);
+    let fetches = futures_util::future::join_all(
+        http.iter()
+            .map(|(_, url, parse)| fetch_list(url, *parse, HTTP_TIMEOUT)),
+    );
+    let (udp_lists, http_lists) = tokio::join!(
+        async {
+            let mut lists = Vec::new();
+            if !jobs.is_empty() {
+                let mut batch = engine.run(jobs, options(config));
+                while let Some(o) = batch.next().await {
+                    lists.push(o);
+                }
+            }
+            lists
+        },
+        fetches
+    );
+    for ((game, url, _), list) in http.iter().zip(http_lists) {
+        match list {
+            Ok(list) => {
+                masters.push(MasterReport {
+                    game: game.id().to_string(),
+                    master: url.clone(),
+                    servers: Some(list.len()),
+                    error: None,
+                });
+                for e in list {
+                    if seen.insert(e.addr) {
+                        targets.push((game.clone(), e.addr));
+                    }
+                }
+            }
+            Err(e) => masters.push(MasterReport {
+                game: game.id().to_string(),
+                master: url.clone(),
+                servers: None,
+                error: Some(e),
+            }),
         }
+    }
+    {
+        let mut lists = udp_lists;
         lists.sort_by_key(|o| o.index);
         for o in lists {
             let Some((game, text)) = job_meta.get(o.index) else {

@@ -404,3 +404,80 @@ async fn postgres_retention_prunes_old_rounds() {
     };
     retention(&pg.url).await;
 }
+
+/// An HTTP master (DDNet's `servers.json`, served on loopback) lists an emulated DDNet
+/// server; the tracker fetches the list, probes the server over UDP and stores its players.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_master_lists_ddnet_servers() {
+    let game = fragstat::game("ddnet").expect("ddnet");
+    let socket: Arc<dyn Transport> =
+        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
+    let server = socket.local_addr().unwrap();
+    let c = EmuServer::new(b"DDNet ^1tracked".to_vec(), "Tutorial", 3).with_seed(4);
+    let (stop, mut rx) = watch::channel(false);
+    tokio::spawn(run(socket, game.emulated_server(&c).unwrap(), async move {
+        let _ = rx.changed().await;
+    }));
+    let body = serde_json::json!({"servers": [{
+        "addresses": [format!("tw-0.6+udp://{server}")],
+        "info": {"max_clients": 16, "max_players": 16, "passworded": false,
+                 "game_type": "DDraceNetwork", "name": "DDNet ^1tracked",
+                 "map": {"name": "Tutorial"}, "version": "0.6.4, 16.4", "clients": []}
+    }]})
+    .to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/servers.json",
+        axum::routing::get(move || {
+            let body = body.clone();
+            async move { body }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Config {
+        database: dir.path().join("d.db").display().to_string(),
+        timeout_ms: 300,
+        ..Config::default()
+    };
+    c.sources.push(Source {
+        game: "ddnet".into(),
+        masters: vec![
+            format!("http://{http}/servers.json"),
+            format!("http://{http}/missing.json"),
+        ],
+        servers: Vec::new(),
+        ext: false,
+    });
+    let tracker = Tracker::open(c).await.unwrap();
+    let r = tracker.round().await.unwrap();
+    assert_eq!(r.masters.len(), 2, "{:?}", r.masters);
+    assert_eq!(r.masters[0].servers, Some(1), "{:?}", r.masters);
+    assert!(
+        r.masters[1].error.as_deref().unwrap_or("").contains("404"),
+        "{:?}",
+        r.masters
+    );
+    let row = tracker
+        .store()
+        .server(&server.to_string())
+        .await
+        .unwrap()
+        .expect("listed server");
+    assert_eq!(row.status, "online");
+    assert_eq!(row.game, "ddnet");
+    assert_eq!(row.dialect.as_deref(), Some("plain"));
+    assert_eq!(row.name_raw.as_deref(), Some(&b"DDNet ^1tracked"[..]));
+    assert_eq!(
+        tracker
+            .store()
+            .players_on(&server.to_string())
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    let _ = stop.send(true);
+}
