@@ -680,18 +680,25 @@ impl Store {
         Ok(rows.iter().map(player_row).collect::<Result<_, _>>()?)
     }
 
-    /// "Where is X playing": players whose name (colours stripped) contains `q`,
-    /// case-insensitively, the latest sighting of each name on each server first.
-    pub async fn find_players(&self, q: &str, limit: i64) -> Result<Vec<PlayerRow>, StoreError> {
+    /// "Where is X playing": players seen since `since` (Unix ms) whose name (colours
+    /// stripped) contains `q`, case-insensitively; the latest sighting of each name on each
+    /// server, newest first. The `at` index bounds the scan to the rounds asked for.
+    pub async fn find_players(
+        &self,
+        q: &str,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<PlayerRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT p.addr, p.at, p.name_raw, p.dialect, p.score, p.ping, p.team, p.is_bot \
              FROM player_snapshots p JOIN ( \
                SELECT addr, name, MAX(at) AS at FROM player_snapshots \
-               WHERE name LIKE $1 ESCAPE '\\' GROUP BY addr, name \
+               WHERE at >= $2 AND name LIKE $1 ESCAPE '\\' GROUP BY addr, name \
              ) latest ON latest.addr = p.addr AND latest.name = p.name AND latest.at = p.at \
-             ORDER BY p.at DESC, p.addr, p.idx LIMIT $2",
+             ORDER BY p.at DESC, p.addr, p.idx LIMIT $3",
         )
         .bind(contains_pattern(q))
+        .bind(since)
         .bind(limit.max(0))
         .fetch_all(&self.pool)
         .await?;

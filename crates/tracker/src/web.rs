@@ -566,6 +566,18 @@ pub struct PlayerQuery {
     pub q: Option<String>,
     /// Most rows (default 100).
     pub limit: Option<i64>,
+    /// Sightings in the last this many hours (default 24).
+    pub hours: Option<f64>,
+}
+
+impl PlayerQuery {
+    fn since(&self) -> i64 {
+        let h = self
+            .hours
+            .filter(|h| h.is_finite() && *h > 0.0)
+            .unwrap_or(24.0);
+        now_ms().saturating_sub((h.min(1e6) * 3_600_000.0) as i64)
+    }
 }
 
 async fn players_page(
@@ -577,7 +589,7 @@ async fn players_page(
         Vec::new()
     } else {
         st.store
-            .find_players(&text, q.limit.unwrap_or(100).clamp(0, 1000))
+            .find_players(&text, q.since(), q.limit.unwrap_or(100).clamp(0, 1000))
             .await?
     };
     let mut rows = Vec::new();
@@ -666,12 +678,12 @@ async fn api_players(
     State(st): State<AppState>,
     Query(q): Query<PlayerQuery>,
 ) -> Result<Response, WebError> {
-    let text = q.q.unwrap_or_default();
+    let text = q.q.clone().unwrap_or_default();
     let hits = if text.is_empty() {
         Vec::new()
     } else {
         st.store
-            .find_players(&text, q.limit.unwrap_or(100).clamp(0, 1000))
+            .find_players(&text, q.since(), q.limit.unwrap_or(100).clamp(0, 1000))
             .await?
     };
     let list: Vec<ApiPlayer<'_>> = hits.iter().map(api_player_of).collect();

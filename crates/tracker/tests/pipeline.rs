@@ -219,7 +219,10 @@ async fn pipeline(database: &str) {
     assert_eq!(players.len(), 6);
     assert_eq!(players[0].at, ats[2]);
     let name = players[0].name_text().display();
-    let found = store.find_players(&name.to_uppercase(), 100).await.unwrap();
+    let found = store
+        .find_players(&name.to_uppercase(), 0, 100)
+        .await
+        .unwrap();
     assert!(
         found.iter().any(|p| p.addr == green && p.at == ats[2]),
         "{name}: {found:?}"
