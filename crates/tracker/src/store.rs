@@ -762,3 +762,41 @@ impl Store {
         self.pool.close().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two backends' migrations are one schema: identical but for the byte-string type.
+    #[test]
+    fn migrations_are_the_same_schema() {
+        let lite = SQLITE.iter().collect::<Vec<_>>();
+        let pg = POSTGRES.iter().collect::<Vec<_>>();
+        assert_eq!(lite.len(), pg.len());
+        for (a, b) in lite.iter().zip(&pg) {
+            assert_eq!(a.version, b.version);
+            assert_eq!(a.description, b.description);
+            // Comments aside, and BLOB spelled BYTEA.
+            let code = |sql: &str| -> Vec<String> {
+                sql.lines()
+                    .map(|l| {
+                        l.split("--")
+                            .next()
+                            .unwrap_or_default()
+                            .trim_end()
+                            .to_string()
+                    })
+                    .filter(|l| !l.is_empty())
+                    .collect()
+            };
+            assert_eq!(code(&a.sql.replace("BLOB", "BYTEA")), code(&b.sql));
+        }
+    }
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(contains_pattern("A_b%c\\"), "%a\\_b\\%c\\\\%");
+        assert_eq!(database_url("x.db"), "sqlite://x.db?mode=rwc");
+        assert_eq!(database_url("postgres://h/d"), "postgres://h/d");
+    }
+}

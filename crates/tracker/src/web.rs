@@ -134,6 +134,8 @@ fn name_html(t: &Text) -> Markup {
 
 /// `2026-11-23T18:00:00Z` for a Unix-ms time.
 fn time_text(ms: i64) -> String {
+    // humantime writes years 1970 to 9999 (its Display fails past that).
+    let ms = ms.clamp(0, 253_402_300_799_000);
     let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     humantime::format_rfc3339_seconds(t).to_string()
 }
@@ -434,7 +436,7 @@ const PAD: f64 = 36.0;
 /// count dashed, rounds it did not answer as red marks on the axis.
 pub fn chart(points: &[HistoryPoint]) -> Markup {
     let t0 = points.first().map_or(0, |p| p.at);
-    let t1 = points.last().map_or(1, |p| p.at).max(t0 + 1);
+    let t1 = points.last().map_or(1, |p| p.at).max(t0.saturating_add(1));
     let top = points
         .iter()
         .flat_map(|p| [p.num_players, p.max_players])
@@ -442,7 +444,8 @@ pub fn chart(points: &[HistoryPoint]) -> Markup {
         .max()
         .unwrap_or(1)
         .max(1);
-    let x = |at: i64| PAD + (at - t0) as f64 / (t1 - t0) as f64 * (CHART_W - 2.0 * PAD);
+    let span = t1.saturating_sub(t0).max(1) as f64;
+    let x = |at: i64| PAD + at.saturating_sub(t0) as f64 / span * (CHART_W - 2.0 * PAD);
     let y = |n: i64| CHART_H - PAD - n as f64 / top as f64 * (CHART_H - 2.0 * PAD);
     let mut lines: Vec<String> = Vec::new();
     let mut slots: Vec<String> = Vec::new();
@@ -767,5 +770,10 @@ mod tests {
         assert_eq!(svg.matches("class=\"players\"").count(), 2, "{svg}");
         assert_eq!(svg.matches("class=\"down\"").count(), 1, "{svg}");
         assert!(chart(&[]).into_string().contains("<svg"));
+        // Stored values out of any sensible range draw, they do not panic.
+        let odd = chart(&[p(i64::MIN, "online", Some(1)), p(i64::MAX, "online", None)]);
+        assert!(odd.into_string().contains("<svg"));
+        assert_eq!(time_text(i64::MAX), "9999-12-31T23:59:59Z");
+        assert_eq!(time_text(-5), "1970-01-01T00:00:00Z");
     }
 }
