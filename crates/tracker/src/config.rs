@@ -8,6 +8,7 @@
 //! timeout_ms = 500                      # per attempt
 //! retries = 2
 //! concurrency = 1024                    # queries in flight
+//! snapshot_records = true               # keep every round's whole JSON record
 //!
 //! [[source]]
 //! game = "q3"
@@ -81,11 +82,19 @@ pub struct Config {
     /// Stop after this many rounds (0: run until interrupted).
     #[serde(default)]
     pub rounds: u64,
+    /// Keep each snapshot's whole JSON record (every server variable), not only its counts,
+    /// map and ping. The record is most of a snapshot's size (docs/tracker.md); the latest
+    /// record of every server is kept either way.
+    #[serde(default = "default_true")]
+    pub snapshot_records: bool,
     /// What to poll.
     #[serde(default, rename = "source")]
     pub sources: Vec<Source>,
 }
 
+fn default_true() -> bool {
+    true
+}
 fn default_database() -> String {
     "fragstat-track.db".into()
 }
@@ -119,6 +128,7 @@ impl Default for Config {
             retries: default_retries(),
             concurrency: default_concurrency(),
             rounds: 0,
+            snapshot_records: true,
             sources: Vec::new(),
         }
     }

@@ -68,7 +68,9 @@ impl Tracker {
     /// Checks the configuration, opens and migrates the database and binds the engine.
     pub async fn open(config: Config) -> Result<Tracker, TrackError> {
         config.check()?;
-        let store = Store::open(&config.database).await?;
+        let store = Store::open(&config.database)
+            .await?
+            .with_snapshot_records(config.snapshot_records);
         let engine = Engine::bind().await?;
         Ok(Tracker {
             config,

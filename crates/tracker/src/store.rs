@@ -243,6 +243,7 @@ pub struct Counts {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    snapshot_records: bool,
 }
 
 /// A `LIKE` pattern matching `s` anywhere, lower case, with `\` escaping wildcards.
@@ -406,7 +407,17 @@ impl Store {
             Backend::Sqlite => SQLITE.run(&pool).await?,
             Backend::Postgres => POSTGRES.run(&pool).await?,
         }
-        Ok(Store { pool, backend })
+        Ok(Store {
+            pool,
+            backend,
+            snapshot_records: true,
+        })
+    }
+
+    /// Whether snapshots keep the whole JSON record (default) or only their columns.
+    pub fn with_snapshot_records(mut self, keep: bool) -> Store {
+        self.snapshot_records = keep;
+        self
     }
 
     /// Which database this is.
@@ -452,14 +463,15 @@ impl Store {
             let json = serde_json::to_string(rec)?;
             // Players are stored below, row by row; the snapshot keeps the rest of the record.
             let snapshot_json = match info.and_then(|i| i.players.as_ref()) {
+                _ if !self.snapshot_records => None,
                 Some(_) => {
                     let mut v = serde_json::to_value(rec)?;
                     if let Some(o) = v.as_object_mut() {
                         o.remove("players");
                     }
-                    v.to_string()
+                    Some(v.to_string())
                 }
-                None => json.clone(),
+                None => Some(json.clone()),
             };
             let map = info.map(|i| i.map.display());
             let num_players = info.map(|i| i64::from(i.num_players));
@@ -491,7 +503,7 @@ impl Store {
                 Val::I(max_players),
                 Val::F(rec.rtt_ms),
                 Val::S(map),
-                Val::S(Some(snapshot_json)),
+                Val::S(snapshot_json),
             ]);
             let list = info.and_then(|i| i.players.as_deref()).unwrap_or_default();
             for (idx, p) in (0i64..).zip(list) {
@@ -641,6 +653,20 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
+    /// The JSON record a snapshot kept (players left out); `None` when there is no such
+    /// snapshot or it kept no record (`snapshot_records = false`).
+    pub async fn snapshot_record(&self, addr: &str, at: i64) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT record FROM snapshots WHERE addr = $1 AND at = $2")
+            .bind(addr)
+            .bind(at)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(r) => r.try_get(0)?,
+            None => None,
+        })
     }
 
     /// A server's snapshots since `since` (Unix ms), oldest first.

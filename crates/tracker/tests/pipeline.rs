@@ -215,6 +215,20 @@ async fn pipeline(database: &str) {
     let history = store.history(&green, 0).await.unwrap();
     assert_eq!(history.iter().map(|h| h.at).collect::<Vec<_>>(), ats);
     assert!(history.iter().all(|h| h.num_players == Some(6)));
+    let record: serde_json::Value = serde_json::from_str(
+        &store
+            .snapshot_record(&green, ats[0])
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["num_players"], 6);
+    assert_eq!(record["rules"]["mapname"], "q3dm6");
+    assert!(
+        record.get("players").is_none(),
+        "players are rows of their own"
+    );
     let players = store.players_on(&green).await.unwrap();
     assert_eq!(players.len(), 6);
     assert_eq!(players[0].at, ats[2]);
@@ -353,6 +367,7 @@ async fn retention(database: &str) {
     let farm = farm(&[(b"Solo", "q3dm17", 1)]).await;
     let mut c = config(database, &farm);
     c.retention_hours = 1.0;
+    c.snapshot_records = false;
     let tracker = Tracker::open(c).await.unwrap();
     let store = tracker.store();
     let old = fragstat_tracker::round::now_ms() - 2 * 3_600_000;
@@ -369,6 +384,14 @@ async fn retention(database: &str) {
     let rounds = store.rounds(10).await.unwrap();
     assert_eq!(rounds.len(), 1);
     assert_eq!(rounds[0].at, r.data.at);
+    // Without snapshot records: the counts are kept, the record only as the latest state.
+    let solo = farm.servers[0].to_string();
+    assert_eq!(store.snapshot_record(&solo, r.data.at).await.unwrap(), None);
+    assert_eq!(
+        store.history(&solo, 0).await.unwrap()[0].num_players,
+        Some(1)
+    );
+    assert!(store.server_record(&solo).await.unwrap().is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

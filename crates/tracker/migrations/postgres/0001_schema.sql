@@ -41,7 +41,8 @@ CREATE TABLE snapshots (
     max_players BIGINT,
     rtt_ms DOUBLE PRECISION,
     map TEXT,
-    record TEXT NOT NULL,             -- the JSON record, players left out (they are below)
+    record TEXT,                      -- the JSON record, players left out (they are below);
+                                      -- NULL with snapshot_records = false
     PRIMARY KEY (addr, at)
 );
 CREATE INDEX snapshots_at ON snapshots (at);
