@@ -131,10 +131,11 @@ fn print_round(r: &RoundReport) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "round {}: {online} of {} servers online, {players} players in {:.0} ms{}{}",
+        "round {}: {online} of {} servers online, {players} players in {:.0} ms, written in {:.0} ms{}{}",
         r.data.at,
         r.data.records.len(),
         r.elapsed.as_secs_f64() * 1e3,
+        r.write.as_secs_f64() * 1e3,
         if masters.is_empty() {
             ""
         } else {

@@ -81,8 +81,10 @@ pub struct RoundReport {
     pub data: RoundData,
     /// Every master's answer.
     pub masters: Vec<MasterReport>,
-    /// How long probing took.
+    /// How long the masters and probes took.
     pub elapsed: Duration,
+    /// How long writing the round took (zero until it is written).
+    pub write: Duration,
 }
 
 /// Unix time in milliseconds.
@@ -274,6 +276,7 @@ pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
         },
         masters,
         elapsed: started.elapsed(),
+        write: Duration::ZERO,
     }
 }
 
@@ -285,10 +288,11 @@ pub async fn round(
     config: &Config,
     metrics: &Arc<Metrics>,
 ) -> Result<RoundReport, StoreError> {
-    let report = poll(engine, config).await;
+    let mut report = poll(engine, config).await;
     let write = Instant::now();
     let written = store.write_round(&report.data).await;
-    metrics.observe_round(&report, write.elapsed(), written.is_ok());
+    report.write = write.elapsed();
+    metrics.observe_round(&report, report.write, written.is_ok());
     written?;
     if let Some(keep) = config.retention() {
         let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);

@@ -569,7 +569,8 @@ pub struct PlayerQuery {
     pub q: Option<String>,
     /// Most rows (default 100).
     pub limit: Option<i64>,
-    /// Sightings in the last this many hours (default 24).
+    /// Sightings in the last this many hours (default 1: the search scans the rows of the
+    /// rounds it covers; docs/tracker.md).
     pub hours: Option<f64>,
 }
 
@@ -578,7 +579,7 @@ impl PlayerQuery {
         let h = self
             .hours
             .filter(|h| h.is_finite() && *h > 0.0)
-            .unwrap_or(24.0);
+            .unwrap_or(1.0);
         now_ms().saturating_sub((h.min(1e6) * 3_600_000.0) as i64)
     }
 }
