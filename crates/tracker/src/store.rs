@@ -441,7 +441,7 @@ impl Store {
 
     /// Writes one round in one transaction: its totals, a snapshot per server, a row per
     /// player, and the servers' latest state. Rows go in multi-row statements of up to
-    /// [`MAX_BINDS`] values, so a round of 10,000 servers and 30,000 players is about 2,300
+    /// 250 values, so a round of 10,000 servers and 30,000 players is about 2,300
     /// statements, not 50,000.
     pub async fn write_round(&self, round: &RoundData) -> Result<(), StoreError> {
         let mut online = 0i64;
