@@ -401,3 +401,35 @@ fn track_usage_errors() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+#[test]
+fn track_config_errors_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, says) in [
+        ("bogus = 1\n", "unknown field"),
+        (
+            "[[source]]\ngame = \"nope\"\nservers = [\"127.0.0.1:1\"]\n",
+            "unknown game",
+        ),
+        ("interval_secs = \"x\"\n", "invalid type"),
+        (
+            "retention_hours = -1\n[[source]]\ngame = \"q3\"\nservers = [\"127.0.0.1:1\"]\n",
+            "retention_hours",
+        ),
+    ] {
+        let path = dir.path().join("track.toml");
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(bin())
+            .args(["track", "--config", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(says), "{text}: {err}");
+    }
+    let out = Command::new(bin())
+        .args(["track", "--config", "/nonexistent/track.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
