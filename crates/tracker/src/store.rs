@@ -290,6 +290,17 @@ enum Val {
     B(Option<Vec<u8>>),
 }
 
+/// PostgreSQL's `TEXT` cannot hold U+0000, which a server can send in a name or a map
+/// (DDNet's JSON, a reply's fields): text columns get U+FFFD in its place. Nothing is lost —
+/// `name_raw` keeps the bytes and `record` the JSON, where it is written `\u0000`.
+fn no_nul(s: String) -> String {
+    if s.contains('\0') {
+        s.replace('\0', "\u{FFFD}")
+    } else {
+        s
+    }
+}
+
 /// Most bound values in one statement. SQLite allows 32,766 and PostgreSQL 65,535, but
 /// binding costs grow faster than linearly with a statement's parameters in the SQLite path
 /// (10,000 servers and 30,000 players: 6 s a round with 8,000 values a statement, 1.2 s with
@@ -333,7 +344,7 @@ async fn insert_rows(
             q = match v {
                 Val::I(x) => q.bind(x),
                 Val::F(x) => q.bind(x),
-                Val::S(x) => q.bind(x),
+                Val::S(x) => q.bind(x.map(no_nul)),
                 Val::B(x) => q.bind(x),
             };
         }

@@ -394,6 +394,62 @@ async fn retention(database: &str) {
     assert!(store.server_record(&solo).await.unwrap().is_some());
 }
 
+/// Names and maps with NUL and invalid UTF-8 bytes are written (PostgreSQL's TEXT refuses
+/// U+0000) and read back byte for byte.
+async fn odd_bytes(database: &str) {
+    use fragstat::core::model::{Dialect, Record, Text};
+    let store = Store::open(database).await.unwrap();
+    let mut info = fragstat::ServerInfo::default();
+    info.name = Text::new(b"nul\0name \xff\xfe ^1x".to_vec(), Dialect::Quake);
+    info.map = Text::new(b"map\0".to_vec(), Dialect::Plain);
+    info.gametype = Some("g\0t".into());
+    let mut p = fragstat::Player::default();
+    p.name = Text::new(b"p\0\xff".to_vec(), Dialect::Plain);
+    info.players = Some(vec![p]);
+    info.num_players = 1;
+    let rec = Record::online(Some("192.0.2.1:27960".into()), "q3", info, None);
+    store
+        .write_round(&RoundData {
+            at: 1000,
+            finished: 1001,
+            records: vec![rec],
+        })
+        .await
+        .expect("odd bytes written");
+    let row = store.server("192.0.2.1:27960").await.unwrap().unwrap();
+    assert_eq!(
+        row.name_raw.as_deref(),
+        Some(&b"nul\0name \xff\xfe ^1x"[..])
+    );
+    assert_eq!(row.map.as_deref(), Some("map\u{FFFD}"));
+    let players = store.players_on("192.0.2.1:27960").await.unwrap();
+    assert_eq!(players[0].name_raw, b"p\0\xff");
+    let record: serde_json::Value = serde_json::from_str(
+        &store
+            .server_record("192.0.2.1:27960")
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["name_raw"], "nul\u{0}name \u{ff}\u{fe} ^1x");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_odd_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    odd_bytes(&dir.path().join("o.db").display().to_string()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_odd_bytes() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    odd_bytes(&pg.url).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_pipeline_against_emulated_farm() {
     let dir = tempfile::tempdir().unwrap();
