@@ -481,6 +481,12 @@ pub fn chart(points: &[HistoryPoint]) -> Markup {
             line x1=(PAD) y1=(PAD) x2=(PAD) y2=(CHART_H - PAD) stroke="#777" {}
             text x="4" y=(PAD + 4.0) { (top) }
             text x="4" y=(CHART_H - PAD + 4.0) { "0" }
+            line x1=(CHART_W - 230.0) y1="14" x2=(CHART_W - 210.0) y2="14" class="players" {}
+            text x=(CHART_W - 205.0) y="18" { "players" }
+            line x1=(CHART_W - 140.0) y1="14" x2=(CHART_W - 120.0) y2="14" class="slots" {}
+            text x=(CHART_W - 115.0) y="18" { "slots" }
+            rect.down x=(CHART_W - 75.0) y="11" width="3" height="6" {}
+            text x=(CHART_W - 68.0) y="18" { "no answer" }
             @if !points.is_empty() {
                 text x=(PAD) y=(CHART_H - 10.0) { (time_text(t0)) }
                 text x=(CHART_W - PAD) y=(CHART_H - 10.0) text-anchor="end" { (time_text(t1)) }
@@ -768,8 +774,12 @@ mod tests {
             p(30, "online", Some(8)),
         ])
         .into_string();
-        assert_eq!(svg.matches("class=\"players\"").count(), 2, "{svg}");
-        assert_eq!(svg.matches("class=\"down\"").count(), 1, "{svg}");
+        assert_eq!(
+            svg.matches("<polyline class=\"players\"").count(),
+            2,
+            "{svg}"
+        );
+        assert_eq!(svg.matches("class=\"down\"").count(), 2, "{svg}"); // and the legend's
         assert!(chart(&[]).into_string().contains("<svg"));
         // Stored values out of any sensible range draw, they do not panic.
         let odd = chart(&[p(i64::MIN, "online", Some(1)), p(i64::MAX, "online", None)]);
