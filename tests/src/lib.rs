@@ -14,9 +14,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod browser;
 pub mod expect;
 pub mod fixtures;
 pub mod games;
+pub mod postgres;
 
 /// Where the server record's JSON Schema lives (docs/json.md describes the same fields).
 pub fn server_schema_path() -> PathBuf {

@@ -43,6 +43,8 @@ const PACKAGES: &[(&str, &str)] = &[
     // Fake DDNet clients (tests/bots/ddnet-clients.js) run on node with an npm package.
     ("node", "nodejs"),
     ("npm", "npm"),
+    // The tracker's end-to-end test renders its pages in headless Chromium.
+    ("chromium", "chromium"),
 ];
 
 /// The npm package the fake DDNet clients use, and where `cargo xtask test` installs it
@@ -124,11 +126,15 @@ fn is_root() -> bool {
 
 /// Installs missing Debian packages when root; otherwise says exactly what to install.
 fn ensure_packages() -> Result<()> {
-    let missing: Vec<&str> = PACKAGES
+    let mut missing: Vec<&str> = PACKAGES
         .iter()
         .filter(|(p, _)| which(p).is_none())
         .map(|(_, pkg)| *pkg)
         .collect();
+    // The tracker's tests start a PostgreSQL server (its programs are not on PATH).
+    if fragstat_testkit::postgres::bin_dir().is_none() {
+        missing.push("postgresql");
+    }
     if missing.is_empty() {
         return Ok(());
     }

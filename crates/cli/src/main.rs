@@ -14,6 +14,7 @@ mod master_server;
 mod output;
 mod serve;
 mod table;
+mod track;
 
 use std::io::{IsTerminal, Read};
 use std::net::SocketAddr;
@@ -66,7 +67,20 @@ enum Command {
         /// Emulated servers to start.
         #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=500))]
         count: u16,
+        /// Also run the tracker on the farm (SQLite in a temporary file) and print its URL;
+        /// runs until interrupted.
+        #[arg(long)]
+        track: bool,
+        /// With --track: the web server's address (port 0: any free port).
+        #[arg(long, default_value = "127.0.0.1:8080", requires = "track")]
+        listen: SocketAddr,
+        /// With --track: seconds between rounds.
+        #[arg(long, default_value_t = 10.0, requires = "track")]
+        interval_secs: f64,
     },
+    /// Poll masters and servers every interval, keep their history (SQLite or PostgreSQL) and
+    /// serve a server browser, a JSON API and Prometheus metrics (docs/tracker.md).
+    Track(track::TrackArgs),
     /// Run a master server (dpmaster protocol: Q3A, W:ET, OpenArena, Warsow, Nexuiz…) until
     /// interrupted.
     MasterServer(master_server::MasterServerArgs),
@@ -239,7 +253,19 @@ fn main() -> ExitCode {
             Command::Master(a) => master(a).await,
             Command::Decode { game, file } => decode_file(&game, &file),
             Command::Serve(a) => serve::serve(a).await,
-            Command::Demo { count } => serve::demo(usize::from(count)).await,
+            Command::Demo {
+                count,
+                track,
+                listen,
+                interval_secs,
+            } => {
+                let track = track.then_some(serve::DemoTrack {
+                    listen,
+                    interval_secs,
+                });
+                serve::demo(usize::from(count), track).await
+            }
+            Command::Track(a) => track::track(a).await,
             Command::Games { format } => games(format),
             Command::MasterServer(a) => master_server::master_server(a).await,
         }

@@ -288,9 +288,17 @@ pub async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// `fragstat demo --track`: where the tracker serves, how often it polls.
+pub struct DemoTrack {
+    /// The web server's address.
+    pub listen: SocketAddr,
+    /// Seconds between rounds.
+    pub interval_secs: f64,
+}
+
 /// `fragstat demo`: the whole job with no network beyond loopback, for the first game of the
-/// registry.
-pub async fn demo(count: usize) -> anyhow::Result<ExitCode> {
+/// registry; with `track`, then the tracker on the same farm until interrupted.
+pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<ExitCode> {
     const MAPS: [&str; 6] = [
         "q3dm17",
         "q3dm6",
@@ -364,7 +372,32 @@ pub async fn demo(count: usize) -> anyhow::Result<ExitCode> {
     crate::output::print_line(
         crate::table::servers(&records, true, false, crate::color_stdout()).trim_end(),
     )?;
+    let mut code = ExitCode::SUCCESS;
+    if let Some(t) = track {
+        let dir = tempfile::Builder::new()
+            .prefix("fragstat-demo-track-")
+            .tempdir()
+            .context("creating a temporary directory for the demo database")?;
+        let mut config = fragstat_tracker::config::Config {
+            database: dir.path().join("track.db").display().to_string(),
+            listen: t.listen,
+            interval_secs: t.interval_secs,
+            timeout_ms: 300,
+            retries: 1,
+            ..Default::default()
+        };
+        config.sources.push(fragstat_tracker::config::Source {
+            game: game.id().to_string(),
+            masters: vec![master_addr.to_string()],
+            servers: Vec::new(),
+            ext: false,
+        });
+        if let Err(e) = config.check() {
+            return Ok(usage(e));
+        }
+        code = crate::track::run_tracker(config).await?;
+    }
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

@@ -159,6 +159,67 @@ pub fn to_ansi(s: &[u8]) -> String {
     out
 }
 
+/// One run of text in one colour, for rendering coloured names (HTML, images).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// The colour as 8-bit RGB, `None` before the first colour code (the default colour).
+    pub color: Option<[u8; 3]>,
+    /// The text, decoded with [`decode_lossless`] (not escaped for any markup).
+    pub text: String,
+}
+
+/// Splits a Quake-dialect string into colour runs: `^0`…`^7` (ioq3's `ColorIndex`, so `^8`
+/// is black again), `^xRGB`, `^^` a literal caret. Adjacent runs of one colour are merged.
+///
+/// ```
+/// use fragstat_core::text::{runs, Run};
+/// let r = runs(b"^1Red^7 W");
+/// assert_eq!(r[0], Run { color: Some([255, 0, 0]), text: "Red".into() });
+/// assert_eq!(r[1].text, " W");
+/// ```
+pub fn runs(s: &[u8]) -> Vec<Run> {
+    const RGB: [[u8; 3]; 8] = [
+        [0, 0, 0],
+        [255, 0, 0],
+        [0, 255, 0],
+        [255, 255, 0],
+        [0, 0, 255],
+        [0, 255, 255],
+        [255, 0, 255],
+        [255, 255, 255],
+    ];
+    let mut out: Vec<Run> = Vec::new();
+    let mut color = None;
+    let mut pending: Vec<u8> = Vec::new();
+    let flush = |out: &mut Vec<Run>, pending: &mut Vec<u8>, color: Option<[u8; 3]>| {
+        if pending.is_empty() {
+            return;
+        }
+        let text = decode_lossless(pending);
+        pending.clear();
+        match out.last_mut() {
+            Some(last) if last.color == color => last.text.push_str(&text),
+            _ => out.push(Run { color, text }),
+        }
+    };
+    for p in pieces(s) {
+        match p {
+            Piece::Text(t) => pending.extend_from_slice(t),
+            Piece::Caret => pending.push(b'^'),
+            Piece::Code(c) => {
+                flush(&mut out, &mut pending, color);
+                color = RGB.get(usize::from(c.wrapping_sub(b'0') & 7)).copied();
+            }
+            Piece::Rgb(r, g, b) => {
+                flush(&mut out, &mut pending, color);
+                color = Some([r * 17, g * 17, b * 17]);
+            }
+        }
+    }
+    flush(&mut out, &mut pending, color);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +252,25 @@ mod tests {
         );
         assert_eq!(to_ansi(b"^1R^7W"), "\x1b[31mR\x1b[37mW\x1b[0m");
         assert!(to_ansi(b"^xF00x").starts_with("\x1b[38;2;255;0;0m"));
+    }
+
+    #[test]
+    fn colour_runs() {
+        let r = runs(b"a^1b^1c^^^xF00d^");
+        assert_eq!(
+            r,
+            vec![
+                Run {
+                    color: None,
+                    text: "a".into()
+                },
+                Run {
+                    color: Some([255, 0, 0]),
+                    text: "bc^d^".into()
+                },
+            ]
+        );
+        assert!(runs(b"").is_empty());
+        assert_eq!(runs(b"^9x")[0].color, Some([255, 0, 0]));
     }
 }

@@ -1,0 +1,182 @@
+//! `fragstat track`: the tracker (crates/tracker) from a TOML file or flags, and the demo
+//! farm's tracker for `fragstat demo --track`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use fragstat_tracker::config::{Config, Source};
+use fragstat_tracker::round::RoundReport;
+use fragstat_tracker::Tracker;
+
+use crate::usage;
+
+#[derive(Args)]
+pub struct TrackArgs {
+    /// Read the configuration from this TOML file (docs/tracker.md); flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Game of the --master and --server flags (see `fragstat games`).
+    #[arg(long)]
+    game: Option<String>,
+    /// A master to poll each round, HOST[:PORT] (repeatable).
+    #[arg(long = "master")]
+    masters: Vec<String>,
+    /// A server to poll each round whatever the masters say, HOST[:PORT] (repeatable).
+    #[arg(long = "server")]
+    servers: Vec<String>,
+    /// Ask masters with the extended request (Quake III getserversExt).
+    #[arg(long)]
+    ext: bool,
+    /// Database: an SQLite file path (created when missing) or a postgres:// URL
+    /// (default fragstat-track.db).
+    #[arg(long)]
+    db: Option<String>,
+    /// Web server address, HOST:PORT (default 127.0.0.1:8080; port 0: any free port).
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// Seconds from one round's start to the next's (default 60).
+    #[arg(long)]
+    interval_secs: Option<f64>,
+    /// Hours of history kept (default 168; 0 keeps everything).
+    #[arg(long)]
+    retention_hours: Option<f64>,
+    /// Milliseconds to wait for one attempt (default 500).
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// Retries after the first attempt (default 2).
+    #[arg(long)]
+    retries: Option<u32>,
+    /// Stop after this many rounds (default: run until interrupted).
+    #[arg(long)]
+    rounds: Option<u64>,
+}
+
+impl TrackArgs {
+    /// The configuration: the file's, then the flags.
+    fn config(&self) -> Result<Config, String> {
+        let mut c = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("reading {}: {e}", path.display()))?;
+                Config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            None => Config::default(),
+        };
+        if !self.masters.is_empty() || !self.servers.is_empty() {
+            let Some(game) = &self.game else {
+                return Err("--master and --server need --game".into());
+            };
+            c.sources.push(Source {
+                game: game.clone(),
+                masters: self.masters.clone(),
+                servers: self.servers.clone(),
+                ext: self.ext,
+            });
+        } else if self.game.is_some() {
+            return Err("--game needs --master or --server".into());
+        }
+        if let Some(v) = &self.db {
+            c.database = v.clone();
+        }
+        if let Some(v) = self.listen {
+            c.listen = v;
+        }
+        if let Some(v) = self.interval_secs {
+            c.interval_secs = v;
+        }
+        if let Some(v) = self.retention_hours {
+            c.retention_hours = v;
+        }
+        if let Some(v) = self.timeout_ms {
+            c.timeout_ms = v;
+        }
+        if let Some(v) = self.retries {
+            c.retries = v;
+        }
+        if let Some(v) = self.rounds {
+            c.rounds = v;
+        }
+        c.check().map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+}
+
+/// One line per round on stdout.
+fn print_round(r: &RoundReport) {
+    let online = r
+        .data
+        .records
+        .iter()
+        .filter(|r| r.status == fragstat::core::model::Status::Online)
+        .count();
+    let players: u64 = r
+        .data
+        .records
+        .iter()
+        .filter_map(|r| r.info.as_ref())
+        .map(|i| u64::from(i.num_players))
+        .sum();
+    let masters: Vec<String> = r
+        .masters
+        .iter()
+        .map(|m| match (m.servers, &m.error) {
+            (Some(n), _) => format!("{} listed {n}", m.master),
+            (None, Some(e)) => format!("{}: {e}", m.master),
+            (None, None) => m.master.clone(),
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "round {}: {online} of {} servers online, {players} players in {:.0} ms, written in {:.0} ms{}{}",
+        r.data.at,
+        r.data.records.len(),
+        r.elapsed.as_secs_f64() * 1e3,
+        r.write.as_secs_f64() * 1e3,
+        if masters.is_empty() {
+            ""
+        } else {
+            "; masters: "
+        },
+        masters.join(", ")
+    );
+    let _ = out.flush();
+}
+
+/// Runs the tracker until its rounds are done or Ctrl-C / SIGTERM; prints the URL first.
+pub async fn run_tracker(config: Config) -> anyhow::Result<ExitCode> {
+    let tracker = Tracker::open(config)
+        .await
+        .context("starting the tracker")?;
+    let listener = fragstat_tracker::web::bind(tracker.config().listen)
+        .await
+        .with_context(|| format!("binding {}", tracker.config().listen))?;
+    let addr = listener.local_addr()?;
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "tracking into {} ({:?}); browse http://{addr}/",
+            tracker.config().database,
+            tracker.store().backend()
+        );
+        let _ = out.flush();
+    }
+    tracker
+        .run(listener, crate::serve::wait_for_signal(), print_round)
+        .await?;
+    tracker.store().close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fragstat track`.
+pub async fn track(a: TrackArgs) -> anyhow::Result<ExitCode> {
+    let config = match a.config() {
+        Ok(c) => c,
+        Err(e) => return Ok(usage(e)),
+    };
+    run_tracker(config).await
+}

@@ -1,0 +1,435 @@
+//! `fragstat track` and `fragstat demo --track`, end to end: the binary polls an emulated
+//! farm (`fragstat serve`, a hostile server name among them) and a real OpenArena server,
+//! serves its pages, and headless Chromium renders them (rows, the JavaScript refresh, the
+//! chart; screenshots kept under `target/tracker-e2e/`). Killing the tracker with SIGKILL
+//! while it writes rounds leaves every earlier round whole.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fragstat_testkit::browser::Chromium;
+use fragstat_testkit::{repo_root, spawn_serve, OpenArena, OpenArenaConfig};
+use serde_json::Value;
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_fragstat"))
+}
+
+/// A child killed (SIGKILL) on drop, with its stdout lines on a channel.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lines_of(stdout: ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn start(args: &[&str]) -> Running {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn fragstat");
+    let lines = lines_of(child.stdout.take().expect("stdout"));
+    Running { child, lines }
+}
+
+impl Running {
+    /// The next stdout line matching `pred` within `cap`.
+    fn wait_line(&self, cap: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + cap;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if pred(&l) => return l,
+                Ok(_) => {}
+                Err(e) => panic!("no expected line within {cap:?}: {e}"),
+            }
+        }
+    }
+
+    /// The URL the tracker printed.
+    fn url(&self) -> String {
+        let line = self.wait_line(Duration::from_secs(60), |l| l.contains("browse http://"));
+        let url = line
+            .split("browse ")
+            .nth(1)
+            .expect("url")
+            .trim()
+            .to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        url
+    }
+
+    /// Waits for `n` more round lines.
+    fn rounds(&self, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|_| self.wait_line(Duration::from_secs(60), |l| l.starts_with("round ")))
+            .collect()
+    }
+}
+
+fn get(url: &str) -> (u16, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let r = reqwest::get(url).await.expect(url);
+        let status = r.status().as_u16();
+        (status, r.text().await.expect("body"))
+    })
+}
+
+fn get_json(url: &str) -> Value {
+    let (status, body) = get(url);
+    assert_eq!(status, 200, "{url}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{url}: {e}: {body}"))
+}
+
+/// Where the end-to-end screenshots are kept.
+fn artifacts() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    target.join("tracker-e2e")
+}
+
+const HOSTILE: &str = "^1<script>alert(1)</script>^7' OR 1=1 DROP TABLE servers--";
+
+#[test]
+fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
+    let Some(oa) = OpenArena::start(OpenArenaConfig::default()) else {
+        return;
+    };
+    let chromium = Chromium::find();
+    let farm = spawn_serve(
+        bin(),
+        &[
+            "q3",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "3",
+            "--players",
+            "4",
+            "--master",
+            "--master-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let hostile = spawn_serve(
+        bin(),
+        &[
+            "q3",
+            "--listen",
+            "127.0.0.1:0",
+            "--name",
+            HOSTILE,
+            "--players",
+            "2",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("track.db");
+    let config = dir.path().join("track.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "database = {db:?}\nlisten = \"127.0.0.1:0\"\ninterval_secs = 2.5\ntimeout_ms = 300\nretries = 2\n\n\
+             [[source]]\ngame = \"q3\"\nmasters = [\"{}\"]\nservers = [\"{}\"]\n\n\
+             [[source]]\ngame = \"openarena\"\nservers = [\"{}\"]\n",
+            farm.master.unwrap(),
+            hostile.servers[0],
+            oa.addr
+        ),
+    )
+    .unwrap();
+    let tracker = start(&["track", "--config", config.to_str().unwrap()]);
+    let url = tracker.url();
+    // ioq3 answers one getinfo/getstatus per second per address after a burst of ten, so
+    // rounds come every 2.5 s here.
+    let rounds = tracker.rounds(3);
+    assert!(
+        rounds
+            .iter()
+            .all(|r| r.contains("5 of 5 servers online") && r.contains("listed 3")),
+        "{rounds:?}"
+    );
+
+    // The API: the farm, the hostile server and the real OpenArena server with its bots.
+    let api = get_json(&format!("{url}api/servers"));
+    let servers = api["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 5, "{api}");
+    let oa_row = servers
+        .iter()
+        .find(|s| s["addr"] == oa.addr.to_string())
+        .expect("OpenArena row");
+    assert_eq!(oa_row["game"], "openarena");
+    assert_eq!(oa_row["status"], "online");
+    assert_eq!(oa_row["name_raw"], "My ^1OA^7 Server");
+    assert_eq!(oa_row["num_players"], 2);
+    assert_eq!(oa_row["map"], "oa_dm1");
+    let seg = oa.addr.to_string().replace(':', "%3A");
+    let detail = get_json(&format!("{url}api/servers/{seg}"));
+    let mut names: Vec<String> = detail["players"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_lowercase())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["grism", "sarge"], "{detail}");
+    assert_eq!(detail["record"]["rules"]["gamename"], "baseoa");
+    // Where is Sarge playing? On the real server.
+    let found = get_json(&format!("{url}api/players?q=SARGE"));
+    assert!(
+        found["players"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["addr"] == oa.addr.to_string()),
+        "{found}"
+    );
+    let history = get_json(&format!("{url}api/servers/{seg}/history?since=0"));
+    assert!(history["history"].as_array().unwrap().len() >= 3);
+    let (_, metrics) = get(&format!("{url}metrics"));
+    assert!(
+        metrics.contains("fragstat_tracker_players{game=\"openarena\"} 2"),
+        "{metrics}"
+    );
+
+    // The page in a real browser: rows after the JavaScript refresh, the hostile name as text,
+    // the chart.
+    if let Some(chromium) = chromium {
+        let dom = chromium.dump_dom(&url, 3000);
+        assert_eq!(
+            dom.matches("<tr class=\"server online\"").count(),
+            5,
+            "{dom}"
+        );
+        assert!(
+            dom.contains("id=\"updated\">updated "),
+            "the refresh did not run: {dom}"
+        );
+        assert!(
+            dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{dom}"
+        );
+        assert!(!dom.contains("<script>alert"), "{dom}");
+        assert!(dom.contains(&oa.addr.to_string()));
+        // Filtered by the query string (the form is filled from it, the refresh keeps it).
+        let dom = chromium.dump_dom(&format!("{url}?game=openarena"), 3000);
+        assert_eq!(
+            dom.matches("<tr class=\"server online\"").count(),
+            1,
+            "{dom}"
+        );
+        let page = format!("{url}server/{seg}");
+        let dom = chromium.dump_dom(&page, 1000);
+        assert!(dom.contains("<svg id=\"chart\""), "{dom}");
+        assert!(dom.contains("<polyline class=\"players\""), "{dom}");
+        assert_eq!(dom.matches("<tr class=\"player\"").count(), 2, "{dom}");
+        let out = artifacts();
+        chromium.screenshot(&url, &out.join("browser.png"), 1100, 700, 3000);
+        chromium.screenshot(&page, &out.join("server.png"), 1100, 1000, 1000);
+        eprintln!("screenshots in {}", out.display());
+    }
+
+    drop(tracker);
+}
+
+/// SIGKILL while rounds of 200 servers with 8 players each are written back to back: after
+/// each kill the database opens and every round in it is whole (as many snapshots as the
+/// round says it probed), and the next tracker goes on adding rounds.
+#[test]
+fn sigkill_mid_round_keeps_earlier_rounds() {
+    let farm = spawn_serve(
+        bin(),
+        &[
+            "q3",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "200",
+            "--players",
+            "8",
+            "--master",
+            "--master-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("track.db");
+    let master = farm.master.unwrap().to_string();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut kept = 0;
+    for (i, wait_ms) in [0u64, 37, 113, 71].into_iter().enumerate() {
+        let tracker = start(&[
+            "track",
+            "--game",
+            "q3",
+            "--master",
+            &master,
+            "--db",
+            db.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--interval-secs",
+            "0.05",
+            "--timeout-ms",
+            "500",
+        ]);
+        tracker.url();
+        let rounds = tracker.rounds(2);
+        assert!(
+            rounds
+                .iter()
+                .all(|r| r.contains("200 of 201 servers online")
+                    || r.contains("200 of 200 servers online")),
+            "{rounds:?}"
+        );
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        drop(tracker); // SIGKILL, most likely inside a round's probing or its transaction
+        rt.block_on(async {
+            let store = fragstat_tracker::store::Store::open(db.to_str().unwrap())
+                .await
+                .expect("reopen after SIGKILL");
+            let rounds = store.rounds(100_000).await.unwrap();
+            assert!(
+                rounds.len() >= kept + 2,
+                "run {i}: {} rounds, {kept} before",
+                rounds.len()
+            );
+            kept = rounds.len();
+            let counts = store.counts().await.unwrap();
+            let servers: i64 = rounds.iter().map(|r| r.servers).sum();
+            let players: i64 = rounds.iter().map(|r| r.players).sum();
+            assert_eq!(
+                counts.snapshots, servers,
+                "run {i}: a round was half written"
+            );
+            assert_eq!(
+                counts.player_snapshots, players,
+                "run {i}: a round was half written"
+            );
+            assert!(
+                rounds.iter().all(|r| r.online == 200 && r.players == 1600),
+                "{rounds:?}"
+            );
+            store.close().await;
+        });
+    }
+}
+
+#[test]
+fn demo_track_serves_the_farm() {
+    let demo = start(&[
+        "demo",
+        "--track",
+        "--listen",
+        "127.0.0.1:0",
+        "--interval-secs",
+        "0.5",
+    ]);
+    let url = demo.url();
+    demo.rounds(1);
+    let api = get_json(&format!("{url}api/servers"));
+    let servers = api["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 7, "{api}");
+    let online = servers.iter().filter(|s| s["status"] == "online").count();
+    assert_eq!(online, 6, "{api}");
+    assert!(
+        servers
+            .iter()
+            .any(|s| s["name"] == "fragstat demo #1" && s["name_raw"] == "^1fragstat ^7demo ^3#1"),
+        "{api}"
+    );
+    let (status, page) = get(&url);
+    assert_eq!(status, 200);
+    assert_eq!(
+        page.matches("<tr class=\"server online\"").count(),
+        6,
+        "{page}"
+    );
+}
+
+#[test]
+fn track_usage_errors() {
+    for args in [
+        &["track"][..],
+        &["track", "--master", "127.0.0.1:1"],
+        &["track", "--game", "nope", "--server", "127.0.0.1:1"],
+        &["track", "--game", "q3"],
+        &[
+            "track",
+            "--game",
+            "q3",
+            "--server",
+            "127.0.0.1:1",
+            "--interval-secs",
+            "0",
+        ],
+    ] {
+        let out = Command::new(bin()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty());
+    }
+}
+
+#[test]
+fn track_config_errors_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, says) in [
+        ("bogus = 1\n", "unknown field"),
+        (
+            "[[source]]\ngame = \"nope\"\nservers = [\"127.0.0.1:1\"]\n",
+            "unknown game",
+        ),
+        ("interval_secs = \"x\"\n", "invalid type"),
+        (
+            "retention_hours = -1\n[[source]]\ngame = \"q3\"\nservers = [\"127.0.0.1:1\"]\n",
+            "retention_hours",
+        ),
+    ] {
+        let path = dir.path().join("track.toml");
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(bin())
+            .args(["track", "--config", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(says), "{text}: {err}");
+    }
+    let out = Command::new(bin())
+        .args(["track", "--config", "/nonexistent/track.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,139 @@
+//! `fragstat track`: a live server browser with history.
+//!
+//! Every round the tracker asks the configured masters for their lists, probes every listed
+//! (and configured) server for its players through the engine, and writes one snapshot per
+//! server and one row per player in one transaction — to an embedded SQLite file by default,
+//! or to PostgreSQL for several trackers and readers (the same schema, kept by migrations).
+//! Rows older than the retention are pruned. A web server shows a server browser, a page per
+//! server with its player count over time, a player search, a JSON API described by OpenAPI,
+//! and Prometheus metrics.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), fragstat_tracker::TrackError> {
+//! use fragstat_tracker::{config::Config, Tracker};
+//! let config = Config::from_toml(r#"
+//!     database = "track.db"
+//!     [[source]]
+//!     game = "q3"
+//!     masters = ["127.0.0.1:27950"]
+//! "#)?;
+//! let tracker = Tracker::open(config).await?;
+//! let listener = fragstat_tracker::web::bind(tracker.config().listen).await?;
+//! tracker.run(listener, std::future::pending(), |_| {}).await?;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod metrics;
+pub mod round;
+pub mod store;
+pub mod web;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use fragstat::core::Engine;
+
+use crate::config::{Config, ConfigError};
+use crate::metrics::Metrics;
+use crate::round::RoundReport;
+use crate::store::{Store, StoreError};
+
+/// Why the tracker could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrackError {
+    /// The configuration was refused.
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// The database could not be opened or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A socket could not be bound, or the web server failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A tracker: its configuration, database, engine and metrics.
+#[derive(Debug)]
+pub struct Tracker {
+    config: Config,
+    store: Store,
+    engine: Engine,
+    metrics: Arc<Metrics>,
+}
+
+impl Tracker {
+    /// Checks the configuration, opens and migrates the database and binds the engine.
+    pub async fn open(config: Config) -> Result<Tracker, TrackError> {
+        config.check()?;
+        let store = Store::open(&config.database)
+            .await?
+            .with_snapshot_records(config.snapshot_records);
+        let engine = Engine::bind().await?;
+        Ok(Tracker {
+            config,
+            store,
+            engine,
+            metrics: Arc::new(Metrics::new()),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The database.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// What the web handlers need.
+    pub fn state(&self) -> web::AppState {
+        web::AppState {
+            store: self.store.clone(),
+            metrics: self.metrics.clone(),
+            refresh_secs: self.config.interval_secs.clamp(1.0, 60.0),
+        }
+    }
+
+    /// Runs one round now: poll, write, prune.
+    pub async fn round(&self) -> Result<RoundReport, StoreError> {
+        round::round(&self.engine, &self.store, &self.config, &self.metrics).await
+    }
+
+    /// Serves the web pages on `listener` and runs rounds until `config.rounds` have run
+    /// (0: forever) or `stop` resolves; `on_round` sees each written round.
+    pub async fn run(
+        &self,
+        listener: tokio::net::TcpListener,
+        stop: impl Future<Output = ()>,
+        on_round: impl Fn(&RoundReport),
+    ) -> Result<(), TrackError> {
+        let (tx, mut rx) = tokio::sync::watch::channel(false);
+        let web = tokio::spawn(web::serve(listener, self.state(), async move {
+            while !*rx.borrow() {
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        }));
+        tokio::select! {
+            () = round::run(&self.engine, &self.store, &self.config, &self.metrics, on_round) => {}
+            () = stop => {}
+        }
+        let _ = tx.send(true);
+        match web.await {
+            Ok(r) => r?,
+            Err(e) => return Err(std::io::Error::other(e.to_string()).into()),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! Prometheus metrics of the tracker (`/metrics`, the text exposition format).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::round::RoundReport;
+
+/// Labels of the per-game gauges.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GameLabel {
+    game: String,
+}
+
+/// Labels of the per-status gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: String,
+}
+
+/// The tracker's metrics and their registry.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    rounds: Counter,
+    round_failures: Counter,
+    pruned: Counter,
+    servers: Family<StatusLabel, Gauge>,
+    players: Family<GameLabel, Gauge>,
+    probe_seconds: Gauge<f64, AtomicU64>,
+    write_seconds: Gauge<f64, AtomicU64>,
+    last_round: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric under the `fragstat_tracker` prefix.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("fragstat_tracker");
+        let m = Metrics {
+            registry: Mutex::new(Registry::default()),
+            rounds: Counter::default(),
+            round_failures: Counter::default(),
+            pruned: Counter::default(),
+            servers: Family::default(),
+            players: Family::default(),
+            probe_seconds: Gauge::default(),
+            write_seconds: Gauge::default(),
+            last_round: Gauge::default(),
+        };
+        registry.register("rounds", "Rounds written", m.rounds.clone());
+        registry.register(
+            "round_failures",
+            "Rounds whose write failed",
+            m.round_failures.clone(),
+        );
+        registry.register("pruned_rows", "Rows deleted by retention", m.pruned.clone());
+        registry.register(
+            "servers",
+            "Servers by status in the last round",
+            m.servers.clone(),
+        );
+        registry.register(
+            "players",
+            "Players by game in the last round",
+            m.players.clone(),
+        );
+        registry.register(
+            "probe_seconds",
+            "How long the last round's masters and probes took",
+            m.probe_seconds.clone(),
+        );
+        registry.register(
+            "write_seconds",
+            "How long the last round's transaction took",
+            m.write_seconds.clone(),
+        );
+        registry.register(
+            "last_round_timestamp_ms",
+            "When the last written round started (Unix ms)",
+            m.last_round.clone(),
+        );
+        if let Ok(mut r) = m.registry.lock() {
+            *r = registry;
+        }
+        m
+    }
+
+    /// Records one round.
+    pub fn observe_round(&self, report: &RoundReport, write: Duration, written: bool) {
+        if !written {
+            self.round_failures.inc();
+            return;
+        }
+        self.rounds.inc();
+        self.probe_seconds.set(report.elapsed.as_secs_f64());
+        self.write_seconds.set(write.as_secs_f64());
+        self.last_round.set(report.data.at);
+        self.servers.clear();
+        self.players.clear();
+        for r in &report.data.records {
+            let status = serde_json::to_value(r.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            self.servers.get_or_create(&StatusLabel { status }).inc();
+            let players = r.info.as_ref().map_or(0, |i| i64::from(i.num_players));
+            self.players
+                .get_or_create(&GameLabel {
+                    game: r.game.clone(),
+                })
+                .inc_by(players);
+        }
+    }
+
+    /// Counts rows deleted by retention.
+    pub fn pruned(&self, rows: u64) {
+        self.pruned.inc_by(rows);
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if let Ok(r) = self.registry.lock() {
+            // Writing to a String cannot fail.
+            let _ = encode(&mut out, &r);
+        }
+        out
+    }
+}

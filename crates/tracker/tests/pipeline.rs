@@ -1,0 +1,618 @@
+//! The whole tracker pipeline against an emulated farm (Quake III servers and a master from
+//! the registry's emulators, on real loopback sockets): masters → probes → one transaction
+//! per round → the pages and the JSON API over real HTTP; in SQLite and in a real PostgreSQL
+//! server started by the test.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fragstat::core::registry::{EmuMaster, EmuServer};
+use fragstat::core::serve::run;
+use fragstat::core::{Transport, UdpTransport};
+use fragstat_tracker::config::{Config, Source};
+use fragstat_tracker::store::{RoundData, ServerFilter, Sort, Store};
+use fragstat_tracker::Tracker;
+use tokio::sync::watch;
+
+/// A hostile Quake III server name: markup, SQL and colour codes (a Quake III infostring
+/// cannot carry `;`, `"` or `\\`).
+const HOSTILE: &[u8] = b"^1<script>alert(1)</script>^7' OR 1=1 DROP TABLE servers--";
+/// A hostile Teeworlds server name (UTF-8, `^` is a literal character there).
+const HOSTILE_TW: &str = "<img src=x onerror=alert(2)>'; DROP TABLE servers;--^1";
+
+/// Emulated servers and a master listing them (and one address where nothing answers).
+struct Farm {
+    servers: Vec<SocketAddr>,
+    /// A Teeworlds server (not listed by the master) named [`HOSTILE_TW`], one player.
+    tw: SocketAddr,
+    down: SocketAddr,
+    master: SocketAddr,
+    stop: watch::Sender<bool>,
+}
+
+impl Drop for Farm {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// Servers: (name, map, players).
+async fn farm(servers: &[(&[u8], &str, usize)]) -> Farm {
+    let game = fragstat::game("q3").expect("q3");
+    let (stop, rx) = watch::channel(false);
+    let mut addrs = Vec::new();
+    let spawn = |socket: Arc<dyn Transport>, service: Box<dyn fragstat::core::service::Service>| {
+        let mut rx = rx.clone();
+        tokio::spawn(run(socket, service, async move {
+            while !*rx.borrow() {
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        }));
+    };
+    for (i, (name, map, players)) in servers.iter().enumerate() {
+        let socket: Arc<dyn Transport> =
+            Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
+        addrs.push(socket.local_addr().unwrap());
+        let c = EmuServer::new(name.to_vec(), *map, *players).with_seed(i as u64 + 1);
+        spawn(socket, game.emulated_server(&c).unwrap());
+    }
+    let tw_game = fragstat::game("teeworlds").expect("teeworlds");
+    let socket: Arc<dyn Transport> =
+        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
+    let tw = socket.local_addr().unwrap();
+    let c = EmuServer::new(HOSTILE_TW.as_bytes().to_vec(), "dm1", 1).with_seed(9);
+    spawn(socket, tw_game.emulated_server(&c).unwrap());
+    let down = UdpTransport::bind("127.0.0.1:0".parse().unwrap())
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut listed = addrs.clone();
+    listed.push(down);
+    let socket: Arc<dyn Transport> =
+        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
+    let master = socket.local_addr().unwrap();
+    spawn(
+        socket,
+        game.emulated_master(&EmuMaster::new(listed)).unwrap(),
+    );
+    Farm {
+        servers: addrs,
+        tw,
+        down,
+        master,
+        stop,
+    }
+}
+
+fn config(database: &str, farm: &Farm) -> Config {
+    let mut c = Config {
+        database: database.to_string(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        interval_secs: 0.2,
+        retention_hours: 0.0,
+        timeout_ms: 200,
+        retries: 1,
+        ..Config::default()
+    };
+    c.sources.push(Source {
+        game: "q3".into(),
+        masters: vec![farm.master.to_string()],
+        servers: Vec::new(),
+        ext: false,
+    });
+    c.sources.push(Source {
+        game: "teeworlds".into(),
+        masters: Vec::new(),
+        servers: vec![farm.tw.to_string()],
+        ext: false,
+    });
+    c
+}
+
+async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
+    let r = client.get(url).send().await.expect(url);
+    let status = r.status().as_u16();
+    (status, r.text().await.expect("body"))
+}
+
+/// Runs three rounds against the farm into `database`, then checks the rows, the pages and
+/// the API.
+async fn pipeline(database: &str) {
+    let farm = farm(&[
+        (HOSTILE, "q3dm17", 2),
+        (b"^2Green ^7Server", "q3dm6", 6),
+        (b"Empty", "q3tourney2", 0),
+        (b"^4Blue ^3Three", "q3dm6", 3),
+    ])
+    .await;
+    let tracker = Tracker::open(config(database, &farm))
+        .await
+        .expect("open tracker");
+    let store = tracker.store().clone();
+    let mut ats = Vec::new();
+    for _ in 0..3 {
+        let r = tracker.round().await.expect("round");
+        assert_eq!(r.masters.len(), 1);
+        assert_eq!(r.masters[0].servers, Some(5), "{:?}", r.masters);
+        ats.push(r.data.at);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // Rows: 6 servers (one down) per round, a row per player per round.
+    let counts = store.counts().await.unwrap();
+    assert_eq!(counts.rounds, 3, "{counts:?}");
+    assert_eq!(counts.servers, 6, "{counts:?}");
+    assert_eq!(counts.snapshots, 18, "{counts:?}");
+    assert_eq!(counts.player_snapshots, 3 * (2 + 6 + 3 + 1), "{counts:?}");
+    let rounds = store.rounds(10).await.unwrap();
+    assert!(
+        rounds
+            .iter()
+            .all(|r| r.servers == 6 && r.online == 5 && r.players == 12),
+        "{rounds:?}"
+    );
+
+    // The hostile name is stored byte for byte.
+    let hostile = store
+        .server(&farm.servers[0].to_string())
+        .await
+        .unwrap()
+        .expect("hostile server");
+    assert_eq!(hostile.name_raw.as_deref(), Some(HOSTILE));
+    let tw = store
+        .server(&farm.tw.to_string())
+        .await
+        .unwrap()
+        .expect("teeworlds server");
+    assert_eq!(tw.name_raw.as_deref(), Some(HOSTILE_TW.as_bytes()));
+    assert_eq!(tw.dialect.as_deref(), Some("plain"));
+    let down = store
+        .server(&farm.down.to_string())
+        .await
+        .unwrap()
+        .expect("down server");
+    assert_eq!(down.status, "timeout");
+    assert_eq!(down.last_online, None);
+
+    // Filters and sorts, hostile input included.
+    let all = store.servers(&ServerFilter::default()).await.unwrap();
+    assert_eq!(all.len(), 6);
+    assert_eq!(all[0].num_players, Some(6));
+    assert_eq!(all[5].addr, farm.down.to_string(), "offline last");
+    let f = |name: &str| ServerFilter {
+        name: Some(name.into()),
+        ..ServerFilter::default()
+    };
+    let hits = store.servers(&f("drop table")).await.unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(
+        store.servers(&f("%")).await.unwrap().is_empty(),
+        "% is literal"
+    );
+    let hits = store.servers(&f("'; DROP TABLE servers;--")).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].addr, farm.tw.to_string());
+    let by_map = store
+        .servers(&ServerFilter {
+            map: Some("DM6".into()),
+            sort: Sort::Name,
+            ..ServerFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_map.len(), 2);
+    assert_eq!(
+        by_map[0].addr,
+        farm.servers[3].to_string(),
+        "blue three < green"
+    );
+
+    // History and players.
+    let green = farm.servers[1].to_string();
+    let history = store.history(&green, 0).await.unwrap();
+    assert_eq!(history.iter().map(|h| h.at).collect::<Vec<_>>(), ats);
+    assert!(history.iter().all(|h| h.num_players == Some(6)));
+    let record: serde_json::Value = serde_json::from_str(
+        &store
+            .snapshot_record(&green, ats[0])
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["num_players"], 6);
+    assert_eq!(record["rules"]["mapname"], "q3dm6");
+    assert!(
+        record.get("players").is_none(),
+        "players are rows of their own"
+    );
+    let players = store.players_on(&green).await.unwrap();
+    assert_eq!(players.len(), 6);
+    assert_eq!(players[0].at, ats[2]);
+    let name = players[0].name_text().display();
+    let found = store
+        .find_players(&name.to_uppercase(), 0, 100)
+        .await
+        .unwrap();
+    assert!(
+        found.iter().any(|p| p.addr == green && p.at == ats[2]),
+        "{name}: {found:?}"
+    );
+
+    // The web side, over real HTTP.
+    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, mut rx) = watch::channel(false);
+    let web = tokio::spawn(fragstat_tracker::web::serve(
+        listener,
+        tracker.state(),
+        async move {
+            let _ = rx.changed().await;
+        },
+    ));
+    let client = reqwest::Client::new();
+    let (status, page) = get(&client, &format!("{base}/")).await;
+    assert_eq!(status, 200);
+    assert_eq!(page.matches("<tr class=\"server ").count(), 6, "{page}");
+    assert!(
+        !page.contains("<script>alert"),
+        "hostile name rendered as markup"
+    );
+    assert!(!page.contains("<img"), "hostile name rendered as markup");
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{page}"
+    );
+    assert!(page.contains("&lt;img src=x onerror=alert(2)&gt;'; DROP TABLE servers;--^1"));
+    assert!(page.contains("style=\"color:#ff0000\""));
+    let (status, page) = get(
+        &client,
+        &format!("{base}/?name=%27%3B+DROP+TABLE+servers%3B--&sort=ping"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(page.matches("<tr class=\"server ").count(), 1);
+    assert_eq!(get(&client, &format!("{base}/?sort=bogus")).await.0, 400);
+
+    let (status, body) = get(&client, &format!("{base}/api/servers")).await;
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let servers = json["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 6);
+    let h = servers
+        .iter()
+        .find(|s| s["addr"] == farm.servers[0].to_string())
+        .unwrap();
+    assert_eq!(
+        h["name_raw"],
+        "^1<script>alert(1)</script>^7' OR 1=1 DROP TABLE servers--"
+    );
+    assert_eq!(
+        h["name"],
+        "<script>alert(1)</script>' OR 1=1 DROP TABLE servers--"
+    );
+    assert_eq!(h["name_runs"][0]["color"], "#ff0000");
+    assert_eq!(json["last_round"]["at"], ats[2]);
+
+    // The server page: the chart has the three rounds, the player table six rows.
+    let seg = green.replace(':', "%3A");
+    let (status, page) = get(&client, &format!("{base}/server/{seg}")).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<svg id=\"chart\""), "{page}");
+    assert!(page.contains("data-points=\"3\""), "{page}");
+    assert_eq!(page.matches("<polyline class=\"players\"").count(), 1);
+    assert_eq!(page.matches("<tr class=\"player\"").count(), 6);
+    let (status, body) = get(
+        &client,
+        &format!("{base}/api/servers/{seg}/history?since=0"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["history"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        get(&client, &format!("{base}/server/10.0.0.1%3A1")).await.0,
+        404
+    );
+    let (status, page) = get(
+        &client,
+        &format!("{base}/players?q={}", name.to_lowercase()),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<tr class=\"hit\""), "{page}");
+
+    // Every path the OpenAPI document lists answers, with a real address for {addr}.
+    let (status, body) = get(&client, &format!("{base}/api/openapi.json")).await;
+    assert_eq!(status, 200);
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 7);
+    for path in paths.keys() {
+        let url = format!("{base}{}?q=a", path.replace("{addr}", &seg));
+        let (status, _) = get(&client, &url).await;
+        assert_eq!(status, 200, "{url}");
+    }
+    // The Server schema's required keys are exactly the keys the API writes.
+    let required: Vec<&str> = doc["components"]["schemas"]["Server"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let written: Vec<&str> = h.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(required, written);
+
+    let (status, metrics) = get(&client, &format!("{base}/metrics")).await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("fragstat_tracker_rounds_total 3"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("fragstat_tracker_servers{status=\"timeout\"} 1"));
+    let _ = tx.send(true);
+    web.await.unwrap().unwrap();
+
+    // The table survived everything above.
+    assert_eq!(store.counts().await.unwrap().servers, 6);
+}
+
+/// Retention: a round older than the retention goes when the next round is written.
+async fn retention(database: &str) {
+    let farm = farm(&[(b"Solo", "q3dm17", 1)]).await;
+    let mut c = config(database, &farm);
+    c.retention_hours = 1.0;
+    c.snapshot_records = false;
+    let tracker = Tracker::open(c).await.unwrap();
+    let store = tracker.store();
+    let old = fragstat_tracker::round::now_ms() - 2 * 3_600_000;
+    store
+        .write_round(&RoundData {
+            at: old,
+            finished: old,
+            records: Vec::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.rounds(10).await.unwrap().len(), 1);
+    let r = tracker.round().await.unwrap();
+    let rounds = store.rounds(10).await.unwrap();
+    assert_eq!(rounds.len(), 1);
+    assert_eq!(rounds[0].at, r.data.at);
+    // Without snapshot records: the counts are kept, the record only as the latest state.
+    let solo = farm.servers[0].to_string();
+    assert_eq!(store.snapshot_record(&solo, r.data.at).await.unwrap(), None);
+    assert_eq!(
+        store.history(&solo, 0).await.unwrap()[0].num_players,
+        Some(1)
+    );
+    assert!(store.server_record(&solo).await.unwrap().is_some());
+}
+
+/// Names and maps with NUL and invalid UTF-8 bytes are written (PostgreSQL's TEXT refuses
+/// U+0000) and read back byte for byte.
+async fn odd_bytes(database: &str) {
+    use fragstat::core::model::{Dialect, Record, Text};
+    let store = Store::open(database).await.unwrap();
+    let mut info = fragstat::ServerInfo::default();
+    info.name = Text::new(b"nul\0name \xff\xfe ^1x".to_vec(), Dialect::Quake);
+    info.map = Text::new(b"map\0".to_vec(), Dialect::Plain);
+    info.gametype = Some("g\0t".into());
+    let mut p = fragstat::Player::default();
+    p.name = Text::new(b"p\0\xff".to_vec(), Dialect::Plain);
+    info.players = Some(vec![p]);
+    info.num_players = 1;
+    let rec = Record::online(Some("192.0.2.1:27960".into()), "q3", info, None);
+    store
+        .write_round(&RoundData {
+            at: 1000,
+            finished: 1001,
+            records: vec![rec],
+        })
+        .await
+        .expect("odd bytes written");
+    let row = store.server("192.0.2.1:27960").await.unwrap().unwrap();
+    assert_eq!(
+        row.name_raw.as_deref(),
+        Some(&b"nul\0name \xff\xfe ^1x"[..])
+    );
+    assert_eq!(row.map.as_deref(), Some("map\u{FFFD}"));
+    let players = store.players_on("192.0.2.1:27960").await.unwrap();
+    assert_eq!(players[0].name_raw, b"p\0\xff");
+    let record: serde_json::Value = serde_json::from_str(
+        &store
+            .server_record("192.0.2.1:27960")
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["name_raw"], "nul\u{0}name \u{ff}\u{fe} ^1x");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_odd_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    odd_bytes(&dir.path().join("o.db").display().to_string()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_odd_bytes() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    odd_bytes(&pg.url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_pipeline_against_emulated_farm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("track.db");
+    pipeline(&db.display().to_string()).await;
+    // Reopening runs no migration twice and keeps the rows.
+    let store = Store::open(&db.display().to_string()).await.unwrap();
+    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.counts().await.unwrap().rounds, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_retention_prunes_old_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    retention(&dir.path().join("r.db").display().to_string()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_pipeline_against_emulated_farm() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    pipeline(&pg.url).await;
+    let store = Store::open(&pg.url).await.unwrap();
+    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.counts().await.unwrap().rounds, 3);
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_retention_prunes_old_rounds() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    retention(&pg.url).await;
+}
+
+/// An HTTP master (DDNet's `servers.json`, served on loopback) lists an emulated DDNet
+/// server; the tracker fetches the list, probes the server over UDP and stores its players.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_master_lists_ddnet_servers() {
+    let game = fragstat::game("ddnet").expect("ddnet");
+    let socket: Arc<dyn Transport> =
+        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
+    let server = socket.local_addr().unwrap();
+    let c = EmuServer::new(b"DDNet ^1tracked".to_vec(), "Tutorial", 3).with_seed(4);
+    let (stop, mut rx) = watch::channel(false);
+    tokio::spawn(run(socket, game.emulated_server(&c).unwrap(), async move {
+        let _ = rx.changed().await;
+    }));
+    let body = serde_json::json!({"servers": [{
+        "addresses": [format!("tw-0.6+udp://{server}")],
+        "info": {"max_clients": 16, "max_players": 16, "passworded": false,
+                 "game_type": "DDraceNetwork", "name": "DDNet ^1tracked",
+                 "map": {"name": "Tutorial"}, "version": "0.6.4, 16.4", "clients": []}
+    }]})
+    .to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/servers.json",
+        axum::routing::get(move || {
+            let body = body.clone();
+            async move { body }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Config {
+        database: dir.path().join("d.db").display().to_string(),
+        timeout_ms: 300,
+        ..Config::default()
+    };
+    c.sources.push(Source {
+        game: "ddnet".into(),
+        masters: vec![
+            format!("http://{http}/servers.json"),
+            format!("http://{http}/missing.json"),
+        ],
+        servers: Vec::new(),
+        ext: false,
+    });
+    let tracker = Tracker::open(c).await.unwrap();
+    let r = tracker.round().await.unwrap();
+    assert_eq!(r.masters.len(), 2, "{:?}", r.masters);
+    assert_eq!(r.masters[0].servers, Some(1), "{:?}", r.masters);
+    assert!(
+        r.masters[1].error.as_deref().unwrap_or("").contains("404"),
+        "{:?}",
+        r.masters
+    );
+    let row = tracker
+        .store()
+        .server(&server.to_string())
+        .await
+        .unwrap()
+        .expect("listed server");
+    assert_eq!(row.status, "online");
+    assert_eq!(row.game, "ddnet");
+    assert_eq!(row.dialect.as_deref(), Some("plain"));
+    assert_eq!(row.name_raw.as_deref(), Some(&b"DDNet ^1tracked"[..]));
+    assert_eq!(
+        tracker
+            .store()
+            .players_on(&server.to_string())
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    let _ = stop.send(true);
+}
+
+/// Two trackers write one PostgreSQL database at the same time (one polls the master, the
+/// other the master and the Teeworlds server): both migrate safely, every round of each is
+/// whole, and the servers both poll are one row each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_trackers_share_one_database() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    let farm = farm(&[(b"A", "q3dm17", 2), (b"B", "q3dm6", 5)]).await;
+    let mut one = config(&pg.url, &farm);
+    one.sources.truncate(1);
+    let two = config(&pg.url, &farm);
+    let (a, b) = tokio::join!(Tracker::open(one), Tracker::open(two));
+    let (a, b) = (a.expect("tracker one"), b.expect("tracker two"));
+    for _ in 0..3 {
+        let (ra, rb) = tokio::join!(a.round(), b.round());
+        ra.expect("round one");
+        rb.expect("round two");
+    }
+    let store = a.store();
+    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    let rounds = store.rounds(100).await.unwrap();
+    let counts = store.counts().await.unwrap();
+    // Two rounds that started in the same millisecond share their `at`: count what is kept.
+    let servers: i64 = rounds.iter().map(|r| r.servers).sum();
+    assert!(rounds.len() >= 3, "{rounds:?}");
+    assert!(
+        rounds.iter().all(|r| r.servers == 3 || r.servers == 4),
+        "{rounds:?}"
+    );
+    if rounds.len() == 6 {
+        assert_eq!(counts.snapshots, servers, "{counts:?} {rounds:?}");
+        assert_eq!(rounds.iter().filter(|r| r.servers == 4).count(), 3);
+    }
+    assert_eq!(counts.servers, 4, "{counts:?}");
+    let b_row = store
+        .server(&farm.servers[1].to_string())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(b_row.num_players, Some(5));
+    assert_eq!(
+        store
+            .players_on(&farm.servers[1].to_string())
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    a.store().close().await;
+    b.store().close().await;
+}
