@@ -101,9 +101,18 @@ struct ScanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Milliseconds to wait for a reply to one attempt.
+    /// Milliseconds to wait for a reply to one attempt: the upper bound of the adaptive
+    /// timeout, and what the last attempt waits.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
+    /// Wait the whole --timeout-ms on every attempt. By default, once servers have answered,
+    /// an attempt that is not the last is retried after the measured round-trip time plus
+    /// four times its variation (as TCP does), doubled per retry.
+    #[arg(long)]
+    fixed_timeout: bool,
+    /// The shortest adaptive timeout, in milliseconds.
+    #[arg(long, default_value_t = 10)]
+    min_timeout_ms: u64,
     /// Retries after the first attempt.
     #[arg(long, default_value_t = 3)]
     retries: u32,
@@ -124,6 +133,8 @@ impl ScanArgs {
         let mut o = Options::default();
         o.timeout = Duration::from_millis(timeout_ms);
         o.retries = self.retries;
+        o.adaptive = !self.fixed_timeout;
+        o.min_timeout = Duration::from_millis(self.min_timeout_ms);
         o.concurrency = usize::try_from(self.concurrency).unwrap_or(usize::MAX);
         o.rate = (self.rate > 0).then_some(self.rate);
         o.deadline = self.deadline().map(|d| d.saturating_sub(spent));

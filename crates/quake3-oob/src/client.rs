@@ -272,6 +272,71 @@ mod tests {
         assert_eq!(getinfos, 1, "retries ask only for what is missing");
     }
 
+    /// The infoResponse arrives, the first getstatus is lost: once the batch has measured
+    /// round trips, getstatus is asked again after the adaptive timeout (a few round trips),
+    /// not after the whole attempt timeout; with adaptive timeouts off, after the timeout.
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_getstatus_is_asked_again_after_the_adaptive_timeout() {
+        for adaptive in [true, false] {
+            let net = SimNet::new(
+                Faults {
+                    latency: Duration::from_millis(15),
+                    ..Faults::default()
+                },
+                1,
+            );
+            for p in 0..=10u16 {
+                let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
+                    Game::Quake3,
+                    format!("s{p}").as_bytes(),
+                    2,
+                )));
+                let statuses = Mutex::new(0);
+                net.add_server(
+                    addr(27960 + p),
+                    Arc::new(move |req: &[u8]| {
+                        if p == 10 && req.starts_with(b"\xff\xff\xff\xffgetstatus") {
+                            let mut n = statuses.lock().unwrap();
+                            *n += 1;
+                            if *n == 1 {
+                                return vec![];
+                            }
+                        }
+                        emu.lock().unwrap().respond(req).into_iter().collect()
+                    }),
+                );
+            }
+            let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+            let client = Client::with_engine(engine).with_options(
+                Options::default()
+                    .with_timeout(Duration::from_millis(1000))
+                    .with_retries(3)
+                    .with_concurrency(1)
+                    .with_adaptive(adaptive),
+            );
+            let all = client
+                .scan((0..=10).map(|p| addr(27960 + p)), true)
+                .collect_sorted()
+                .await;
+            let last = all.last().unwrap().result.as_ref().unwrap();
+            assert!(last.info.is_some() && last.status.is_some());
+            let statuses: Vec<_> = net
+                .sent()
+                .into_iter()
+                .filter(|s| s.to == addr(27970) && s.data.starts_with(b"\xff\xff\xff\xffgetstatus"))
+                .map(|s| s.at)
+                .collect();
+            assert_eq!(statuses.len(), 2);
+            let gap = statuses[1] - statuses[0];
+            if adaptive {
+                assert!(gap < Duration::from_millis(100), "{gap:?}");
+            } else {
+                // The timer restarted when the infoResponse came in, 15 ms after the send.
+                assert_eq!(gap, Duration::from_millis(1015));
+            }
+        }
+    }
+
     /// Regression: the small last datagram (with `\EOT`) arrived before a full one and the
     /// client stopped at the marker, losing a datagram's worth of servers.
     #[tokio::test(start_paused = true)]

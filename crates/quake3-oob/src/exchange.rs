@@ -152,10 +152,8 @@ impl Exchange for ServerExchange {
                 attempt,
             }
         } else {
-            Verdict::Progress {
-                attempt,
-                wait: None,
-            }
+            // The other reply is asked for again on a retry: time it as an attempt.
+            Verdict::Partial { attempt }
         }
     }
 
