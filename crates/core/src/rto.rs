@@ -55,7 +55,7 @@ impl RttEstimator {
                 self.rttvar = rtt / 2;
             }
             Some(srtt) => {
-                let err = if srtt > rtt { srtt - rtt } else { rtt - srtt };
+                let err = srtt.abs_diff(rtt);
                 // RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|; SRTT = 7/8 SRTT + 1/8 R.
                 self.rttvar = (self.rttvar.saturating_mul(3) + err) / 4;
                 self.srtt = Some((srtt.saturating_mul(7) + rtt) / 8);
