@@ -344,7 +344,7 @@ async fn probe(
             }
             Err(e) => {
                 let r = Record::failed(Some(t.text.clone()), game.id(), Status::Error, e.clone());
-                out.record(i, r)?;
+                out.record(i, r);
             }
         }
     }
@@ -360,16 +360,22 @@ async fn probe(
             o = batch.next() => o,
             _ = &mut ctrl_c => break true,
         };
-        let Some(o) = next else { break false };
-        if let Some(b) = &bar {
-            b.inc(1);
+        let Some(first) = next else { break false };
+        // Everything that finished meanwhile goes to the writer in one message.
+        let mut next = Some(first);
+        while let Some(o) = next {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+            let r = record_of(game, o.addr, o.result, o.rtt);
+            if r.status == Status::Online {
+                online += 1;
+            }
+            let pos = positions.get(o.index).copied().unwrap_or(o.index);
+            out.record(pos, r);
+            next = batch.try_next();
         }
-        let r = record_of(game, o.addr, o.result, o.rtt);
-        if r.status == Status::Online {
-            online += 1;
-        }
-        let pos = positions.get(o.index).copied().unwrap_or(o.index);
-        match out.record(pos, r) {
+        match out.send() {
             Ok(()) => {}
             Err(Stop::BrokenPipe) => return Ok(ExitCode::SUCCESS),
             Err(e) => return Err(e.into()),

@@ -189,6 +189,27 @@ mod tests {
         );
         assert_eq!(check_challenge(Some(b"fsabd-3"), 0xabc), Err(()));
         assert_eq!(check_challenge(None, 1), Ok(None));
+        for nonce in [0, 1, 0xf, 0x10, 0xabc, u64::MAX, 0x0123_4567_89ab_cdef] {
+            assert_eq!(
+                check_challenge(Some(format!("fs{nonce:x}-7").as_bytes()), nonce),
+                Ok(Some(7))
+            );
+            assert_eq!(
+                check_challenge(Some(format!("fs0{nonce:x}-7").as_bytes()), nonce),
+                Err(()),
+                "a leading zero is not our challenge"
+            );
+            assert_eq!(
+                check_challenge(Some(format!("fs{nonce:X}-7").as_bytes()), nonce),
+                if format!("{nonce:x}") == format!("{nonce:X}") {
+                    Ok(Some(7))
+                } else {
+                    Err(())
+                }
+            );
+        }
+        assert_eq!(check_challenge(Some(b"fsabc"), 0xabc), Err(()));
+        assert_eq!(check_challenge(Some(b"fsabc-"), 0xabc), Err(()));
         assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));
     }
 

@@ -57,13 +57,39 @@ pub(crate) fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
 /// server echoed none (some old servers do not), `Err` when it is someone else's.
 pub(crate) fn check_challenge(echo: Option<&[u8]>, nonce: u64) -> Result<Option<u32>, ()> {
     let Some(echo) = echo else { return Ok(None) };
-    let prefix = format!("fs{nonce:x}-");
-    let attempt = echo.strip_prefix(prefix.as_bytes()).ok_or(())?;
+    // `fs<nonce>-` compared without building it (this runs on every reply).
+    let mut digits = [0u8; 16];
+    let hex = lower_hex(nonce, &mut digits);
+    let attempt = echo
+        .strip_prefix(b"fs")
+        .and_then(|e| e.strip_prefix(hex))
+        .and_then(|e| e.strip_prefix(b"-"))
+        .ok_or(())?;
     std::str::from_utf8(attempt)
         .ok()
         .and_then(|a| a.parse().ok())
         .map(Some)
         .ok_or(())
+}
+
+/// `n` in lowercase hexadecimal without leading zeros (as `format!("{n:x}")`), in `buf`.
+fn lower_hex(mut n: u64, buf: &mut [u8; 16]) -> &[u8] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        if let (Some(slot), Some(d)) = (
+            buf.get_mut(start),
+            DIGITS.get(u8::try_from(n & 0xf).map_or(0, usize::from)),
+        ) {
+            *slot = *d;
+        }
+        n >>= 4;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    buf.get(start..).unwrap_or_default()
 }
 
 /// The exchange behind `client::Client::scan` (feature `client`): getinfo and/or getstatus
