@@ -208,6 +208,18 @@ mod tests {
                 }
             );
         }
+        for (nonce, attempt) in [
+            (0, 0),
+            (0xabc, 9),
+            (0x10, 10),
+            (u64::MAX, u32::MAX),
+            (7, 4_000_000_000),
+        ] {
+            assert_eq!(
+                challenge(nonce, attempt),
+                format!("fs{nonce:x}-{attempt}").into_bytes()
+            );
+        }
         assert_eq!(check_challenge(Some(b"fsabc"), 0xabc), Err(()));
         assert_eq!(check_challenge(Some(b"fsabc-"), 0xabc), Err(()));
         assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));

@@ -50,7 +50,27 @@ impl ServerReply {
 /// Challenges are `fs<nonce hex>-<attempt>`: unique per query, valid for every engine
 /// (protocol notes §1.6), and they say which attempt a reply answers (for the RTT).
 pub(crate) fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
-    format!("fs{nonce:x}-{attempt}").into_bytes()
+    // Built without format! (this runs on every request).
+    let mut digits = [0u8; 16];
+    let mut out = Vec::with_capacity(32);
+    out.extend_from_slice(b"fs");
+    out.extend_from_slice(lower_hex(nonce, &mut digits));
+    out.push(b'-');
+    let mut decimal = [0u8; 10];
+    let mut start = decimal.len();
+    let mut n = attempt;
+    loop {
+        start -= 1;
+        if let (Some(slot), Ok(d)) = (decimal.get_mut(start), u8::try_from(n % 10)) {
+            *slot = b'0' + d;
+        }
+        n /= 10;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(decimal.get(start..).unwrap_or_default());
+    out
 }
 
 /// Checks an echoed challenge: `Ok(Some(attempt))` when it is ours, `Ok(None)` when the
