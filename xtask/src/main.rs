@@ -18,7 +18,8 @@
 //! - `bench master [--servers N]` — `fragstat master-server` with N emulated servers
 //!   heartbeating to it: registration CPU and memory per server, list latency and throughput,
 //!   a request burst, and a flood against the default limits.
-//! - `bench decode` — the criterion `decode` benchmarks of every family codec crate.
+//! - `bench decode` — the criterion `decode` benchmarks of every family codec crate, then
+//!   every family's whole fixture corpus through the registry (`tests/benches/decode.rs`).
 //! - `fuzz [--seconds N]` — runs every cargo-fuzz target (`fuzz/fuzz_targets/*.rs`, needs
 //!   `cargo install cargo-fuzz`), its corpus seeded from every `tests/fixtures/*/{ok,err}`.
 
@@ -297,6 +298,8 @@ fn bench_decode() -> Result<()> {
     if ran == 0 {
         bail!("no codec crate has a `decode` bench");
     }
+    // Every family over its whole fixture corpus, through the registry.
+    run(Command::new("cargo").args(["bench", "-p", "fragstat-testkit", "--bench", "decode"]))?;
     Ok(())
 }
 

@@ -113,8 +113,10 @@ struct ScanArgs {
     /// The shortest adaptive timeout, in milliseconds.
     #[arg(long, default_value_t = 10)]
     min_timeout_ms: u64,
-    /// Retries after the first attempt.
-    #[arg(long, default_value_t = 3)]
+    /// Retries after the first attempt. Five, not qstat's three: with adaptive timeouts a
+    /// retry costs a few round trips, and at 20 % loss three retries still leave about 16
+    /// servers in 10,000 unanswered (0.2^4), five about one (0.2^6).
+    #[arg(long, default_value_t = 5)]
     retries: u32,
     /// Queries in flight at once.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
