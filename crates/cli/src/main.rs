@@ -111,7 +111,7 @@ struct ScanArgs {
     #[arg(long)]
     fixed_timeout: bool,
     /// The shortest adaptive timeout, in milliseconds.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 50)]
     min_timeout_ms: u64,
     /// Retries after the first attempt. Five, not qstat's three: with adaptive timeouts a
     /// retry costs a few round trips, and at 20 % loss three retries still leave about 16
