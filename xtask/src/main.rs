@@ -10,13 +10,17 @@
 //!   writes each as `tests/fixtures/<family>/ok/<NAME>-<n>.bin` with a `.json` (game, source,
 //!   sha256, and an `expect` block generated from the decode, marked `unchecked` until a
 //!   person has checked it) and its `.decoded` snapshot.
-//! - `bench scan [--servers N] [--players K] [--loss F] [--repeat R]` — N emulated servers on
-//!   loopback, a full `--players` scan timed with fragstat and with qstat, lossless and lossy.
+//! - `bench scan [--servers N] [--players K] [--loss F] [--repeat R] [--addresses A]
+//!   [--lossless-only] [--no-qstat] [-- FRAGSTAT-ARGS]` — N emulated servers on loopback (one
+//!   `serve` process per address 127.0.0.1…A), a full `--players` scan timed with fragstat
+//!   (default settings plus FRAGSTAT-ARGS) and with qstat, lossless and lossy, interleaved:
+//!   wall, CPU, CPU per server answered, peak RSS, and the farm's floor (a minimal blaster).
 //! - `bench master [--servers N] [--dpmaster PATH]` — `fragstat master-server` (and, given
 //!   its binary, dpmaster measured the same way in the same run) with N emulated servers
 //!   heartbeating to it: registration CPU and memory per server, list latency and throughput,
 //!   a request burst, and a flood against the default limits.
-//! - `bench decode` — the criterion `decode` benchmarks of every family codec crate.
+//! - `bench decode` — the criterion `decode` benchmarks of every family codec crate, then
+//!   every family's whole fixture corpus through the registry (`tests/benches/decode.rs`).
 //! - `fuzz [--seconds N]` — runs every cargo-fuzz target (`fuzz/fuzz_targets/*.rs`, needs
 //!   `cargo install cargo-fuzz`), its corpus seeded from every `tests/fixtures/*/{ok,err}`.
 
@@ -301,6 +305,8 @@ fn bench_decode() -> Result<()> {
     if ran == 0 {
         bail!("no codec crate has a `decode` bench");
     }
+    // Every family over its whole fixture corpus, through the registry.
+    run(Command::new("cargo").args(["bench", "-p", "fragstat-testkit", "--bench", "decode"]))?;
     Ok(())
 }
 
@@ -321,7 +327,6 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 /// A running `fragstat serve`, killed on drop.
 struct Serve {
     child: Child,
-    servers: Vec<SocketAddr>,
 }
 
 impl Drop for Serve {
@@ -331,44 +336,73 @@ impl Drop for Serve {
     }
 }
 
-fn start_serve(bin: &Path, count: usize, players: usize, loss: f64) -> Result<Serve> {
-    let mut child = Command::new(bin)
-        .args([
-            "serve",
-            "q3",
-            "--listen",
-            "127.0.0.1:0",
-            "--count",
-            &count.to_string(),
-            "--players",
-            &players.to_string(),
-        ])
-        .args(["--drop", &loss.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdout = child.stdout.take().context("serve stdout")?;
+/// An emulated server farm: one `fragstat serve` process per loopback address
+/// (127.0.0.1, 127.0.0.2…), the servers shared out evenly (a process may hold about 20,000
+/// sockets under this machine's file limit).
+struct Farm {
+    _serves: Vec<Serve>,
+    servers: Vec<SocketAddr>,
+}
+
+fn start_farm(
+    bin: &Path,
+    count: usize,
+    players: usize,
+    loss: f64,
+    addresses: usize,
+) -> Result<Farm> {
+    let addresses = addresses.clamp(1, 250);
+    let mut serves = Vec::new();
+    for a in 0..addresses {
+        let n = count / addresses + usize::from(a < count % addresses);
+        if n == 0 {
+            continue;
+        }
+        let child = Command::new(bin)
+            .args([
+                "serve",
+                "q3",
+                "--listen",
+                &format!("127.0.0.{}:0", a + 1),
+                "--count",
+                &n.to_string(),
+                "--players",
+                &players.to_string(),
+            ])
+            .args(["--drop", &loss.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        serves.push((Serve { child }, n));
+    }
     let mut servers = Vec::with_capacity(count);
-    for line in BufReader::new(stdout).lines() {
-        let line = line?;
-        if line == "ready" {
-            break;
+    let mut kept = Vec::new();
+    for (mut serve, n) in serves {
+        let stdout = serve.child.stdout.take().context("serve stdout")?;
+        let mut got = 0;
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            if line == "ready" {
+                break;
+            }
+            if let Some(a) = line.strip_prefix("server ") {
+                servers.push(a.parse()?);
+                got += 1;
+            }
         }
-        if let Some(a) = line.strip_prefix("server ") {
-            servers.push(a.parse()?);
+        if got != n {
+            bail!("fragstat serve started {got} of {n} servers");
         }
+        kept.push(serve);
     }
-    if servers.len() != count {
-        bail!(
-            "fragstat serve started {} of {count} servers",
-            servers.len()
-        );
-    }
-    Ok(Serve { child, servers })
+    Ok(Farm {
+        _serves: kept,
+        servers,
+    })
 }
 
 /// CPU seconds (user + system) used by this process's waited-for children so far
-/// (`/proc/self/stat` cutime + cstime).
+/// (`/proc/self/stat` cutime + cstime): the fallback when GNU time is not installed.
 fn children_cpu() -> f64 {
     let tck = Command::new("getconf")
         .arg("CLK_TCK")
@@ -399,45 +433,68 @@ struct Run {
     seconds: f64,
     /// CPU seconds the client used.
     cpu: f64,
+    /// The client's peak resident set, KiB (from GNU time; 0 when it is not installed).
+    rss_kib: u64,
     answered: usize,
     /// Answered with a player list (fragstat reports servers whose getstatus was lost on
     /// every attempt as online without players).
     with_players: Option<usize>,
 }
 
-/// Runs `cmd` to completion; returns its wall time, the CPU it used and its standard output.
-fn run_timed(cmd: &mut Command) -> Result<(f64, f64, String, bool)> {
+/// Runs `program args` to completion under GNU time when it is installed; returns wall
+/// time, CPU (user + system), peak RSS in KiB and standard output.
+fn run_timed(program: &Path, args: &[std::ffi::OsString]) -> Result<(f64, f64, u64, String, bool)> {
+    let gnu_time = Path::new("/usr/bin/time");
+    let report = std::env::temp_dir().join(format!("fragstat-time-{}", std::process::id()));
+    let mut cmd = if gnu_time.exists() {
+        let mut c = Command::new(gnu_time);
+        c.args(["-f", "%U %S %M", "-o"]).arg(&report).arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    cmd.args(args).stderr(Stdio::null());
     let cpu0 = children_cpu();
     let start = Instant::now();
     let out = cmd.output()?;
     let seconds = start.elapsed().as_secs_f64();
-    let cpu = children_cpu() - cpu0;
+    let mut cpu = children_cpu() - cpu0;
+    let mut rss = 0;
+    if gnu_time.exists() {
+        let text = std::fs::read_to_string(&report).unwrap_or_default();
+        // The last line holds the figures (earlier ones: "Command exited with non-zero status").
+        let f: Vec<&str> = text
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        if let [u, s, m] = f[..] {
+            cpu = u.parse::<f64>().unwrap_or(0.0) + s.parse::<f64>().unwrap_or(0.0);
+            rss = m.parse().unwrap_or(0);
+        }
+        let _ = std::fs::remove_file(&report);
+    }
     Ok((
         seconds,
         cpu,
+        rss,
         String::from_utf8_lossy(&out.stdout).into_owned(),
         out.status.success(),
     ))
 }
 
-fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
-    let (seconds, cpu, text, ok) = run_timed(
-        Command::new(bin)
-            .args(["query", "q3", "-f"])
-            .arg(list)
-            .args([
-                "--players",
-                "--format",
-                "ndjson",
-                "--timeout-ms",
-                "500",
-                "--retries",
-                "3",
-                "--concurrency",
-                "2000",
-            ])
-            .stderr(Stdio::inherit()),
-    )?;
+fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
+    args.iter().map(Into::into).collect()
+}
+
+/// fragstat with its default settings (timeout, retries, concurrency, adaptive timeouts).
+fn time_fragstat(bin: &Path, list: &Path, extra: &[String]) -> Result<Run> {
+    let mut args = os(&["query", "q3", "-f"]);
+    args.push(list.into());
+    args.extend(os(&["--players", "--format", "ndjson"]));
+    args.extend(extra.iter().map(Into::into));
+    let (seconds, cpu, rss_kib, text, ok) = run_timed(bin, &args)?;
     if !ok {
         bail!("fragstat query failed");
     }
@@ -449,19 +506,25 @@ fn time_fragstat(bin: &Path, list: &Path) -> Result<Run> {
     Ok(Run {
         seconds,
         cpu,
+        rss_kib,
         answered,
         with_players: Some(with_players),
     })
 }
 
 fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
-    let (seconds, cpu, text, _) = run_timed(
-        Command::new(qstat)
-            .args(["-default", "q3s", "-f"])
-            .arg(list)
-            .args(["-P", "-maxsim", "2000", "-sendinterval", "0", "-raw", ","])
-            .stderr(Stdio::null()),
-    )?;
+    let mut args = os(&["-default", "q3s", "-f"]);
+    args.push(list.into());
+    args.extend(os(&[
+        "-P",
+        "-maxsim",
+        "2000",
+        "-sendinterval",
+        "0",
+        "-raw",
+        ",",
+    ]));
+    let (seconds, cpu, rss_kib, text, _) = run_timed(qstat, &args)?;
     // Server lines are "Q3S,addr,name,…"; unanswered ones "Q3S,addr,TIMEOUT" (or DOWN/ERROR).
     let answered = text
         .lines()
@@ -476,6 +539,7 @@ fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
     Ok(Run {
         seconds,
         cpu,
+        rss_kib,
         answered,
         with_players: None,
     })
@@ -483,7 +547,55 @@ fn time_qstat(qstat: &Path, list: &Path) -> Result<Run> {
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The farm's floor: a minimal client (no decoding, no retries, no output) that sends each
+/// server `requests` (with `window` servers in flight, as fragstat's default concurrency)
+/// and counts replies. Returns (seconds until the last reply, replies, CPU seconds of this
+/// thread are not measured: the blaster runs in this process).
+fn blast(servers: &[SocketAddr], requests: &[&[u8]], window: usize) -> Result<(f64, usize)> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+    let _ = socket.set_recv_buffer_size(8 << 20);
+    let _ = socket.set_send_buffer_size(8 << 20);
+    socket.bind(&SocketAddr::from(([0, 0, 0, 0], 0)).into())?;
+    let socket: std::net::UdpSocket = socket.into();
+    socket.set_read_timeout(Some(std::time::Duration::from_millis(300)))?;
+    let index: std::collections::HashMap<SocketAddr, usize> =
+        servers.iter().enumerate().map(|(i, a)| (*a, i)).collect();
+    let mut missing = vec![requests.len(); servers.len()];
+    let mut buf = vec![0u8; 65_536];
+    let (mut next, mut in_flight, mut replies, mut done) = (0usize, 0usize, 0usize, 0usize);
+    let start = Instant::now();
+    let mut last = start;
+    while done < servers.len() {
+        while in_flight < window.max(1) && next < servers.len() {
+            for r in requests {
+                socket.send_to(r, servers[next])?;
+            }
+            next += 1;
+            in_flight += 1;
+        }
+        match socket.recv_from(&mut buf) {
+            Ok((_, from)) => {
+                last = Instant::now();
+                replies += 1;
+                if let Some(m) = index.get(&from).and_then(|&i| missing.get_mut(i)) {
+                    if *m > 0 {
+                        *m -= 1;
+                        if *m == 0 {
+                            done += 1;
+                            in_flight -= 1;
+                        }
+                    }
+                }
+            }
+            // Nothing for 300 ms: what is missing was lost.
+            Err(_) => break,
+        }
+    }
+    Ok(((last - start).as_secs_f64(), replies))
 }
 
 fn bench_scan(args: &[String]) -> Result<()> {
@@ -491,29 +603,57 @@ fn bench_scan(args: &[String]) -> Result<()> {
     let players: usize = flag(args, "--players").map_or(Ok(4), |s| s.parse())?;
     let loss: f64 = flag(args, "--loss").map_or(Ok(0.2), |s| s.parse())?;
     let repeat: usize = flag(args, "--repeat").map_or(Ok(3), |s| s.parse())?;
+    // One address per 10,000 servers (a serve process per address), at most 10.
+    let addresses: usize = flag(args, "--addresses")
+        .map_or(Ok(servers.div_ceil(10_000).clamp(1, 10)), |s| s.parse())?;
+    let lossless_only = args.iter().any(|a| a == "--lossless-only");
+    let no_qstat = args.iter().any(|a| a == "--no-qstat");
+    // Extra fragstat arguments (after `--`), e.g. to measure a lever switched off.
+    let extra: Vec<String> = args
+        .iter()
+        .position(|a| a == "--")
+        .map(|i| args[i + 1..].to_vec())
+        .unwrap_or_default();
     run(Command::new("cargo").args(["build", "--release", "-q", "-p", "fragstat-cli"]))?;
     let bin = root().join("target/release/fragstat");
-    let qstat = which("quakestat");
-    if qstat.is_none() {
+    let qstat = if no_qstat { None } else { which("quakestat") };
+    if qstat.is_none() && !no_qstat {
         eprintln!("xtask: quakestat not installed (apt-get install qstat): timing fragstat only");
     }
     let tmp = std::env::temp_dir().join(format!("fragstat-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
     let mut rows = Vec::new();
-    for (label, rate) in [("lossless", 0.0), ("loss", loss)] {
-        let serve = start_serve(&bin, servers, players, rate)?;
+    let mut floors = Vec::new();
+    let conditions: &[(&str, f64)] = if lossless_only {
+        &[("lossless", 0.0)]
+    } else {
+        &[("lossless", 0.0), ("loss", loss)]
+    };
+    for &(label, rate) in conditions {
+        let farm = start_farm(&bin, servers, players, rate, addresses)?;
         let list = tmp.join(format!("{label}.txt"));
         let mut f = std::fs::File::create(&list)?;
-        for s in &serve.servers {
+        for s in &farm.servers {
             writeln!(f, "{s}")?;
         }
         drop(f);
         let mut ours = Vec::new();
         let mut theirs = Vec::new();
+        let mut floor_status = Vec::new();
+        let mut floor_both = Vec::new();
         for _ in 0..repeat.max(1) {
-            ours.push(time_fragstat(&bin, &list)?);
+            ours.push(time_fragstat(&bin, &list, &extra)?);
             if let Some(q) = &qstat {
                 theirs.push(time_qstat(q, &list)?);
+            }
+            if rate == 0.0 {
+                let status: &[&[u8]] = &[b"\xff\xff\xff\xffgetstatus fsbench\n"];
+                let both: &[&[u8]] = &[
+                    b"\xff\xff\xff\xffgetinfo fsbench\n",
+                    b"\xff\xff\xff\xffgetstatus fsbench\n",
+                ];
+                floor_status.push(blast(&farm.servers, status, 1024)?);
+                floor_both.push(blast(&farm.servers, both, 1024)?);
             }
         }
         let condition = if rate > 0.0 {
@@ -521,12 +661,21 @@ fn bench_scan(args: &[String]) -> Result<()> {
         } else {
             "lossless".into()
         };
+        if rate == 0.0 {
+            floors.push(("getstatus", floor_status));
+            floors.push(("getinfo + getstatus", floor_both));
+        }
         rows.push((condition, ours, theirs));
     }
     let _ = std::fs::remove_dir_all(&tmp);
-    println!("\nScan of {servers} emulated Quake III servers on loopback, {players} players each, --players / -P; median of {repeat} runs\n");
-    println!("| condition | tool | wall s (median) | CPU s (median) | answered (min) | with players (min) |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("\nScan of {servers} emulated Quake III servers on loopback ({addresses} address(es), one `serve` process each), {players} players each, --players / -P; fragstat with default settings{}; median of {repeat} interleaved runs\n",
+        if extra.is_empty() { String::new() } else { format!(" plus {}", extra.join(" ")) });
+    println!("| condition | tool | wall s | CPU s | CPU µs / server answered | peak RSS MiB | answered (min) | with players (min) |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let floor_wall = floors
+        .iter()
+        .find(|(k, _)| *k == "getstatus")
+        .map(|(_, r)| median(r.iter().map(|x| x.0).collect()));
     for (cond, ours, theirs) in &rows {
         for (tool, runs) in [("fragstat", ours), ("qstat", theirs)] {
             if runs.is_empty() {
@@ -534,22 +683,43 @@ fn bench_scan(args: &[String]) -> Result<()> {
             }
             let wall = median(runs.iter().map(|r| r.seconds).collect());
             let cpu = median(runs.iter().map(|r| r.cpu).collect());
+            let rss = median(runs.iter().map(|r| r.rss_kib as f64).collect()) / 1024.0;
             let answered = runs.iter().map(|r| r.answered).min().unwrap_or(0);
+            let per = cpu / answered.max(1) as f64 * 1e6;
             let players = runs
                 .iter()
                 .filter_map(|r| r.with_players)
                 .min()
                 .map_or("-".to_string(), |p| p.to_string());
-            println!("| {cond} | {tool} | {wall:.2} | {cpu:.2} | {answered} | {players} |");
+            println!("| {cond} | {tool} | {wall:.3} | {cpu:.3} | {per:.1} | {rss:.1} | {answered} | {players} |");
         }
         if !theirs.is_empty() {
             let o = median(ours.iter().map(|r| r.seconds).collect());
             let t = median(theirs.iter().map(|r| r.seconds).collect());
+            let oc = median(ours.iter().map(|r| r.cpu).collect());
+            let tc = median(theirs.iter().map(|r| r.cpu).collect());
             println!(
-                "| {cond} | qstat ÷ fragstat wall time | {:.2} | | | |",
-                t / o
+                "| {cond} | fragstat ÷ qstat | wall {:.2} | CPU {:.2} | | | | |",
+                o / t,
+                oc / tc
             );
         }
+        if let (Some(fw), true) = (floor_wall, cond == "lossless") {
+            for (tool, runs) in [("fragstat", ours), ("qstat", theirs)] {
+                if !runs.is_empty() {
+                    let w = median(runs.iter().map(|r| r.seconds).collect());
+                    println!(
+                        "| {cond} | {tool} ÷ farm floor (getstatus) | wall {:.2} | | | | | |",
+                        w / fw
+                    );
+                }
+            }
+        }
+    }
+    for (kind, runs) in &floors {
+        let wall = median(runs.iter().map(|r| r.0).collect());
+        let replies = runs.iter().map(|r| r.1).min().unwrap_or(0);
+        println!("| lossless | farm floor: minimal blaster, {kind}, 1,024 servers in flight | {wall:.3} | | | | {replies} replies | |");
     }
     Ok(())
 }

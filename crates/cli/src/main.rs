@@ -115,11 +115,22 @@ struct ScanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Milliseconds to wait for a reply to one attempt.
+    /// Milliseconds to wait for a reply to one attempt: the upper bound of the adaptive
+    /// timeout, and what the last attempt waits.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
-    /// Retries after the first attempt.
-    #[arg(long, default_value_t = 3)]
+    /// Wait the whole --timeout-ms on every attempt. By default, once servers have answered,
+    /// an attempt that is not the last is retried after the measured round-trip time plus
+    /// four times its variation (as TCP does), doubled per retry.
+    #[arg(long)]
+    fixed_timeout: bool,
+    /// The shortest adaptive timeout, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    min_timeout_ms: u64,
+    /// Retries after the first attempt. Five, not qstat's three: with adaptive timeouts a
+    /// retry costs a few round trips, and at 20 % loss three retries still leave about 16
+    /// servers in 10,000 unanswered (0.2^4), five about one (0.2^6).
+    #[arg(long, default_value_t = 5)]
     retries: u32,
     /// Queries in flight at once.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
@@ -138,6 +149,8 @@ impl ScanArgs {
         let mut o = Options::default();
         o.timeout = Duration::from_millis(timeout_ms);
         o.retries = self.retries;
+        o.adaptive = !self.fixed_timeout;
+        o.min_timeout = Duration::from_millis(self.min_timeout_ms);
         o.concurrency = usize::try_from(self.concurrency).unwrap_or(usize::MAX);
         o.rate = (self.rate > 0).then_some(self.rate);
         o.deadline = self.deadline().map(|d| d.saturating_sub(spent));
@@ -361,7 +374,7 @@ async fn probe(
             }
             Err(e) => {
                 let r = Record::failed(Some(t.text.clone()), game.id(), Status::Error, e.clone());
-                out.record(i, r)?;
+                out.record(i, r);
             }
         }
     }
@@ -377,16 +390,22 @@ async fn probe(
             o = batch.next() => o,
             _ = &mut ctrl_c => break true,
         };
-        let Some(o) = next else { break false };
-        if let Some(b) = &bar {
-            b.inc(1);
+        let Some(first) = next else { break false };
+        // Everything that finished meanwhile goes to the writer in one message.
+        let mut next = Some(first);
+        while let Some(o) = next {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+            let r = record_of(game, o.addr, o.result, o.rtt);
+            if r.status == Status::Online {
+                online += 1;
+            }
+            let pos = positions.get(o.index).copied().unwrap_or(o.index);
+            out.record(pos, r);
+            next = batch.try_next();
         }
-        let r = record_of(game, o.addr, o.result, o.rtt);
-        if r.status == Status::Online {
-            online += 1;
-        }
-        let pos = positions.get(o.index).copied().unwrap_or(o.index);
-        match out.record(pos, r) {
+        match out.send() {
             Ok(()) => {}
             Err(Stop::BrokenPipe) => return Ok(ExitCode::SUCCESS),
             Err(e) => return Err(e.into()),

@@ -52,26 +52,31 @@ pub fn print_line(s: &str) -> Result<(), Stop> {
 
 /// The writer thread and its channel.
 pub struct Output {
-    tx: Option<mpsc::Sender<(usize, Record)>>,
+    tx: Option<mpsc::Sender<Vec<(usize, Record)>>>,
     thread: Option<JoinHandle<Result<(), Stop>>>,
+    /// Records not yet handed over: they go to the writer in one message per burst
+    /// ([`Output::send`]), so a burst of replies costs one wake-up of the writer, not one each.
+    pending: Vec<(usize, Record)>,
 }
 
 impl Output {
     /// Starts the writer thread.
     pub fn start(format: Format, players: bool, rules: bool, color: bool) -> Output {
-        let (tx, rx) = mpsc::channel::<(usize, Record)>();
+        let (tx, rx) = mpsc::channel::<Vec<(usize, Record)>>();
         let thread = std::thread::spawn(move || -> Result<(), Stop> {
             let stdout = io::stdout();
             let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
             let mut all: Vec<(usize, Record)> = Vec::new();
             while let Ok(first) = rx.recv() {
                 let mut next = Some(first);
-                while let Some((pos, r)) = next {
+                while let Some(chunk) = next {
                     if format == Format::Ndjson {
-                        serde_json::to_writer(&mut out, &r).map_err(io::Error::from)?;
-                        out.write_all(b"\n")?;
+                        for (_, r) in chunk {
+                            serde_json::to_writer(&mut out, &r).map_err(io::Error::from)?;
+                            out.write_all(b"\n")?;
+                        }
                     } else {
-                        all.push((pos, r));
+                        all.extend(chunk);
                     }
                     next = rx.try_recv().ok();
                 }
@@ -99,12 +104,23 @@ impl Output {
         Output {
             tx: Some(tx),
             thread: Some(thread),
+            pending: Vec::new(),
         }
     }
 
-    /// Hands one record (at position `pos` of the input) to the writer.
-    pub fn record(&mut self, pos: usize, r: Record) -> Result<(), Stop> {
-        let sent = self.tx.as_ref().is_some_and(|tx| tx.send((pos, r)).is_ok());
+    /// Queues one record (at position `pos` of the input) for the writer; [`Output::send`]
+    /// hands the queue over.
+    pub fn record(&mut self, pos: usize, r: Record) {
+        self.pending.push((pos, r));
+    }
+
+    /// Hands the queued records to the writer.
+    pub fn send(&mut self) -> Result<(), Stop> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::take(&mut self.pending);
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(chunk).is_ok());
         if sent {
             Ok(())
         } else {
@@ -113,8 +129,14 @@ impl Output {
         }
     }
 
-    /// Closes the channel and waits for the writer to print what it has.
+    /// Hands over what is queued, closes the channel and waits for the writer to print what
+    /// it has.
     pub fn finish(&mut self) -> Result<(), Stop> {
+        if !self.pending.is_empty() {
+            if let Some(tx) = &self.tx {
+                let _ = tx.send(std::mem::take(&mut self.pending));
+            }
+        }
         self.tx = None;
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,

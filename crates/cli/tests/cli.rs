@@ -232,12 +232,26 @@ fn master_probe_of_emulated_servers_and_unanswered_addresses() {
     assert_eq!(got, want, "two masters merged, duplicates removed");
     assert_eq!(list["masters"].as_array().unwrap().len(), 2);
 
-    // --players implies --probe.
+    // --players implies --probe. It sends getstatus alone, which has no bot count; --rules
+    // adds getinfo, which has.
     let lines = ndjson(&run(&[
         "master",
         "q3",
         &master,
         "--players",
+        "--format",
+        "ndjson",
+    ]));
+    assert_eq!(lines.len(), 5);
+    for l in &lines {
+        assert_eq!(l["num_bots"], Value::Null);
+    }
+    let lines = ndjson(&run(&[
+        "master",
+        "q3",
+        &master,
+        "--players",
+        "--rules",
         "--format",
         "ndjson",
     ]));

@@ -3,7 +3,12 @@
 //! that sends, matches, retries and times out.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Hash maps keyed by addresses and query ids: foldhash, seeded per map, instead of SipHash
+/// (hashing was 5 % of a scan's instructions).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +22,7 @@ use tokio::time::Instant;
 use tracing::{debug, trace, Instrument};
 
 use crate::exchange::{Exchange, Verdict};
+use crate::rto::RttEstimator;
 use crate::transport::{canonical, Backoff, Transport, UdpTransport};
 use crate::{QueryError, MAX_DATAGRAM};
 
@@ -64,8 +70,22 @@ use crate::{QueryError, MAX_DATAGRAM};
 #[non_exhaustive]
 pub struct Options {
     /// How long to wait for a reply to one attempt (and between datagrams of a multi-datagram
-    /// reply) before retrying.
+    /// reply) before retrying. With [`Options::adaptive`], the upper bound of the adaptive
+    /// timeout, and what the last attempt of each step waits.
     pub timeout: Duration,
+    /// Adaptive retransmission timeouts (default on): once replies of this batch have given
+    /// round-trip times, an attempt that is not the last is retried after
+    /// `SRTT + 4 · RTTVAR` (RFC 6298, [`crate::rto::RttEstimator`]), doubled per retry,
+    /// within [`Options::min_timeout`] and [`Options::timeout`]. The last attempt of a step
+    /// always waits the whole [`Options::timeout`], so a server slower than the batch's
+    /// estimate but within the timeout still gets its answer in. Before the first sample,
+    /// every attempt waits [`Options::timeout`]. Off: every attempt waits
+    /// [`Options::timeout`].
+    pub adaptive: bool,
+    /// The shortest adaptive timeout (default 50 ms). Lower values retry sooner under loss
+    /// but fire spuriously when replies queue: with 10 ms a lossless scan of 10,000 loopback
+    /// servers sent 27 % more requests than needed, with 50 ms none (docs/benchmarks.md).
+    pub min_timeout: Duration,
     /// Retries after the first attempt (each step of a handshake has its own).
     pub retries: u32,
     /// Queries in flight at once.
@@ -100,6 +120,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             timeout: Duration::from_millis(1000),
+            adaptive: true,
+            min_timeout: Duration::from_millis(50),
             retries: 2,
             concurrency: 1024,
             rate: None,
@@ -116,6 +138,20 @@ impl Options {
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`Options::adaptive`].
+    #[must_use]
+    pub fn with_adaptive(mut self, adaptive: bool) -> Self {
+        self.adaptive = adaptive;
+        self
+    }
+
+    /// Sets [`Options::min_timeout`].
+    #[must_use]
+    pub fn with_min_timeout(mut self, min_timeout: Duration) -> Self {
+        self.min_timeout = min_timeout;
         self
     }
 
@@ -397,22 +433,24 @@ impl Engine {
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let (dg_tx, dg_rx) = mpsc::unbounded_channel();
         let id = self.inner.next_batch.fetch_add(1, Ordering::Relaxed);
+        let rtt = RttEstimator::new(options.min_timeout, options.timeout);
         let driver = Driver {
             routes: RouteGuard {
                 routes: Arc::clone(&self.inner.routes),
                 batch: id,
                 tx: dg_tx,
-                addrs: HashSet::new(),
+                addrs: HashSet::default(),
             },
             engine: Arc::clone(&self.inner),
             options,
             pending: jobs,
-            slots: HashMap::new(),
-            by_addr: HashMap::new(),
+            slots: HashMap::default(),
+            by_addr: HashMap::default(),
             timers: BinaryHeap::new(),
             send_queue: VecDeque::new(),
             next_id: 0,
             next_send: Instant::now(),
+            rtt,
             out: out_tx,
         };
         let span = tracing::debug_span!("batch", id, jobs = total);
@@ -572,6 +610,8 @@ struct Driver<E: Exchange> {
     send_queue: VecDeque<u64>,
     next_id: u64,
     next_send: Instant,
+    /// Round-trip times of this batch's replies, for the adaptive timeout.
+    rtt: RttEstimator,
     out: mpsc::UnboundedSender<Outcome<E::Output>>,
 }
 
@@ -717,11 +757,9 @@ impl<E: Exchange> Driver<E> {
                 slot.expires = Some(expires);
                 self.timers.push(Reverse((expires, id, LIFETIME_TIMER)));
             }
-            self.timers.push(Reverse((
-                later(now, self.options.timeout),
-                id,
-                slot.generation,
-            )));
+            let wait = attempt_wait(&self.options, &self.rtt, attempt);
+            self.timers
+                .push(Reverse((later(now, wait), id, slot.generation)));
         }
     }
 
@@ -754,7 +792,10 @@ impl<E: Exchange> Driver<E> {
                     return;
                 }
                 Verdict::Progress { attempt, wait } => {
-                    record_rtt(slot, attempt, at);
+                    self.sample_rtt(id, attempt, at);
+                    let Some(slot) = self.slots.get_mut(&id) else {
+                        return;
+                    };
                     slot.generation += 1;
                     let wait = wait.unwrap_or(self.options.timeout);
                     self.timers
@@ -769,14 +810,43 @@ impl<E: Exchange> Driver<E> {
                     self.send_queue.push_front(id);
                     return;
                 }
+                Verdict::Partial { attempt } => {
+                    self.sample_rtt(id, attempt, at);
+                    let Some(slot) = self.slots.get_mut(&id) else {
+                        return;
+                    };
+                    slot.generation += 1;
+                    let current = slot.attempts.saturating_sub(1);
+                    let wait = attempt_wait(&self.options, &self.rtt, current);
+                    self.timers
+                        .push(Reverse((later(now, wait), id, slot.generation)));
+                    return;
+                }
                 Verdict::Done { output, attempt } => {
-                    record_rtt(slot, attempt, at);
+                    self.sample_rtt(id, attempt, at);
                     self.finish(id, output.map_err(QueryError::Decode));
                     return;
                 }
             }
         }
         debug!(%from, len = data.len(), ?reasons, "dropped datagram that answers no query");
+    }
+
+    /// Records the query's RTT (once per step) and, when it is unambiguous (the reply names
+    /// its attempt, or only one attempt was sent: Karn's rule), feeds it to the estimator.
+    fn sample_rtt(&mut self, id: u64, attempt: Option<u32>, at: Instant) {
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        if slot.rtt.is_some() {
+            return;
+        }
+        record_rtt(slot, attempt, at);
+        if attempt.is_some() || slot.attempts == 1 {
+            if let Some(rtt) = slot.rtt {
+                self.rtt.sample(rtt);
+            }
+        }
     }
 
     fn fire_timers(&mut self, now: Instant) {
@@ -868,6 +938,17 @@ impl<E: Exchange> Driver<E> {
             attempts,
         });
     }
+}
+
+/// How long attempt `attempt` (0: the first) of a step waits for its reply: the adaptive
+/// timeout when it is on, has samples and this is not the last attempt; otherwise
+/// [`Options::timeout`].
+fn attempt_wait(options: &Options, rtt: &RttEstimator, attempt: u32) -> Duration {
+    if !options.adaptive || attempt >= options.retries {
+        return options.timeout;
+    }
+    rtt.backoff(attempt)
+        .map_or(options.timeout, |d| d.min(options.timeout))
 }
 
 /// The RTT is taken once per step, at the first accepted datagram (`received`: when the

@@ -46,6 +46,7 @@ pub trait Exchange: Send + 'static {
 ///         Verdict::Ignore(_) => "ignore",
 ///         Verdict::Invalid(_) => "invalid",
 ///         Verdict::Progress { .. } => "progress",
+///         Verdict::Partial { .. } => "partial",
 ///         Verdict::Advance => "advance",
 ///         Verdict::Done { .. } => "done",
 ///     }
@@ -70,6 +71,16 @@ pub enum Verdict<O> {
         attempt: Option<u32>,
         /// How long to wait for the next datagram (default: the attempt timeout).
         wait: Option<std::time::Duration>,
+    },
+    /// Part of the answer was accepted and the rest is asked for again by the next
+    /// [`Exchange::requests`] (Quake III's infoResponse when the statusResponse is still
+    /// missing). Unlike [`Verdict::Progress`], the timer restarts as for an attempt: with the
+    /// engine's adaptive retransmission timeout, so a lost second reply is asked for again
+    /// after a few round trips rather than a whole attempt timeout. When it runs out the
+    /// engine calls [`Exchange::on_timeout`], then retries or gives up as usual.
+    Partial {
+        /// The attempt answered, if known.
+        attempt: Option<u32>,
     },
     /// A handshake step is complete: the engine sends `requests(0)` of the next step now.
     Advance,
@@ -102,6 +113,7 @@ impl<O> Verdict<O> {
             Verdict::Ignore(r) => Verdict::Ignore(r),
             Verdict::Invalid(e) => Verdict::Invalid(e),
             Verdict::Progress { attempt, wait } => Verdict::Progress { attempt, wait },
+            Verdict::Partial { attempt } => Verdict::Partial { attempt },
             Verdict::Advance => Verdict::Advance,
             Verdict::Done { output, attempt } => Verdict::Done {
                 output: output.map(f),

@@ -58,6 +58,7 @@ pub mod model;
 pub mod registry;
 #[cfg(feature = "runtime")]
 pub mod resolve;
+pub mod rto;
 #[cfg(feature = "runtime")]
 pub mod serve;
 pub mod service;

@@ -84,16 +84,39 @@ pub async fn resolve(text: &str, default_port: u16, timeout: Duration) -> Target
     }
 }
 
+/// `IP:PORT`, `[IPv6]:PORT` or a bare IP (with `default_port`), as [`split`] reads them;
+/// `None` for anything that needs [`split`] or the resolver.
+fn literal(text: &str, default_port: u16) -> Option<SocketAddr> {
+    text.parse::<SocketAddr>()
+        .ok()
+        .or_else(|| Some(SocketAddr::new(text.parse::<IpAddr>().ok()?, default_port)))
+}
+
 /// Resolves every address concurrently (at most 64 lookups at once), in the given order.
 pub async fn resolve_all(texts: &[String], default_port: u16, timeout: Duration) -> Vec<Target> {
-    let mut out: Vec<Option<Target>> = vec![None; texts.len()];
+    // Literal addresses (most of a scan list) need no task and no resolver.
+    let mut out: Vec<Option<Target>> = texts
+        .iter()
+        .map(|text| {
+            literal(text, default_port).map(|addr| Target {
+                text: text.clone(),
+                addr: Ok(addr),
+            })
+        })
+        .collect();
+    let mut names = out
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.is_none())
+        .map(|(i, _)| i)
+        .collect::<Vec<_>>()
+        .into_iter();
     let mut set = tokio::task::JoinSet::new();
-    let mut next = 0;
     loop {
-        while set.len() < 64 && next < texts.len() {
-            let (i, text) = (next, texts.get(next).cloned().unwrap_or_default());
+        while set.len() < 64 {
+            let Some(i) = names.next() else { break };
+            let text = texts.get(i).cloned().unwrap_or_default();
             set.spawn(async move { (i, resolve(&text, default_port, timeout).await) });
-            next += 1;
         }
         match set.join_next().await {
             Some(Ok((i, t))) => {
@@ -119,6 +142,26 @@ pub async fn resolve_all(texts: &[String], default_port: u16, timeout: Duration)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literals_read_as_split_and_resolve_read_them() {
+        for (text, want) in [
+            ("127.0.0.1", Some("127.0.0.1:27960")),
+            ("127.0.0.1:5", Some("127.0.0.1:5")),
+            ("[::1]:5", Some("[::1]:5")),
+            ("::1", Some("[::1]:27960")),
+            ("[::1]", None),
+            ("localhost:5", None),
+            ("", None),
+        ] {
+            let got = literal(text, 27960);
+            assert_eq!(got, want.map(|w| w.parse().unwrap()), "{text}");
+            if let Some(addr) = got {
+                let (host, port) = split(text, 27960).unwrap();
+                assert_eq!(SocketAddr::new(host.parse().unwrap(), port), addr);
+            }
+        }
+    }
 
     #[test]
     fn names_prefer_ipv4() {

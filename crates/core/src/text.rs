@@ -19,44 +19,57 @@ fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
 }
 
-fn pieces(s: &[u8]) -> Vec<Piece<'_>> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while !rest.is_empty() {
+/// The pieces of a coloured string, one at a time (no allocation).
+struct Pieces<'a> {
+    rest: &'a [u8],
+}
+
+fn pieces(s: &[u8]) -> Pieces<'_> {
+    Pieces { rest: s }
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        let rest = self.rest;
+        if rest.is_empty() {
+            return None;
+        }
         let Some(i) = rest.iter().position(|&b| b == b'^') else {
-            out.push(Piece::Text(rest));
-            break;
+            self.rest = &[];
+            return Some(Piece::Text(rest));
         };
         let (text, tail) = rest.split_at(i);
         if !text.is_empty() {
-            out.push(Piece::Text(text));
+            self.rest = tail;
+            return Some(Piece::Text(text));
         }
-        match tail {
+        Some(match tail {
             [b'^', b'^', more @ ..] => {
-                out.push(Piece::Caret);
-                rest = more;
+                self.rest = more;
+                Piece::Caret
             }
             [b'^', b'x', r, g, b, more @ ..]
                 if hex(*r).is_some() && hex(*g).is_some() && hex(*b).is_some() =>
             {
-                out.push(Piece::Rgb(
+                self.rest = more;
+                Piece::Rgb(
                     hex(*r).unwrap_or(0),
                     hex(*g).unwrap_or(0),
                     hex(*b).unwrap_or(0),
-                ));
-                rest = more;
+                )
             }
             [b'^', c, more @ ..] => {
-                out.push(Piece::Code(*c));
-                rest = more;
+                self.rest = more;
+                Piece::Code(*c)
             }
             _ => {
-                out.push(Piece::Text(tail));
-                rest = &[];
+                self.rest = &[];
+                Piece::Text(tail)
             }
-        }
+        })
     }
-    out
 }
 
 /// Removes colour codes, keeping every other byte.
@@ -96,7 +109,14 @@ pub fn decode_cow(s: &[u8]) -> std::borrow::Cow<'_, str> {
 /// Maps every byte to the code point of the same value (ISO-8859-1). Reversible: this is how
 /// fragstat writes raw names (`name_raw`) into JSON.
 pub fn latin1(s: &[u8]) -> String {
-    s.iter().map(|&b| char::from(b)).collect()
+    // ASCII is the same in both: one copy.
+    if let (true, Ok(t)) = (s.is_ascii(), std::str::from_utf8(s)) {
+        return t.to_owned();
+    }
+    let high = s.iter().filter(|&&b| b >= 0x80).count();
+    let mut out = String::with_capacity(s.len() + high);
+    out.extend(s.iter().map(|&b| char::from(b)));
+    out
 }
 
 /// The reverse of [`latin1`]; `None` if a character is above U+00FF.
@@ -106,7 +126,13 @@ pub fn from_latin1(s: &str) -> Option<Vec<u8>> {
 
 /// Strips colours and decodes for display (see [`strip_colors`], [`decode_lossless`]).
 pub fn display(s: &[u8]) -> String {
-    decode_lossless(&strip_colors(s))
+    if !s.contains(&b'^') {
+        return decode_lossless(s);
+    }
+    match String::from_utf8(strip_colors(s)) {
+        Ok(t) => t,
+        Err(e) => latin1(e.as_bytes()),
+    }
 }
 
 /// Maps one byte of the Quake console font to a printable character.
@@ -235,6 +261,11 @@ mod tests {
         assert_eq!(display(b"a^"), "a^");
         assert_eq!(display(b"^^7x"), "^7x");
         assert_eq!(display(b"^4d^5a^4n^5g^4e^5r "), "danger ");
+        assert_eq!(display(b"plain"), "plain");
+        assert_eq!(display(b"^1caf\xe9"), "café", "ISO-8859-1 after stripping");
+        assert_eq!(display(b"caf\xe9"), "café");
+        assert_eq!(display(b"^"), "^");
+        assert_eq!(display(b""), "");
     }
 
     #[test]
@@ -242,6 +273,8 @@ mod tests {
         let raw: Vec<u8> = (0..=255).collect();
         assert_eq!(from_latin1(&latin1(&raw)).unwrap(), raw);
         assert_eq!(decode_lossless(b"caf\xe9"), "café");
+        assert_eq!(latin1(b"ascii"), "ascii");
+        assert_eq!(latin1(b"\xff\x80a"), "\u{ff}\u{80}a");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use fragstat_core::rto::RttEstimator;
 use fragstat_core::testing::{Faults, SimNet};
 use fragstat_core::{BoxError, Engine, Exchange, Options, Outcome, QueryError, Transport, Verdict};
 use tokio::time::Instant;
@@ -1253,4 +1254,190 @@ async fn a_persistent_receive_error_is_backed_off() {
     // Sending still works: a query times out as usual.
     let o = e.query(addr(9), Text { challenge: 1 }, opts(100, 0)).await;
     assert!(matches!(o.result, Err(QueryError::Timeout { attempts: 1 })));
+}
+
+// ---- adaptive retransmission timeout
+
+/// A text server that ignores the first `skip` requests it is sent.
+fn flaky_text_server(skip: usize, payload: &str) -> fragstat_core::testing::Responder {
+    let seen = AtomicUsize::new(0);
+    let inner = text_server(payload.to_string());
+    Arc::new(move |req: &[u8]| {
+        if seen.fetch_add(1, Ordering::SeqCst) < skip {
+            Vec::new()
+        } else {
+            inner(req)
+        }
+    })
+}
+
+/// A wait as tokio's timer wheel serves it: rounded up to the millisecond.
+fn timer(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap())
+}
+
+/// What the engine's estimator holds after `n` replies of `rtt` each.
+fn estimator_after(options: &Options, n: usize, rtt: Duration) -> RttEstimator {
+    let mut e = RttEstimator::new(options.min_timeout, options.timeout);
+    for _ in 0..n {
+        e.sample(rtt);
+    }
+    e
+}
+
+/// Ten servers answer in 20 ms, then the eleventh loses its first request: the retry goes
+/// out one adaptive RTO (SRTT + 4·RTTVAR from those ten replies) after the first attempt,
+/// not one fixed timeout (1 s) later; with `adaptive` off, one fixed timeout later.
+#[tokio::test(start_paused = true)]
+async fn a_lost_request_is_retried_after_the_adaptive_timeout() {
+    for adaptive in [true, false] {
+        let net = SimNet::new(
+            Faults {
+                latency: Duration::from_millis(20),
+                ..Faults::default()
+            },
+            1,
+        );
+        for p in 1..=10 {
+            net.add_server(addr(p), text_server(format!("s{p}")));
+        }
+        net.add_server(addr(99), flaky_text_server(1, "late"));
+        let jobs = (1..=10u16).chain([99]).map(|p| {
+            (
+                addr(p),
+                Text {
+                    challenge: p.into(),
+                },
+            )
+        });
+        let options = opts(1000, 3)
+            .with_concurrency(1)
+            .with_min_timeout(Duration::from_millis(1))
+            .with_adaptive(adaptive);
+        let all = engine(&net)
+            .run(jobs, options.clone())
+            .collect_sorted()
+            .await;
+        assert!(all.iter().all(|o| o.result.is_ok()));
+        let late = all.last().unwrap();
+        assert_eq!(
+            (late.attempts, late.rtt),
+            (2, Some(Duration::from_millis(20)))
+        );
+        let to_late: Vec<_> = net
+            .sent()
+            .into_iter()
+            .filter(|s| s.to == addr(99))
+            .collect();
+        assert_eq!(to_late.len(), 2);
+        let gap = to_late[1].at - to_late[0].at;
+        if adaptive {
+            let rto = estimator_after(&options, 10, Duration::from_millis(20))
+                .rto()
+                .unwrap();
+            assert_eq!(gap, timer(rto));
+            assert!(gap < Duration::from_millis(100), "{gap:?}");
+        } else {
+            assert_eq!(gap, Duration::from_secs(1));
+        }
+    }
+}
+
+/// After the estimator has samples, a server that never answers is retried after the RTO,
+/// doubled per retry, and its last attempt still waits the whole timeout.
+#[tokio::test(start_paused = true)]
+async fn retries_back_off_and_the_last_attempt_waits_the_whole_timeout() {
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(20),
+            ..Faults::default()
+        },
+        1,
+    );
+    for p in 1..=10 {
+        net.add_server(addr(p), text_server(format!("s{p}")));
+    }
+    let jobs = (1..=10u16).chain([98]).map(|p| {
+        (
+            addr(p),
+            Text {
+                challenge: p.into(),
+            },
+        )
+    });
+    let options = opts(1000, 3)
+        .with_concurrency(1)
+        .with_min_timeout(Duration::from_millis(1));
+    let all = engine(&net)
+        .run(jobs, options.clone())
+        .collect_sorted()
+        .await;
+    assert!(matches!(
+        all.last().unwrap().result,
+        Err(QueryError::Timeout { attempts: 4 })
+    ));
+    let e = estimator_after(&options, 10, Duration::from_millis(20));
+    let sent: Vec<Instant> = net
+        .sent()
+        .into_iter()
+        .filter(|s| s.to == addr(98))
+        .map(|s| s.at)
+        .collect();
+    let gaps: Vec<Duration> = sent.windows(2).map(|w| w[1] - w[0]).collect();
+    assert_eq!(
+        gaps,
+        [
+            timer(e.backoff(0).unwrap()),
+            timer(e.backoff(1).unwrap()),
+            timer(e.backoff(2).unwrap())
+        ]
+    );
+    assert_eq!(e.backoff(1).unwrap(), e.backoff(0).unwrap() * 2);
+    // No timer of the batch outlives the last attempt's full timeout.
+    let end = Instant::now();
+    assert_eq!(end - sent[3], Duration::from_secs(1));
+}
+
+/// A server slower than the batch's estimate but within the timeout is still answered: the
+/// reply to an early attempt counts, and the last attempt waits the whole timeout.
+#[tokio::test(start_paused = true)]
+async fn a_slow_server_among_fast_ones_is_still_answered() {
+    let net = SimNet::new(Faults::default(), 1);
+    for p in 1..=10 {
+        net.add_server(addr(p), text_server(format!("s{p}")));
+    }
+    let weak = Arc::downgrade(&net);
+    net.add_server(
+        addr(77),
+        Arc::new(move |req: &[u8]| {
+            let s = String::from_utf8_lossy(req);
+            let c = s.strip_prefix("q ").unwrap_or_default().to_string();
+            if let Some(net) = weak.upgrade() {
+                net.inject(
+                    addr(77),
+                    format!("r {c} slow").into_bytes(),
+                    Duration::from_millis(400),
+                );
+            }
+            Vec::new()
+        }),
+    );
+    let jobs = (1..=10u16).chain([77]).map(|p| {
+        (
+            addr(p),
+            Text {
+                challenge: p.into(),
+            },
+        )
+    });
+    let all = engine(&net)
+        .run(jobs, opts(500, 2).with_concurrency(1))
+        .collect_sorted()
+        .await;
+    let slow = all.last().unwrap();
+    assert_eq!(slow.result.as_deref().ok(), Some("slow"));
+    assert!(
+        slow.attempts > 1,
+        "the estimate (the 50 ms floor) retried it early"
+    );
 }

@@ -189,6 +189,39 @@ mod tests {
         );
         assert_eq!(check_challenge(Some(b"fsabd-3"), 0xabc), Err(()));
         assert_eq!(check_challenge(None, 1), Ok(None));
+        for nonce in [0, 1, 0xf, 0x10, 0xabc, u64::MAX, 0x0123_4567_89ab_cdef] {
+            assert_eq!(
+                check_challenge(Some(format!("fs{nonce:x}-7").as_bytes()), nonce),
+                Ok(Some(7))
+            );
+            assert_eq!(
+                check_challenge(Some(format!("fs0{nonce:x}-7").as_bytes()), nonce),
+                Err(()),
+                "a leading zero is not our challenge"
+            );
+            assert_eq!(
+                check_challenge(Some(format!("fs{nonce:X}-7").as_bytes()), nonce),
+                if format!("{nonce:x}") == format!("{nonce:X}") {
+                    Ok(Some(7))
+                } else {
+                    Err(())
+                }
+            );
+        }
+        for (nonce, attempt) in [
+            (0, 0),
+            (0xabc, 9),
+            (0x10, 10),
+            (u64::MAX, u32::MAX),
+            (7, 4_000_000_000),
+        ] {
+            assert_eq!(
+                challenge(nonce, attempt),
+                format!("fs{nonce:x}-{attempt}").into_bytes()
+            );
+        }
+        assert_eq!(check_challenge(Some(b"fsabc"), 0xabc), Err(()));
+        assert_eq!(check_challenge(Some(b"fsabc-"), 0xabc), Err(()));
         assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));
     }
 
@@ -270,6 +303,71 @@ mod tests {
             .filter(|s| s.data.starts_with(b"\xff\xff\xff\xffgetinfo"))
             .count();
         assert_eq!(getinfos, 1, "retries ask only for what is missing");
+    }
+
+    /// The infoResponse arrives, the first getstatus is lost: once the batch has measured
+    /// round trips, getstatus is asked again after the adaptive timeout (a few round trips),
+    /// not after the whole attempt timeout; with adaptive timeouts off, after the timeout.
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_getstatus_is_asked_again_after_the_adaptive_timeout() {
+        for adaptive in [true, false] {
+            let net = SimNet::new(
+                Faults {
+                    latency: Duration::from_millis(15),
+                    ..Faults::default()
+                },
+                1,
+            );
+            for p in 0..=10u16 {
+                let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
+                    Game::Quake3,
+                    format!("s{p}").as_bytes(),
+                    2,
+                )));
+                let statuses = Mutex::new(0);
+                net.add_server(
+                    addr(27960 + p),
+                    Arc::new(move |req: &[u8]| {
+                        if p == 10 && req.starts_with(b"\xff\xff\xff\xffgetstatus") {
+                            let mut n = statuses.lock().unwrap();
+                            *n += 1;
+                            if *n == 1 {
+                                return vec![];
+                            }
+                        }
+                        emu.lock().unwrap().respond(req).into_iter().collect()
+                    }),
+                );
+            }
+            let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+            let client = Client::with_engine(engine).with_options(
+                Options::default()
+                    .with_timeout(Duration::from_millis(1000))
+                    .with_retries(3)
+                    .with_concurrency(1)
+                    .with_adaptive(adaptive),
+            );
+            let all = client
+                .scan((0..=10).map(|p| addr(27960 + p)), true)
+                .collect_sorted()
+                .await;
+            let last = all.last().unwrap().result.as_ref().unwrap();
+            assert!(last.info.is_some() && last.status.is_some());
+            let statuses: Vec<_> = net
+                .sent()
+                .into_iter()
+                .filter(|s| s.to == addr(27970) && s.data.starts_with(b"\xff\xff\xff\xffgetstatus"))
+                .map(|s| s.at)
+                .collect();
+            assert_eq!(statuses.len(), 2);
+            let gap = statuses[1] - statuses[0];
+            if adaptive {
+                assert!(gap < Duration::from_millis(100), "{gap:?}");
+            } else {
+                // The timer restarted when the infoResponse came in, 15 ms after the send.
+                assert_eq!(gap, Duration::from_millis(1015));
+            }
+        }
     }
 
     /// Regression: the small last datagram (with `\EOT`) arrived before a full one and the

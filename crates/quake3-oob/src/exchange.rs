@@ -50,20 +50,66 @@ impl ServerReply {
 /// Challenges are `fs<nonce hex>-<attempt>`: unique per query, valid for every engine
 /// (protocol notes §1.6), and they say which attempt a reply answers (for the RTT).
 pub(crate) fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
-    format!("fs{nonce:x}-{attempt}").into_bytes()
+    // Built without format! (this runs on every request).
+    let mut digits = [0u8; 16];
+    let mut out = Vec::with_capacity(32);
+    out.extend_from_slice(b"fs");
+    out.extend_from_slice(lower_hex(nonce, &mut digits));
+    out.push(b'-');
+    let mut decimal = [0u8; 10];
+    let mut start = decimal.len();
+    let mut n = attempt;
+    loop {
+        start -= 1;
+        if let (Some(slot), Ok(d)) = (decimal.get_mut(start), u8::try_from(n % 10)) {
+            *slot = b'0' + d;
+        }
+        n /= 10;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(decimal.get(start..).unwrap_or_default());
+    out
 }
 
 /// Checks an echoed challenge: `Ok(Some(attempt))` when it is ours, `Ok(None)` when the
 /// server echoed none (some old servers do not), `Err` when it is someone else's.
 pub(crate) fn check_challenge(echo: Option<&[u8]>, nonce: u64) -> Result<Option<u32>, ()> {
     let Some(echo) = echo else { return Ok(None) };
-    let prefix = format!("fs{nonce:x}-");
-    let attempt = echo.strip_prefix(prefix.as_bytes()).ok_or(())?;
+    // `fs<nonce>-` compared without building it (this runs on every reply).
+    let mut digits = [0u8; 16];
+    let hex = lower_hex(nonce, &mut digits);
+    let attempt = echo
+        .strip_prefix(b"fs")
+        .and_then(|e| e.strip_prefix(hex))
+        .and_then(|e| e.strip_prefix(b"-"))
+        .ok_or(())?;
     std::str::from_utf8(attempt)
         .ok()
         .and_then(|a| a.parse().ok())
         .map(Some)
         .ok_or(())
+}
+
+/// `n` in lowercase hexadecimal without leading zeros (as `format!("{n:x}")`), in `buf`.
+fn lower_hex(mut n: u64, buf: &mut [u8; 16]) -> &[u8] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        if let (Some(slot), Some(d)) = (
+            buf.get_mut(start),
+            DIGITS.get(u8::try_from(n & 0xf).map_or(0, usize::from)),
+        ) {
+            *slot = *d;
+        }
+        n >>= 4;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    buf.get(start..).unwrap_or_default()
 }
 
 /// The exchange behind `client::Client::scan` (feature `client`): getinfo and/or getstatus
@@ -152,10 +198,8 @@ impl Exchange for ServerExchange {
                 attempt,
             }
         } else {
-            Verdict::Progress {
-                attempt,
-                wait: None,
-            }
+            // The other reply is asked for again on a retry: time it as an attempt.
+            Verdict::Partial { attempt }
         }
     }
 

@@ -75,16 +75,17 @@ impl InfoString {
                 reason: "does not start with '\\'",
             });
         };
-        let mut fields: Vec<&[u8]> = body.split(|&b| b == b'\\').collect();
-        if fields.len() % 2 == 1 && fields.last().is_some_and(|f| f.is_empty()) {
-            fields.pop();
-        }
+        // Pairs straight off the split, nothing collected: a key left over at the end is the
+        // accepted trailing empty field when it is empty, an error otherwise.
         let mut offset = base + 1;
-        let mut fields = fields.into_iter();
+        let mut fields = body.split(|&b| b == b'\\');
         while let Some(key) = fields.next() {
             let key_offset = offset;
             offset += key.len() + 1;
             let Some(value) = fields.next() else {
+                if key.is_empty() {
+                    break;
+                }
                 return Err(DecodeError::Invalid {
                     field: "infostring",
                     offset: key_offset,

@@ -165,9 +165,15 @@ impl RegistryGame for Quake3Game {
         &self,
         ask: Ask,
     ) -> Box<dyn Exchange<Output = fragstat_core::model::ServerInfo>> {
-        // getstatus carries the players and every variable; getinfo the bot count.
-        let q3 = if ask.players || ask.rules {
+        // getstatus carries the players and every server variable, getinfo only the short
+        // info plus the counts behind the bot count (`clients`, `g_humanplayers`). The player
+        // list needs getstatus alone: one request and one reply per server. Every variable
+        // (`rules`) means both replies, so the bot count comes with --rules
+        // (docs/benchmarks.md: getinfo costs the server farm nearly as much as getstatus).
+        let q3 = if ask.rules {
             Q3Ask::Both
+        } else if ask.players {
+            Q3Ask::Status
         } else {
             Q3Ask::Info
         };
