@@ -171,57 +171,43 @@ pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
         },
         fetches
     );
-    for ((game, url, _), list) in http.iter().zip(http_lists) {
-        match list {
+    // Each master's report, and its servers as targets (first listing wins).
+    let mut add = |game: &GameRef, master: &str, list: Result<Vec<SocketAddr>, String>| {
+        let (servers, error) = match list {
             Ok(list) => {
-                masters.push(MasterReport {
-                    game: game.id().to_string(),
-                    master: url.clone(),
-                    servers: Some(list.len()),
-                    error: None,
-                });
-                for e in list {
-                    if seen.insert(e.addr) {
-                        targets.push((game.clone(), e.addr));
+                let n = list.len();
+                for a in list {
+                    if seen.insert(a) {
+                        targets.push((game.clone(), a));
                     }
                 }
+                (Some(n), None)
             }
-            Err(e) => masters.push(MasterReport {
-                game: game.id().to_string(),
-                master: url.clone(),
-                servers: None,
-                error: Some(e),
-            }),
-        }
+            Err(e) => (None, Some(e)),
+        };
+        masters.push(MasterReport {
+            game: game.id().to_string(),
+            master: master.to_string(),
+            servers,
+            error,
+        });
+    };
+    for ((game, url, _), list) in http.iter().zip(http_lists) {
+        add(
+            game,
+            url,
+            list.map(|l| l.into_iter().map(|e| e.addr).collect()),
+        );
     }
-    {
-        let mut lists = udp_lists;
-        lists.sort_by_key(|o| o.index);
-        for o in lists {
-            let Some((game, text)) = job_meta.get(o.index) else {
-                continue;
-            };
-            match o.result {
-                Ok(list) => {
-                    masters.push(MasterReport {
-                        game: game.id().to_string(),
-                        master: text.clone(),
-                        servers: Some(list.len()),
-                        error: None,
-                    });
-                    for e in list {
-                        if seen.insert(e.addr) {
-                            targets.push((game.clone(), e.addr));
-                        }
-                    }
-                }
-                Err(e) => masters.push(MasterReport {
-                    game: game.id().to_string(),
-                    master: text.clone(),
-                    servers: None,
-                    error: Some(e.to_string()),
-                }),
-            }
+    let mut lists = udp_lists;
+    lists.sort_by_key(|o| o.index);
+    for o in lists {
+        if let Some((game, text)) = job_meta.get(o.index) {
+            let list = o
+                .result
+                .map(|l| l.into_iter().map(|e| e.addr).collect())
+                .map_err(|e| e.to_string());
+            add(game, text, list);
         }
     }
     // Servers named in the config.
