@@ -89,10 +89,7 @@ async fn a_real_nexuiz_server_registers_with_our_master() {
     };
     let engine = Engine::bind().await.unwrap();
     let mut listed = Vec::new();
-    // DarkPlaces heartbeats some seconds after its map is up; a loaded machine (CI running
-    // other suites) slows that down: poll up to a minute.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while std::time::Instant::now() < deadline {
+    for _ in 0..30 {
         let MasterQuery::Udp(ex) = game.master_query(&MasterOptions::default()).unwrap() else {
             panic!("a UDP master");
         };
