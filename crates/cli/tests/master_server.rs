@@ -388,9 +388,11 @@ fn a_real_ddnet_server_registers_with_our_https_master() {
         listed["servers"].as_array().is_some_and(|s| {
             s.iter().any(|s| {
                 s["address"] == addr.as_str()
-                    && both
-                        .iter()
-                        .all(|a| s["addresses"].as_array().is_some_and(|l| l.contains(&json!(a))))
+                    && both.iter().all(|a| {
+                        s["addresses"]
+                            .as_array()
+                            .is_some_and(|l| l.contains(&json!(a)))
+                    })
             })
         })
     });
