@@ -434,6 +434,8 @@ impl Engine {
         let (dg_tx, dg_rx) = mpsc::unbounded_channel();
         let id = self.inner.next_batch.fetch_add(1, Ordering::Relaxed);
         let rtt = RttEstimator::new(options.min_timeout, options.timeout);
+        // Room for a full window up front: no rehashing while the first burst goes out.
+        let window = options.concurrency.max(1).min(total);
         let driver = Driver {
             routes: RouteGuard {
                 routes: Arc::clone(&self.inner.routes),
@@ -444,8 +446,8 @@ impl Engine {
             engine: Arc::clone(&self.inner),
             options,
             pending: jobs,
-            slots: HashMap::default(),
-            by_addr: HashMap::default(),
+            slots: HashMap::with_capacity_and_hasher(window, Default::default()),
+            by_addr: HashMap::with_capacity_and_hasher(window, Default::default()),
             timers: BinaryHeap::new(),
             send_queue: VecDeque::new(),
             next_id: 0,

@@ -19,6 +19,7 @@
 //! ```
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -95,6 +96,24 @@ impl Text {
         }
     }
 
+    /// [`Text::display`], borrowed when nothing needs changing (no colour code to strip,
+    /// valid UTF-8): what serialization uses.
+    pub fn display_cow(&self) -> Cow<'_, str> {
+        match self.dialect {
+            Dialect::Quake => text::display_cow(&self.bytes),
+            Dialect::Plain => String::from_utf8_lossy(&self.bytes),
+        }
+    }
+
+    /// [`Text::raw`], borrowed when the bytes are the same characters (ASCII Quake text,
+    /// valid UTF-8 Plain text).
+    pub fn raw_cow(&self) -> Cow<'_, str> {
+        match self.dialect {
+            Dialect::Quake => text::latin1_cow(&self.bytes),
+            Dialect::Plain => text::decode_cow(&self.bytes),
+        }
+    }
+
     /// For a terminal: Quake colour codes as ANSI colours; Plain text as [`Text::display`].
     pub fn ansi(&self) -> String {
         match self.dialect {
@@ -106,13 +125,13 @@ impl Text {
 
 impl fmt::Display for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.display())
+        f.write_str(&self.display_cow())
     }
 }
 
 impl Serialize for Text {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.display())
+        s.serialize_str(&self.display_cow())
     }
 }
 
@@ -184,7 +203,9 @@ impl Rules {
     pub fn with_capacity(bytes: usize) -> Self {
         Rules {
             buf: Vec::with_capacity(bytes),
-            spans: Vec::new(),
+            // A pair takes at least 2 bytes, most far more: room for a pair per 16 bytes
+            // keeps a typical reply to one allocation here.
+            spans: Vec::with_capacity(bytes / 16),
         }
     }
 
@@ -361,9 +382,9 @@ impl Player {
 impl Serialize for Player {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Player", 10)?;
-        st.serialize_field("name", &self.name.display())?;
-        st.serialize_field("name_raw", &self.name.raw())?;
-        st.serialize_field("clan", &self.clan.as_ref().map(Text::display))?;
+        st.serialize_field("name", &self.name.display_cow())?;
+        st.serialize_field("name_raw", &self.name.raw_cow())?;
+        st.serialize_field("clan", &self.clan.as_ref().map(Text::display_cow))?;
         st.serialize_field("score", &self.score)?;
         st.serialize_field("ping", &self.ping)?;
         st.serialize_field("team", &self.team)?;
@@ -480,9 +501,9 @@ impl Serialize for ServerInfo {
 impl ServerInfo {
     /// Writes the keys of [`ServerInfo::JSON_FIELDS`] into an enclosing JSON object.
     fn write_entries<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name.display())?;
-        map.serialize_entry("name_raw", &self.name.raw())?;
-        map.serialize_entry("map", &self.map.display())?;
+        map.serialize_entry("name", &self.name.display_cow())?;
+        map.serialize_entry("name_raw", &self.name.raw_cow())?;
+        map.serialize_entry("map", &self.map.display_cow())?;
         map.serialize_entry("gametype", &self.gametype)?;
         map.serialize_entry("version", &self.version)?;
         map.serialize_entry("num_players", &self.num_players)?;

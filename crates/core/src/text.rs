@@ -124,15 +124,28 @@ pub fn from_latin1(s: &str) -> Option<Vec<u8>> {
     s.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect()
 }
 
+/// [`latin1`] without copying when the bytes are ASCII.
+pub fn latin1_cow(s: &[u8]) -> std::borrow::Cow<'_, str> {
+    match (s.is_ascii(), std::str::from_utf8(s)) {
+        (true, Ok(t)) => std::borrow::Cow::Borrowed(t),
+        _ => std::borrow::Cow::Owned(latin1(s)),
+    }
+}
+
 /// Strips colours and decodes for display (see [`strip_colors`], [`decode_lossless`]).
 pub fn display(s: &[u8]) -> String {
+    display_cow(s).into_owned()
+}
+
+/// [`display`] without copying when there is nothing to strip and the bytes are UTF-8.
+pub fn display_cow(s: &[u8]) -> std::borrow::Cow<'_, str> {
     if !s.contains(&b'^') {
-        return decode_lossless(s);
+        return decode_cow(s);
     }
-    match String::from_utf8(strip_colors(s)) {
+    std::borrow::Cow::Owned(match String::from_utf8(strip_colors(s)) {
         Ok(t) => t,
         Err(e) => latin1(e.as_bytes()),
-    }
+    })
 }
 
 /// Maps one byte of the Quake console font to a printable character.
@@ -275,6 +288,30 @@ mod tests {
         assert_eq!(decode_lossless(b"caf\xe9"), "café");
         assert_eq!(latin1(b"ascii"), "ascii");
         assert_eq!(latin1(b"\xff\x80a"), "\u{ff}\u{80}a");
+    }
+
+    #[test]
+    fn cow_forms_borrow_only_when_nothing_changes() {
+        use std::borrow::Cow;
+        let cases: [&[u8]; 7] = [
+            b"plain",
+            b"^1Red^7 ^^ ^x0BFblue",
+            b"caf\xc3\xa9",
+            b"caf\xe9",
+            b"^1caf\xe9",
+            b"^\xc3\xa9",
+            b"",
+        ];
+        for s in cases {
+            assert_eq!(display_cow(s), display(s), "{s:?}");
+            assert_eq!(latin1_cow(s), latin1(s), "{s:?}");
+        }
+        assert!(matches!(display_cow(b"plain"), Cow::Borrowed("plain")));
+        assert!(matches!(display_cow(b"caf\xc3\xa9"), Cow::Borrowed(_)));
+        assert!(matches!(display_cow(b"^1x"), Cow::Owned(_)));
+        assert!(matches!(latin1_cow(b"plain"), Cow::Borrowed("plain")));
+        // Valid UTF-8 but not ASCII: ISO-8859-1 maps each byte, so it cannot be borrowed.
+        assert_eq!(latin1_cow(b"caf\xc3\xa9"), "caf\u{c3}\u{a9}");
     }
 
     #[test]

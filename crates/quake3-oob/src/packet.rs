@@ -335,13 +335,19 @@ pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
     let head = line.get(..open)?;
     let name = line.get(open + 1..close)?.to_vec();
     let tail = line.get(close + 1..)?;
-    let nums: Vec<&[u8]> = head
+    // At most three numbers before the name (no allocation: this runs for every player).
+    let mut nums: [&[u8]; 3] = [&[]; 3];
+    let mut count = 0;
+    for t in head
         .split(|&b| b == b' ' || b == b'\t')
         .filter(|t| !t.is_empty())
-        .collect();
+    {
+        *nums.get_mut(count)? = t;
+        count += 1;
+    }
     // DarkPlaces inserts the team between ping and name "according to SoF2 protocol"
     // (darkplaces netconn.c NetConn_BuildStatusResponse).
-    let (score, ping, team_first) = match nums.as_slice() {
+    let (score, ping, team_first) = match nums.get(..count).unwrap_or_default() {
         [score, ping] => (
             Some(parse_i32(score, "score", 0).ok()?),
             parse_i32(ping, "ping", 0).ok()?,

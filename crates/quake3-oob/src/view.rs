@@ -23,7 +23,12 @@ fn quake(bytes: &[u8]) -> Text {
 /// One player line in the shared model. Quake III says nothing reliable about bots or
 /// spectators per player, so those stay unknown (Warsow's team 0 is a spectator).
 pub fn player(game: Game, p: &Player) -> ModelPlayer {
-    let mut m = ModelPlayer::new(quake(&p.name));
+    model_player(game, p, Text::new(p.name.clone(), Dialect::Quake))
+}
+
+/// [`player`] with the name already made (moved out of a reply the caller owns).
+fn model_player(game: Game, p: &Player, name: Text) -> ModelPlayer {
+    let mut m = ModelPlayer::new(name);
     m.score = p.score;
     m.ping = Some(p.ping);
     m.team = p.team;
@@ -102,7 +107,14 @@ pub fn server_info(
     out.password = rules
         .get_any(keys::PASSWORD)
         .map(|v| v != b"0" && !v.is_empty());
-    out.players = players.map(|ps| ps.iter().map(|p| player(game, p)).collect());
+    out.players = players.map(|ps| {
+        ps.into_iter()
+            .map(|mut p| {
+                let name = Text::new(std::mem::take(&mut p.name), Dialect::Quake);
+                model_player(game, &p, name)
+            })
+            .collect()
+    });
     out.rules = rules;
     out
 }
