@@ -1285,31 +1285,43 @@ fn estimator_after(options: &Options, n: usize, rtt: Duration) -> RttEstimator {
     e
 }
 
+/// A network of ten text servers on ports 1-10 (`latency` per round trip): answered first,
+/// they give a batch's RTT estimator its samples before the server under test.
+fn ten_fast_servers(latency: Duration) -> Arc<SimNet> {
+    let net = SimNet::new(
+        Faults {
+            latency,
+            ..Faults::default()
+        },
+        1,
+    );
+    for p in 1..=10 {
+        net.add_server(addr(p), text_server(format!("s{p}")));
+    }
+    net
+}
+
+/// Jobs for the ten servers of [`ten_fast_servers`], then for `last`.
+fn ten_then(last: u16) -> impl Iterator<Item = (SocketAddr, Text)> {
+    (1..=10u16).chain([last]).map(|p| {
+        (
+            addr(p),
+            Text {
+                challenge: p.into(),
+            },
+        )
+    })
+}
+
 /// Ten servers answer in 20 ms, then the eleventh loses its first request: the retry goes
 /// out one adaptive RTO (SRTT + 4·RTTVAR from those ten replies) after the first attempt,
 /// not one fixed timeout (1 s) later; with `adaptive` off, one fixed timeout later.
 #[tokio::test(start_paused = true)]
 async fn a_lost_request_is_retried_after_the_adaptive_timeout() {
     for adaptive in [true, false] {
-        let net = SimNet::new(
-            Faults {
-                latency: Duration::from_millis(20),
-                ..Faults::default()
-            },
-            1,
-        );
-        for p in 1..=10 {
-            net.add_server(addr(p), text_server(format!("s{p}")));
-        }
+        let net = ten_fast_servers(Duration::from_millis(20));
         net.add_server(addr(99), flaky_text_server(1, "late"));
-        let jobs = (1..=10u16).chain([99]).map(|p| {
-            (
-                addr(p),
-                Text {
-                    challenge: p.into(),
-                },
-            )
-        });
+        let jobs = ten_then(99);
         let options = opts(1000, 3)
             .with_concurrency(1)
             .with_min_timeout(Duration::from_millis(1))
@@ -1347,24 +1359,8 @@ async fn a_lost_request_is_retried_after_the_adaptive_timeout() {
 /// doubled per retry, and its last attempt still waits the whole timeout.
 #[tokio::test(start_paused = true)]
 async fn retries_back_off_and_the_last_attempt_waits_the_whole_timeout() {
-    let net = SimNet::new(
-        Faults {
-            latency: Duration::from_millis(20),
-            ..Faults::default()
-        },
-        1,
-    );
-    for p in 1..=10 {
-        net.add_server(addr(p), text_server(format!("s{p}")));
-    }
-    let jobs = (1..=10u16).chain([98]).map(|p| {
-        (
-            addr(p),
-            Text {
-                challenge: p.into(),
-            },
-        )
-    });
+    let net = ten_fast_servers(Duration::from_millis(20));
+    let jobs = ten_then(98);
     let options = opts(1000, 3)
         .with_concurrency(1)
         .with_min_timeout(Duration::from_millis(1));
@@ -1402,10 +1398,7 @@ async fn retries_back_off_and_the_last_attempt_waits_the_whole_timeout() {
 /// reply to an early attempt counts, and the last attempt waits the whole timeout.
 #[tokio::test(start_paused = true)]
 async fn a_slow_server_among_fast_ones_is_still_answered() {
-    let net = SimNet::new(Faults::default(), 1);
-    for p in 1..=10 {
-        net.add_server(addr(p), text_server(format!("s{p}")));
-    }
+    let net = ten_fast_servers(Duration::ZERO);
     let weak = Arc::downgrade(&net);
     net.add_server(
         addr(77),
@@ -1422,16 +1415,8 @@ async fn a_slow_server_among_fast_ones_is_still_answered() {
             Vec::new()
         }),
     );
-    let jobs = (1..=10u16).chain([77]).map(|p| {
-        (
-            addr(p),
-            Text {
-                challenge: p.into(),
-            },
-        )
-    });
     let all = engine(&net)
-        .run(jobs, opts(500, 2).with_concurrency(1))
+        .run(ten_then(77), opts(500, 2).with_concurrency(1))
         .collect_sorted()
         .await;
     let slow = all.last().unwrap();

@@ -23,7 +23,7 @@ fn quake(bytes: &[u8]) -> Text {
 /// One player line in the shared model. Quake III says nothing reliable about bots or
 /// spectators per player, so those stay unknown (Warsow's team 0 is a spectator).
 pub fn player(game: Game, p: &Player) -> ModelPlayer {
-    model_player(game, p, Text::new(p.name.clone(), Dialect::Quake))
+    model_player(game, p, quake(&p.name))
 }
 
 /// [`player`] with the name already made (moved out of a reply the caller owns).
