@@ -588,6 +588,18 @@ impl PlayerQuery {
             .unwrap_or(1.0);
         now_ms().saturating_sub((h.min(1e6) * 3_600_000.0) as i64)
     }
+
+    /// The sightings this query asks for (none for an empty name): what the page and the API
+    /// both show.
+    async fn hits(&self, store: &Store) -> Result<Vec<PlayerRow>, WebError> {
+        let text = self.q.as_deref().unwrap_or_default();
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(store
+            .find_players(text, self.since(), self.limit.unwrap_or(100).clamp(0, 1000))
+            .await?)
+    }
 }
 
 async fn players_page(
@@ -595,13 +607,7 @@ async fn players_page(
     Query(q): Query<PlayerQuery>,
 ) -> Result<Html<String>, WebError> {
     let text = q.q.clone().unwrap_or_default();
-    let hits = if text.is_empty() {
-        Vec::new()
-    } else {
-        st.store
-            .find_players(&text, q.since(), q.limit.unwrap_or(100).clamp(0, 1000))
-            .await?
-    };
+    let hits = q.hits(&st.store).await?;
     let mut rows = Vec::new();
     for h in &hits {
         let server = st.store.server(&h.addr).await?;
@@ -688,14 +694,7 @@ async fn api_players(
     State(st): State<AppState>,
     Query(q): Query<PlayerQuery>,
 ) -> Result<Response, WebError> {
-    let text = q.q.clone().unwrap_or_default();
-    let hits = if text.is_empty() {
-        Vec::new()
-    } else {
-        st.store
-            .find_players(&text, q.since(), q.limit.unwrap_or(100).clamp(0, 1000))
-            .await?
-    };
+    let hits = q.hits(&st.store).await?;
     let list: Vec<ApiPlayer<'_>> = hits.iter().map(api_player_of).collect();
     Ok(Json(serde_json::json!({ "players": list })).into_response())
 }
