@@ -8,7 +8,8 @@ use std::collections::{BinaryHeap, VecDeque};
 /// Hash maps keyed by addresses and query ids: foldhash, seeded per map, instead of SipHash
 /// (hashing was 5 % of a scan's instructions).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+/// The queries of one batch waiting on one address: nearly always one, so kept inline.
+type Ids = SmallVec<[u64; 2]>;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use smallvec::SmallVec;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -23,8 +25,8 @@ use tracing::{debug, trace, Instrument};
 
 use crate::exchange::{Exchange, Verdict};
 use crate::rto::RttEstimator;
-use crate::transport::{canonical, Backoff, Transport, UdpTransport};
-use crate::{QueryError, MAX_DATAGRAM};
+use crate::transport::{canonical, Backoff, RecvBatch, Transport, UdpTransport};
+use crate::QueryError;
 
 /// How a batch of queries is run.
 ///
@@ -227,13 +229,16 @@ type Received = (SocketAddr, Vec<u8>, Instant);
 
 type Route = (u64, mpsc::UnboundedSender<Received>);
 
+/// The routes of one address: one batch asks it, nearly always.
+type AddrRoutes = SmallVec<[Route; 1]>;
+
 #[derive(Default)]
 struct Routes {
-    map: Mutex<HashMap<SocketAddr, Vec<Route>>>,
+    map: Mutex<HashMap<SocketAddr, AddrRoutes>>,
 }
 
 impl Routes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, Vec<Route>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, AddrRoutes>> {
         // A poisoned map is still a valid map: routing never panics while holding it.
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -261,48 +266,71 @@ impl Routes {
         }
     }
 
-    fn dispatch(&self, from: SocketAddr, data: &[u8], at: Instant) {
+    /// Hands each datagram to the batches asking its sender (one lock for all of them).
+    fn dispatch<'a>(
+        &self,
+        datagrams: impl IntoIterator<Item = (SocketAddr, &'a [u8])>,
+        at: Instant,
+    ) {
         let map = self.lock();
-        match map.get(&from) {
-            Some(routes) => {
-                for (_, tx) in routes {
-                    let _ = tx.send((from, data.to_vec(), at));
+        for (from, data) in datagrams {
+            let from = canonical(from);
+            match map.get(&from) {
+                Some(routes) => {
+                    for (_, tx) in routes {
+                        let _ = tx.send((from, data.to_vec(), at));
+                    }
                 }
-            }
-            None => {
-                debug!(%from, len = data.len(), "dropped datagram from an address with no query in flight")
+                None => {
+                    debug!(%from, len = data.len(), "dropped datagram from an address with no query in flight")
+                }
             }
         }
     }
 }
 
-/// The routes of one batch, owned by its driver: whichever way the driver ends (its queries
-/// all finished, or its future dropped mid-flight because the [`Batch`] was dropped and the
-/// task aborted), dropping the guard removes every route it still holds.
+/// The routes of one batch, owned by its driver, with the batch's queries per address: whichever
+/// way the driver ends (its queries all finished, or its future dropped mid-flight because the
+/// [`Batch`] was dropped and the task aborted), dropping the guard removes every route it still
+/// holds. An address has a route exactly while it has a query here.
 struct RouteGuard {
     routes: Arc<Routes>,
     batch: u64,
     tx: mpsc::UnboundedSender<Received>,
-    addrs: HashSet<SocketAddr>,
+    by_addr: HashMap<SocketAddr, Ids>,
 }
 
 impl RouteGuard {
-    fn add(&mut self, addr: SocketAddr) {
-        if self.addrs.insert(addr) {
+    /// Query `id` now waits on `addr` (routed there from its first query on).
+    fn attach(&mut self, addr: SocketAddr, id: u64) {
+        let ids = self.by_addr.entry(addr).or_default();
+        if ids.is_empty() {
             self.routes.add(addr, self.batch, &self.tx);
+        }
+        ids.push(id);
+    }
+
+    /// Query `id` no longer waits on `addr` (the route goes with its last query).
+    fn detach(&mut self, addr: SocketAddr, id: u64) {
+        if let Some(ids) = self.by_addr.get_mut(&addr) {
+            ids.retain(|i| *i != id);
+            if ids.is_empty() {
+                self.by_addr.remove(&addr);
+                self.routes.remove(addr, self.batch);
+            }
         }
     }
 
-    fn remove(&mut self, addr: SocketAddr) {
-        if self.addrs.remove(&addr) {
-            self.routes.remove(addr, self.batch);
-        }
+    /// The `i`th query waiting on `addr`.
+    fn query(&self, addr: &SocketAddr, i: usize) -> Option<u64> {
+        self.by_addr.get(addr).and_then(|ids| ids.get(i)).copied()
     }
 }
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        self.routes.remove_all(self.addrs.drain(), self.batch);
+        self.routes
+            .remove_all(self.by_addr.drain().map(|(a, _)| a), self.batch);
     }
 }
 
@@ -367,18 +395,14 @@ impl Engine {
                 let t = Arc::clone(t);
                 let routes = Arc::clone(&routes);
                 tokio::spawn(async move {
-                    let mut buf = vec![0u8; MAX_DATAGRAM];
+                    let mut batch = RecvBatch::new();
                     let mut backoff = Backoff::default();
                     loop {
-                        match t.recv_from(&mut buf).await {
-                            Ok((n, from)) => {
+                        match t.recv_batch(&mut batch).await {
+                            Ok(()) => {
                                 let at = Instant::now();
                                 backoff.reset();
-                                routes.dispatch(
-                                    canonical(from),
-                                    buf.get(..n).unwrap_or_default(),
-                                    at,
-                                )
+                                routes.dispatch(batch.datagrams(), at);
                             }
                             // ICMP errors (port unreachable) surface here on some systems: keep
                             // going, backing off if the errors persist.
@@ -434,20 +458,19 @@ impl Engine {
         let (dg_tx, dg_rx) = mpsc::unbounded_channel();
         let id = self.inner.next_batch.fetch_add(1, Ordering::Relaxed);
         let rtt = RttEstimator::new(options.min_timeout, options.timeout);
-        // Room for a full window up front: no rehashing while the first burst goes out.
         let window = options.concurrency.max(1).min(total);
         let driver = Driver {
             routes: RouteGuard {
                 routes: Arc::clone(&self.inner.routes),
                 batch: id,
                 tx: dg_tx,
-                addrs: HashSet::default(),
+                // Room for a full window up front: no rehashing while the first burst goes out.
+                by_addr: HashMap::with_capacity_and_hasher(window, Default::default()),
             },
             engine: Arc::clone(&self.inner),
             options,
             pending: jobs,
             slots: HashMap::with_capacity_and_hasher(window, Default::default()),
-            by_addr: HashMap::with_capacity_and_hasher(window, Default::default()),
             timers: BinaryHeap::new(),
             send_queue: VecDeque::new(),
             next_id: 0,
@@ -555,7 +578,7 @@ struct Slot<E> {
     /// Attempts sent in the current step.
     attempts: u32,
     /// When each attempt of the current step was sent.
-    sent_at: Vec<Instant>,
+    sent_at: SmallVec<[Instant; 4]>,
     /// Timer generation: a popped timer whose generation differs is stale.
     generation: u64,
     rtt: Option<Duration>,
@@ -606,7 +629,6 @@ struct Driver<E: Exchange> {
     options: Options,
     pending: VecDeque<(usize, SocketAddr, E)>,
     slots: HashMap<u64, Slot<E>>,
-    by_addr: HashMap<SocketAddr, Vec<u64>>,
     timers: BinaryHeap<Reverse<(Instant, u64, u64)>>,
     /// Queries waiting to send their current attempt (retries go first).
     send_queue: VecDeque<u64>,
@@ -685,11 +707,7 @@ impl<E: Exchange> Driver<E> {
             }
             let id = self.next_id;
             self.next_id += 1;
-            let ids = self.by_addr.entry(addr).or_default();
-            if ids.is_empty() {
-                self.routes.add(addr);
-            }
-            ids.push(id);
+            self.routes.attach(addr, id);
             self.slots.insert(
                 id,
                 Slot {
@@ -697,7 +715,7 @@ impl<E: Exchange> Driver<E> {
                     addr,
                     ex,
                     attempts: 0,
-                    sent_at: Vec::new(),
+                    sent_at: SmallVec::new(),
                     generation: 0,
                     rtt: None,
                     last_error: None,
@@ -767,11 +785,11 @@ impl<E: Exchange> Driver<E> {
 
     /// `at`: when the receive task took the datagram off the socket.
     fn on_datagram(&mut self, from: SocketAddr, data: &[u8], at: Instant) {
-        // Every arm that changes `by_addr` returns at once or steps `i` back, so indexing it
-        // here stays valid.
+        // Every arm that changes the address's queries returns at once or steps `i` back, so
+        // indexing them here stays valid.
         let mut reasons = Vec::new();
         let mut i = 0;
-        while let Some(&id) = self.by_addr.get(&from).and_then(|ids| ids.get(i)) {
+        while let Some(id) = self.routes.query(&from, i) {
             i += 1;
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
@@ -779,7 +797,7 @@ impl<E: Exchange> Driver<E> {
             if let Some(err) = over_cap(slot, &self.options, data.len(), at) {
                 debug!(%from, error = %err, "query ended");
                 self.finish(id, Err(err));
-                // `finish` took this query out of `by_addr[from]`: the next one moved to `i - 1`.
+                // `finish` took this query off `from`: the next one moved to `i - 1`.
                 i = i.saturating_sub(1);
                 continue;
             }
@@ -913,13 +931,7 @@ impl<E: Exchange> Driver<E> {
         let Some(slot) = self.slots.remove(&id) else {
             return;
         };
-        if let Some(ids) = self.by_addr.get_mut(&slot.addr) {
-            ids.retain(|i| *i != id);
-            if ids.is_empty() {
-                self.by_addr.remove(&slot.addr);
-                self.routes.remove(slot.addr);
-            }
-        }
+        self.routes.detach(slot.addr, id);
         let rtt = if result.is_ok() { slot.rtt } else { None };
         self.emit(slot.index, slot.addr, result, rtt, slot.attempts);
     }
@@ -987,8 +999,8 @@ mod tests {
         routes.add(a, 1, &tx_a);
         routes.add(b, 2, &tx_b);
         let at = Instant::now();
-        routes.dispatch(b, b"for b", at);
-        routes.dispatch(stranger, b"for no one", at);
+        routes.dispatch([(b, &b"for b"[..])], at);
+        routes.dispatch([(stranger, &b"for no one"[..])], at);
         assert_eq!(rx_b.try_recv().unwrap(), (b, b"for b".to_vec(), at));
         assert!(rx_b.try_recv().is_err());
         assert!(
@@ -996,7 +1008,7 @@ mod tests {
             "a datagram from b reached a's route"
         );
         routes.remove(b, 2);
-        routes.dispatch(b, b"late", at);
+        routes.dispatch([(b, &b"late"[..])], at);
         assert!(rx_b.try_recv().is_err() && rx_a.try_recv().is_err());
         assert_eq!(routes.lock().len(), 1);
     }

@@ -74,7 +74,7 @@ pub use engine::{Batch, Engine, Options, Outcome};
 pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
 #[cfg(feature = "runtime")]
-pub use transport::{Transport, UdpTransport};
+pub use transport::{RecvBatch, Transport, UdpTransport};
 pub use wire::DecodeError;
 
 /// Largest datagram the engine receives (UDP's maximum payload).

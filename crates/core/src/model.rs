@@ -287,8 +287,20 @@ impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Rules {
 impl Serialize for Rules {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.len()))?;
-        for (k, v) in self.pairs() {
-            map.serialize_entry(&text::decode_cow(k), &text::decode_cow(v))?;
+        // One UTF-8 check of the whole buffer instead of one per key and value: a span that
+        // falls on character boundaries of valid UTF-8 is valid UTF-8 itself. A span that does
+        // not (or a buffer that is not UTF-8) is decoded on its own, so each key and value
+        // reads exactly as `text::decode_cow` of its bytes.
+        let whole = std::str::from_utf8(&self.buf).ok();
+        let piece = |a: u32, b: u32| -> Cow<'_, str> {
+            let (a, b) = (a as usize, b as usize);
+            match whole.and_then(|w| w.get(a..b)) {
+                Some(t) => Cow::Borrowed(t),
+                None => text::decode_cow(self.buf.get(a..b).unwrap_or_default()),
+            }
+        };
+        for &(k, v, end) in &self.spans {
+            map.serialize_entry(&piece(k, v), &piece(v, end))?;
         }
         map.end()
     }
@@ -583,6 +595,36 @@ mod tests {
         assert_eq!(r.get_int(&["x", "b"]), Some(2));
         r.remove(b"a");
         assert_eq!(r, [("b", "2")].into_iter().collect());
+    }
+
+    /// Each key and value is written as `text::decode_cow` of its own bytes, even where the
+    /// whole buffer is valid UTF-8 but a span splits a character (`é` = C3 A9 cut between a
+    /// value and the next key), which the one-check-per-buffer shortcut must not borrow.
+    #[test]
+    fn rules_serialize_each_span_as_its_own_bytes() {
+        let cases: [&[(&[u8], &[u8])]; 3] = [
+            &[(b"k", b"v\xc3"), (b"\xa9k", b"caf\xc3\xa9")],
+            &[(b"name", b"caf\xc3\xa9"), (b"x", b"\xe9t\xe9")],
+            &[(b"", b""), (b"sv_hostname", b"^1plain ascii")],
+        ];
+        for pairs in cases {
+            let rules: Rules = pairs.iter().copied().collect();
+            let expected: serde_json::Map<String, serde_json::Value> = pairs
+                .iter()
+                .map(|(k, v)| (text::decode_cow(k).into_owned(), text::decode_cow(v).into()))
+                .collect();
+            assert_eq!(
+                serde_json::to_value(&rules).unwrap(),
+                serde_json::Value::Object(expected)
+            );
+        }
+        let split: Rules = [(&b"k"[..], &b"v\xc3"[..]), (b"\xa9k", b"w")]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            serde_json::to_string(&split).unwrap(),
+            r#"{"k":"vÃ","©k":"w"}"#
+        );
     }
 }
 

@@ -1,11 +1,74 @@
 //! The datagram transport the engine sends and receives through, behind a small trait so
 //! tests can drive the engine with a fault-injecting double ([`crate::testing::SimNet`]).
 
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::OnceLock;
 
 use async_trait::async_trait;
+use quinn_udp::{RecvMeta, UdpSocketState};
 use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
+
+use crate::MAX_DATAGRAM;
+
+/// Buffers for the datagrams of one [`Transport::recv_batch`]: up to
+/// [`quinn_udp::BATCH_SIZE`] of them, each up to [`MAX_DATAGRAM`] bytes (so none is cut).
+#[derive(Debug)]
+pub struct RecvBatch {
+    /// One block cut into [`MAX_DATAGRAM`]-byte slots: one zeroed allocation, of which only
+    /// the pages datagrams land in are ever touched.
+    buf: Vec<u8>,
+    meta: Vec<RecvMeta>,
+    filled: usize,
+}
+
+impl Default for RecvBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RecvBatch {
+    /// Room for a full batch.
+    pub fn new() -> Self {
+        RecvBatch {
+            buf: vec![0u8; quinn_udp::BATCH_SIZE * MAX_DATAGRAM],
+            meta: vec![RecvMeta::default(); quinn_udp::BATCH_SIZE],
+            filled: 0,
+        }
+    }
+
+    /// The datagrams of the last receive, `(sender, bytes)` in arrival order; datagrams the
+    /// kernel coalesced (UDP GRO: same sender, same size) are split again by their stride.
+    pub fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
+        self.meta
+            .iter()
+            .zip(self.buf.chunks(MAX_DATAGRAM))
+            .take(self.filled)
+            .flat_map(|(m, b)| {
+                let data = b.get(..m.len.min(b.len())).unwrap_or_default();
+                // An empty datagram is still a datagram (the exchange judges it).
+                let empty = data.is_empty().then_some((m.addr, data));
+                data.chunks(m.stride.max(1))
+                    .map(move |d| (m.addr, d))
+                    .chain(empty)
+            })
+    }
+
+    /// Records one datagram of `len` bytes from `from`, received into the first buffer.
+    fn set_one(&mut self, len: usize, from: SocketAddr) {
+        if let Some(m) = self.meta.first_mut() {
+            *m = RecvMeta {
+                addr: from,
+                len,
+                stride: len,
+                ..RecvMeta::default()
+            };
+            self.filled = 1;
+        }
+    }
+}
 
 /// A datagram socket. One transport serves every query of its address family.
 #[async_trait]
@@ -14,6 +77,18 @@ pub trait Transport: Send + Sync + 'static {
     async fn send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<()>;
     /// Receives one datagram into `buf`; returns its length and sender.
     async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)>;
+    /// Waits for at least one datagram and receives it into `batch`, with any others already
+    /// waiting where the platform can take several in one system call (`recvmmsg`). The
+    /// default receives one with [`Transport::recv_from`].
+    async fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<()> {
+        batch.filled = 0;
+        let Some(buf) = batch.buf.chunks_mut(MAX_DATAGRAM).next() else {
+            return Ok(());
+        };
+        let (n, from) = self.recv_from(buf).await?;
+        batch.set_one(n, from);
+        Ok(())
+    }
     /// The local address.
     fn local_addr(&self) -> io::Result<SocketAddr>;
 }
@@ -22,6 +97,9 @@ pub trait Transport: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct UdpTransport {
     socket: tokio::net::UdpSocket,
+    /// quinn-udp's state for batched receives, set up on the first [`Transport::recv_batch`]
+    /// (`None`: the platform refused it; single receives then).
+    batch: OnceLock<Option<UdpSocketState>>,
 }
 
 /// Socket buffer size asked for: a scan of thousands of servers receives replies in bursts.
@@ -58,7 +136,10 @@ impl UdpTransport {
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
         let socket = tokio::net::UdpSocket::from_std(socket.into())?;
-        Ok(UdpTransport { socket })
+        Ok(UdpTransport {
+            socket,
+            batch: OnceLock::new(),
+        })
     }
 
     /// Binds an ephemeral port on every IPv4 address.
@@ -80,6 +161,43 @@ impl Transport for UdpTransport {
 
     async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.socket.recv_from(buf).await
+    }
+
+    async fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<()> {
+        let state = self
+            .batch
+            .get_or_init(|| UdpSocketState::new((&self.socket).into()).ok());
+        let Some(state) = state else {
+            batch.filled = 0;
+            let (n, from) = match batch.buf.chunks_mut(MAX_DATAGRAM).next() {
+                Some(buf) => self.socket.recv_from(buf).await?,
+                None => return Ok(()),
+            };
+            batch.set_one(n, from);
+            return Ok(());
+        };
+        loop {
+            self.socket.readable().await?;
+            let mut iovs: Vec<IoSliceMut<'_>> = batch
+                .buf
+                .chunks_mut(MAX_DATAGRAM)
+                .map(IoSliceMut::new)
+                .collect();
+            let got = self.socket.try_io(Interest::READABLE, || {
+                state.recv((&self.socket).into(), &mut iovs, &mut batch.meta)
+            });
+            match got {
+                Ok(n) => {
+                    batch.filled = n.min(batch.meta.len());
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => {
+                    batch.filled = 0;
+                    return Err(e);
+                }
+            }
+        }
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -139,6 +257,45 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use tokio::time::Instant;
+
+    /// A batch of real datagrams through recvmmsg: every datagram whole, in order, with its
+    /// sender, the empty one and one of the largest size included; then a single receive.
+    #[tokio::test]
+    async fn recv_batch_takes_every_waiting_datagram_whole() {
+        let rx = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let to = rx.local_addr().unwrap();
+        let a = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let b = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let big = vec![7u8; 60_000];
+        let mut sent: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+        for i in 0..40u8 {
+            let (t, data) = match i {
+                3 => (&a, Vec::new()),
+                5 => (&b, big.clone()),
+                _ if i % 2 == 0 => (&a, vec![i; usize::from(i) + 1]),
+                _ => (&b, vec![i; 3]),
+            };
+            t.send_to(&data, to).await.unwrap();
+            sent.push((t.local_addr().unwrap(), data));
+        }
+        let mut got: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+        let mut batch = RecvBatch::new();
+        let mut calls = 0;
+        while got.len() < sent.len() {
+            tokio::time::timeout(Duration::from_secs(5), rx.recv_batch(&mut batch))
+                .await
+                .expect("datagrams arrive")
+                .unwrap();
+            calls += 1;
+            got.extend(batch.datagrams().map(|(f, d)| (f, d.to_vec())));
+        }
+        assert_eq!(got, sent);
+        assert!(
+            calls < sent.len(),
+            "{calls} receives for {} datagrams: not batched",
+            sent.len()
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn backoff_doubles_to_its_cap_and_resets_on_success() {
