@@ -749,7 +749,19 @@ impl<E: Exchange> Driver<E> {
             let mut error = None;
             if let Some(t) = transport {
                 for d in &datagrams {
-                    if let Err(e) = t.send_to(d, addr).await {
+                    let sent = match t.try_send_to(d, addr) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            t.send_to(d, addr).await
+                        }
+                        done => {
+                            // Still a unit of the task's budget, as the awaited send was: a
+                            // long burst yields now and then, so the receive task keeps
+                            // taking replies off the socket (and stamping their RTT) meanwhile.
+                            tokio::task::consume_budget().await;
+                            done
+                        }
+                    };
+                    if let Err(e) = sent {
                         debug!(%addr, error = %e, "send failed");
                         error = Some(e);
                     }

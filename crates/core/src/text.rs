@@ -78,14 +78,31 @@ impl<'a> Iterator for Pieces<'a> {
 /// assert_eq!(fragstat_core::text::strip_colors(b"^1Red^7 ^^ ^x0BFblue"), b"Red ^ blue");
 /// ```
 pub fn strip_colors(s: &[u8]) -> Vec<u8> {
+    // The rules of `Pieces` in one loop: this runs for every name a scan writes. (Names are
+    // short: a plain byte search beats memchr's set-up here.)
     let mut out = Vec::with_capacity(s.len());
-    for p in pieces(s) {
-        match p {
-            Piece::Text(t) => out.extend_from_slice(t),
-            Piece::Caret => out.push(b'^'),
-            Piece::Code(_) | Piece::Rgb(..) => {}
-        }
+    let mut rest = s;
+    while let Some(i) = rest.iter().position(|&b| b == b'^') {
+        let (text, tail) = rest.split_at(i);
+        out.extend_from_slice(text);
+        rest = match tail {
+            [b'^', b'^', more @ ..] => {
+                out.push(b'^');
+                more
+            }
+            [b'^', b'x', r, g, b, more @ ..]
+                if hex(*r).is_some() && hex(*g).is_some() && hex(*b).is_some() =>
+            {
+                more
+            }
+            [b'^', _, more @ ..] => more,
+            _ => {
+                out.extend_from_slice(tail);
+                &[]
+            }
+        };
     }
+    out.extend_from_slice(rest);
     out
 }
 
@@ -126,10 +143,12 @@ pub fn from_latin1(s: &str) -> Option<Vec<u8>> {
 
 /// [`latin1`] without copying when the bytes are ASCII.
 pub fn latin1_cow(s: &[u8]) -> std::borrow::Cow<'_, str> {
-    match (s.is_ascii(), std::str::from_utf8(s)) {
-        (true, Ok(t)) => std::borrow::Cow::Borrowed(t),
-        _ => std::borrow::Cow::Owned(latin1(s)),
+    if s.is_ascii() {
+        if let Ok(t) = std::str::from_utf8(s) {
+            return std::borrow::Cow::Borrowed(t);
+        }
     }
+    std::borrow::Cow::Owned(latin1(s))
 }
 
 /// Strips colours and decodes for display (see [`strip_colors`], [`decode_lossless`]).
@@ -279,6 +298,39 @@ mod tests {
         assert_eq!(display(b"caf\xe9"), "café");
         assert_eq!(display(b"^"), "^");
         assert_eq!(display(b""), "");
+    }
+
+    /// `strip_colors` (one loop) keeps exactly the bytes the `Pieces` reading keeps, for every
+    /// string of up to 6 bytes over the characters that matter (carets, `x`, hex and non-hex
+    /// digits, a high byte, a space).
+    #[test]
+    fn strip_colors_agrees_with_the_pieces_reading() {
+        fn reference(s: &[u8]) -> Vec<u8> {
+            let mut out = Vec::new();
+            for p in pieces(s) {
+                match p {
+                    Piece::Text(t) => out.extend_from_slice(t),
+                    Piece::Caret => out.push(b'^'),
+                    Piece::Code(_) | Piece::Rgb(..) => {}
+                }
+            }
+            out
+        }
+        let alphabet = [b'^', b'x', b'0', b'F', b'g', 0xE9, b' '];
+        let mut checked = 0;
+        let mut s = Vec::new();
+        for len in 0..=6u32 {
+            for mut n in 0..alphabet.len().pow(len) {
+                s.clear();
+                for _ in 0..len {
+                    s.push(alphabet[n % alphabet.len()]);
+                    n /= alphabet.len();
+                }
+                assert_eq!(strip_colors(&s), reference(&s), "{s:?}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 137_257);
     }
 
     #[test]

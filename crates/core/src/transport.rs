@@ -75,6 +75,12 @@ impl RecvBatch {
 pub trait Transport: Send + Sync + 'static {
     /// Sends one datagram.
     async fn send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<()>;
+    /// Sends one datagram if the socket takes it now, without waiting: `WouldBlock`
+    /// otherwise, and the caller awaits [`Transport::send_to`]. The default always answers
+    /// `WouldBlock`. (The engine's fast path: no boxed future per datagram.)
+    fn try_send_to(&self, _buf: &[u8], _to: SocketAddr) -> io::Result<()> {
+        Err(io::ErrorKind::WouldBlock.into())
+    }
     /// Receives one datagram into `buf`; returns its length and sender.
     async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)>;
     /// Waits for at least one datagram and receives it into `batch`, with any others already
@@ -161,6 +167,10 @@ impl Transport for UdpTransport {
 
     async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.socket.recv_from(buf).await
+    }
+
+    fn try_send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<()> {
+        self.socket.try_send_to(buf, to).map(|_| ())
     }
 
     async fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<()> {

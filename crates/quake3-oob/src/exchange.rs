@@ -118,7 +118,9 @@ fn lower_hex(mut n: u64, buf: &mut [u8; 16]) -> &[u8] {
 pub struct ServerExchange {
     ask: Ask,
     nonce: u64,
-    reply: ServerReply,
+    /// What has come so far; boxed on the first reply, so a scan's queued queries stay small
+    /// (a scan creates one exchange per server up front).
+    reply: Option<Box<ServerReply>>,
 }
 
 impl ServerExchange {
@@ -132,16 +134,20 @@ impl ServerExchange {
         ServerExchange {
             ask,
             nonce,
-            reply: ServerReply::default(),
+            reply: None,
         }
     }
 
     fn wants_info(&self) -> bool {
-        self.ask != Ask::Status && self.reply.info.is_none()
+        self.ask != Ask::Status && self.reply.as_ref().is_none_or(|r| r.info.is_none())
     }
 
     fn wants_status(&self) -> bool {
-        self.ask != Ask::Info && self.reply.status.is_none()
+        self.ask != Ask::Info && self.reply.as_ref().is_none_or(|r| r.status.is_none())
+    }
+
+    fn take_reply(&mut self) -> ServerReply {
+        self.reply.take().map(|r| *r).unwrap_or_default()
     }
 
     fn complete(&self) -> bool {
@@ -187,14 +193,15 @@ impl Exchange for ServerExchange {
         let Ok(attempt) = attempt else {
             return Verdict::Ignore("wrong challenge");
         };
+        let reply = self.reply.get_or_insert_with(Box::default);
         match packet {
-            Packet::InfoResponse(r) => self.reply.info = Some(r),
-            Packet::StatusResponse(r) => self.reply.status = Some(r),
+            Packet::InfoResponse(r) => reply.info = Some(r),
+            Packet::StatusResponse(r) => reply.status = Some(r),
             _ => {}
         }
         if self.complete() {
             Verdict::Done {
-                output: Ok(std::mem::take(&mut self.reply)),
+                output: Ok(self.take_reply()),
                 attempt,
             }
         } else {
@@ -206,8 +213,12 @@ impl Exchange for ServerExchange {
     fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerReply, BoxError>> {
         // With both asked, the status alone is a useful answer (it has the players); the info
         // alone only once the status has had every retry.
-        let partial = self.reply.status.is_some() || (exhausted && self.reply.info.is_some());
-        (self.ask == Ask::Both && partial).then(|| Ok(std::mem::take(&mut self.reply)))
+        let (info, status) = self
+            .reply
+            .as_ref()
+            .map_or((false, false), |r| (r.info.is_some(), r.status.is_some()));
+        let partial = status || (exhausted && info);
+        (self.ask == Ask::Both && partial).then(|| Ok(self.take_reply()))
     }
 }
 

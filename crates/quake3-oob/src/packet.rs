@@ -256,12 +256,12 @@ fn decode_info(r: &mut Reader<'_>) -> Result<InfoResponse, DecodeError> {
 /// every player line does, so a following line without `"` is a continuation of the infostring.
 fn status_info_end(body: &[u8]) -> Option<usize> {
     let mut from = 0;
-    while let Some(rel) = body.get(from..)?.iter().position(|&b| b == b'\n') {
+    while let Some(rel) = memchr::memchr(b'\n', body.get(from..)?) {
         let nl = from + rel;
         let next = body.get(nl + 1..).unwrap_or_default();
-        let line_end = next.iter().position(|&b| b == b'\n').unwrap_or(next.len());
+        let line_end = memchr::memchr(b'\n', next).unwrap_or(next.len());
         let line = next.get(..line_end).unwrap_or_default();
-        if line.is_empty() || line.contains(&b'"') {
+        if line.is_empty() || memchr::memchr(b'"', line).is_some() {
             return Some(nl);
         }
         from = nl + 1;
@@ -327,8 +327,8 @@ fn newlines_read_back(info: &[u8]) -> bool {
 /// Parses `score ping "name" [fields…]` or `ping "name"`; the name runs from the first to the
 /// last `"` on the line, so names containing `"` survive.
 pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
-    let open = line.iter().position(|&b| b == b'"')?;
-    let close = line.iter().rposition(|&b| b == b'"')?;
+    let open = memchr::memchr(b'"', line)?;
+    let close = memchr::memrchr(b'"', line)?;
     if close <= open {
         return None;
     }
