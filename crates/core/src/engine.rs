@@ -593,8 +593,13 @@ struct Slot<E> {
     expires: Option<Instant>,
 }
 
-/// The generation of a query's lifetime timer: never reached by attempt timers, never stale.
-const LIFETIME_TIMER: u64 = u64::MAX;
+/// When a timer of `slot` set for `t` fires: `t`, or the end of the query's lifetime if that
+/// comes first. A query's lifetime is enforced through its one live timer (and on every
+/// datagram), so there is no second timer per query: the heap holds about one entry per query
+/// in flight, not one per query started in the last [`Options::lifetime`].
+fn timer_at<E>(slot: &Slot<E>, t: Instant) -> Instant {
+    slot.expires.map_or(t, |e| t.min(e))
+}
 
 /// `t + d`, or far in the future when that overflows (a huge timeout means "never").
 fn later(t: Instant, d: Duration) -> Instant {
@@ -738,6 +743,13 @@ impl<E: Exchange> Driver<E> {
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
             };
+            // A query that waited for its turn (paced) past its lifetime ends unsent.
+            if slot.expires.is_some_and(|e| e <= now) {
+                debug!(addr = %slot.addr, "query ran past its lifetime");
+                let err = exceeded("lifetime", self.options.lifetime.as_millis());
+                self.finish(id, Err(err));
+                continue;
+            }
             let attempt = slot.attempts;
             let datagrams = slot.ex.requests(attempt);
             let addr = slot.addr;
@@ -785,13 +797,11 @@ impl<E: Exchange> Driver<E> {
                 debug!(%addr, attempt, "retry sent");
             }
             if slot.expires.is_none() {
-                let expires = later(now, self.options.lifetime);
-                slot.expires = Some(expires);
-                self.timers.push(Reverse((expires, id, LIFETIME_TIMER)));
+                slot.expires = Some(later(now, self.options.lifetime));
             }
             let wait = attempt_wait(&self.options, &self.rtt, attempt);
-            self.timers
-                .push(Reverse((later(now, wait), id, slot.generation)));
+            let at = timer_at(slot, later(now, wait));
+            self.timers.push(Reverse((at, id, slot.generation)));
         }
     }
 
@@ -830,8 +840,8 @@ impl<E: Exchange> Driver<E> {
                     };
                     slot.generation += 1;
                     let wait = wait.unwrap_or(self.options.timeout);
-                    self.timers
-                        .push(Reverse((later(now, wait), id, slot.generation)));
+                    let at = timer_at(slot, later(now, wait));
+                    self.timers.push(Reverse((at, id, slot.generation)));
                     return;
                 }
                 Verdict::Advance => {
@@ -850,8 +860,8 @@ impl<E: Exchange> Driver<E> {
                     slot.generation += 1;
                     let current = slot.attempts.saturating_sub(1);
                     let wait = attempt_wait(&self.options, &self.rtt, current);
-                    self.timers
-                        .push(Reverse((later(now, wait), id, slot.generation)));
+                    let at = timer_at(slot, later(now, wait));
+                    self.timers.push(Reverse((at, id, slot.generation)));
                     return;
                 }
                 Verdict::Done { output, attempt } => {
@@ -890,15 +900,13 @@ impl<E: Exchange> Driver<E> {
             let Some(slot) = self.slots.get_mut(&id) else {
                 continue;
             };
-            if generation == LIFETIME_TIMER {
-                if slot.expires.is_some_and(|e| e <= now) {
-                    debug!(addr = %slot.addr, "query ran past its lifetime");
-                    let err = exceeded("lifetime", self.options.lifetime.as_millis());
-                    self.finish(id, Err(err));
-                }
+            if slot.generation != generation {
                 continue;
             }
-            if slot.generation != generation {
+            if slot.expires.is_some_and(|e| e <= now) {
+                debug!(addr = %slot.addr, "query ran past its lifetime");
+                let err = exceeded("lifetime", self.options.lifetime.as_millis());
+                self.finish(id, Err(err));
                 continue;
             }
             let exhausted = slot.attempts > self.options.retries;
