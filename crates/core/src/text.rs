@@ -78,31 +78,30 @@ impl<'a> Iterator for Pieces<'a> {
 /// assert_eq!(fragstat_core::text::strip_colors(b"^1Red^7 ^^ ^x0BFblue"), b"Red ^ blue");
 /// ```
 pub fn strip_colors(s: &[u8]) -> Vec<u8> {
-    // The rules of `Pieces` in one loop: this runs for every name a scan writes. (Names are
-    // short: a plain byte search beats memchr's set-up here.)
+    // The rules of `Pieces` in one pass, byte by byte: this runs for every name a scan
+    // writes, and names are short (a search for the next caret plus a copy per run costs more).
     let mut out = Vec::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.iter().position(|&b| b == b'^') {
-        let (text, tail) = rest.split_at(i);
-        out.extend_from_slice(text);
-        rest = match tail {
-            [b'^', b'^', more @ ..] => {
+    let mut i = 0;
+    while let Some(&b) = s.get(i) {
+        if b != b'^' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        i += match (s.get(i + 1), s.get(i + 2..i + 5)) {
+            // A lone caret at the end stays.
+            (None, _) => {
                 out.push(b'^');
-                more
+                1
             }
-            [b'^', b'x', r, g, b, more @ ..]
-                if hex(*r).is_some() && hex(*g).is_some() && hex(*b).is_some() =>
-            {
-                more
+            (Some(b'^'), _) => {
+                out.push(b'^');
+                2
             }
-            [b'^', _, more @ ..] => more,
-            _ => {
-                out.extend_from_slice(tail);
-                &[]
-            }
+            (Some(b'x'), Some(rgb)) if rgb.iter().all(|&c| hex(c).is_some()) => 5,
+            (Some(_), _) => 2,
         };
     }
-    out.extend_from_slice(rest);
     out
 }
 
