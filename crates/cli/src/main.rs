@@ -769,6 +769,23 @@ fn games(format: Format) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
 
+    /// A server list: one server per line, `#` starts a comment, blank lines and the spaces
+    /// around an entry are ignored, CRLF endings too.
+    #[test]
+    fn read_list_takes_one_server_per_line_without_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("list.txt");
+        std::fs::write(
+            &path,
+            "# servers\n127.0.0.1:27960\n\n  10.0.0.1 # a comment\r\n#\n[::1]:27961\r\nhost.example:1#x\n   \n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_list(&path).unwrap(),
+            ["127.0.0.1:27960", "10.0.0.1", "[::1]:27961", "host.example:1"]
+        );
+    }
+
     #[test]
     fn addr_text_writes_what_display_writes() {
         for a in [
