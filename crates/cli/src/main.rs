@@ -782,7 +782,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             read_list(&path).unwrap(),
-            ["127.0.0.1:27960", "10.0.0.1", "[::1]:27961", "host.example:1"]
+            [
+                "127.0.0.1:27960",
+                "10.0.0.1",
+                "[::1]:27961",
+                "host.example:1"
+            ]
         );
     }
 
