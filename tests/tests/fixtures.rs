@@ -179,11 +179,31 @@ fn run_case(case: &Case) -> Result<usize, Vec<String>> {
         (_, Err(v)) => failures.push(format!("failed to decode: {}", v["message"])),
         _ => failures.push(format!("expect.{key} is not an expectation")),
     }
-    if let (Ok(Decoded::Server(_)), Ok(v)) = (&decoded, &actual) {
+    if let (Ok(Decoded::Server(info)), Ok(v)) = (&decoded, &actual) {
         if let Err(e) = validate_server(v) {
             failures.push(format!(
                 "does not validate against docs/server.schema.json:\n{e}"
             ));
+        }
+        // The NDJSON writer of a scan writes what serialization writes, byte for byte.
+        let record = Record::online(
+            Some("192.0.2.7:27960".into()),
+            game.id(),
+            (**info).clone(),
+            Some(std::time::Duration::from_micros(12_345)),
+        );
+        let mut line = Vec::new();
+        record.write_json(&mut line);
+        match serde_json::to_vec(&record) {
+            Ok(serde) if serde == line => {}
+            Ok(serde) => failures.push(format!(
+                "Record::write_json differs from serde_json:\n{}",
+                first_difference(
+                    &String::from_utf8_lossy(&serde).replace(",\"", ",\n\""),
+                    &String::from_utf8_lossy(&line).replace(",\"", ",\n\"")
+                )
+            )),
+            Err(e) => failures.push(format!("serializing the record: {e}")),
         }
     }
     if failures.is_empty() {

@@ -411,10 +411,27 @@ async fn probe(
     // One listener for the whole scan, so no Ctrl-C falls between two waits.
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    // Wakes the scan when queued NDJSON lines are due for the writer and no reply came.
+    let flush = tokio::time::sleep(output::FLUSH_AFTER);
+    tokio::pin!(flush);
+    let mut flush_at = None;
     let interrupted = loop {
+        let due = out.due();
+        if let Some(at) = due.filter(|&at| flush_at != Some(at)) {
+            flush.as_mut().reset(at.into());
+            flush_at = Some(at);
+        }
         let next = tokio::select! {
             o = batch.next() => o,
             _ = &mut ctrl_c => break true,
+            () = &mut flush, if due.is_some() => {
+                flush_at = None;
+                match out.send(Instant::now()) {
+                    Ok(()) => continue,
+                    Err(Stop::BrokenPipe) => return Ok(ExitCode::SUCCESS),
+                    Err(e) => return Err(e.into()),
+                }
+            }
         };
         let Some(first) = next else { break false };
         // Everything that finished meanwhile goes to the writer in one message.
@@ -431,7 +448,7 @@ async fn probe(
             out.record(pos, r);
             next = batch.try_next();
         }
-        match out.send() {
+        match out.send(Instant::now()) {
             Ok(()) => {}
             Err(Stop::BrokenPipe) => return Ok(ExitCode::SUCCESS),
             Err(e) => return Err(e.into()),

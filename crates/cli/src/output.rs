@@ -1,11 +1,13 @@
 //! Output off the receive path: records go to a writer thread over a channel, so a slow
 //! reader (a pipe, a terminal) never stalls the runtime that receives replies. NDJSON lines
-//! are written as they come (flushed whenever the channel runs dry); tables and JSON arrays
-//! are printed when the scan ends or is interrupted, in the order the servers were given.
+//! go to the writer in pieces of 64 KiB, and at most [`FLUSH_AFTER`] after they were made
+//! (the writer flushes whenever its channel runs dry); tables and JSON arrays are printed
+//! when the scan ends or is interrupted, in the order the servers were given.
 
 use std::io::{self, Write};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use fragstat::core::model::{MasterEntry, Record};
 
@@ -68,12 +70,16 @@ pub struct Output {
     format: Format,
     tx: Option<mpsc::Sender<Chunk>>,
     thread: Option<JoinHandle<Result<(), Stop>>>,
-    /// Records not yet handed over (tables, JSON arrays): they go to the writer in one message
-    /// per burst ([`Output::send`]), so a burst of replies costs one wake-up of the writer,
-    /// not one each.
+    /// Records for a table or JSON array: kept here until the scan ends ([`Output::finish`]),
+    /// since nothing is printed before then.
     pending: Vec<(usize, Record)>,
-    /// NDJSON lines not yet handed over, likewise sent once per burst.
+    /// NDJSON lines not yet handed over: they go when there are [`LINES_CHUNK`] bytes, or
+    /// [`FLUSH_AFTER`] after the first of them ([`Output::due`]). Handing over every burst
+    /// of replies woke the writer thread hundreds of times per 10,000 servers, which cost
+    /// more CPU than the writing (docs/benchmarks.md).
     lines: Vec<u8>,
+    /// When the first line of `lines` was made.
+    since: Option<Instant>,
     /// Buffers the writer has written, back for reuse.
     spare: mpsc::Receiver<Vec<u8>>,
     /// A hand-over failed: the writer stopped (its error comes from [`Output::finish`]).
@@ -81,7 +87,11 @@ pub struct Output {
 }
 
 /// NDJSON bytes handed to the writer at most this many at a time (plus one record).
-const LINES_CHUNK: usize = 64 << 10;
+const LINES_CHUNK: usize = 256 << 10;
+
+/// The longest an NDJSON line waits before it goes to the writer: a reader sees each server
+/// within this of its answer.
+pub const FLUSH_AFTER: Duration = Duration::from_millis(20);
 
 impl Output {
     /// Starts the writer thread.
@@ -132,13 +142,14 @@ impl Output {
             thread: Some(thread),
             pending: Vec::new(),
             lines: Vec::new(),
+            since: None,
             spare,
             writer_gone: false,
         }
     }
 
     /// Queues one record (at position `pos` of the input) for the writer; [`Output::send`]
-    /// hands the queue over.
+    /// hands NDJSON lines over when they are [`Output::due`].
     pub fn record(&mut self, pos: usize, r: Record) {
         if self.format == Format::Ndjson {
             if self.lines.capacity() == 0 {
@@ -147,15 +158,18 @@ impl Output {
                     .try_recv()
                     .unwrap_or_else(|_| Vec::with_capacity(LINES_CHUNK + 4096));
             }
-            // Serializing a record into a Vec cannot fail: its Serialize impls never error and
-            // every map key is a string.
-            if serde_json::to_writer(&mut self.lines, &r).is_ok() {
-                self.lines.push(b'\n');
+            if self.since.is_none() {
+                self.since = Some(Instant::now());
             }
+            // The bytes serde_json writes for the record, without serde's per-field work
+            // (docs/benchmarks.md).
+            r.write_json(&mut self.lines);
+            self.lines.push(b'\n');
             // A long burst goes over in pieces: buffers stay small enough for the allocator to
             // reuse (a megabyte buffer per burst was mapped, faulted in and unmapped each
             // time), and memory stays bounded.
             if self.lines.len() >= LINES_CHUNK {
+                self.since = None;
                 let chunk = Chunk::Lines(std::mem::take(&mut self.lines));
                 if self.tx.as_ref().is_none_or(|tx| tx.send(chunk).is_err()) {
                     self.writer_gone = true;
@@ -166,18 +180,23 @@ impl Output {
         }
     }
 
-    /// Hands the queued records to the writer.
-    pub fn send(&mut self) -> Result<(), Stop> {
+    /// When the NDJSON lines queued here must go to the writer ([`Output::send`] hands them
+    /// over from then on); `None` when none wait.
+    pub fn due(&self) -> Option<Instant> {
+        self.since.map(|t| t + FLUSH_AFTER)
+    }
+
+    /// Hands the queued NDJSON lines to the writer if they are due at `now`; reports a writer
+    /// that stopped (a closed pipe, a write error).
+    pub fn send(&mut self, now: Instant) -> Result<(), Stop> {
         if self.writer_gone {
             return self.finish();
         }
-        let chunk = if !self.lines.is_empty() {
-            Chunk::Lines(std::mem::take(&mut self.lines))
-        } else if !self.pending.is_empty() {
-            Chunk::Records(std::mem::take(&mut self.pending))
-        } else {
+        if self.due().is_none_or(|due| due > now) {
             return Ok(());
-        };
+        }
+        self.since = None;
+        let chunk = Chunk::Lines(std::mem::take(&mut self.lines));
         let sent = self.tx.as_ref().is_some_and(|tx| tx.send(chunk).is_ok());
         if sent {
             Ok(())

@@ -54,6 +54,7 @@
 mod engine;
 mod error;
 mod exchange;
+mod json;
 pub mod model;
 pub mod registry;
 #[cfg(feature = "runtime")]

@@ -680,6 +680,21 @@ impl Record {
         }
     }
 
+    /// Appends the record as one line of JSON (no newline): the bytes
+    /// `serde_json::to_writer` writes for it, several times faster, for writing records by
+    /// the thousand (NDJSON).
+    ///
+    /// ```
+    /// use fragstat_core::model::{Record, Status};
+    /// let r = Record::failed(Some("127.0.0.1:27960".into()), "q3", Status::Timeout, "no reply".into());
+    /// let mut line = Vec::new();
+    /// r.write_json(&mut line);
+    /// assert_eq!(line, serde_json::to_vec(&r).unwrap());
+    /// ```
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        crate::json::write_record(out, self);
+    }
+
     /// A server that did not answer (`timeout`) or failed (`error`).
     pub fn failed(address: Option<String>, game: &str, status: Status, error: String) -> Self {
         Record {

@@ -78,9 +78,22 @@ impl<'a> Iterator for Pieces<'a> {
 /// assert_eq!(fragstat_core::text::strip_colors(b"^1Red^7 ^^ ^x0BFblue"), b"Red ^ blue");
 /// ```
 pub fn strip_colors(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    strip_colors_into(s, &mut out);
+    out
+}
+
+/// [`strip_colors`], appended to `out`.
+///
+/// ```
+/// let mut out = b"name: ".to_vec();
+/// fragstat_core::text::strip_colors_into(b"^1Red^7", &mut out);
+/// assert_eq!(out, b"name: Red");
+/// ```
+pub fn strip_colors_into(s: &[u8], out: &mut Vec<u8>) {
     // The rules of `Pieces` in one pass, byte by byte: this runs for every name a scan
     // writes, and names are short (a search for the next caret plus a copy per run costs more).
-    let mut out = Vec::with_capacity(s.len());
+    out.reserve(s.len());
     let mut i = 0;
     while let Some(&b) = s.get(i) {
         if b != b'^' {
@@ -102,7 +115,6 @@ pub fn strip_colors(s: &[u8]) -> Vec<u8> {
             (Some(_), _) => 2,
         };
     }
-    out
 }
 
 /// Decodes bytes for display: UTF-8 when the bytes are valid UTF-8 (Xonotic, modern mods),

@@ -1,0 +1,487 @@
+//! A record as one line of JSON, written straight into a byte buffer.
+//!
+//! [`Record::write_json`] writes exactly the bytes `serde_json::to_writer` writes for the
+//! same record (the `Serialize` impls in [`crate::model`] stay the definition of the shape,
+//! and the tests compare the two on every fixture of every family and on hostile text), but
+//! for a scan it is the hot path: each server's record is ~90 JSON strings, and serde's
+//! per-field machinery (the map state, escaping every constant key again, one `io::Write`
+//! call per piece) cost more than decoding the reply. Here the keys are byte literals, the
+//! numbers go through itoa, and a string that is printable ASCII with no `"` or `\` (nearly
+//! every name, map and server variable) is checked eight bytes at a time and copied whole.
+//! Everything else takes the same route as serialization: [`text`] decodes it and the
+//! escaper below writes serde_json's escapes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`,
+//! `\u00XX` with lower-case hex for the other control characters; U+007F and non-ASCII
+//! written as they are). The family-specific `extra` parts and the `rtt_ms` float go
+//! through serde_json itself.
+
+use std::borrow::Cow;
+
+use crate::model::{Dialect, Player, Record, Rules, ServerInfo, Status, Text};
+use crate::text;
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// True when any byte of `w` is below 0x20, `"` or `\`, or (`ascii_only`) above 0x7F. Exact
+/// as a yes/no answer: the subtraction can only borrow out of a byte that already matched.
+#[inline]
+fn word_is_special(w: u64, ascii_only: bool) -> bool {
+    let control = w.wrapping_sub(ONES * 0x20) & !w;
+    let q = w ^ (ONES * u64::from(b'"'));
+    let quote = q.wrapping_sub(ONES) & !q;
+    let s = w ^ (ONES * u64::from(b'\\'));
+    let slash = s.wrapping_sub(ONES) & !s;
+    let high = if ascii_only { w } else { 0 };
+    (control | quote | slash | high) & HIGHS != 0
+}
+
+#[inline]
+fn byte_is_special(b: u8, ascii_only: bool) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\' || (ascii_only && b >= 0x80)
+}
+
+/// True when `s` can be copied between quotes as it is: no byte to escape and (with
+/// `ascii_only`) no byte above 0x7F.
+#[inline]
+fn is_plain(s: &[u8], ascii_only: bool) -> bool {
+    let mut words = s.chunks_exact(8);
+    for w in words.by_ref() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        if word_is_special(u64::from_le_bytes(b), ascii_only) {
+            return false;
+        }
+    }
+    !words
+        .remainder()
+        .iter()
+        .any(|&b| byte_is_special(b, ascii_only))
+}
+
+/// Writes `s` as a JSON string, quotes included, escaped as serde_json escapes.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    if is_plain(bytes, false) {
+        out.extend_from_slice(bytes);
+    } else {
+        write_escaped(out, bytes);
+    }
+    out.push(b'"');
+}
+
+/// The escaping loop for strings with something to escape (UTF-8 bytes: every byte that
+/// needs an escape is ASCII, so the runs between them stay whole characters).
+fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if !byte_is_special(b, false) {
+            continue;
+        }
+        out.extend_from_slice(bytes.get(start..i).unwrap_or_default());
+        start = i + 1;
+        let short = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x08 => b'b',
+            0x0C => b'f',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            b'\t' => b't',
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xF)]);
+                continue;
+            }
+        };
+        out.push(b'\\');
+        out.push(short);
+    }
+    out.extend_from_slice(bytes.get(start..).unwrap_or_default());
+}
+
+/// Writes bytes that read as `slow(bytes)` as a JSON string: copied whole when they are
+/// printable ASCII with nothing to escape (then every decoding of them is the same text),
+/// else decoded by `slow` and escaped.
+#[inline]
+fn write_bytes_as(out: &mut Vec<u8>, bytes: &[u8], slow: impl FnOnce(&[u8]) -> Cow<'_, str>) {
+    if is_plain(bytes, true) {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+    } else {
+        write_str(out, &slow(bytes));
+    }
+}
+
+fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => write_str(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn write_u32(out: &mut Vec<u8>, n: u32) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+fn write_opt_u32(out: &mut Vec<u8>, n: Option<u32>) {
+    match n {
+        Some(n) => write_u32(out, n),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn write_opt_i32(out: &mut Vec<u8>, n: Option<i32>) {
+    match n {
+        Some(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn write_opt_bool(out: &mut Vec<u8>, b: Option<bool>) {
+    out.extend_from_slice(match b {
+        Some(true) => b"true",
+        Some(false) => b"false",
+        None => b"null",
+    });
+}
+
+/// Anything else (a family's `extra` part, a float): through serde_json, which cannot fail
+/// writing into a `Vec` for these types (their keys are strings).
+fn write_serde<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    if serde_json::to_writer(&mut *out, v).is_err() {
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// `Text::display_cow`, written. Quake text is stripped of its colour codes straight into
+/// `out` and kept there when what is left is plain ASCII; anything else is taken back out and
+/// written the long way.
+fn write_display(out: &mut Vec<u8>, t: &Text) {
+    let bytes = t.as_bytes();
+    match t.dialect() {
+        Dialect::Quake if bytes.contains(&b'^') => {
+            out.reserve(bytes.len() + 2);
+            out.push(b'"');
+            let start = out.len();
+            text::strip_colors_into(bytes, out);
+            if is_plain(out.get(start..).unwrap_or_default(), true) {
+                out.push(b'"');
+            } else {
+                let stripped = out.split_off(start);
+                out.pop();
+                let shown = match String::from_utf8(stripped) {
+                    Ok(s) => s,
+                    Err(e) => text::latin1(e.as_bytes()),
+                };
+                write_str(out, &shown);
+            }
+        }
+        Dialect::Quake => write_bytes_as(out, bytes, text::decode_cow),
+        Dialect::Plain => write_bytes_as(out, bytes, String::from_utf8_lossy),
+    }
+}
+
+/// `Text::raw_cow`, written.
+fn write_raw(out: &mut Vec<u8>, t: &Text) {
+    match t.dialect() {
+        Dialect::Quake => write_bytes_as(out, t.as_bytes(), text::latin1_cow),
+        Dialect::Plain => write_bytes_as(out, t.as_bytes(), text::decode_cow),
+    }
+}
+
+fn write_player(out: &mut Vec<u8>, p: &Player) {
+    out.extend_from_slice(b"{\"name\":");
+    write_display(out, &p.name);
+    out.extend_from_slice(b",\"name_raw\":");
+    write_raw(out, &p.name);
+    out.extend_from_slice(b",\"clan\":");
+    match &p.clan {
+        Some(c) => write_display(out, c),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"score\":");
+    write_opt_i32(out, p.score);
+    out.extend_from_slice(b",\"ping\":");
+    write_opt_i32(out, p.ping);
+    out.extend_from_slice(b",\"team\":");
+    write_opt_i32(out, p.team);
+    out.extend_from_slice(b",\"is_bot\":");
+    write_opt_bool(out, p.is_bot);
+    out.extend_from_slice(b",\"is_spectator\":");
+    write_opt_bool(out, p.is_spectator);
+    out.extend_from_slice(b",\"extra\":");
+    match &p.extra {
+        Some(e) => write_serde(out, e),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(b'}');
+}
+
+fn write_rules(out: &mut Vec<u8>, rules: &Rules) {
+    out.push(b'{');
+    for (i, (k, v)) in rules.pairs().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_bytes_as(out, k, text::decode_cow);
+        out.push(b':');
+        write_bytes_as(out, v, text::decode_cow);
+    }
+    out.push(b'}');
+}
+
+/// The keys of [`ServerInfo::JSON_FIELDS`], each after a comma (the record's first keys come
+/// before them).
+fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
+    out.extend_from_slice(b",\"name\":");
+    write_display(out, &s.name);
+    out.extend_from_slice(b",\"name_raw\":");
+    write_raw(out, &s.name);
+    out.extend_from_slice(b",\"map\":");
+    write_display(out, &s.map);
+    out.extend_from_slice(b",\"gametype\":");
+    write_opt_str(out, s.gametype.as_deref());
+    out.extend_from_slice(b",\"version\":");
+    write_opt_str(out, s.version.as_deref());
+    out.extend_from_slice(b",\"num_players\":");
+    write_u32(out, s.num_players);
+    out.extend_from_slice(b",\"max_players\":");
+    write_u32(out, s.max_players);
+    out.extend_from_slice(b",\"num_bots\":");
+    write_opt_u32(out, s.num_bots);
+    out.extend_from_slice(b",\"num_spectators\":");
+    write_opt_u32(out, s.num_spectators);
+    out.extend_from_slice(b",\"password\":");
+    write_opt_bool(out, s.password);
+    out.extend_from_slice(b",\"players\":");
+    match &s.players {
+        Some(players) => {
+            out.push(b'[');
+            for (i, p) in players.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_player(out, p);
+            }
+            out.push(b']');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"rules\":");
+    write_rules(out, &s.rules);
+    out.extend_from_slice(b",\"extra\":");
+    match &s.extra {
+        Some(e) => write_serde(out, e),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"warnings\":[");
+    for (i, w) in s.warnings.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, w);
+    }
+    out.extend_from_slice(b"],\"truncated\":");
+    out.extend_from_slice(if s.truncated { b"true" } else { b"false" });
+    out.extend_from_slice(match s.name.dialect() {
+        Dialect::Quake => b",\"dialect\":\"quake\"",
+        Dialect::Plain => b",\"dialect\":\"plain\"",
+    });
+}
+
+/// What a record without a [`ServerInfo`] has after `rtt_ms`: every key `null`.
+const NO_INFO: &[u8] = b",\"name\":null,\"name_raw\":null,\"map\":null,\"gametype\":null,\
+\"version\":null,\"num_players\":null,\"max_players\":null,\"num_bots\":null,\
+\"num_spectators\":null,\"password\":null,\"players\":null,\"rules\":null,\"extra\":null,\
+\"warnings\":null,\"truncated\":null,\"dialect\":null";
+
+pub(crate) fn write_record(out: &mut Vec<u8>, r: &Record) {
+    out.extend_from_slice(b"{\"address\":");
+    write_opt_str(out, r.address.as_deref());
+    out.extend_from_slice(b",\"game\":");
+    write_str(out, &r.game);
+    out.extend_from_slice(match r.status {
+        Status::Online => b",\"status\":\"online\",\"error\":",
+        Status::Timeout => b",\"status\":\"timeout\",\"error\":",
+        Status::Error => b",\"status\":\"error\",\"error\":",
+    });
+    write_opt_str(out, r.error.as_deref());
+    out.extend_from_slice(b",\"rtt_ms\":");
+    match r.rtt_ms {
+        Some(ms) => write_serde(out, &ms),
+        None => out.extend_from_slice(b"null"),
+    }
+    match &r.info {
+        Some(info) => write_info(out, info),
+        None => out.extend_from_slice(NO_INFO),
+    }
+    out.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn same_as_serde(r: &Record) {
+        let mut fast = Vec::new();
+        r.write_json(&mut fast);
+        let serde = serde_json::to_vec(r).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&fast),
+            String::from_utf8_lossy(&serde)
+        );
+        assert_eq!(fast, serde);
+    }
+
+    /// Every byte value, alone and inside longer strings that cross the eight-byte words, in
+    /// every place text goes (names with and without colour codes, both dialects, rules,
+    /// warnings, addresses, errors).
+    #[test]
+    fn every_byte_in_every_field_reads_as_serde_writes_it() {
+        let mut texts: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for b in 0..=255u8 {
+            for at in [0usize, 3, 7, 8, 9, 15, 16] {
+                let mut t = b"abcdefghijklmnopq".to_vec();
+                t.insert(at, b);
+                texts.push(t);
+            }
+            texts.push(vec![b'^', b, b'x']);
+            texts.push(vec![b'^', b'1', b, b'^', b'7', b'z']);
+        }
+        texts.extend([
+            b"".to_vec(),
+            b"^".to_vec(),
+            b"^^".to_vec(),
+            b"^x0BFblue^^^".to_vec(),
+            "caf\u{e9} \u{1F600}".as_bytes().to_vec(),
+            b"caf\xc3".to_vec(),
+            b"^1caf\xc3\xa9".to_vec(),
+            b"^1\xff\xfe".to_vec(),
+            b"tab\there \"quoted\" back\\slash\r\n\x0c\x08\x1f\x7f".to_vec(),
+        ]);
+        for dialect in [Dialect::Quake, Dialect::Plain] {
+            for t in &texts {
+                let text = Text::new(t.clone(), dialect);
+                let mut info = ServerInfo::default();
+                info.name = text.clone();
+                info.map = text.clone();
+                info.gametype = Some(text.raw());
+                info.version = Some(text.display());
+                info.rules.push(t, t);
+                info.rules.push(b"k", t);
+                info.warnings.push(text.raw());
+                let mut p = Player::new(text.clone());
+                p.clan = Some(text.clone());
+                p.score = Some(-3);
+                info.players = Some(vec![p, Player::default()]);
+                same_as_serde(&Record::online(
+                    Some(text.raw()),
+                    &text.display(),
+                    info,
+                    None,
+                ));
+                same_as_serde(&Record::failed(
+                    None,
+                    "q3",
+                    Status::Error,
+                    text.display(),
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_options_and_extras_read_as_serde_writes_them() {
+        #[derive(Debug, PartialEq, serde::Serialize)]
+        struct Crc {
+            crc: u32,
+            name: &'static str,
+        }
+        let mut info = ServerInfo::default();
+        info.num_players = u32::MAX;
+        info.max_players = 0;
+        info.num_bots = Some(7);
+        info.num_spectators = Some(0);
+        info.password = Some(true);
+        info.truncated = true;
+        info.set_extra(Crc {
+            crc: 0xDEAD_BEEF,
+            name: "a\"b",
+        });
+        let mut p = Player::new(Text::new(b"p".to_vec(), Dialect::Plain));
+        (p.score, p.ping, p.team) = (Some(i32::MIN), Some(i32::MAX), Some(0));
+        (p.is_bot, p.is_spectator) = (Some(false), Some(true));
+        p.extra = Some(Arc::new(Crc { crc: 1, name: "" }));
+        info.players = Some(vec![p]);
+        info.warnings = vec!["one".into(), "two\n".into()];
+        for rtt in [
+            None,
+            Some(std::time::Duration::from_micros(1_234)),
+            Some(std::time::Duration::from_secs(3)),
+            Some(std::time::Duration::ZERO),
+        ] {
+            same_as_serde(&Record::online(
+                Some("[::1]:27960".into()),
+                "q3",
+                info.clone(),
+                rtt,
+            ));
+        }
+        let mut odd = Record::failed(None, "q3", Status::Timeout, "timed out".into());
+        for ms in [f64::NAN, f64::INFINITY, 1e300, -0.0, 0.1 + 0.2] {
+            odd.rtt_ms = Some(ms);
+            same_as_serde(&odd);
+        }
+        same_as_serde(&Record::online(None, "q3", ServerInfo::default(), None));
+    }
+
+    #[test]
+    fn word_check_agrees_with_the_byte_check() {
+        // Every pair of bytes at every pair of positions of a word, the rest filler.
+        let fill = [b'a', 0x7f, b' ', 0x80, 0xff];
+        for f in fill {
+            for x in 0..=255u8 {
+                for i in 0..8 {
+                    let mut w = [f; 8];
+                    w[i] = x;
+                    for ascii in [false, true] {
+                        assert_eq!(
+                            word_is_special(u64::from_le_bytes(w), ascii),
+                            w.iter().any(|&b| byte_is_special(b, ascii)),
+                            "{w:?} ascii_only={ascii}"
+                        );
+                    }
+                }
+            }
+        }
+        // Words mixing the bytes at every edge of the tests (borrows running across bytes).
+        let edges = [
+            0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7e, 0x7f, 0x80, 0x81,
+            0x9f, 0xa0, 0xa1, 0xdc, 0xdf, 0xe0, 0xfe, 0xff, b'a',
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2_000_000 {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let mut w = [0u8; 8];
+            for (i, b) in w.iter_mut().enumerate() {
+                *b = edges[((seed >> (i * 8)) as usize) % edges.len()];
+            }
+            for ascii in [false, true] {
+                assert_eq!(
+                    word_is_special(u64::from_le_bytes(w), ascii),
+                    w.iter().any(|&b| byte_is_special(b, ascii)),
+                    "{w:?} ascii_only={ascii}"
+                );
+            }
+        }
+    }
+}
