@@ -126,7 +126,20 @@ fn write_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
 }
 
 fn write_u32(out: &mut Vec<u8>, n: u32) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    // Counts, scores and pings are nearly always under 100: their digits are written
+    // directly, not formatted and copied.
+    match u8::try_from(n) {
+        Ok(d @ 0..=9) => out.push(b'0' + d),
+        Ok(d @ 10..=99) => out.extend_from_slice(&[b'0' + d / 10, b'0' + d % 10]),
+        _ => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+    }
+}
+
+fn write_i32(out: &mut Vec<u8>, n: i32) {
+    match u32::try_from(n) {
+        Ok(n) => write_u32(out, n),
+        Err(_) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+    }
 }
 
 fn write_opt_u32(out: &mut Vec<u8>, n: Option<u32>) {
@@ -138,7 +151,7 @@ fn write_opt_u32(out: &mut Vec<u8>, n: Option<u32>) {
 
 fn write_opt_i32(out: &mut Vec<u8>, n: Option<i32>) {
     match n {
-        Some(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+        Some(n) => write_i32(out, n),
         None => out.extend_from_slice(b"null"),
     }
 }
@@ -369,11 +382,13 @@ mod tests {
         for dialect in [Dialect::Quake, Dialect::Plain] {
             for t in &texts {
                 let text = Text::new(t.clone(), dialect);
-                let mut info = ServerInfo::default();
-                info.name = text.clone();
-                info.map = text.clone();
-                info.gametype = Some(text.raw());
-                info.version = Some(text.display());
+                let mut info = ServerInfo {
+                    name: text.clone(),
+                    map: text.clone(),
+                    gametype: Some(text.raw()),
+                    version: Some(text.display()),
+                    ..ServerInfo::default()
+                };
                 info.rules.push(t, t);
                 info.rules.push(b"k", t);
                 info.warnings.push(text.raw());
@@ -387,12 +402,7 @@ mod tests {
                     info,
                     None,
                 ));
-                same_as_serde(&Record::failed(
-                    None,
-                    "q3",
-                    Status::Error,
-                    text.display(),
-                ));
+                same_as_serde(&Record::failed(None, "q3", Status::Error, text.display()));
             }
         }
     }
@@ -404,13 +414,15 @@ mod tests {
             crc: u32,
             name: &'static str,
         }
-        let mut info = ServerInfo::default();
-        info.num_players = u32::MAX;
-        info.max_players = 0;
-        info.num_bots = Some(7);
-        info.num_spectators = Some(0);
-        info.password = Some(true);
-        info.truncated = true;
+        let mut info = ServerInfo {
+            num_players: u32::MAX,
+            max_players: 0,
+            num_bots: Some(7),
+            num_spectators: Some(0),
+            password: Some(true),
+            truncated: true,
+            ..ServerInfo::default()
+        };
         info.set_extra(Crc {
             crc: 0xDEAD_BEEF,
             name: "a\"b",
@@ -440,6 +452,24 @@ mod tests {
             same_as_serde(&odd);
         }
         same_as_serde(&Record::online(None, "q3", ServerInfo::default(), None));
+        // Every number around the digit-count edges, both signs, in every numeric field.
+        let edges = (0..=1_000)
+            .chain([9_999, 10_000, 65_535, 99_999, 100_000, i32::MAX as u32 - 1])
+            .chain([u32::MAX - 1, u32::MAX]);
+        for n in edges {
+            let mut info = ServerInfo::default();
+            (info.num_players, info.max_players) = (n, n.wrapping_add(1));
+            (info.num_bots, info.num_spectators) = (Some(n), Some(n / 7));
+            let signed = i32::try_from(n).unwrap_or(i32::MAX);
+            let mut p = Player::default();
+            (p.score, p.ping, p.team) = (Some(signed), Some(-signed), Some(signed / 3));
+            let q = Player {
+                score: Some(i32::MIN + i32::try_from(n % 1000).unwrap_or(0)),
+                ..Player::default()
+            };
+            info.players = Some(vec![p, q]);
+            same_as_serde(&Record::online(None, "q3", info, None));
+        }
     }
 
     #[test]

@@ -140,27 +140,31 @@ impl Serialize for Text {
 ///
 /// Keys and values are bytes. Lookup is by exact key; when a key repeats, [`Rules::get`]
 /// returns the first, as the engines' `Info_ValueForKey` does. Stored as one byte buffer plus
-/// ranges, so a reply's rules cost two allocations however many there are.
+/// ranges, so a reply's rules cost two allocations however many there are; a decoder can copy
+/// a whole infostring into the buffer at once and add its pairs by position
+/// ([`Rules::over`], [`Rules::push_span`]).
 #[derive(Debug, Clone, Default)]
 pub struct Rules {
     buf: Vec<u8>,
-    /// `(key start, key end = value start, value end)` in `buf`.
-    spans: Vec<(u32, u32, u32)>,
+    /// `(key start, key end, value start, value end)` in `buf`.
+    spans: Vec<Span>,
 }
+
+/// Where one pair's key and value lie in a [`Rules`] buffer.
+type Span = (u32, u32, u32, u32);
 
 /// Iterator over the pairs of [`Rules`], in wire order.
 #[derive(Debug, Clone)]
 pub struct Pairs<'a> {
     buf: &'a [u8],
-    spans: std::slice::Iter<'a, (u32, u32, u32)>,
+    spans: std::slice::Iter<'a, Span>,
 }
 
 impl<'a> Pairs<'a> {
-    fn get(&self, span: &(u32, u32, u32)) -> (&'a [u8], &'a [u8]) {
-        let (k, v, e) = (span.0 as usize, span.1 as usize, span.2 as usize);
+    fn get(&self, &(k, ke, v, ve): &Span) -> (&'a [u8], &'a [u8]) {
         (
-            self.buf.get(k..v).unwrap_or_default(),
-            self.buf.get(v..e).unwrap_or_default(),
+            self.buf.get(k as usize..ke as usize).unwrap_or_default(),
+            self.buf.get(v as usize..ve as usize).unwrap_or_default(),
         )
     }
 }
@@ -261,14 +265,58 @@ impl Rules {
         self.buf.extend_from_slice(key.as_ref());
         let v = pos(self.buf.len());
         self.buf.extend_from_slice(value.as_ref());
-        self.spans.push((k, v, pos(self.buf.len())));
+        self.spans.push((k, v, v, pos(self.buf.len())));
+    }
+
+    /// Rules over a copy of `bytes` (an infostring, say), with no pairs yet: add them by
+    /// position with [`Rules::push_span`], which copies nothing.
+    ///
+    /// ```
+    /// use fragstat_core::model::Rules;
+    /// let mut r = Rules::over(b"\\a\\1\\bb\\2");
+    /// assert!(r.push_span(1..2, 3..4) && r.push_span(5..7, 8..9));
+    /// assert!(!r.push_span(5..7, 8..10), "past the end");
+    /// assert_eq!(r, [("a", "1"), ("bb", "2")].into_iter().collect());
+    /// ```
+    pub fn over(bytes: &[u8]) -> Self {
+        Rules {
+            buf: bytes.to_vec(),
+            // A pair takes at least 2 bytes, most far more (see `with_capacity`).
+            spans: Vec::with_capacity(bytes.len() / 16),
+        }
+    }
+
+    /// Appends the pair whose key is `key` and value is `value` of the buffer given to
+    /// [`Rules::over`] (positions in it). False, and nothing added, when a range is reversed
+    /// or runs past the buffer.
+    pub fn push_span(
+        &mut self,
+        key: std::ops::Range<usize>,
+        value: std::ops::Range<usize>,
+    ) -> bool {
+        let len = self.buf.len();
+        let fits = |r: &std::ops::Range<usize>| r.start <= r.end && r.end <= len;
+        let pos = |n: usize| u32::try_from(n).ok();
+        match (
+            fits(&key) && fits(&value),
+            pos(key.start),
+            pos(key.end),
+            pos(value.start),
+            pos(value.end),
+        ) {
+            (true, Some(k), Some(ke), Some(v), Some(ve)) => {
+                self.spans.push((k, ke, v, ve));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Removes every pair whose key is `key`.
     pub fn remove(&mut self, key: &[u8]) {
         let buf = &self.buf;
         self.spans
-            .retain(|&(k, v, _)| buf.get(k as usize..v as usize) != Some(key));
+            .retain(|&(k, ke, _, _)| buf.get(k as usize..ke as usize) != Some(key));
     }
 }
 
@@ -299,8 +347,8 @@ impl Serialize for Rules {
                 None => text::decode_cow(self.buf.get(a..b).unwrap_or_default()),
             }
         };
-        for &(k, v, end) in &self.spans {
-            map.serialize_entry(&piece(k, v), &piece(v, end))?;
+        for &(k, ke, v, ve) in &self.spans {
+            map.serialize_entry(&piece(k, ke), &piece(v, ve))?;
         }
         map.end()
     }

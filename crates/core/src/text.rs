@@ -91,30 +91,41 @@ pub fn strip_colors(s: &[u8]) -> Vec<u8> {
 /// assert_eq!(out, b"name: Red");
 /// ```
 pub fn strip_colors_into(s: &[u8], out: &mut Vec<u8>) {
-    // The rules of `Pieces` in one pass, byte by byte: this runs for every name a scan
-    // writes, and names are short (a search for the next caret plus a copy per run costs more).
-    out.reserve(s.len());
+    // Stripping never adds bytes: room for all of them, written by index, then cut to what
+    // was kept (a capacity check per byte pushed cost more than the stripping).
+    let start = out.len();
+    out.resize(start + s.len(), 0);
+    let kept = strip_colors_to(s, out.get_mut(start..).unwrap_or_default());
+    out.truncate(start + kept);
+}
+
+/// The rules of `Pieces` in one pass, byte by byte (names are short: a search for the next
+/// caret plus a copy per run costs more), into `dst` (at least `s.len()` long); how many
+/// bytes were kept.
+fn strip_colors_to(s: &[u8], dst: &mut [u8]) -> usize {
+    let mut kept = 0;
     let mut i = 0;
     while let Some(&b) = s.get(i) {
-        if b != b'^' {
-            out.push(b);
-            i += 1;
-            continue;
-        }
-        i += match (s.get(i + 1), s.get(i + 2..i + 5)) {
-            // A lone caret at the end stays.
-            (None, _) => {
-                out.push(b'^');
-                1
+        let (keep, step) = if b != b'^' {
+            (true, 1)
+        } else {
+            match (s.get(i + 1), s.get(i + 2..i + 5)) {
+                // A lone caret at the end stays.
+                (None, _) => (true, 1),
+                (Some(b'^'), _) => (true, 2),
+                (Some(b'x'), Some(rgb)) if rgb.iter().all(|&c| hex(c).is_some()) => (false, 5),
+                (Some(_), _) => (false, 2),
             }
-            (Some(b'^'), _) => {
-                out.push(b'^');
-                2
-            }
-            (Some(b'x'), Some(rgb)) if rgb.iter().all(|&c| hex(c).is_some()) => 5,
-            (Some(_), _) => 2,
         };
+        if keep {
+            if let Some(d) = dst.get_mut(kept) {
+                *d = b;
+            }
+            kept += 1;
+        }
+        i += step;
     }
+    kept
 }
 
 /// Decodes bytes for display: UTF-8 when the bytes are valid UTF-8 (Xonotic, modern mods),

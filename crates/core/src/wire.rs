@@ -204,17 +204,91 @@ pub fn decimal_i32(text: &[u8], field: &'static str, offset: usize) -> Result<i3
         Some((b'+', rest)) => (false, rest),
         _ => (false, text),
     };
-    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.is_empty() || digits.len() > 10 {
         return Err(bad());
     }
+    // One pass: at most 10 digits fit an i64 whatever they are.
     let mut v: i64 = 0;
-    for d in digits {
-        v = v * 10 + i64::from(d - b'0');
+    for &d in digits {
+        let digit = d.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err(bad());
+        }
+        v = v * 10 + i64::from(digit);
     }
     if neg {
         v = -v;
     }
     i32::try_from(v).map_err(|_| bad())
+}
+
+/// The positions of `needle` in `hay`, in order, found eight bytes at a time.
+///
+/// For text made of short fields (infostrings, status lines: a separator every few bytes),
+/// where a vectorised search pays its setup again for every field.
+///
+/// ```
+/// let p: Vec<usize> = fragstat_core::wire::positions(b"\\a\\bc\\\\d", b'\\').collect();
+/// assert_eq!(p, [0, 2, 5, 6]);
+/// ```
+pub fn positions(hay: &[u8], needle: u8) -> Positions<'_> {
+    Positions {
+        hay,
+        pattern: u64::from_le_bytes([needle; 8]),
+        base: 0,
+        next: 0,
+        mask: 0,
+    }
+}
+
+/// The iterator of [`positions`].
+#[derive(Debug, Clone)]
+pub struct Positions<'a> {
+    hay: &'a [u8],
+    pattern: u64,
+    /// Where the word of `mask` starts.
+    base: usize,
+    /// Where the next word starts.
+    next: usize,
+    /// One high bit per byte of the current word that matched and is not yet reported.
+    mask: u64,
+}
+
+impl Iterator for Positions<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+        loop {
+            if self.mask != 0 {
+                let at = self.base + (self.mask.trailing_zeros() / 8) as usize;
+                self.mask &= self.mask - 1;
+                return Some(at);
+            }
+            let rest = self.hay.get(self.next..).filter(|r| !r.is_empty())?;
+            let (word, n) = match rest.first_chunk::<8>() {
+                Some(w) => (u64::from_le_bytes(*w), 8),
+                None => {
+                    // The last few bytes, one by one (a copy of variable length is a call).
+                    let mut w = [0u8; 8];
+                    for (d, s) in w.iter_mut().zip(rest) {
+                        *d = *s;
+                    }
+                    (u64::from_le_bytes(w), rest.len())
+                }
+            };
+            let x = word ^ self.pattern;
+            // Exactly the zero bytes of `x` (no borrow between bytes): their high bit set.
+            let mut zero = !(((x & LOW7) + LOW7) | x | LOW7);
+            if n < 8 {
+                zero &= (1u64 << (8 * n)) - 1;
+            }
+            self.base = self.next;
+            self.next += n;
+            self.mask = zero;
+        }
+    }
 }
 
 /// Checks a count read from the wire against the protocol's maximum before anything loops
@@ -566,7 +640,61 @@ mod tests {
     }
 
     #[test]
+    fn positions_are_every_match_in_order() {
+        // Haystacks of every length up to 40 over bytes next to the needle (a borrow between
+        // bytes would report a neighbour), at every needle value.
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for needle in 0..=255u8 {
+            let near = [
+                needle,
+                needle ^ 1,
+                needle.wrapping_add(1),
+                needle.wrapping_sub(1),
+                needle ^ 0x80,
+                0,
+                0xff,
+            ];
+            for len in 0..=40 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let hay: Vec<u8> = (0..len)
+                    .map(|i| near[((seed >> (i % 60)) as usize) % near.len()])
+                    .collect();
+                let want: Vec<usize> = hay
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == needle)
+                    .map(|(i, _)| i)
+                    .collect();
+                assert_eq!(
+                    positions(&hay, needle).collect::<Vec<_>>(),
+                    want,
+                    "{hay:?} {needle}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn decimal_and_bounds() {
+        for bad in [
+            &b"1a"[..],
+            b"a1",
+            b"-",
+            b"+",
+            b"12 ",
+            b" 12",
+            b"1-2",
+            b"\xff",
+        ] {
+            assert!(decimal_i32(bad, "n", 0).is_err(), "{bad:?}");
+        }
+        assert_eq!(decimal_i32(b"+2147483647", "n", 0).unwrap(), i32::MAX);
+        assert_eq!(decimal_i32(b"-2147483648", "n", 0).unwrap(), i32::MIN);
+        assert!(decimal_i32(b"2147483648", "n", 0).is_err());
+        assert!(decimal_i32(b"9999999999", "n", 0).is_err());
+        assert_eq!(decimal_i32(b"0000000007", "n", 0).unwrap(), 7);
         assert_eq!(decimal_i32(b"-12", "n", 0).unwrap(), -12);
         assert!(decimal_i32(b"99999999999", "n", 0).is_err());
         assert!(decimal_i32(b"", "n", 0).is_err());
