@@ -390,12 +390,12 @@ async fn probe(
         scan.rules,
         color_stdout(),
     );
-    let mut jobs = Vec::with_capacity(targets.len());
+    let mut addrs = Vec::with_capacity(targets.len());
     let mut positions = Vec::with_capacity(targets.len());
     for (i, t) in targets.iter().enumerate() {
         match &t.addr {
             Ok(a) => {
-                jobs.push((*a, game.server_query(ask)));
+                addrs.push(*a);
                 positions.push(i);
             }
             Err(e) => {
@@ -404,9 +404,14 @@ async fn probe(
             }
         }
     }
-    let bar = progress_bar(jobs.len());
+    let bar = progress_bar(addrs.len());
     let options = scan.options(scan.timeout_ms, started.elapsed());
-    let mut batch = engine.run(jobs, options);
+    // Each server's exchange is made when its query starts (see `Engine::run_lazy`).
+    let query_game = game.clone();
+    let jobs = addrs
+        .into_iter()
+        .map(move |a| (a, query_game.server_query(ask)));
+    let mut batch = engine.run_lazy(jobs, options);
     let mut online = 0usize;
     // One listener for the whole scan, so no Ctrl-C falls between two waits.
     let ctrl_c = tokio::signal::ctrl_c();

@@ -109,10 +109,7 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
 #[inline]
 fn write_bytes_as(out: &mut Vec<u8>, bytes: &[u8], slow: impl FnOnce(&[u8]) -> Cow<'_, str>) {
     if is_plain(bytes, true) {
-        out.reserve(bytes.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(bytes);
-        out.push(b'"');
+        write_quoted(out, bytes);
     } else {
         write_str(out, &slow(bytes));
     }
@@ -172,47 +169,56 @@ fn write_serde<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     }
 }
 
-/// `Text::display_cow`, written. Quake text is stripped of its colour codes straight into
-/// `out` and kept there when what is left is plain ASCII; anything else is taken back out and
-/// written the long way.
+/// `Text::display_cow`, written. Printable ASCII with nothing to escape stays so once its
+/// colour codes are stripped (stripping only removes bytes), so such Quake text is stripped
+/// straight into `out`; anything else is decoded and escaped the long way.
 fn write_display(out: &mut Vec<u8>, t: &Text) {
+    write_display_of(out, t, is_plain(t.as_bytes(), true));
+}
+
+/// [`write_display`], knowing whether the text is plain ([`is_plain`] with `ascii_only`).
+fn write_display_of(out: &mut Vec<u8>, t: &Text, plain: bool) {
     let bytes = t.as_bytes();
-    match t.dialect() {
-        Dialect::Quake if bytes.contains(&b'^') => {
+    match (t.dialect(), plain) {
+        (Dialect::Quake, true) => {
             out.reserve(bytes.len() + 2);
             out.push(b'"');
-            let start = out.len();
             text::strip_colors_into(bytes, out);
-            if is_plain(out.get(start..).unwrap_or_default(), true) {
-                out.push(b'"');
-            } else {
-                let stripped = out.split_off(start);
-                out.pop();
-                let shown = match String::from_utf8(stripped) {
-                    Ok(s) => s,
-                    Err(e) => text::latin1(e.as_bytes()),
-                };
-                write_str(out, &shown);
-            }
+            out.push(b'"');
         }
-        Dialect::Quake => write_bytes_as(out, bytes, text::decode_cow),
-        Dialect::Plain => write_bytes_as(out, bytes, String::from_utf8_lossy),
+        (Dialect::Plain, true) => write_quoted(out, bytes),
+        (_, false) => write_str(out, &t.display_cow()),
     }
 }
 
-/// `Text::raw_cow`, written.
-fn write_raw(out: &mut Vec<u8>, t: &Text) {
-    match t.dialect() {
-        Dialect::Quake => write_bytes_as(out, t.as_bytes(), text::latin1_cow),
-        Dialect::Plain => write_bytes_as(out, t.as_bytes(), text::decode_cow),
+/// `Text::raw_cow`, written, knowing whether the text is plain.
+fn write_raw_of(out: &mut Vec<u8>, t: &Text, plain: bool) {
+    if plain {
+        write_quoted(out, t.as_bytes());
+    } else {
+        write_str(out, &t.raw_cow());
     }
+}
+
+/// A name and then its raw form (`"name":…,"name_raw":…`), the text checked once.
+fn write_name_pair(out: &mut Vec<u8>, t: &Text) {
+    let plain = is_plain(t.as_bytes(), true);
+    write_display_of(out, t, plain);
+    out.extend_from_slice(b",\"name_raw\":");
+    write_raw_of(out, t, plain);
+}
+
+/// Plain bytes between quotes.
+fn write_quoted(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(bytes);
+    out.push(b'"');
 }
 
 fn write_player(out: &mut Vec<u8>, p: &Player) {
     out.extend_from_slice(b"{\"name\":");
-    write_display(out, &p.name);
-    out.extend_from_slice(b",\"name_raw\":");
-    write_raw(out, &p.name);
+    write_name_pair(out, &p.name);
     out.extend_from_slice(b",\"clan\":");
     match &p.clan {
         Some(c) => write_display(out, c),
@@ -253,9 +259,7 @@ fn write_rules(out: &mut Vec<u8>, rules: &Rules) {
 /// before them).
 fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
     out.extend_from_slice(b",\"name\":");
-    write_display(out, &s.name);
-    out.extend_from_slice(b",\"name_raw\":");
-    write_raw(out, &s.name);
+    write_name_pair(out, &s.name);
     out.extend_from_slice(b",\"map\":");
     write_display(out, &s.map);
     out.extend_from_slice(b",\"gametype\":");

@@ -100,30 +100,45 @@ pub fn strip_colors_into(s: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The rules of `Pieces` in one pass, byte by byte (names are short: a search for the next
-/// caret plus a copy per run costs more), into `dst` (at least `s.len()` long); how many
-/// bytes were kept.
+/// caret and a copy per run cost more), into `dst` (at least `s.len()` long); how many bytes
+/// were kept.
 fn strip_colors_to(s: &[u8], dst: &mut [u8]) -> usize {
     let mut kept = 0;
     let mut i = 0;
     while let Some(&b) = s.get(i) {
-        let (keep, step) = if b != b'^' {
-            (true, 1)
-        } else {
-            match (s.get(i + 1), s.get(i + 2..i + 5)) {
-                // A lone caret at the end stays.
-                (None, _) => (true, 1),
-                (Some(b'^'), _) => (true, 2),
-                (Some(b'x'), Some(rgb)) if rgb.iter().all(|&c| hex(c).is_some()) => (false, 5),
-                (Some(_), _) => (false, 2),
-            }
-        };
-        if keep {
+        if b != b'^' {
             if let Some(d) = dst.get_mut(kept) {
                 *d = b;
             }
             kept += 1;
+            i += 1;
+            continue;
         }
-        i += step;
+        let literal = match (s.get(i + 1), s.get(i + 2..i + 5)) {
+            // A lone caret at the end stays.
+            (None, _) => {
+                i += 1;
+                true
+            }
+            (Some(b'^'), _) => {
+                i += 2;
+                true
+            }
+            (Some(b'x'), Some(rgb)) if rgb.iter().all(|&c| hex(c).is_some()) => {
+                i += 5;
+                false
+            }
+            (Some(_), _) => {
+                i += 2;
+                false
+            }
+        };
+        if literal {
+            if let Some(d) = dst.get_mut(kept) {
+                *d = b'^';
+            }
+            kept += 1;
+        }
     }
     kept
 }

@@ -320,6 +320,77 @@ async fn concurrency_window_and_pacing() {
     );
 }
 
+/// A [`Text`] query that counts the exchanges alive.
+struct Counted {
+    inner: Text,
+    alive: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.alive.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Exchange for Counted {
+    type Output = String;
+    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+        self.inner.requests(attempt)
+    }
+    fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
+        self.inner.on_datagram(d)
+    }
+}
+
+/// `run_lazy` makes each exchange when its query starts: never more alive than the window,
+/// every job run once, in index order of the iterator, and none left over at the end.
+#[tokio::test(start_paused = true)]
+async fn lazy_jobs_are_made_as_the_window_frees() {
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(10),
+            jitter: Duration::from_millis(10),
+            ..Faults::default()
+        },
+        3,
+    );
+    for p in 0..200 {
+        net.add_server(addr(3000 + p), text_server(format!("s{p}")));
+    }
+    let made = Arc::new(AtomicUsize::new(0));
+    let alive = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (m, a, peak) = (Arc::clone(&made), Arc::clone(&alive), Arc::clone(&most));
+    let jobs = (0..200u16).map(move |p| {
+        m.fetch_add(1, Ordering::SeqCst);
+        let now = a.fetch_add(1, Ordering::SeqCst) + 1;
+        peak.fetch_max(now, Ordering::SeqCst);
+        let ex = Counted {
+            inner: Text {
+                challenge: u64::from(p),
+            },
+            alive: Arc::clone(&a),
+        };
+        (addr(3000 + p), ex)
+    });
+    let mut batch = engine(&net).run_lazy(jobs, opts(1000, 0).with_concurrency(16));
+    assert_eq!(batch.remaining(), 200);
+    let mut seen = Vec::new();
+    while let Some(o) = batch.next().await {
+        assert_eq!(
+            o.result.as_deref().ok(),
+            Some(format!("s{}", o.index).as_str())
+        );
+        assert_eq!(o.addr, addr(3000 + o.index as u16));
+        seen.push(o.index);
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (0..200).collect::<Vec<_>>());
+    assert_eq!(made.load(Ordering::SeqCst), 200);
+    assert!(most.load(Ordering::SeqCst) <= 16, "{:?}", most);
+    assert_eq!(alive.load(Ordering::SeqCst), 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn batch_deadline_bounds_everything() {
     let net = SimNet::new(Faults::default(), 1);

@@ -174,7 +174,7 @@ mod tests {
     use crate::server::{EmulatedServer, ServerConfig};
     use crate::Game;
     use fragstat_core::testing::{Faults, SimNet};
-    use fragstat_core::Transport;
+    use fragstat_core::{Exchange, Transport};
     use std::sync::{Arc, Mutex};
 
     fn addr(p: u16) -> SocketAddr {
@@ -222,6 +222,26 @@ mod tests {
         }
         assert_eq!(check_challenge(Some(b"fsabc"), 0xabc), Err(()));
         assert_eq!(check_challenge(Some(b"fsabc-"), 0xabc), Err(()));
+        // The requests a query sends are the packets' own encoding.
+        for (nonce, attempt) in [(0, 0), (0xabc, 9), (u64::MAX, u32::MAX), (7, 1_000)] {
+            let c = Some(challenge(nonce, attempt));
+            let info = crate::Packet::GetInfo {
+                challenge: c.clone(),
+            }
+            .to_bytes()
+            .unwrap();
+            let status = crate::Packet::GetStatus { challenge: c }
+                .to_bytes()
+                .unwrap();
+            for (ask, want) in [
+                (Ask::Info, vec![info.clone()]),
+                (Ask::Status, vec![status.clone()]),
+                (Ask::Both, vec![info, status]),
+            ] {
+                let mut ex = ServerExchange::with_nonce(ask, nonce);
+                assert_eq!(ex.requests(attempt), want, "{ask:?} {nonce} {attempt}");
+            }
+        }
         assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));
     }
 

@@ -10,7 +10,7 @@ use fragstat_core::{BoxError, Exchange, Verdict};
 
 use crate::game::Game;
 use crate::master::{GetServers, MAX_MASTER_PACKET};
-use crate::packet::{decode, InfoResponse, Packet, StatusResponse};
+use crate::packet::{decode, InfoResponse, Packet, StatusResponse, OOB_HEADER};
 
 /// What to ask a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +49,16 @@ impl ServerReply {
 
 /// Challenges are `fs<nonce hex>-<attempt>`: unique per query, valid for every engine
 /// (protocol notes §1.6), and they say which attempt a reply answers (for the RTT).
+#[cfg(test)]
 pub(crate) fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
-    // Built without format! (this runs on every request).
-    let mut digits = [0u8; 16];
     let mut out = Vec::with_capacity(32);
+    push_challenge(&mut out, nonce, attempt);
+    out
+}
+
+/// [`challenge`], appended to `out` (built without format!: this runs on every request).
+fn push_challenge(out: &mut Vec<u8>, nonce: u64, attempt: u32) {
+    let mut digits = [0u8; 16];
     out.extend_from_slice(b"fs");
     out.extend_from_slice(lower_hex(nonce, &mut digits));
     out.push(b'-');
@@ -70,6 +76,18 @@ pub(crate) fn challenge(nonce: u64, attempt: u32) -> Vec<u8> {
         }
     }
     out.extend_from_slice(decimal.get(start..).unwrap_or_default());
+}
+
+/// `getinfo`/`getstatus` with our challenge: the bytes `Packet::GetInfo`/`GetStatus`
+/// `.to_bytes()` writes, without building the packet and checking a challenge that is valid
+/// by construction (this runs for every request of a scan).
+fn request(command: &[u8], nonce: u64, attempt: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(OOB_HEADER.len() + command.len() + 32);
+    out.extend_from_slice(&OOB_HEADER);
+    out.extend_from_slice(command);
+    out.push(b' ');
+    push_challenge(&mut out, nonce, attempt);
+    out.push(b'\n');
     out
 }
 
@@ -159,19 +177,12 @@ impl Exchange for ServerExchange {
     type Output = ServerReply;
 
     fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
-        let c = challenge(self.nonce, attempt);
         let mut out = Vec::with_capacity(2);
         if self.wants_info() {
-            out.extend(
-                Packet::GetInfo {
-                    challenge: Some(c.clone()),
-                }
-                .to_bytes()
-                .ok(),
-            );
+            out.push(request(b"getinfo", self.nonce, attempt));
         }
         if self.wants_status() {
-            out.extend(Packet::GetStatus { challenge: Some(c) }.to_bytes().ok());
+            out.push(request(b"getstatus", self.nonce, attempt));
         }
         out
     }

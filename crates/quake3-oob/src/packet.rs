@@ -282,13 +282,20 @@ fn decode_status(r: &mut Reader<'_>) -> Result<StatusResponse, DecodeError> {
         ..Default::default()
     };
     // `lines` starts with the newline that ended the infostring.
-    let mut offset = base + info_bytes.len() + 1;
+    let offset = base + info_bytes.len() + 1;
     let lines = lines.get(1..).unwrap_or_default();
-    let mut parts = lines.split(|&b| b == b'\n').peekable();
-    while let Some(line) = parts.next() {
-        let last = parts.peek().is_none();
-        let line_offset = offset;
-        offset += line.len() + 1;
+    // Lines between newlines (found eight bytes at a time); the last is what follows the
+    // final newline.
+    let mut newlines = fragstat_core::wire::positions(lines, b'\n');
+    let mut start = 0;
+    loop {
+        let (end, last) = match newlines.next() {
+            Some(end) => (end, false),
+            None => (lines.len(), true),
+        };
+        let line = lines.get(start..end).unwrap_or_default();
+        let line_offset = offset + start;
+        start = end + 1;
         if last && line.is_empty() {
             break; // the final newline
         }
@@ -304,6 +311,9 @@ fn decode_status(r: &mut Reader<'_>) -> Result<StatusResponse, DecodeError> {
                     line: line.to_vec(),
                 });
             }
+        }
+        if last {
+            break;
         }
     }
     Ok(status)
@@ -338,11 +348,20 @@ pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
     // At most three numbers before the name (no allocation: this runs for every player).
     let mut nums: [&[u8]; 3] = [&[]; 3];
     let mut count = 0;
-    for t in head
-        .split(|&b| b == b' ' || b == b'\t')
-        .filter(|t| !t.is_empty())
-    {
-        *nums.get_mut(count)? = t;
+    let mut token: Option<usize> = None;
+    for (i, &b) in head.iter().enumerate() {
+        match (b == b' ' || b == b'\t', token) {
+            (false, None) => token = Some(i),
+            (true, Some(t)) => {
+                *nums.get_mut(count)? = head.get(t..i)?;
+                count += 1;
+                token = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(t) = token {
+        *nums.get_mut(count)? = head.get(t..)?;
         count += 1;
     }
     // DarkPlaces inserts the team between ping and name "according to SoF2 protocol"

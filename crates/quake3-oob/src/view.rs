@@ -20,6 +20,28 @@ fn quake(bytes: &[u8]) -> Text {
     Text::new(bytes.to_vec(), Dialect::Quake)
 }
 
+/// For each group of keys, what [`Rules::get_any`] returns for it (the first pair of the first
+/// key of the group that is present), all found in one pass over the rules.
+fn lookup<'a, const N: usize>(rules: &'a Rules, groups: [&[&str]; N]) -> [Option<&'a [u8]>; N] {
+    // (the key's place in its group, the value)
+    let mut found: [Option<(usize, &'a [u8])>; N] = [None; N];
+    for (k, v) in rules.pairs() {
+        for (slot, keys) in found.iter_mut().zip(groups) {
+            if let Some(rank) = keys.iter().position(|key| key.as_bytes() == k) {
+                if slot.is_none_or(|(best, _)| rank < best) {
+                    *slot = Some((rank, v));
+                }
+            }
+        }
+    }
+    found.map(|f| f.map(|(_, v)| v))
+}
+
+/// [`Rules::get_int`] of one value: a decimal integer, surrounding spaces allowed.
+fn int(v: &[u8]) -> Option<i64> {
+    std::str::from_utf8(v).ok()?.trim().parse().ok()
+}
+
 /// One player line in the shared model. Quake III says nothing reliable about bots or
 /// spectators per player, so those stay unknown (Warsow's team 0 is a spectator).
 pub fn player(game: Game, p: &Player) -> ModelPlayer {
@@ -89,9 +111,20 @@ pub fn server_info(
         Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
         None => clients.unwrap_or(0),
     };
-    out.name = quake(rules.get_any(keys::NAME).unwrap_or_default());
-    out.map = quake(rules.get_any(keys::MAP).unwrap_or_default());
-    out.gametype = rules.get_any(keys::GAMETYPE).map(|raw| {
+    let [name, map, gametype, version, max_players, password] = lookup(
+        &rules,
+        [
+            keys::NAME,
+            keys::MAP,
+            keys::GAMETYPE,
+            keys::VERSION,
+            keys::MAX_PLAYERS,
+            keys::PASSWORD,
+        ],
+    );
+    out.name = quake(name.unwrap_or_default());
+    out.map = quake(map.unwrap_or_default());
+    out.gametype = gametype.map(|raw| {
         std::str::from_utf8(raw)
             .ok()
             .and_then(|t| t.trim().parse::<i64>().ok())
@@ -99,14 +132,10 @@ pub fn server_info(
             .map(str::to_string)
             .unwrap_or_else(|| fragstat_core::text::decode_lossless(raw))
     });
-    out.version = rules
-        .get_any(keys::VERSION)
-        .map(fragstat_core::text::decode_lossless);
+    out.version = version.map(fragstat_core::text::decode_lossless);
     // statusResponse carries the true sv_maxclients; the rules list it first.
-    out.max_players = count(rules.get_int(keys::MAX_PLAYERS)).unwrap_or(0);
-    out.password = rules
-        .get_any(keys::PASSWORD)
-        .map(|v| v != b"0" && !v.is_empty());
+    out.max_players = count(max_players.and_then(int)).unwrap_or(0);
+    out.password = password.map(|v| v != b"0" && !v.is_empty());
     out.players = players.map(|ps| {
         ps.into_iter()
             .map(|mut p| {
@@ -147,6 +176,27 @@ mod tests {
         );
         let only_info = server_info(Game::OpenArena, Some(info), None);
         assert_eq!((only_info.num_players, only_info.players), (4, None));
+    }
+
+    /// The one-pass lookup reads what `Rules::get_any` reads, whatever the order, repeats
+    /// and absences of the keys.
+    #[test]
+    fn lookup_agrees_with_get_any() {
+        let keys = ["sv_hostname", "hostname", "mapname", "x", "hostnam", ""];
+        let groups: [&[&str]; 4] = [&["sv_hostname", "hostname"], &["mapname"], &["y"], &[""]];
+        let mut seed = 7u64;
+        for _ in 0..2_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let n = (seed >> 60) as usize;
+            let rules: Rules = (0..n)
+                .map(|i| {
+                    let k = keys[((seed >> (i * 4)) as usize) % keys.len()];
+                    (k, format!("v{i}"))
+                })
+                .collect();
+            let want = groups.map(|g| rules.get_any(g));
+            assert_eq!(lookup(&rules, groups), want, "{rules:?}");
+        }
     }
 
     #[test]
