@@ -807,74 +807,76 @@ impl<E: Exchange> Driver<E> {
     }
 
     async fn send_ready(&mut self, interval: Option<Duration>) {
-        while let Some(&id) = self.send_queue.front() {
+        // Unpaced, the ready queries go out [`SEND_BATCH`] at a time, their datagrams in as few
+        // system calls as the transport allows (`sendmmsg`); paced, one query at a time.
+        let limit = if interval.is_some() { 1 } else { SEND_BATCH };
+        loop {
+            let mut batch: SmallVec<[Prepared; SEND_BATCH]> = SmallVec::new();
+            let mut paced_out = false;
             let now = Instant::now();
-            if interval.is_some() && now < self.next_send {
+            while batch.len() < limit {
+                let Some(&id) = self.send_queue.front() else {
+                    break;
+                };
+                if interval.is_some() && now < self.next_send {
+                    paced_out = true;
+                    break;
+                }
+                self.send_queue.pop_front();
+                let Some(slot) = self.slots.get_mut(&id) else {
+                    continue;
+                };
+                // A query that waited for its turn (paced) past its lifetime ends unsent.
+                if slot.expires.is_some_and(|e| e <= now) {
+                    debug!(addr = %slot.addr, "query ran past its lifetime");
+                    let err = exceeded("lifetime", self.options.lifetime.as_millis());
+                    self.finish(id, Err(err));
+                    continue;
+                }
+                let attempt = slot.attempts;
+                let datagrams = slot.ex.requests(attempt);
+                if let Some(iv) = interval {
+                    let n = u32::try_from(datagrams.len().max(1)).unwrap_or(u32::MAX);
+                    self.next_send = later(self.next_send.max(now), iv.saturating_mul(n));
+                }
+                batch.push(Prepared {
+                    id,
+                    attempt,
+                    addr: slot.addr,
+                    datagrams,
+                    error: None,
+                    sent: None,
+                });
+            }
+            if batch.is_empty() {
                 return;
             }
-            self.send_queue.pop_front();
-            let Some(slot) = self.slots.get_mut(&id) else {
-                continue;
-            };
-            // A query that waited for its turn (paced) past its lifetime ends unsent.
-            if slot.expires.is_some_and(|e| e <= now) {
-                debug!(addr = %slot.addr, "query ran past its lifetime");
-                let err = exceeded("lifetime", self.options.lifetime.as_millis());
-                self.finish(id, Err(err));
-                continue;
-            }
-            let attempt = slot.attempts;
-            let datagrams = slot.ex.requests(attempt);
-            let addr = slot.addr;
-            let transport = if addr.is_ipv4() {
-                &self.engine.v4
-            } else {
-                &self.engine.v6
-            };
-            let mut error = None;
-            if let Some(t) = transport {
-                for d in &datagrams {
-                    let sent = match t.try_send_to(d, addr) {
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            t.send_to(d, addr).await
-                        }
-                        done => {
-                            // Still a unit of the task's budget, as the awaited send was: a
-                            // long burst yields now and then, so the receive task keeps
-                            // taking replies off the socket (and stamping their RTT) meanwhile.
-                            tokio::task::consume_budget().await;
-                            done
-                        }
-                    };
-                    if let Err(e) = sent {
-                        debug!(%addr, error = %e, "send failed");
-                        error = Some(e);
-                    }
+            transmit(&self.engine, &mut batch).await;
+            let after = Instant::now();
+            for p in batch {
+                let now = p.sent.unwrap_or(after);
+                let Some(slot) = self.slots.get_mut(&p.id) else {
+                    continue;
+                };
+                if let Some(e) = p.error {
+                    slot.last_error = Some(QueryError::Io(e));
                 }
+                slot.attempts += 1;
+                slot.sent_at.push(now);
+                slot.generation += 1;
+                if p.attempt > 0 {
+                    debug!(addr = %p.addr, attempt = p.attempt, "retry sent");
+                }
+                if slot.expires.is_none() {
+                    slot.expires = Some(later(now, self.options.lifetime));
+                }
+                let wait = attempt_wait(&self.options, &self.rtt, p.attempt);
+                let at = timer_at(slot, later(now, wait));
+                self.timers.push(Reverse((at, p.id, slot.generation)));
             }
-            if let Some(iv) = interval {
-                let n = u32::try_from(datagrams.len().max(1)).unwrap_or(u32::MAX);
-                self.next_send = later(self.next_send.max(now), iv.saturating_mul(n));
+            if paced_out {
+                return;
             }
-            let Some(slot) = self.slots.get_mut(&id) else {
-                continue;
-            };
-            if let Some(e) = error {
-                slot.last_error = Some(QueryError::Io(e));
-            }
-            let now = Instant::now();
-            slot.attempts += 1;
-            slot.sent_at.push(now);
-            slot.generation += 1;
-            if attempt > 0 {
-                debug!(%addr, attempt, "retry sent");
-            }
-            if slot.expires.is_none() {
-                slot.expires = Some(later(now, self.options.lifetime));
-            }
-            let wait = attempt_wait(&self.options, &self.rtt, attempt);
-            let at = timer_at(slot, later(now, wait));
-            self.timers.push(Reverse((at, id, slot.generation)));
         }
     }
 
@@ -1044,6 +1046,95 @@ impl<E: Exchange> Driver<E> {
             rtt,
             attempts,
         });
+    }
+}
+
+/// Queries whose datagrams go out together (see [`Driver::send_ready`]). Small enough that
+/// a batch's send times, stamped once after it, are within a few tens of microseconds of
+/// each datagram's own; large enough that a burst of replies is answered by a few system
+/// calls, not one per datagram.
+const SEND_BATCH: usize = 16;
+
+/// A query's datagrams for one attempt, about to go out.
+struct Prepared {
+    id: u64,
+    attempt: u32,
+    addr: SocketAddr,
+    datagrams: Vec<Vec<u8>>,
+    /// Why one of them did not go.
+    error: Option<std::io::Error>,
+    /// When the last of them went (the attempt's send time, for its RTT).
+    sent: Option<Instant>,
+}
+
+/// Sends the datagrams of `batch`, each address family in as few system calls as its
+/// transport allows ([`Transport::try_send_batch`]); a datagram the socket cannot take now
+/// is awaited alone. Each datagram is still a unit of the task's budget, as one awaited send
+/// was: a long burst yields now and then, so the receive task keeps taking replies off the
+/// socket (and stamping their RTT) meanwhile.
+async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
+    for (v4, transport) in [(true, &engine.v4), (false, &engine.v6)] {
+        let Some(t) = transport else {
+            continue;
+        };
+        let mut failed: SmallVec<[(usize, std::io::Error); 2]> = SmallVec::new();
+        // (position in `batch`, when its datagram went)
+        let mut stamps: SmallVec<[(usize, Instant); SEND_BATCH]> = SmallVec::new();
+        // (position in `batch`, address, datagram)
+        let list: SmallVec<[(usize, SocketAddr, &[u8]); SEND_BATCH]> = batch
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.addr.is_ipv4() == v4)
+            .flat_map(|(i, p)| p.datagrams.iter().map(move |d| (i, p.addr, d.as_slice())))
+            .collect();
+        let mut done = 0;
+        while let Some(rest) = list.get(done..).filter(|r| !r.is_empty()) {
+            let pairs: SmallVec<[(SocketAddr, &[u8]); SEND_BATCH]> =
+                rest.iter().map(|&(_, a, d)| (a, d)).collect();
+            let sent = match t.try_send_batch(&pairs) {
+                Ok(n) if n > 0 => n,
+                Ok(_) => 0,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+                Err(e) => {
+                    if let Some(&(i, addr, _)) = rest.first() {
+                        debug!(%addr, error = %e, "send failed");
+                        failed.push((i, e));
+                    }
+                    done += 1;
+                    continue;
+                }
+            };
+            if sent == 0 {
+                // The socket is full: wait for room for this one, then try the rest together.
+                if let Some(&(i, addr, d)) = rest.first() {
+                    if let Err(e) = t.send_to(d, addr).await {
+                        debug!(%addr, error = %e, "send failed");
+                        failed.push((i, e));
+                    }
+                    stamps.push((i, Instant::now()));
+                }
+                done += 1;
+                continue;
+            }
+            // Stamped as they leave: a later datagram of the batch may wait for room.
+            let now = Instant::now();
+            stamps.extend(rest.iter().take(sent).map(|&(i, _, _)| (i, now)));
+            for _ in 0..sent {
+                tokio::task::consume_budget().await;
+            }
+            done += sent;
+        }
+        drop(list);
+        for (i, e) in failed {
+            if let Some(p) = batch.get_mut(i) {
+                p.error = Some(e);
+            }
+        }
+        for (i, at) in stamps {
+            if let Some(p) = batch.get_mut(i) {
+                p.sent = Some(at);
+            }
+        }
     }
 }
 

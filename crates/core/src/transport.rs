@@ -1,12 +1,13 @@
 //! The datagram transport the engine sends and receives through, behind a small trait so
 //! tests can drive the engine with a fault-injecting double ([`crate::testing::SimNet`]).
 
-use std::io::{self, IoSliceMut};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use quinn_udp::{RecvMeta, UdpSocketState};
+use smallvec::SmallVec;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 
@@ -80,6 +81,19 @@ pub trait Transport: Send + Sync + 'static {
     /// `WouldBlock`. (The engine's fast path: no boxed future per datagram.)
     fn try_send_to(&self, _buf: &[u8], _to: SocketAddr) -> io::Result<()> {
         Err(io::ErrorKind::WouldBlock.into())
+    }
+    /// Sends datagrams without waiting, in as few system calls as the platform allows
+    /// (`sendmmsg`): `Ok(n)` when the first `n` went (fewer than all when the socket filled
+    /// up or the next one failed: send that one again to learn which), `Err` when the first
+    /// did not (`WouldBlock`: the socket is full). The default sends them one by one with
+    /// [`Transport::try_send_to`].
+    fn try_send_batch(&self, datagrams: &[(SocketAddr, &[u8])]) -> io::Result<usize> {
+        for (n, &(to, buf)) in datagrams.iter().enumerate() {
+            if let Err(e) = self.try_send_to(buf, to) {
+                return if n == 0 { Err(e) } else { Ok(n) };
+            }
+        }
+        Ok(datagrams.len())
     }
     /// Receives one datagram into `buf`; returns its length and sender.
     async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)>;
@@ -171,6 +185,30 @@ impl Transport for UdpTransport {
 
     fn try_send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<()> {
         self.socket.try_send_to(buf, to).map(|_| ())
+    }
+
+    /// One `sendmmsg` (through rustix) for the whole batch.
+    #[cfg(target_os = "linux")]
+    fn try_send_batch(&self, datagrams: &[(SocketAddr, &[u8])]) -> io::Result<usize> {
+        use rustix::net::addr::SocketAddrArg;
+        use rustix::net::{sendmmsg, MMsgHdr, SendAncillaryBuffer, SendFlags};
+        const INLINE: usize = 16;
+        let addrs: SmallVec<[_; INLINE]> = datagrams.iter().map(|(a, _)| a.as_any()).collect();
+        let iovs: SmallVec<[[IoSlice<'_>; 1]; INLINE]> =
+            datagrams.iter().map(|(_, d)| [IoSlice::new(d)]).collect();
+        let mut controls: SmallVec<[SendAncillaryBuffer<'_, '_, '_>; INLINE]> = datagrams
+            .iter()
+            .map(|_| SendAncillaryBuffer::default())
+            .collect();
+        let mut msgs: SmallVec<[MMsgHdr<'_>; INLINE]> = addrs
+            .iter()
+            .zip(&iovs)
+            .zip(controls.iter_mut())
+            .map(|((addr, iov), control)| MMsgHdr::new_with_addr(addr, iov, control))
+            .collect();
+        self.socket.try_io(Interest::WRITABLE, || {
+            sendmmsg(&self.socket, &mut msgs, SendFlags::empty()).map_err(io::Error::from)
+        })
     }
 
     async fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<()> {
@@ -305,6 +343,48 @@ mod tests {
             "{calls} receives for {} datagrams: not batched",
             sent.len()
         );
+    }
+
+    /// A batch of datagrams to several receivers in one call: each arrives whole, in order,
+    /// from the sender; a datagram the socket refuses ends the batch there (`Ok` of those
+    /// before it, `Err` when it is the first).
+    #[tokio::test]
+    async fn send_batch_delivers_every_datagram_and_stops_at_a_refused_one() {
+        let tx = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let from = tx.local_addr().unwrap();
+        let rx: Vec<UdpTransport> = (0..4)
+            .map(|_| UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap())
+            .collect();
+        let data: Vec<(SocketAddr, Vec<u8>)> = (0..40u8)
+            .map(|i| {
+                let to = rx[usize::from(i) % 4].local_addr().unwrap();
+                (to, vec![i; usize::from(i) * 37 % 1400])
+            })
+            .collect();
+        let pairs: Vec<(SocketAddr, &[u8])> = data.iter().map(|(a, d)| (*a, &d[..])).collect();
+        tx.socket.writable().await.unwrap();
+        assert_eq!(tx.try_send_batch(&pairs).unwrap(), 40);
+        for (r, receiver) in rx.iter().enumerate() {
+            for (to, want) in data.iter().skip(r).step_by(4) {
+                assert_eq!(*to, receiver.local_addr().unwrap());
+                let mut buf = vec![0u8; 2048];
+                let (n, who) =
+                    tokio::time::timeout(Duration::from_secs(5), receiver.recv_from(&mut buf))
+                        .await
+                        .expect("datagram arrives")
+                        .unwrap();
+                assert_eq!((who, &buf[..n]), (from, &want[..]));
+            }
+        }
+        // An IPv6 destination on an IPv4 socket is refused.
+        let v6: SocketAddr = "[::1]:9".parse().unwrap();
+        let ok = rx[0].local_addr().unwrap();
+        assert_eq!(
+            tx.try_send_batch(&[(ok, &b"a"[..]), (v6, b"b"), (ok, b"c")])
+                .unwrap(),
+            1
+        );
+        assert!(tx.try_send_batch(&[(v6, &b"b"[..]), (ok, b"c")]).is_err());
     }
 
     #[tokio::test(start_paused = true)]
