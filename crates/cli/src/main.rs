@@ -328,12 +328,26 @@ fn read_list(path: &std::path::Path) -> std::io::Result<Vec<String>> {
     } else {
         std::fs::read_to_string(path)?
     };
-    Ok(text
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or_default().trim())
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect())
+    // Lines found eight bytes at a time, and a plain search for `#` on each (a list is
+    // thousands of short lines: `lines()` and a `split('#')` per line cost more than the rest
+    // of reading it).
+    let mut out = Vec::with_capacity(text.len() / 16);
+    let mut start = 0;
+    let ends =
+        fragstat::core::wire::positions(text.as_bytes(), b'\n').chain(std::iter::once(text.len()));
+    for end in ends {
+        let line = text.get(start..end).unwrap_or_default();
+        start = end + 1;
+        let line = match line.as_bytes().iter().position(|&b| b == b'#') {
+            Some(hash) => line.get(..hash).unwrap_or_default(),
+            None => line,
+        };
+        let line = line.trim();
+        if !line.is_empty() {
+            out.push(line.to_string());
+        }
+    }
+    Ok(out)
 }
 
 /// `addr` as text, as `Display` writes it; IPv4 without the formatting machinery (it was 3 %
