@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use slab::Slab;
 use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -225,9 +227,17 @@ pub struct Outcome<O> {
 /// A datagram on its way from a receive task to a driver: its source, its bytes, and when
 /// the receive task took it off the socket (the RTT is measured to then, not to whenever the
 /// driver gets round to it).
-type Received = (SocketAddr, Vec<u8>, Instant);
+///
+/// With it go the batch's queries waiting on that address when it was routed: the driver
+/// needs no map of its own from addresses to queries (one hash lookup per datagram, not two).
+type Received = (SocketAddr, Vec<u8>, Instant, Ids);
 
-type Route = (u64, mpsc::UnboundedSender<Received>);
+/// A batch asking an address, and its queries waiting on it.
+struct Route {
+    batch: u64,
+    tx: mpsc::UnboundedSender<Received>,
+    ids: Ids,
+}
 
 /// The routes of one address: one batch asks it, nearly always.
 type AddrRoutes = SmallVec<[Route; 1]>;
@@ -243,27 +253,63 @@ impl Routes {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn add(&self, addr: SocketAddr, batch: u64, tx: &mpsc::UnboundedSender<Received>) {
-        self.lock()
-            .entry(addr)
-            .or_default()
-            .push((batch, tx.clone()));
-    }
-
-    fn remove(&self, addr: SocketAddr, batch: u64) {
-        self.remove_all([addr], batch);
-    }
-
-    fn remove_all(&self, addrs: impl IntoIterator<Item = SocketAddr>, batch: u64) {
+    /// Query `id` of `batch` now waits on `addr`; true when that made a new route (the
+    /// batch's first query there).
+    fn attach(
+        &self,
+        addr: SocketAddr,
+        batch: u64,
+        tx: &mpsc::UnboundedSender<Received>,
+        id: u64,
+    ) -> bool {
         let mut map = self.lock();
-        for addr in addrs {
-            if let Some(v) = map.get_mut(&addr) {
-                v.retain(|(b, _)| *b != batch);
-                if v.is_empty() {
-                    map.remove(&addr);
-                }
+        let routes = map.entry(addr).or_default();
+        match routes.iter_mut().find(|r| r.batch == batch) {
+            Some(r) => {
+                r.ids.push(id);
+                false
+            }
+            None => {
+                routes.push(Route {
+                    batch,
+                    tx: tx.clone(),
+                    ids: smallvec::smallvec![id],
+                });
+                true
             }
         }
+    }
+
+    /// Query `id` of `batch` no longer waits on `addr` (the route goes with its last query);
+    /// true when that removed the route.
+    fn detach(&self, addr: SocketAddr, batch: u64, id: u64) -> bool {
+        let mut map = self.lock();
+        let Entry::Occupied(mut entry) = map.entry(addr) else {
+            return false;
+        };
+        let routes = entry.get_mut();
+        let Some(pos) = routes.iter().position(|r| r.batch == batch) else {
+            return false;
+        };
+        let gone = routes.get_mut(pos).is_some_and(|r| {
+            r.ids.retain(|i| *i != id);
+            r.ids.is_empty()
+        });
+        if gone {
+            routes.remove(pos);
+            if routes.is_empty() {
+                entry.remove();
+            }
+        }
+        gone
+    }
+
+    /// Removes every route of `batch`.
+    fn remove_batch(&self, batch: u64) {
+        self.lock().retain(|_, routes| {
+            routes.retain(|r| r.batch != batch);
+            !routes.is_empty()
+        });
     }
 
     /// Hands each datagram to the batches asking its sender (one lock for all of them).
@@ -277,8 +323,8 @@ impl Routes {
             let from = canonical(from);
             match map.get(&from) {
                 Some(routes) => {
-                    for (_, tx) in routes {
-                        let _ = tx.send((from, data.to_vec(), at));
+                    for r in routes {
+                        let _ = r.tx.send((from, data.to_vec(), at, r.ids.clone()));
                     }
                 }
                 None => {
@@ -289,48 +335,40 @@ impl Routes {
     }
 }
 
-/// The routes of one batch, owned by its driver, with the batch's queries per address: whichever
-/// way the driver ends (its queries all finished, or its future dropped mid-flight because the
-/// [`Batch`] was dropped and the task aborted), dropping the guard removes every route it still
-/// holds. An address has a route exactly while it has a query here.
+/// The routes of one batch, owned by its driver: whichever way the driver ends (its queries
+/// all finished, or its future dropped mid-flight because the [`Batch`] was dropped and the
+/// task aborted), dropping the guard removes every route it still holds. An address has a
+/// route exactly while it has a query of the batch.
 struct RouteGuard {
     routes: Arc<Routes>,
     batch: u64,
     tx: mpsc::UnboundedSender<Received>,
-    by_addr: HashMap<SocketAddr, Ids>,
+    /// Routes of this batch in the map (so a batch that ends with none left, as every batch
+    /// that runs to its end does, does not search the map for them).
+    live: usize,
 }
 
 impl RouteGuard {
     /// Query `id` now waits on `addr` (routed there from its first query on).
     fn attach(&mut self, addr: SocketAddr, id: u64) {
-        let ids = self.by_addr.entry(addr).or_default();
-        if ids.is_empty() {
-            self.routes.add(addr, self.batch, &self.tx);
+        if self.routes.attach(addr, self.batch, &self.tx, id) {
+            self.live += 1;
         }
-        ids.push(id);
     }
 
     /// Query `id` no longer waits on `addr` (the route goes with its last query).
     fn detach(&mut self, addr: SocketAddr, id: u64) {
-        if let Some(ids) = self.by_addr.get_mut(&addr) {
-            ids.retain(|i| *i != id);
-            if ids.is_empty() {
-                self.by_addr.remove(&addr);
-                self.routes.remove(addr, self.batch);
-            }
+        if self.routes.detach(addr, self.batch, id) {
+            self.live = self.live.saturating_sub(1);
         }
-    }
-
-    /// The `i`th query waiting on `addr`.
-    fn query(&self, addr: &SocketAddr, i: usize) -> Option<u64> {
-        self.by_addr.get(addr).and_then(|ids| ids.get(i)).copied()
     }
 }
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        self.routes
-            .remove_all(self.by_addr.drain().map(|(a, _)| a), self.batch);
+        if self.live > 0 {
+            self.routes.remove_batch(self.batch);
+        }
     }
 }
 
@@ -495,16 +533,15 @@ impl Engine {
                 routes: Arc::clone(&self.inner.routes),
                 batch: id,
                 tx: dg_tx,
-                // Room for a full window up front: no rehashing while the first burst goes out.
-                by_addr: HashMap::with_capacity_and_hasher(window, Default::default()),
+                live: 0,
             },
             engine: Arc::clone(&self.inner),
             options,
             pending: jobs,
-            slots: HashMap::with_capacity_and_hasher(window, Default::default()),
+            slots: Slab::with_capacity(window),
             timers: BinaryHeap::new(),
             send_queue: VecDeque::new(),
-            next_id: 0,
+            next_seq: 0,
             next_send: Instant::now(),
             rtt,
             out: out_tx,
@@ -603,6 +640,8 @@ impl<O> Drop for Batch<O> {
 }
 
 struct Slot<E> {
+    /// The query's id ([`slot_in`]).
+    id: u64,
     index: usize,
     addr: SocketAddr,
     ex: E,
@@ -700,17 +739,28 @@ impl<E> Jobs<E> {
     }
 }
 
+/// The query `id` if it is still in flight. An id is the query's slot (low 32 bits) and its
+/// place in the batch (high 32 bits): a slot is used again by later queries, and whatever still
+/// names an earlier one (a timer, a datagram routed meanwhile) finds it gone, not its
+/// successor.
+fn slot_in<E>(slots: &mut Slab<Slot<E>>, id: u64) -> Option<&mut Slot<E>> {
+    let key = usize::try_from(id & 0xFFFF_FFFF).ok()?;
+    slots.get_mut(key).filter(|s| s.id == id)
+}
+
 struct Driver<E: Exchange> {
     /// This batch's routes, removed when the driver ends or is dropped.
     routes: RouteGuard,
     engine: Arc<Inner>,
     options: Options,
     pending: Jobs<E>,
-    slots: HashMap<u64, Slot<E>>,
+    /// The queries in flight, by the low half of their ids (see [`slot_in`]).
+    slots: Slab<Slot<E>>,
     timers: BinaryHeap<Reverse<(Instant, u64, u64)>>,
     /// Queries waiting to send their current attempt (retries go first).
     send_queue: VecDeque<u64>,
-    next_id: u64,
+    /// Queries started so far: the high half of the next id.
+    next_seq: u64,
     next_send: Instant,
     /// Round-trip times of this batch's replies, for the adaptive timeout.
     rtt: RttEstimator,
@@ -750,11 +800,11 @@ impl<E: Exchange> Driver<E> {
             };
             tokio::select! {
                 biased;
-                Some((from, data, at)) = datagrams.recv() => {
-                    self.on_datagram(from, &data, at);
+                Some((from, data, at, ids)) = datagrams.recv() => {
+                    self.on_datagram(from, &data, at, &ids);
                     // Drain what is already queued before looking at timers.
-                    while let Ok((from, data, at)) = datagrams.try_recv() {
-                        self.on_datagram(from, &data, at);
+                    while let Ok((from, data, at, ids)) = datagrams.try_recv() {
+                        self.on_datagram(from, &data, at, &ids);
                     }
                 }
                 () = sleep => {}
@@ -770,7 +820,7 @@ impl<E: Exchange> Driver<E> {
     }
 
     fn start_queries(&mut self) {
-        while self.slots.len() < self.options.concurrency.max(1) {
+        while self.slots.len() < self.options.concurrency.clamp(1, MAX_IN_FLIGHT) {
             let Some((index, addr, ex)) = self.pending.pop_front() else {
                 break;
             };
@@ -783,25 +833,25 @@ impl<E: Exchange> Driver<E> {
                 self.emit(index, addr, Err(QueryError::Unsupported(addr)), None, 0);
                 continue;
             }
-            let id = self.next_id;
-            self.next_id += 1;
-            self.routes.attach(addr, id);
-            self.slots.insert(
+            let entry = self.slots.vacant_entry();
+            // Slots are below `MAX_IN_FLIGHT` (the window is capped there): 32 bits.
+            let id = ((self.next_seq & 0xFFFF_FFFF) << 32) | (entry.key() as u64 & 0xFFFF_FFFF);
+            self.next_seq += 1;
+            entry.insert(Slot {
                 id,
-                Slot {
-                    index,
-                    addr,
-                    ex,
-                    attempts: 0,
-                    sent_at: SmallVec::new(),
-                    generation: 0,
-                    rtt: None,
-                    last_error: None,
-                    datagrams: 0,
-                    bytes: 0,
-                    expires: None,
-                },
-            );
+                index,
+                addr,
+                ex,
+                attempts: 0,
+                sent_at: SmallVec::new(),
+                generation: 0,
+                rtt: None,
+                last_error: None,
+                datagrams: 0,
+                bytes: 0,
+                expires: None,
+            });
+            self.routes.attach(addr, id);
             self.send_queue.push_back(id);
         }
     }
@@ -823,7 +873,7 @@ impl<E: Exchange> Driver<E> {
                     break;
                 }
                 self.send_queue.pop_front();
-                let Some(slot) = self.slots.get_mut(&id) else {
+                let Some(slot) = slot_in(&mut self.slots, id) else {
                     continue;
                 };
                 // A query that waited for its turn (paced) past its lifetime ends unsent.
@@ -855,7 +905,7 @@ impl<E: Exchange> Driver<E> {
             let after = Instant::now();
             for p in batch {
                 let now = p.sent.unwrap_or(after);
-                let Some(slot) = self.slots.get_mut(&p.id) else {
+                let Some(slot) = slot_in(&mut self.slots, p.id) else {
                     continue;
                 };
                 if let Some(e) = p.error {
@@ -880,22 +930,18 @@ impl<E: Exchange> Driver<E> {
         }
     }
 
-    /// `at`: when the receive task took the datagram off the socket.
-    fn on_datagram(&mut self, from: SocketAddr, data: &[u8], at: Instant) {
-        // Every arm that changes the address's queries returns at once or steps `i` back, so
-        // indexing them here stays valid.
+    /// `at`: when the receive task took the datagram off the socket; `ids`: the queries that
+    /// waited on `from` when it was routed.
+    fn on_datagram(&mut self, from: SocketAddr, data: &[u8], at: Instant, ids: &[u64]) {
         let mut reasons = Vec::new();
-        let mut i = 0;
-        while let Some(id) = self.routes.query(&from, i) {
-            i += 1;
-            let Some(slot) = self.slots.get_mut(&id) else {
+        for &id in ids {
+            // A query that finished since is gone (its slot empty or another query's).
+            let Some(slot) = slot_in(&mut self.slots, id).filter(|s| s.addr == from) else {
                 continue;
             };
             if let Some(err) = over_cap(slot, &self.options, data.len(), at) {
                 debug!(%from, error = %err, "query ended");
                 self.finish(id, Err(err));
-                // `finish` took this query off `from`: the next one moved to `i - 1`.
-                i = i.saturating_sub(1);
                 continue;
             }
             slot.datagrams += 1;
@@ -910,7 +956,7 @@ impl<E: Exchange> Driver<E> {
                 }
                 Verdict::Progress { attempt, wait } => {
                     self.sample_rtt(id, attempt, at);
-                    let Some(slot) = self.slots.get_mut(&id) else {
+                    let Some(slot) = slot_in(&mut self.slots, id) else {
                         return;
                     };
                     slot.generation += 1;
@@ -929,7 +975,7 @@ impl<E: Exchange> Driver<E> {
                 }
                 Verdict::Partial { attempt } => {
                     self.sample_rtt(id, attempt, at);
-                    let Some(slot) = self.slots.get_mut(&id) else {
+                    let Some(slot) = slot_in(&mut self.slots, id) else {
                         return;
                     };
                     slot.generation += 1;
@@ -952,7 +998,7 @@ impl<E: Exchange> Driver<E> {
     /// Records the query's RTT (once per step) and, when it is unambiguous (the reply names
     /// its attempt, or only one attempt was sent: Karn's rule), feeds it to the estimator.
     fn sample_rtt(&mut self, id: u64, attempt: Option<u32>, at: Instant) {
-        let Some(slot) = self.slots.get_mut(&id) else {
+        let Some(slot) = slot_in(&mut self.slots, id) else {
             return;
         };
         if slot.rtt.is_some() {
@@ -972,7 +1018,7 @@ impl<E: Exchange> Driver<E> {
                 break;
             }
             self.timers.pop();
-            let Some(slot) = self.slots.get_mut(&id) else {
+            let Some(slot) = slot_in(&mut self.slots, id) else {
                 continue;
             };
             if slot.generation != generation {
@@ -1008,9 +1054,9 @@ impl<E: Exchange> Driver<E> {
     }
 
     fn expire_all(&mut self) {
-        let ids: Vec<u64> = self.slots.keys().copied().collect();
+        let ids: Vec<u64> = self.slots.iter().map(|(_, s)| s.id).collect();
         for id in ids {
-            let salvaged = self.slots.get_mut(&id).and_then(|s| s.ex.on_timeout(true));
+            let salvaged = slot_in(&mut self.slots, id).and_then(|s| s.ex.on_timeout(true));
             let result = match salvaged {
                 Some(r) => r.map_err(QueryError::Decode),
                 None => Err(QueryError::Deadline),
@@ -1023,7 +1069,10 @@ impl<E: Exchange> Driver<E> {
     }
 
     fn finish(&mut self, id: u64, result: Result<E::Output, QueryError>) {
-        let Some(slot) = self.slots.remove(&id) else {
+        if slot_in(&mut self.slots, id).is_none() {
+            return;
+        }
+        let Some(slot) = self.slots.try_remove((id & 0xFFFF_FFFF) as usize) else {
             return;
         };
         self.routes.detach(slot.addr, id);
@@ -1048,6 +1097,9 @@ impl<E: Exchange> Driver<E> {
         });
     }
 }
+
+/// The most queries a batch has in flight (an id keeps a query's slot in 32 bits).
+const MAX_IN_FLIGHT: usize = u32::MAX as usize;
 
 /// Queries whose datagrams go out together (see [`Driver::send_ready`]). Small enough that
 /// a batch's send times, stamped once after it, are within a few tens of microseconds of
@@ -1180,20 +1232,36 @@ mod tests {
         );
         let (tx_a, mut rx_a) = mpsc::unbounded_channel();
         let (tx_b, mut rx_b) = mpsc::unbounded_channel();
-        routes.add(a, 1, &tx_a);
-        routes.add(b, 2, &tx_b);
+        assert!(routes.attach(a, 1, &tx_a, 10));
+        assert!(routes.attach(b, 2, &tx_b, 20));
+        assert!(
+            !routes.attach(b, 2, &tx_b, 21),
+            "a second query, the same route"
+        );
         let at = Instant::now();
         routes.dispatch([(b, &b"for b"[..])], at);
         routes.dispatch([(stranger, &b"for no one"[..])], at);
-        assert_eq!(rx_b.try_recv().unwrap(), (b, b"for b".to_vec(), at));
+        let ids: Ids = smallvec::smallvec![20, 21];
+        assert_eq!(rx_b.try_recv().unwrap(), (b, b"for b".to_vec(), at, ids));
         assert!(rx_b.try_recv().is_err());
         assert!(
             rx_a.try_recv().is_err(),
             "a datagram from b reached a's route"
         );
-        routes.remove(b, 2);
+        assert!(!routes.detach(b, 2, 20), "21 still waits on b");
+        routes.dispatch([(b, &b"again"[..])], at);
+        let ids: Ids = smallvec::smallvec![21];
+        assert_eq!(rx_b.try_recv().unwrap(), (b, b"again".to_vec(), at, ids));
+        assert!(routes.detach(b, 2, 21));
         routes.dispatch([(b, &b"late"[..])], at);
         assert!(rx_b.try_recv().is_err() && rx_a.try_recv().is_err());
+        assert_eq!(routes.lock().len(), 1);
+        // A batch that ends early takes every route of its own, and only those.
+        assert!(routes.attach(a, 3, &tx_b, 30));
+        assert!(routes.attach(b, 3, &tx_b, 31));
+        routes.remove_batch(3);
+        assert_eq!(routes.lock().len(), 1);
+        assert_eq!(routes.lock().get(&a).map(|r| r.len()), Some(1));
         assert_eq!(routes.lock().len(), 1);
     }
 }
