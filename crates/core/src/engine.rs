@@ -946,7 +946,6 @@ impl<E: Exchange> Driver<E> {
             }
             slot.datagrams += 1;
             slot.bytes = slot.bytes.saturating_add(data.len());
-            let now = Instant::now();
             match slot.ex.on_datagram(data) {
                 Verdict::Ignore(reason) => reasons.push(reason),
                 Verdict::Invalid(e) => {
@@ -961,7 +960,7 @@ impl<E: Exchange> Driver<E> {
                     };
                     slot.generation += 1;
                     let wait = wait.unwrap_or(self.options.timeout);
-                    let at = timer_at(slot, later(now, wait));
+                    let at = timer_at(slot, later(Instant::now(), wait));
                     self.timers.push(Reverse((at, id, slot.generation)));
                     return;
                 }
@@ -981,7 +980,7 @@ impl<E: Exchange> Driver<E> {
                     slot.generation += 1;
                     let current = slot.attempts.saturating_sub(1);
                     let wait = attempt_wait(&self.options, &self.rtt, current);
-                    let at = timer_at(slot, later(now, wait));
+                    let at = timer_at(slot, later(Instant::now(), wait));
                     self.timers.push(Reverse((at, id, slot.generation)));
                     return;
                 }

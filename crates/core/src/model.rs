@@ -743,6 +743,21 @@ impl Record {
         crate::json::write_record(out, self);
     }
 
+    /// Fuzzing and test oracle: panics unless [`Record::write_json`] writes exactly the bytes
+    /// serde_json writes for this record. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn check_write_json(&self) {
+        let mut fast = Vec::new();
+        self.write_json(&mut fast);
+        let serde = serde_json::to_vec(self).expect("a record always serializes");
+        assert!(
+            fast == serde,
+            "write_json differs from serde_json:\n{}\n{}",
+            String::from_utf8_lossy(&fast),
+            String::from_utf8_lossy(&serde)
+        );
+    }
+
     /// A server that did not answer (`timeout`) or failed (`error`).
     pub fn failed(address: Option<String>, game: &str, status: Status, error: String) -> Self {
         Record {

@@ -1,7 +1,9 @@
 //! Oracles shared by the cargo-fuzz targets (`fuzz/`) and the seeded mutation test, so both
 //! check the same properties. Not part of the stable API.
 
-use crate::{decode, InfoString, Packet};
+use fragstat_core::model::Record;
+
+use crate::{decode, Game, InfoString, Packet};
 
 /// Decoding any bytes must not panic; an error names an offset inside (or just past) the
 /// datagram; a packet that decodes and re-encodes must decode to the same value. Status
@@ -20,6 +22,24 @@ pub fn check_decode(data: &[u8]) {
             return;
         }
     };
+    // A reply's record writes as JSON exactly as serde_json writes it (the scan's NDJSON).
+    let info = match &packet {
+        Packet::InfoResponse(i) => Some(crate::view::server_info(
+            Game::Quake3,
+            Some(i.clone()),
+            None,
+        )),
+        Packet::StatusResponse(s) => Some(crate::view::server_info(
+            Game::EnemyTerritory,
+            None,
+            Some(s.clone()),
+        )),
+        _ => None,
+    };
+    if let Some(info) = info {
+        let rtt = std::time::Duration::from_micros(data.len() as u64 * 37);
+        Record::online(Some("192.0.2.1:27960".into()), "q3", info, Some(rtt)).check_write_json();
+    }
     let Ok(bytes) = packet.to_bytes() else { return };
     let again = decode(&bytes)
         .unwrap_or_else(|e| panic!("re-encoded packet does not decode: {e}\n{packet:?}"));

@@ -7,7 +7,10 @@ use crate::{http, registry, seven, six};
 /// an offset inside the datagram; a packet that decodes and re-encodes must decode to the
 /// same packet.
 pub fn check_decode(data: &[u8]) {
-    let _ = registry::decode(data);
+    // A reply's record writes as JSON exactly as serde_json writes it (the scan's NDJSON).
+    if let Ok(fragstat_core::registry::Decoded::Server(info)) = registry::decode(data) {
+        fragstat_core::model::Record::online(None, "ddnet", *info, None).check_write_json();
+    }
     match six::decode(data) {
         Ok(p) => {
             if let Ok(bytes) = p.to_bytes() {
