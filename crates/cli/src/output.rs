@@ -1,6 +1,6 @@
 //! Output off the receive path: records go to a writer thread over a channel, so a slow
 //! reader (a pipe, a terminal) never stalls the runtime that receives replies. NDJSON lines
-//! go to the writer in pieces of 64 KiB, and at most [`FLUSH_AFTER`] after they were made
+//! go to the writer in pieces of 256 KiB, and at most [`FLUSH_AFTER`] after they were made
 //! (the writer flushes whenever its channel runs dry); tables and JSON arrays are printed
 //! when the scan ends or is interrupted, in the order the servers were given.
 

@@ -283,7 +283,28 @@ impl Routes {
     /// Query `id` of `batch` no longer waits on `addr` (the route goes with its last query);
     /// true when that removed the route.
     fn detach(&self, addr: SocketAddr, batch: u64, id: u64) -> bool {
+        Self::detach_in(&mut self.lock(), addr, batch, id)
+    }
+
+    /// [`Routes::detach`] of several queries under one lock; how many routes that removed.
+    fn detach_all(
+        &self,
+        batch: u64,
+        queries: impl IntoIterator<Item = (SocketAddr, u64)>,
+    ) -> usize {
         let mut map = self.lock();
+        queries
+            .into_iter()
+            .filter(|&(addr, id)| Self::detach_in(&mut map, addr, batch, id))
+            .count()
+    }
+
+    fn detach_in(
+        map: &mut HashMap<SocketAddr, AddrRoutes>,
+        addr: SocketAddr,
+        batch: u64,
+        id: u64,
+    ) -> bool {
         let Entry::Occupied(mut entry) = map.entry(addr) else {
             return false;
         };
@@ -362,10 +383,18 @@ impl RouteGuard {
             self.live = self.live.saturating_sub(1);
         }
     }
+
+    /// [`RouteGuard::detach`] of every query given, under one lock.
+    fn detach_all(&mut self, queries: impl IntoIterator<Item = (SocketAddr, u64)>) {
+        let removed = self.routes.detach_all(self.batch, queries);
+        self.live = self.live.saturating_sub(removed);
+    }
 }
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
+        // The driver detaches what it still has in flight ([`Driver`]'s `Drop`); a search of
+        // the whole table is only the fallback.
         if self.live > 0 {
             self.routes.remove_batch(self.batch);
         }
@@ -494,9 +523,12 @@ impl Engine {
     /// [`Options::concurrency`] is free), so an iterator that makes its exchanges as it goes
     /// keeps only the queries in flight in memory: a scan of 100,000 servers does not hold
     /// 100,000 exchanges, and each is freed about as soon after it was made as the one
-    /// before (the allocator's per-thread caches then serve them; made all up front and
-    /// freed in another order, a 10,000-server scan spent 5 % of its instructions moving
-    /// blocks between those caches and the arenas).
+    /// before.
+    ///
+    /// The iterator runs in the batch's task, a job at a time: a panic there ends the batch
+    /// (its [`Batch`] then ends early, as if dropped), and when [`Options::deadline`] passes,
+    /// the jobs not yet started are still made, each to be reported as
+    /// [`QueryError::Deadline`].
     ///
     /// ```
     /// # use fragstat_core::{Engine, Exchange, Options, Verdict};
@@ -739,6 +771,18 @@ impl<E> Jobs<E> {
     }
 }
 
+/// A batch dropped mid-flight (its [`Batch`] dropped, the task aborted) takes its queries'
+/// routes with it, by their own addresses under one lock, without searching a route table
+/// that other batches share.
+impl<E: Exchange> Drop for Driver<E> {
+    fn drop(&mut self) {
+        if !self.slots.is_empty() {
+            let held = self.slots.iter().map(|(_, s)| (s.addr, s.id));
+            self.routes.detach_all(held);
+        }
+    }
+}
+
 /// The query `id` if it is still in flight. An id is the query's slot (low 32 bits) and its
 /// place in the batch (high 32 bits): a slot is used again by later queries, and whatever still
 /// names an earlier one (a timer, a datagram routed meanwhile) finds it gone, not its
@@ -872,17 +916,19 @@ impl<E: Exchange> Driver<E> {
                     paced_out = true;
                     break;
                 }
+                // Queued twice (stepped on and retried in one drain): its next attempt goes in
+                // the next batch, numbered after this one.
+                if batch.iter().any(|p| p.id == id) {
+                    break;
+                }
                 self.send_queue.pop_front();
+                // A query that waited for its turn (paced) past its lifetime ends unsent.
+                if self.ended_by_lifetime(id, now) {
+                    continue;
+                }
                 let Some(slot) = slot_in(&mut self.slots, id) else {
                     continue;
                 };
-                // A query that waited for its turn (paced) past its lifetime ends unsent.
-                if slot.expires.is_some_and(|e| e <= now) {
-                    debug!(addr = %slot.addr, "query ran past its lifetime");
-                    let err = exceeded("lifetime", self.options.lifetime.as_millis());
-                    self.finish(id, Err(err));
-                    continue;
-                }
                 let attempt = slot.attempts;
                 let datagrams = slot.ex.requests(attempt);
                 if let Some(iv) = interval {
@@ -1023,12 +1069,12 @@ impl<E: Exchange> Driver<E> {
             if slot.generation != generation {
                 continue;
             }
-            if slot.expires.is_some_and(|e| e <= now) {
-                debug!(addr = %slot.addr, "query ran past its lifetime");
-                let err = exceeded("lifetime", self.options.lifetime.as_millis());
-                self.finish(id, Err(err));
+            if self.ended_by_lifetime(id, now) {
                 continue;
             }
+            let Some(slot) = slot_in(&mut self.slots, id) else {
+                continue;
+            };
             let exhausted = slot.attempts > self.options.retries;
             if let Some(result) = slot.ex.on_timeout(exhausted) {
                 self.finish(id, result.map_err(QueryError::Decode));
@@ -1065,6 +1111,20 @@ impl<E: Exchange> Driver<E> {
         while let Some((index, addr, _)) = self.pending.pop_front() {
             self.emit(index, addr, Err(QueryError::Deadline), None, 0);
         }
+    }
+
+    /// Ends query `id` if its lifetime has passed at `now`; true when it did.
+    fn ended_by_lifetime(&mut self, id: u64, now: Instant) -> bool {
+        let Some(slot) = slot_in(&mut self.slots, id) else {
+            return false;
+        };
+        if slot.expires.is_none_or(|e| e > now) {
+            return false;
+        }
+        debug!(addr = %slot.addr, "query ran past its lifetime");
+        let err = exceeded("lifetime", self.options.lifetime.as_millis());
+        self.finish(id, Err(err));
+        true
     }
 
     fn finish(&mut self, id: u64, result: Result<E::Output, QueryError>) {
@@ -1261,6 +1321,13 @@ mod tests {
         routes.remove_batch(3);
         assert_eq!(routes.lock().len(), 1);
         assert_eq!(routes.lock().get(&a).map(|r| r.len()), Some(1));
+        // Several queries detached under one lock: the routes they were the last on go.
+        assert!(routes.attach(a, 4, &tx_b, 40));
+        assert!(!routes.attach(a, 4, &tx_b, 41));
+        assert!(routes.attach(b, 4, &tx_b, 42));
+        assert_eq!(routes.detach_all(4, [(a, 40), (b, 42), (stranger, 43)]), 1);
+        assert_eq!(routes.detach_all(4, [(a, 41)]), 1);
+        assert_eq!(routes.lock().len(), 1, "only batch 1's route on a is left");
         assert_eq!(routes.lock().len(), 1);
     }
 }

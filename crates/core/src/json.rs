@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use crate::model::{Dialect, Player, Record, Rules, ServerInfo, Status, Text};
+use crate::model::{Dialect, ExtraRef, Player, Record, Rules, ServerInfo, Status, Text};
 use crate::text;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -164,8 +164,19 @@ fn write_opt_bool(out: &mut Vec<u8>, b: Option<bool>) {
 /// Anything else (a family's `extra` part, a float): through serde_json, which cannot fail
 /// writing into a `Vec` for these types (their keys are strings).
 fn write_serde<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    let start = out.len();
     if serde_json::to_writer(&mut *out, v).is_err() {
+        // Nothing half-written stays in the line.
+        out.truncate(start);
         out.extend_from_slice(b"null");
+    }
+}
+
+/// A family's `extra` part, or `null`.
+fn write_extra(out: &mut Vec<u8>, extra: Option<&ExtraRef>) {
+    match extra {
+        Some(e) => write_serde(out, e),
+        None => out.extend_from_slice(b"null"),
     }
 }
 
@@ -235,10 +246,7 @@ fn write_player(out: &mut Vec<u8>, p: &Player) {
     out.extend_from_slice(b",\"is_spectator\":");
     write_opt_bool(out, p.is_spectator);
     out.extend_from_slice(b",\"extra\":");
-    match &p.extra {
-        Some(e) => write_serde(out, e),
-        None => out.extend_from_slice(b"null"),
-    }
+    write_extra(out, p.extra.as_ref());
     out.push(b'}');
 }
 
@@ -293,10 +301,7 @@ fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
     out.extend_from_slice(b",\"rules\":");
     write_rules(out, &s.rules);
     out.extend_from_slice(b",\"extra\":");
-    match &s.extra {
-        Some(e) => write_serde(out, e),
-        None => out.extend_from_slice(b"null"),
-    }
+    write_extra(out, s.extra.as_ref());
     out.extend_from_slice(b",\"warnings\":[");
     for (i, w) in s.warnings.iter().enumerate() {
         if i > 0 {

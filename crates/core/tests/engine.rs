@@ -1497,3 +1497,166 @@ async fn a_slow_server_among_fast_ones_is_still_answered() {
         "the estimate (the 50 ms floor) retried it early"
     );
 }
+
+// ---- batched sends: a transport that takes part of a batch, refuses one address and is
+// sometimes full (SimNet itself has no batched send, so the engine's batch path needs this)
+
+/// Sends at most `per_call` datagrams per [`Transport::try_send_batch`], answers
+/// `WouldBlock` on every `block_every`th call (0: never) and refuses datagrams to `bad`.
+struct Batchy {
+    net: Arc<SimNet>,
+    bad: SocketAddr,
+    per_call: usize,
+    block_every: usize,
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Transport for Batchy {
+    async fn send_to(&self, buf: &[u8], to: SocketAddr) -> std::io::Result<()> {
+        if to == self.bad {
+            return Err(std::io::ErrorKind::NetworkUnreachable.into());
+        }
+        self.net.send_to(buf, to).await
+    }
+    fn try_send_batch(&self, datagrams: &[(SocketAddr, &[u8])]) -> std::io::Result<usize> {
+        use futures_util::FutureExt;
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.block_every > 0 && call % self.block_every == self.block_every - 1 {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        let mut n = 0;
+        for &(to, buf) in datagrams.iter().take(self.per_call) {
+            if to == self.bad {
+                return if n == 0 {
+                    Err(std::io::ErrorKind::NetworkUnreachable.into())
+                } else {
+                    Ok(n)
+                };
+            }
+            self.net
+                .send_to(buf, to)
+                .now_or_never()
+                .expect("SimNet sends at once")?;
+            n += 1;
+        }
+        Ok(n)
+    }
+    async fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+        self.net.recv_from(buf).await
+    }
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.net.local_addr()
+    }
+}
+
+/// Two datagrams per attempt; done at the reply to the first.
+struct Two {
+    tag: u16,
+}
+
+impl Exchange for Two {
+    type Output = String;
+    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+        vec![
+            format!("a {} {attempt}", self.tag).into_bytes(),
+            format!("b {} {attempt}", self.tag).into_bytes(),
+        ]
+    }
+    fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
+        let s = String::from_utf8_lossy(d).into_owned();
+        if s.starts_with(&format!("re a {} ", self.tag)) {
+            let attempt = s.rsplit(' ').next().and_then(|a| a.parse().ok());
+            Verdict::Done {
+                output: Ok(s),
+                attempt,
+            }
+        } else {
+            Verdict::Ignore("not ours")
+        }
+    }
+}
+
+async fn batched_sends(
+    per_call: usize,
+    block_every: usize,
+    rate: Option<u32>,
+    concurrency: usize,
+    loss: f64,
+) {
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(30),
+            request_loss: loss,
+            duplicate: 0.3,
+            ..Faults::default()
+        },
+        9,
+    );
+    let echo: fragstat_core::testing::Responder =
+        Arc::new(|req: &[u8]| vec![[&b"re "[..], req].concat()]);
+    for p in 0..300u16 {
+        net.add_server(addr(4000 + p), Arc::clone(&echo));
+    }
+    let bad = addr(4007);
+    let transport = Arc::new(Batchy {
+        net: Arc::clone(&net),
+        bad,
+        per_call,
+        block_every,
+        calls: AtomicUsize::new(0),
+    });
+    let e = Engine::with_transports(Some(transport), None);
+    let options = opts(200, if loss > 0.0 { 6 } else { 0 })
+        .with_adaptive(false)
+        .with_concurrency(concurrency)
+        .with_rate(rate);
+    let case = format!("per_call={per_call} block_every={block_every} rate={rate:?} concurrency={concurrency} loss={loss}");
+    let mut batch = e.run(
+        (0..300u16).map(|p| (addr(4000 + p), Two { tag: p })),
+        options,
+    );
+    let mut n = 0;
+    while let Some(o) = batch.next().await {
+        n += 1;
+        let p = u16::try_from(o.index).unwrap();
+        assert_eq!(o.addr, addr(4000 + p), "{case}");
+        if o.addr == bad {
+            assert!(
+                matches!(o.result, Err(QueryError::Io(_))),
+                "{case}: {:?}",
+                o.result
+            );
+            continue;
+        }
+        let reply = o
+            .result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{case}: {p}: {e}"));
+        assert!(reply.starts_with(&format!("re a {p} ")), "{case}: {reply}");
+        if loss == 0.0 {
+            // Each attempt is stamped when its own datagrams left, however the batch went.
+            assert_eq!(o.rtt, Some(Duration::from_millis(30)), "{case}: {p}");
+        }
+    }
+    assert_eq!(n, 300, "{case}");
+    tokio::task::yield_now().await;
+    assert_eq!(e.routed_addresses(), 0, "{case}");
+    if loss == 0.0 {
+        assert_eq!(net.sent().len(), 299 * 2, "{case}: every datagram once");
+    }
+}
+
+/// Batches the socket takes in part, refuses in part or cannot take at all: every query gets
+/// its own reply with its true RTT, the refused address reports the I/O error, every
+/// datagram goes out once, paced or not, at any window, with loss and duplicates.
+#[tokio::test(start_paused = true)]
+async fn batched_sends_survive_partial_full_and_refused_batches() {
+    for (per_call, block_every) in [(100, 0), (5, 0), (5, 3), (1, 2), (3, 1), (16, 4)] {
+        for concurrency in [1, 7, 300] {
+            batched_sends(per_call, block_every, None, concurrency, 0.0).await;
+            batched_sends(per_call, block_every, Some(1000), concurrency, 0.0).await;
+            batched_sends(per_call, block_every, None, concurrency, 0.3).await;
+        }
+    }
+}

@@ -134,7 +134,12 @@ pub fn server_info(
     });
     out.version = version.map(fragstat_core::text::decode_lossless);
     // statusResponse carries the true sv_maxclients; the rules list it first.
-    out.max_players = count(max_players.and_then(int)).unwrap_or(0);
+    // `Rules::get_int` reads on to the next key of the group when a value is not a number:
+    // the one-pass value first, that when it does not parse.
+    let max_players = max_players
+        .and_then(int)
+        .or_else(|| rules.get_int(keys::MAX_PLAYERS));
+    out.max_players = count(max_players).unwrap_or(0);
     out.password = password.map(|v| v != b"0" && !v.is_empty());
     out.players = players.map(|ps| {
         ps.into_iter()
