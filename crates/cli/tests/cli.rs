@@ -722,6 +722,47 @@ fn interrupt_prints_what_answered() {
     assert_eq!(v[0]["status"], "online");
 }
 
+/// NDJSON is a stream: a server's line comes out while the scan still waits on another, not
+/// when the scan ends (lines wait at most `FLUSH_AFTER` for the writer thread).
+#[test]
+fn ndjson_lines_come_out_while_the_scan_still_waits() {
+    let served = spawn_serve(bin(), &["q3", "--listen", "127.0.0.1:0"]);
+    let live = served.servers[0].to_string();
+    let dead = format!("127.0.0.1:{}", fragstat_testkit::free_udp_port());
+    let mut child = Command::new(bin())
+        .args([
+            "query",
+            "q3",
+            &live,
+            &dead,
+            "--timeout-ms",
+            "60000",
+            "--format",
+            "ndjson",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(std::time::Duration::from_secs(10));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("the answered server's line, long before the scan ends");
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        (&v["address"], &v["status"]),
+        (&Value::from(live), &Value::from("online"))
+    );
+}
+
 #[test]
 fn games_lists_the_registry() {
     let v = json(&run(&["games", "--format", "json"]));

@@ -681,6 +681,8 @@ mod tests {
         for bad in [
             &b"1a"[..],
             b"a1",
+            b"1:",
+            b"/1",
             b"-",
             b"+",
             b"12 ",

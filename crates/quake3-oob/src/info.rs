@@ -76,8 +76,8 @@ impl InfoString {
         };
         // The body is copied once and its pairs kept as positions in it. Separators are
         // found eight bytes at a time without a search per field: fields are short (a key, a
-        // number), and memchr's setup per field cost more than it saved. A key left over at the end is the accepted
-        // trailing empty field when it is empty, an error otherwise.
+        // number), and memchr's setup per field cost more than it saved. A key left over at
+        // the end is the accepted trailing empty field when it is empty, an error otherwise.
         let mut info = InfoString(Rules::over(body));
         let mut key: Option<std::ops::Range<usize>> = None;
         let mut start = 0;

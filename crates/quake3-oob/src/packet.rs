@@ -571,6 +571,13 @@ mod tests {
         );
         let p = parse_player(b"-9999 8 \"^1x\" 2").unwrap();
         assert_eq!((p.score, p.team), (Some(-9999), Some(2)));
+        // Tabs and runs of blanks separate the numbers too; a fourth number is no player.
+        let p = parse_player(b" 12\t 34\t\"tab\"").unwrap();
+        assert_eq!(
+            (p.score, p.ping, p.name.as_slice()),
+            (Some(12), 34, &b"tab"[..])
+        );
+        assert!(parse_player(b"1 2 3 4 \"four\"").is_none());
         let p = parse_player(b"3 48 2 \"dp team\"").unwrap();
         assert_eq!(
             (

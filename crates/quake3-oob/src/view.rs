@@ -37,11 +37,6 @@ fn lookup<'a, const N: usize>(rules: &'a Rules, groups: [&[&str]; N]) -> [Option
     found.map(|f| f.map(|(_, v)| v))
 }
 
-/// [`Rules::get_int`] of one value: a decimal integer, surrounding spaces allowed.
-fn int(v: &[u8]) -> Option<i64> {
-    std::str::from_utf8(v).ok()?.trim().parse().ok()
-}
-
 /// One player line in the shared model. Quake III says nothing reliable about bots or
 /// spectators per player, so those stay unknown (Warsow's team 0 is a spectator).
 pub fn player(game: Game, p: &Player) -> ModelPlayer {
@@ -111,14 +106,13 @@ pub fn server_info(
         Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
         None => clients.unwrap_or(0),
     };
-    let [name, map, gametype, version, max_players, password] = lookup(
+    let [name, map, gametype, version, password] = lookup(
         &rules,
         [
             keys::NAME,
             keys::MAP,
             keys::GAMETYPE,
             keys::VERSION,
-            keys::MAX_PLAYERS,
             keys::PASSWORD,
         ],
     );
@@ -134,12 +128,7 @@ pub fn server_info(
     });
     out.version = version.map(fragstat_core::text::decode_lossless);
     // statusResponse carries the true sv_maxclients; the rules list it first.
-    // `Rules::get_int` reads on to the next key of the group when a value is not a number:
-    // the one-pass value first, that when it does not parse.
-    let max_players = max_players
-        .and_then(int)
-        .or_else(|| rules.get_int(keys::MAX_PLAYERS));
-    out.max_players = count(max_players).unwrap_or(0);
+    out.max_players = count(rules.get_int(keys::MAX_PLAYERS)).unwrap_or(0);
     out.password = password.map(|v| v != b"0" && !v.is_empty());
     out.players = players.map(|ps| {
         ps.into_iter()
