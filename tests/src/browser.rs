@@ -64,25 +64,29 @@ impl Chromium {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Writes a PNG screenshot of `url` (after `budget_ms` of virtual time) to `file`.
+    /// Writes a PNG screenshot of `url` (after `budget_ms` of virtual time) to `file`
+    /// (written beside it first and renamed, so two suites writing the same file never see
+    /// half of one).
     pub fn screenshot(&self, url: &str, file: &Path, width: u32, height: u32, budget_ms: u32) {
         if let Some(d) = file.parent() {
             std::fs::create_dir_all(d).expect("screenshot dir");
         }
+        let part = file.with_extension(format!("{}.part.png", std::process::id()));
         self.run(
             &[
                 format!("--virtual-time-budget={budget_ms}"),
                 format!("--window-size={width},{height}"),
-                format!("--screenshot={}", file.display()),
+                format!("--screenshot={}", part.display()),
                 "--hide-scrollbars".to_string(),
             ],
             url,
         );
-        let meta = std::fs::metadata(file).expect("screenshot written");
+        let meta = std::fs::metadata(&part).expect("screenshot written");
         assert!(
             meta.len() > 1000,
             "screenshot too small: {} bytes",
             meta.len()
         );
+        std::fs::rename(&part, file).expect("screenshot renamed into place");
     }
 }

@@ -4,13 +4,16 @@
 //! the test, awaited until they answer, stopped by PID on drop (clients before servers, as
 //! the tests declare them after the server).
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
-use crate::{free_udp_port, in_ci, require, udp_ask, Process};
+use crate::process::start_on_picked_port;
+use crate::{in_ci, probe, require, wait, Lines, Process};
+
+const LOOPBACK: [IpAddr; 1] = [IpAddr::V4(Ipv4Addr::LOCALHOST)];
 
 fn temp_dir(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -19,20 +22,46 @@ fn temp_dir(prefix: &str) -> tempfile::TempDir {
         .expect("temp dir")
 }
 
-fn spawn(bin: &Path, args: &[String], dir: &Path) -> Process {
-    let log = dir.join("server.log");
-    let logf = std::fs::File::create(&log).expect("log file");
-    let child = Command::new(bin)
-        .args(args)
+fn spawn(bin: &Path, args: &[String], dir: &Path, env: &[(&str, &Path)]) -> Process {
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
         .env("HOME", dir)
-        .env("XDG_DATA_HOME", dir.join(".local/share"))
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().expect("log"))
-        .stderr(logf)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
-    Process { child, log }
+        .env("XDG_DATA_HOME", dir.join(".local/share"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Process::spawn_logged(&mut cmd, dir, "server.log")
+}
+
+/// The shared object in tests/shims/curl_share_nothing.c (why: see that file), compiled
+/// once per test process with the system C compiler.
+///
+/// # Panics
+/// When it cannot be compiled.
+fn curl_share_nothing() -> &'static Path {
+    static SHIM: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, path) = SHIM.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("fragstat-shim-")
+            .tempdir()
+            .expect("temp dir");
+        let so = dir.path().join("curl_share_nothing.so");
+        let src = crate::repo_root().join("tests/shims/curl_share_nothing.c");
+        let out = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .output()
+            .expect("run cc (the C compiler, Debian gcc)");
+        assert!(
+            out.status.success(),
+            "cc {}: {}",
+            src.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (dir, so)
+    });
+    path
 }
 
 /// Quotes a console argument for DDNet/Teeworlds (`"` and `\` escaped; `;` and `#` are then
@@ -41,28 +70,20 @@ fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// Polls `ready` every 20 ms for up to `cap`, failing with the log if the server exits.
-fn wait(process: &mut Process, what: &str, cap: Duration, mut ready: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < cap {
+/// Polls `ready` until it holds, failing with the log if the server exits.
+fn wait(process: &mut Process, what: &str, mut ready: impl FnMut() -> bool) {
+    wait::until(format!("{what} answering"), wait::STARTUP, || {
         process.check_running();
-        if ready() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!(
-        "{what} did not answer within {cap:?}; log:\n{}",
-        process.log_tail()
-    );
+        ready().then_some(())
+    });
 }
 
 /// A 0.6 `gie3` (token 0x2a): any `inf3` reply means the server is up.
 fn answers_06(addr: SocketAddr) -> bool {
-    udp_ask(
+    probe(
         addr,
         b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xffgie3\x2a",
-        Duration::from_millis(200),
+        Duration::from_millis(250),
     )
     .is_some_and(|r| r.get(6..14) == Some(&b"\xff\xff\xff\xffinf3"[..]))
 }
@@ -71,7 +92,7 @@ fn answers_06(addr: SocketAddr) -> bool {
 fn answers_07(addr: SocketAddr) -> bool {
     let mut req = b"\x04\x00\x00\xff\xff\xff\xff\x05\x0b\xad\xbe\xef".to_vec();
     req.resize(519, 0);
-    udp_ask(addr, &req, Duration::from_millis(200))
+    probe(addr, &req, Duration::from_millis(250))
         .is_some_and(|r| r.starts_with(b"\x04\x00\x00\x0b\xad\xbe\xef\x05"))
 }
 
@@ -130,7 +151,8 @@ pub struct Ddnet {
 
 impl Ddnet {
     /// Starts the server and waits until it answers `gie3`; `None` when ddnet-server is not
-    /// installed (and not in CI).
+    /// installed (and not in CI). Its port is picked and read back from the kernel; DDNet
+    /// exits when the port is taken, and is then started on another.
     pub fn start(config: DdnetConfig) -> Option<Ddnet> {
         let bin = require("DDNet-Server", "ddnet-server")?;
         let dir = temp_dir("fragstat-ddnet-");
@@ -138,47 +160,54 @@ impl Ddnet {
         std::fs::create_dir_all(&data).expect("data dir");
         // An empty autoexec shadows Debian's (logfile, votes, sv_max_clients 64).
         std::fs::write(data.join("autoexec_server.cfg"), "").expect("autoexec");
-        let port = free_udp_port();
-        let mut args = vec![
-            format!("sv_name {}", quoted(&config.name)),
-            format!("sv_port {port}"),
-            "bindaddr 127.0.0.1".into(),
-            // With bindaddr 127.0.0.1 the IPv6 bind fails and the server exits otherwise.
-            "sv_ipv4only 1".into(),
-            format!("sv_map {}", quoted(&config.map)),
-            format!("sv_max_clients {}", config.max_clients),
-            format!("sv_max_clients_per_ip {}", config.max_clients),
-            "sv_inactivekick_time 0".into(),
-            // Fake clients all come from 127.0.0.1: without this DDNet accepts 5 connections
-            // per address per 20 s (sv_connlimit, network_server.cpp `Connlimit`).
-            "sv_connlimit_time 0".into(),
-        ];
-        if let Some(p) = &config.password {
-            args.push(format!("password {}", quoted(p)));
-        }
-        let mut process = match &config.register {
-            None => {
-                args.push("sv_register 0".into());
-                spawn(&bin, &args, dir.path())
+        let (mut process, addrs) = start_on_picked_port("DDNet", &LOOPBACK, |port| {
+            let mut args = vec![
+                format!("sv_name {}", quoted(&config.name)),
+                format!("sv_port {port}"),
+                "bindaddr 127.0.0.1".into(),
+                // With bindaddr 127.0.0.1 the IPv6 bind fails and the server exits otherwise.
+                "sv_ipv4only 1".into(),
+                format!("sv_map {}", quoted(&config.map)),
+                format!("sv_max_clients {}", config.max_clients),
+                format!("sv_max_clients_per_ip {}", config.max_clients),
+                "sv_inactivekick_time 0".into(),
+                // Fake clients all come from 127.0.0.1: without this DDNet accepts 5
+                // connections per address per 20 s (sv_connlimit, network_server.cpp
+                // `Connlimit`).
+                "sv_connlimit_time 0".into(),
+            ];
+            if let Some(p) = &config.password {
+                args.push(format!("password {}", quoted(p)));
             }
-            Some(r) => {
-                args.push("sv_register ipv4".into());
-                args.push(format!("sv_register_url {}", quoted(&r.url)));
-                // unshare(1) execs sh in a new mount namespace, sh binds the bundle and execs
-                // the server: the PID stays the server's, the bind is seen by it alone.
-                let script =
-                    format!("mount --bind \"$1\" {SYSTEM_BUNDLE} && shift && exec \"$0\" \"$@\"");
-                let mut full = vec!["-m".to_string(), "sh".into(), "-c".into(), script];
-                full.push(bin.display().to_string());
-                full.push(r.ca_bundle.display().to_string());
-                full.extend(args);
-                spawn(Path::new("unshare"), &full, dir.path())
+            match &config.register {
+                None => {
+                    args.push("sv_register 0".into());
+                    spawn(&bin, &args, dir.path(), &[])
+                }
+                Some(r) => {
+                    args.push("sv_register ipv4".into());
+                    args.push(format!("sv_register_url {}", quoted(&r.url)));
+                    // unshare(1) execs sh in a new mount namespace, sh binds the bundle and
+                    // execs the server: the PID stays the server's, the bind is seen by it
+                    // alone.
+                    let script = format!(
+                        "mount --bind \"$1\" {SYSTEM_BUNDLE} && shift && exec \"$0\" \"$@\""
+                    );
+                    let mut full = vec!["-m".to_string(), "sh".into(), "-c".into(), script];
+                    full.push(bin.display().to_string());
+                    full.push(r.ca_bundle.display().to_string());
+                    full.extend(args);
+                    spawn(
+                        Path::new("unshare"),
+                        &full,
+                        dir.path(),
+                        &[("LD_PRELOAD", curl_share_nothing())],
+                    )
+                }
             }
-        };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        wait(&mut process, "DDNet", Duration::from_secs(30), || {
-            answers_06(addr)
         });
+        let addr = addrs[0];
+        wait(&mut process, "DDNet", || answers_06(addr));
         Some(Ddnet {
             process,
             addr,
@@ -211,30 +240,27 @@ pub struct Teeworlds7 {
 
 impl Teeworlds7 {
     /// Starts the server (`sv_gametype dm`) and waits until it answers the handshake; `None`
-    /// when teeworlds-server is not installed (and not in CI).
+    /// when teeworlds-server is not installed (and not in CI). Its port is picked and read
+    /// back from the kernel, as for [`Ddnet::start`].
     pub fn start(name: &str, map: &str, max_clients: u32) -> Option<Teeworlds7> {
         let bin = require("teeworlds-server", "teeworlds-server")?;
         let dir = temp_dir("fragstat-tw7-");
-        let port = free_udp_port();
-        let args = vec![
-            format!("sv_name {}", quoted(name)),
-            format!("sv_port {port}"),
-            "bindaddr 127.0.0.1".into(),
-            "sv_register 0".into(),
-            format!("sv_map {}", quoted(map)),
-            "sv_gametype dm".into(),
-            format!("sv_max_clients {max_clients}"),
-            format!("sv_max_clients_per_ip {max_clients}"),
-            "sv_inactivekick_time 0".into(),
-        ];
-        let mut process = spawn(&bin, &args, dir.path());
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        wait(
-            &mut process,
-            "Teeworlds 0.7",
-            Duration::from_secs(30),
-            || answers_07(addr),
-        );
+        let (mut process, addrs) = start_on_picked_port("Teeworlds 0.7", &LOOPBACK, |port| {
+            let args = vec![
+                format!("sv_name {}", quoted(name)),
+                format!("sv_port {port}"),
+                "bindaddr 127.0.0.1".into(),
+                "sv_register 0".into(),
+                format!("sv_map {}", quoted(map)),
+                "sv_gametype dm".into(),
+                format!("sv_max_clients {max_clients}"),
+                format!("sv_max_clients_per_ip {max_clients}"),
+                "sv_inactivekick_time 0".into(),
+            ];
+            spawn(&bin, &args, dir.path(), &[])
+        });
+        let addr = addrs[0];
+        wait(&mut process, "Teeworlds 0.7", || answers_07(addr));
         Some(Teeworlds7 {
             process,
             addr,
@@ -276,8 +302,7 @@ pub struct FakeClients {
 }
 
 impl FakeClients {
-    /// Connects `clients` to `server`, 60 ms apart, and waits until all have entered (120 s
-    /// cap). `None` when node or the npm package is missing (and not in CI).
+    /// Connects `clients` to `server`, 60 ms apart, and waits until all have entered. `None` when node or the npm package is missing (and not in CI).
     pub fn connect(server: SocketAddr, clients: Vec<FakeClient>) -> Option<FakeClients> {
         let node = require("node", "nodejs")?;
         let modules = twbots_modules();
@@ -310,37 +335,24 @@ impl FakeClients {
             .stderr(std::fs::File::create(&log).expect("log"))
             .spawn()
             .expect("spawn node");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let mut lines = Lines::new(child.stdout.take().expect("stdout"));
         let bots = FakeClients {
-            process: Process { child, log },
+            process: Process::new(child, log),
             clients,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let mut lines = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) if line == "all connected" => return Some(bots),
-                Ok(line) => lines.push(line),
-                Err(_) => panic!(
-                    "{} of {} fake clients connected within 120 s; their output:\n{}\nstderr:\n{}",
-                    lines.iter().filter(|l| l.starts_with("connected ")).count(),
-                    bots.clients.len(),
-                    lines.join("\n"),
-                    bots.process.log_tail()
-                ),
-            }
+        // Joining takes about a second per client on a quiet machine.
+        let cap = wait::STARTUP + Duration::from_secs(2 * bots.clients.len() as u64);
+        if let Err(e) = lines.try_wait(cap, |l| l == "all connected") {
+            panic!(
+                "{} of {} fake clients connected within {cap:?} ({e}); their output:\n{}\nstderr:\n{}",
+                lines.seen().iter().filter(|l| l.starts_with("connected ")).count(),
+                bots.clients.len(),
+                lines.seen().join("\n"),
+                bots.process.log_tail()
+            );
         }
+        Some(bots)
     }
 }
 
@@ -375,69 +387,65 @@ impl Nexuiz {
     ) -> Option<Nexuiz> {
         let bin = require("nexuiz-server", "nexuiz-server")?;
         let dir = temp_dir("fragstat-nexuiz-");
-        let port = free_udp_port();
-        let mut args: Vec<String> = vec![
-            "-userdir".into(),
-            dir.path().display().to_string(),
-            "+net_address".into(),
-            "127.0.0.1".into(),
-            "+port".into(),
-            port.to_string(),
-            "+hostname".into(),
-            hostname.into(),
-            "+maxplayers".into(),
-            max_players.to_string(),
-            "+bot_join_empty".into(),
-            "1".into(),
-            "+bot_number".into(),
-            bots.to_string(),
-        ];
-        match master {
-            Some(m) => args.extend(
-                [
-                    "+sv_public",
-                    "1",
-                    "+sv_master1",
-                    &m.to_string(),
-                    "+sv_master2",
-                    "",
-                    "+sv_master3",
-                    "",
-                    "+sv_master4",
-                    "",
-                ]
-                .map(String::from),
-            ),
-            None => args.extend(["+sv_public", "0"].map(String::from)),
-        }
-        args.extend(["+map".into(), map.into()]);
-        let mut process = spawn(&bin, &args, dir.path());
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        // DarkPlaces drops a second getstatus from one address within its flood window:
-        // poll slowly.
-        let start = Instant::now();
-        loop {
-            process.check_running();
-            if let Some(reply) = udp_ask(
-                addr,
-                b"\xff\xff\xff\xffgetstatus ready",
-                Duration::from_millis(300),
-            ) {
+        let (mut process, addrs) = start_on_picked_port("Nexuiz", &LOOPBACK, |port| {
+            let mut args: Vec<String> = vec![
+                "-userdir".into(),
+                dir.path().display().to_string(),
+                "+net_address".into(),
+                "127.0.0.1".into(),
+                "+port".into(),
+                port.to_string(),
+                "+hostname".into(),
+                hostname.into(),
+                "+maxplayers".into(),
+                max_players.to_string(),
+                "+bot_join_empty".into(),
+                "1".into(),
+                "+bot_number".into(),
+                bots.to_string(),
+            ];
+            match master {
+                Some(m) => args.extend(
+                    [
+                        "+sv_public",
+                        "1",
+                        "+sv_master1",
+                        &m.to_string(),
+                        "+sv_master2",
+                        "",
+                        "+sv_master3",
+                        "",
+                        "+sv_master4",
+                        "",
+                    ]
+                    .map(String::from),
+                ),
+                None => args.extend(["+sv_public", "0"].map(String::from)),
+            }
+            args.extend(["+map".into(), map.into()]);
+            spawn(&bin, &args, dir.path(), &[])
+        });
+        let addr = addrs[0];
+        // DarkPlaces answers one getstatus per source address about once a second: ask
+        // slowly, and from the probe address, not the test's.
+        wait::until_every(
+            "Nexuiz listing its bots",
+            wait::STARTUP,
+            Duration::from_millis(1100),
+            || {
+                process.check_running();
+                let reply = probe(
+                    addr,
+                    b"\xff\xff\xff\xffgetstatus ready",
+                    Duration::from_millis(300),
+                )?;
                 let lines = reply
                     .split(|&b| b == b'\n')
                     .filter(|l| l.contains(&b'"'))
                     .count();
-                if lines >= bots as usize {
-                    break;
-                }
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "Nexuiz did not list its bots within 60 s; log:\n{}",
-                process.log_tail()
-            );
-            std::thread::sleep(Duration::from_millis(1100));
-        }
+                (lines >= bots as usize).then_some(())
+            },
+        );
         Some(Nexuiz {
             process,
             addr,

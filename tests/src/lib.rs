@@ -8,17 +8,24 @@
 //! Also: the fixture tree ([`fixtures`]) and the matcher its expectations are written in
 //! ([`expect`]), and the JSON Schema of a server record ([`server_schema`], [`validate_server`]).
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub mod browser;
 pub mod expect;
 pub mod fixtures;
 pub mod games;
+pub mod mutate;
+pub mod ports;
 pub mod postgres;
+pub mod process;
+pub mod wait;
+
+pub use ports::{require_ipv6, SilentUdp};
+pub use process::{Lines, Process};
 
 /// Where the server record's JSON Schema lives (docs/json.md describes the same fields).
 pub fn server_schema_path() -> PathBuf {
@@ -82,71 +89,45 @@ pub fn require(program: &str, package: &str) -> Option<PathBuf> {
     None
 }
 
-/// A UDP port on 127.0.0.1 that was free a moment ago.
-pub fn free_udp_port() -> u16 {
-    let s = UdpSocket::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    s.local_addr().expect("local addr").port()
+/// Sends `request` to `addr` and returns the first reply from `addr` within `wait`.
+pub fn udp_ask(addr: SocketAddr, request: &[u8], wait: Duration) -> Option<Vec<u8>> {
+    let from: IpAddr = if addr.is_ipv4() {
+        Ipv4Addr::LOCALHOST.into()
+    } else {
+        Ipv6Addr::LOCALHOST.into()
+    };
+    udp_ask_from(from, addr, request, wait)
 }
 
-/// Sends `request` to `addr` and returns the first reply within `wait`.
-pub fn udp_ask(addr: SocketAddr, request: &[u8], wait: Duration) -> Option<Vec<u8>> {
-    let bind = if addr.is_ipv4() {
-        "127.0.0.1:0"
-    } else {
-        "[::1]:0"
-    };
-    let s = UdpSocket::bind(bind).ok()?;
+/// The source address readiness probes use for IPv4 servers: 127.0.0.2, so that the rate
+/// limits game servers keep per source IP (ioq3: a burst of 10, then one a second;
+/// DarkPlaces: one query a second) are left whole for the test's own queries from
+/// 127.0.0.1.
+pub const PROBE_FROM: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+/// [`udp_ask`] from a socket bound on `from` (port 0).
+pub fn udp_ask_from(
+    from: IpAddr,
+    addr: SocketAddr,
+    request: &[u8],
+    wait: Duration,
+) -> Option<Vec<u8>> {
+    let s = UdpSocket::bind(SocketAddr::new(from, 0)).ok()?;
+    s.connect(addr).ok()?;
     s.set_read_timeout(Some(wait)).ok()?;
-    s.send_to(request, addr).ok()?;
+    s.send(request).ok()?;
     let mut buf = vec![0u8; 65536];
-    let (n, _) = s.recv_from(&mut buf).ok()?;
+    let n = s.recv(&mut buf).ok()?;
     buf.truncate(n);
     Some(buf)
 }
 
-/// A child process stopped on drop: SIGTERM, up to 5 s, then SIGKILL.
-#[derive(Debug)]
-pub struct Process {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Process {
-    /// The PID.
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The last lines of the process's log.
-    pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    /// Fails with the log when the process has exited.
-    pub fn check_running(&mut self) {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            panic!("server exited early ({status}); log:\n{}", self.log_tail());
-        }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// [`udp_ask_from`] [`PROBE_FROM`] for IPv4 servers, [`udp_ask`] for IPv6 ones.
+pub fn probe(addr: SocketAddr, request: &[u8], wait: Duration) -> Option<Vec<u8>> {
+    if addr.is_ipv4() {
+        udp_ask_from(PROBE_FROM, addr, request, wait)
+    } else {
+        udp_ask(addr, request, wait)
     }
 }
 
@@ -195,21 +176,49 @@ impl Default for OpenArenaConfig {
 }
 
 impl OpenArena {
-    /// Starts the server and waits until its statusResponse lists every bot.
-    /// `None` when openarena-server is not installed (and not in CI).
+    /// Starts the server and waits until its statusResponse lists every bot. Its port is
+    /// picked by [`ports::pick_port`] and read back from the kernel (ioq3 moves to the next
+    /// port when one is taken). `None` when openarena-server is not installed (and not in
+    /// CI).
     pub fn start(config: OpenArenaConfig) -> Option<OpenArena> {
         let bin = require("openarena-server", "openarena-server")?;
         assert!(
             !config.hostname.contains(['"', '+']),
             "ioq3 cannot take this hostname from argv"
         );
+        if config.ipv6 && !require_ipv6() {
+            return None;
+        }
         let dir = tempfile::Builder::new()
             .prefix("fragstat-oa-")
             .tempdir()
             .expect("temp dir");
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).expect("home dir");
-        let port = free_udp_port();
+        let mut ips = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+        if config.ipv6 {
+            ips.push(IpAddr::V6(Ipv6Addr::LOCALHOST));
+        }
+        let (process, addrs) = process::start_on_picked_port("OpenArena", &ips, |port| {
+            let args = Self::args(&config, &home, port);
+            Process::spawn_logged(
+                Command::new(&bin).args(&args).env("HOME", dir.path()),
+                dir.path(),
+                "server.log",
+            )
+        });
+        let mut server = OpenArena {
+            process,
+            addr: addrs[0],
+            addr6: addrs.get(1).copied(),
+            bots: config.bots.clone(),
+            _dir: dir,
+        };
+        server.wait_ready();
+        Some(server)
+    }
+
+    fn args(config: &OpenArenaConfig, home: &Path, port: u16) -> Vec<String> {
         let dedicated = if config.master.is_some() { "2" } else { "1" };
         let mut args: Vec<String> = vec![
             "+set".into(),
@@ -225,9 +234,8 @@ impl OpenArena {
             "net_port".into(),
             port.to_string(),
         ];
-        let port6 = config.ipv6.then(free_udp_port6).flatten();
-        match port6 {
-            Some(p6) => args.extend(
+        if config.ipv6 {
+            args.extend(
                 [
                     "+set",
                     "net_enabled",
@@ -240,9 +248,10 @@ impl OpenArena {
                 ]
                 .map(String::from)
                 .into_iter()
-                .chain([p6.to_string()]),
-            ),
-            None => args.extend(["+set", "net_enabled", "1"].map(String::from)),
+                .chain([port.to_string()]),
+            );
+        } else {
+            args.extend(["+set", "net_enabled", "1"].map(String::from));
         }
         for i in 1..=5 {
             let master = match (i, config.master) {
@@ -282,59 +291,30 @@ impl OpenArena {
         for b in &config.bots {
             args.extend(["+addbot".into(), b.clone(), "1".into()]);
         }
-        let log = dir.path().join("server.log");
-        let logf = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(bin)
-            .args(&args)
-            .env("HOME", dir.path())
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(logf.try_clone().expect("log"))
-            .stderr(logf)
-            .spawn()
-            .expect("spawn openarena-server");
-        let mut server = OpenArena {
-            process: Process { child, log },
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-            addr6: port6.map(|p| SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, p))),
-            bots: config.bots.clone(),
-            _dir: dir,
-        };
-        server.wait_ready();
-        Some(server)
+        args
     }
 
-    /// Polls getstatus until every bot is listed (30 s cap).
+    /// Polls getstatus until every bot is listed.
     fn wait_ready(&mut self) {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(30) {
-            self.process.check_running();
-            if let Some(reply) = udp_ask(
-                self.addr,
+        let addr = self.addr;
+        let bots = self.bots.len();
+        let process = &mut self.process;
+        // At most four a second: ioq3 answers ten a second in all.
+        let every = Duration::from_millis(250);
+        wait::until_every("OpenArena listing its bots", wait::STARTUP, every, || {
+            process.check_running();
+            let reply = probe(
+                addr,
                 b"\xff\xff\xff\xffgetstatus\n",
-                Duration::from_millis(200),
-            ) {
-                let lines = reply
-                    .split(|&b| b == b'\n')
-                    .filter(|l| l.contains(&b'"'))
-                    .count();
-                if lines >= self.bots.len() {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "OpenArena did not answer within 30 s; log:\n{}",
-            self.process.log_tail()
-        );
+                Duration::from_millis(250),
+            )?;
+            let lines = reply
+                .split(|&b| b == b'\n')
+                .filter(|l| l.contains(&b'"'))
+                .count();
+            (lines >= bots).then_some(())
+        });
     }
-}
-
-/// A UDP port on `[::1]` that was free a moment ago; `None` without IPv6 loopback.
-pub fn free_udp_port6() -> Option<u16> {
-    let s = UdpSocket::bind("[::1]:0").ok()?;
-    Some(s.local_addr().ok()?.port())
 }
 
 /// Runs `quakestat` with `args` and parses its `-json` output.
@@ -378,9 +358,9 @@ pub struct Served {
     _dir: tempfile::TempDir,
 }
 
-/// Starts `fragstat serve ARGS` and waits for its `ready` line (10 s cap).
+/// Starts `fragstat serve ARGS` and waits for its `ready` line: the addresses are the ones
+/// it printed (bound on port 0 by the emulator itself).
 pub fn spawn_serve(fragstat: &Path, args: &[&str]) -> Served {
-    use std::io::BufRead;
     let dir = tempfile::Builder::new()
         .prefix("fragstat-serve-")
         .tempdir()
@@ -394,32 +374,20 @@ pub fn spawn_serve(fragstat: &Path, args: &[&str]) -> Served {
         .stderr(std::fs::File::create(&log).expect("log"))
         .spawn()
         .expect("spawn fragstat serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let ready = line == "ready";
-            if tx.send(line).is_err() || ready {
-                break;
-            }
-        }
-    });
+    let mut lines = Lines::new(child.stdout.take().expect("stdout"));
     let mut served = Served {
-        process: Process { child, log },
+        process: Process::new(child, log),
         servers: Vec::new(),
         master: None,
         _dir: dir,
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx.recv_timeout(left).unwrap_or_else(|_| {
+        let Some(line) = lines.next(wait::SETTLE) else {
             panic!(
-                "fragstat serve not ready; log:\n{}",
+                "fragstat serve ended before `ready`; log:\n{}",
                 served.process.log_tail()
-            )
-        });
+            );
+        };
         match line.split_once(' ') {
             Some(("server", a)) => served.servers.push(a.parse().expect("server address")),
             Some(("master", a)) => served.master = Some(a.parse().expect("master address")),

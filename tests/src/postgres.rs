@@ -1,15 +1,18 @@
-//! A real PostgreSQL server (Debian `postgresql`) in a private temp dir on a free loopback
+//! A real PostgreSQL server (Debian `postgresql`) in a private temp dir on a loopback
 //! port, started by the test as the game servers are: `initdb` with trust authentication,
 //! then `postgres` itself as a child process (as the `postgres` user when the tests run as
-//! root, since PostgreSQL refuses to run as root), stopped by PID on drop.
+//! root, since PostgreSQL refuses to run as root), stopped by PID on drop. Its port is
+//! picked by [`crate::ports::pick_port`]; the server is known to be up when the kernel says
+//! its PID listens there, and is started again on another port when it exits because the
+//! port was taken.
 
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use crate::{in_ci, Process};
+use crate::ports::{pick_port, tcp_listeners_of};
+use crate::{in_ci, wait, Process};
 
 /// A running PostgreSQL server.
 #[derive(Debug)]
@@ -48,11 +51,6 @@ fn is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
-fn free_tcp_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local addr").port()
 }
 
 fn command(bin: &Path, user: Option<(u32, u32)>) -> Command {
@@ -105,60 +103,74 @@ impl Postgres {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let port = free_tcp_port();
-        let log = dir.path().join("postgres.log");
-        let logf = std::fs::File::create(&log).expect("log file");
-        if let Some((uid, gid)) = user {
-            let _ = Command::new("chown")
-                .arg(format!("{uid}:{gid}"))
-                .arg(&log)
-                .status();
-        }
-        let child = command(&bin.join("postgres"), user)
-            .arg("-D")
-            .arg(&data)
-            .arg("-p")
-            .arg(port.to_string())
-            .arg("-k")
-            .arg(dir.path())
-            .args([
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "fsync=off",
-                "-c",
-                "max_connections=50",
-            ])
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(logf.try_clone().expect("log"))
-            .stderr(logf)
-            .spawn()
-            .expect("spawn postgres");
-        let mut pg = Postgres {
-            process: Process { child, log },
-            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
-            port,
-            _dir: dir,
-        };
-        let start = Instant::now();
-        loop {
-            pg.process.check_running();
-            let ready = Command::new(bin.join("pg_isready"))
-                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if ready {
-                return Some(pg);
+        for _ in 0..8 {
+            let port = pick_port();
+            let log = dir.path().join(format!("postgres-{port}.log"));
+            let logf = std::fs::File::create(&log).expect("log file");
+            if let Some((uid, gid)) = user {
+                let _ = Command::new("chown")
+                    .arg(format!("{uid}:{gid}"))
+                    .arg(&log)
+                    .status();
             }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "PostgreSQL did not accept connections within 30 s; log:\n{}",
-                pg.process.log_tail()
-            );
-            std::thread::sleep(Duration::from_millis(50));
+            let child = command(&bin.join("postgres"), user)
+                .arg("-D")
+                .arg(&data)
+                .arg("-p")
+                .arg(port.to_string())
+                .arg("-k")
+                .arg(dir.path())
+                .args([
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "max_connections=50",
+                ])
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(logf.try_clone().expect("log"))
+                .stderr(logf)
+                .spawn()
+                .expect("spawn postgres");
+            let mut process = Process::new(child, log);
+            let want = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+            // Up when this PID listens on the port (its own socket, not another copy's
+            // server that holds the port), then when it accepts connections.
+            let listening = wait::until("PostgreSQL listening", wait::STARTUP, || {
+                if let Err(e) = process.exited() {
+                    return Some(Err(e));
+                }
+                tcp_listeners_of(process.id())
+                    .contains(&want)
+                    .then_some(Ok(()))
+            });
+            match listening {
+                Ok(()) => {}
+                Err(e) if e.in_use() => {
+                    eprintln!("PostgreSQL: port {port} was taken, trying another");
+                    continue;
+                }
+                Err(e) => panic!("PostgreSQL exited at start ({}); log:\n{}", e.status, e.log),
+            }
+            wait::until("PostgreSQL accepting connections", wait::STARTUP, || {
+                process.check_running();
+                Command::new(bin.join("pg_isready"))
+                    .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+                    .then_some(())
+            });
+            return Some(Postgres {
+                process,
+                url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+                port,
+                _dir: dir,
+            });
         }
+        panic!("PostgreSQL: every port tried was taken");
     }
 }

@@ -24,7 +24,15 @@ async fn library_reads_a_real_server() {
         Some(&b"My ^1OA^7 Server"[..])
     );
     assert_eq!(info.reply.info.get("protocol"), Some(&b"71"[..]));
-    assert!(info.rtt.unwrap() < Duration::from_millis(500));
+    // An RTT whenever the answered attempt is known (always, when the first one answered);
+    // how long it is depends on the machine's load, so no bound on it.
+    if info.attempts == 1 {
+        assert!(
+            info.rtt.is_some_and(|r| r > Duration::ZERO),
+            "{:?}",
+            info.rtt
+        );
+    }
 
     let status = client.status(oa.addr).await.unwrap();
     assert_eq!(
@@ -99,7 +107,7 @@ fn challenge_response_and_scan_of_several_real_servers() {
     let reply = udp_ask(
         servers[0].addr,
         b"\xff\xff\xff\xffgetchallenge 12345 Quake3Arena",
-        Duration::from_secs(1),
+        Duration::from_secs(30),
     )
     .unwrap();
     let Ok(Packet::ChallengeResponse(c)) = fragstat::quake3::decode(&reply) else {

@@ -14,8 +14,8 @@ use fragstat_testkit::games::{crc32, Ddnet, DdnetConfig, FakeClient, FakeClients
 
 fn options() -> Options {
     Options::default()
-        .with_timeout(Duration::from_millis(500))
-        .with_retries(3)
+        .with_timeout(Duration::from_millis(1000))
+        .with_retries(4)
 }
 
 /// Names with spaces, UTF-8 and `^` (no colour codes in Teeworlds), clans, countries.
@@ -103,12 +103,13 @@ async fn ddnet_with_60_clients_over_every_protocol() {
 
     // A client that has joined may still be listed as "(connecting)" for a moment.
     let mut ext = ServerInfo::default();
-    for _ in 0..100 {
+    let deadline = std::time::Instant::now() + fragstat_testkit::wait::SETTLE;
+    while std::time::Instant::now() < deadline {
         ext = query(&engine, server.addr, game.server_query(Ask::players())).await;
         if seen(&ext) == want {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(fragstat_testkit::wait::POLL).await;
     }
     let map = std::fs::read(server.map_file()).expect("the map file");
 

@@ -5,6 +5,9 @@
 //!   runs `cargo test --workspace`, checks that `fragstat-core` and every family codec crate
 //!   (the workspace's `fragstat-*` crates with a `client` feature) have no tokio in their tree
 //!   without default features, and checks that the fuzz targets build.
+//! - `test-copies [--copies N] [--rounds R]` — every integration test binary run as N
+//!   copies of the suite at once (default 2), R rounds, `CI=true`: tests must take their
+//!   ports and wait for their servers without racing (docs/testing.md).
 //! - `capture GAME ADDR NAME` — queries a live server through the registry (the game's server
 //!   query asking for everything, on the engine), records every datagram the server sent, and
 //!   writes each as `tests/fixtures/<family>/ok/<NAME>-<n>.bin` with a `.json` (game, source,
@@ -36,6 +39,7 @@ use sha2::{Digest, Sha256};
 
 mod bench_master;
 mod capture;
+mod copies;
 
 /// Programs the real-server tests need, and the Debian packages that provide them.
 const PACKAGES: &[(&str, &str)] = &[
@@ -57,7 +61,7 @@ const TWBOTS_PACKAGE: &str = "teeworlds@2.6.1";
 
 /// Installs the fake clients' npm package under `target/twbots` when it is missing; the
 /// `node_modules` folder to give the tests, or `None` when npm is not there.
-fn ensure_twbots() -> Result<Option<PathBuf>> {
+pub(crate) fn ensure_twbots() -> Result<Option<PathBuf>> {
     let prefix = root().join("target/twbots");
     let modules = prefix.join("node_modules");
     if modules.join("teeworlds").is_dir() {
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(),
+        Some("test-copies") => copies::test_copies(&args[1..]),
         Some("capture") => capture::capture(&args[1..]),
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("scan") => bench_scan(&args[2..]),
@@ -89,7 +94,7 @@ fn main() -> ExitCode {
         },
         Some("fuzz") => fuzz(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | capture GAME ADDR NAME | bench scan|master|decode | fuzz [--seconds N]");
+            eprintln!("usage: cargo xtask test | test-copies [--copies N] [--rounds R] | capture GAME ADDR NAME | bench scan|master|decode | fuzz [--seconds N]");
             return ExitCode::from(2);
         }
     };
@@ -129,7 +134,7 @@ fn is_root() -> bool {
 }
 
 /// Installs missing Debian packages when root; otherwise says exactly what to install.
-fn ensure_packages() -> Result<()> {
+pub(crate) fn ensure_packages() -> Result<()> {
     let mut missing: Vec<&str> = PACKAGES
         .iter()
         .filter(|(p, _)| which(p).is_none())
@@ -310,7 +315,7 @@ fn bench_decode() -> Result<()> {
     Ok(())
 }
 
-fn flag(args: &[String], name: &str) -> Option<String> {
+pub(crate) fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))

@@ -247,6 +247,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: a log file or a journal gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     // Clients: one thread. The receive task and the batch driver then hand datagrams over
     // without cross-thread wake-ups, and the other cores stay free (docs/benchmarks.md);

@@ -10,7 +10,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use fragstat_master_server::ddnet::DdnetMaster;
-use fragstat_master_server::run::{bind, RunConfig};
+use fragstat_master_server::run::{bind_with, RunConfig};
 use fragstat_master_server::{Config, LimitConfig, Master, Rate};
 
 use crate::usage;
@@ -18,7 +18,10 @@ use crate::usage;
 #[derive(Args)]
 pub struct MasterServerArgs {
     /// Address to listen on (repeat for several, e.g. 0.0.0.0:27950 and [::]:27950).
-    #[arg(long, default_value = "0.0.0.0:27950")]
+    /// Default 0.0.0.0:27950, unless UDP sockets are passed by socket activation
+    /// (systemd's `LISTEN_FDS`: a `.socket` unit with `ListenDatagram=`), which are served
+    /// as well.
+    #[arg(long)]
     listen: Vec<String>,
     /// Most servers listed in all.
     #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
@@ -76,6 +79,25 @@ fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr, ExitCode> {
     })
 }
 
+/// The UDP sockets passed by socket activation (`LISTEN_FDS`, from fd 3 on); none when the
+/// variable is not set. An fd that is not a UDP socket is an error.
+fn activated_sockets() -> std::io::Result<Vec<std::net::UdpSocket>> {
+    let mut fds = listenfd::ListenFd::from_env();
+    let mut out = Vec::new();
+    for i in 0..fds.len() {
+        match fds.take_udp_socket(i)? {
+            Some(s) => out.push(s),
+            None => {
+                return Err(std::io::Error::other(format!(
+                    "fd {} was already taken",
+                    i + 3
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Runs the master until SIGINT/SIGTERM.
 pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     let mut listen = Vec::new();
@@ -84,6 +106,13 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
             Ok(addr) => listen.push(addr),
             Err(code) => return Ok(code),
         }
+    }
+    let inherited = match activated_sockets() {
+        Ok(s) => s,
+        Err(e) => return Ok(usage(format!("socket activation (LISTEN_FDS): {e}"))),
+    };
+    if listen.is_empty() && inherited.is_empty() {
+        listen.push(SocketAddr::from(([0, 0, 0, 0], 27950)));
     }
     let metrics = match a
         .metrics
@@ -160,7 +189,9 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         metrics,
         ..RunConfig::default()
     };
-    let bound = bind(run_config).await.context("starting the master")?;
+    let bound = bind_with(run_config, inherited)
+        .await
+        .context("starting the master")?;
     let ddnet = match ddnet_listen {
         Some(addr) => Some(
             fragstat_master_server::http::bind_ddnet(addr, tls)

@@ -329,9 +329,10 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
         listed.push(socket.local_addr()?);
         spawn(&mut tasks, socket, service, stop_rx.clone());
     }
-    // One listed server that is down, as on any real master.
-    let down = UdpTransport::bind(loopback)?.local_addr()?;
-    listed.push(down);
+    // One listed server that is down, as on any real master: its socket stays bound and
+    // unread while the demo runs, so no other program can take the port and answer.
+    let down_socket = UdpTransport::bind(loopback)?;
+    listed.push(down_socket.local_addr()?);
     let master_socket: Arc<dyn Transport> = Arc::new(UdpTransport::bind(loopback)?);
     let master_addr = master_socket.local_addr()?;
     let master = game
@@ -399,5 +400,6 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
     }
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
+    drop(down_socket);
     Ok(code)
 }

@@ -2,45 +2,14 @@
 //! servers: qstat reading our emulated servers and master, and our CLI against a real
 //! OpenArena server compared with what qstat reports for it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
-use fragstat_testkit::{qstat_json, repo_root, spawn_serve, OpenArena, OpenArenaConfig};
+use fragstat_testkit::{qstat_json, repo_root, spawn_serve, OpenArena, OpenArenaConfig, SilentUdp};
 use serde_json::Value;
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fragstat"))
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run fragstat")
-}
-
-/// Standard output of a successful run.
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn json(out: &Output) -> Value {
-    let text = stdout(out);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
-fn ndjson(out: &Output) -> Vec<Value> {
-    stdout(out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+mod support;
+use support::{bin, json, ndjson, run, run_stdin, stderr_of, stdout, Running};
 
 fn fixtures(kind: &str) -> Vec<(PathBuf, Value)> {
     let dir = repo_root().join("tests/fixtures/quake3").join(kind);
@@ -268,7 +237,8 @@ fn master_probe_of_emulated_servers_and_unanswered_addresses() {
     }
 
     // A dead address next to live ones: reported as a timeout, the scan still exits 0.
-    let dead = format!("127.0.0.1:{}", fragstat_testkit::free_udp_port());
+    let silent = SilentUdp::v4();
+    let dead = silent.addr.to_string();
     let first = served.servers[0].to_string();
     let v = json(&run(&[
         "query",
@@ -434,24 +404,20 @@ fn a_real_server_registers_with_our_master() {
     };
     let m = master.to_string();
     let want = serde_json::json!([oa.addr.to_string()]);
-    let start = std::time::Instant::now();
-    loop {
-        let v = json(&run(&["master", "openarena", &m, "--format", "json"]));
-        let listed: Vec<Value> = v["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["address"].clone())
-            .collect();
-        if Value::from(listed) == want {
-            break;
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(15),
-            "never listed: {v}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    fragstat_testkit::wait::until_true(
+        "the real server listed by our master",
+        fragstat_testkit::wait::SETTLE,
+        || {
+            let v = json(&run(&["master", "openarena", &m, "--format", "json"]));
+            let listed: Vec<Value> = v["servers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["address"].clone())
+                .collect();
+            Value::from(listed) == want
+        },
+    );
     // The dpmaster dialect lists it too; another protocol number does not.
     let ext = json(&run(&[
         "master",
@@ -484,8 +450,7 @@ fn a_real_server_registers_with_our_master() {
 /// IPv6 end to end through the CLI: an emulated server and master on [::1].
 #[test]
 fn ipv6_servers_and_masters() {
-    if fragstat_testkit::free_udp_port6().is_none() {
-        eprintln!("SKIPPED: no IPv6 loopback on this machine");
+    if !fragstat_testkit::require_ipv6() {
         return;
     }
     let served = spawn_serve(
@@ -522,23 +487,6 @@ fn ipv6_servers_and_masters() {
     assert_eq!(ext["servers"].as_array().unwrap().len(), 2, "{ext}");
     let plain = json(&run(&["master", "et", &m, "--format", "json"]));
     assert_eq!(plain["servers"], serde_json::json!([]));
-}
-
-fn run_stdin(args: &[&str], input: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(bin())
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run fragstat");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stderr_of(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
@@ -603,7 +551,8 @@ fn serve_takes_host_names_and_answers() {
 
 #[test]
 fn exit_3_when_nothing_answers_and_grammar_of_one_attempt() {
-    let dead = format!("127.0.0.1:{}", fragstat_testkit::free_udp_port());
+    let silent = SilentUdp::v4();
+    let dead = silent.addr.to_string();
     let out = run(&[
         "query",
         "q3",
@@ -692,31 +641,33 @@ fn rules_fill_players_and_show_in_the_table() {
 fn interrupt_prints_what_answered() {
     let served = spawn_serve(bin(), &["q3", "--listen", "127.0.0.1:0"]);
     let live = served.servers[0].to_string();
-    let dead = format!("127.0.0.1:{}", fragstat_testkit::free_udp_port());
-    let child = Command::new(bin())
-        .args([
+    let silent = SilentUdp::v4();
+    let dead = silent.addr.to_string();
+    let mut child = Running::start(
+        &[
             "query",
             "q3",
             &live,
             &dead,
             "--timeout-ms",
-            "60000",
+            "600000",
             "--format",
             "json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr_of(&out));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        ],
+        &[("RUST_LOG", "fragstat_core::engine=debug")],
+    );
+    // Interrupted once the live server's answer is in (the engine says so at debug level),
+    // while the dead one is still being waited for.
+    let needle = format!("query answered from={live}");
+    child.wait_stderr("the live server answered", |l| l.contains(&needle));
+    child.signal("-INT");
+    let status = child.wait_exit();
+    assert_eq!(status.code(), Some(130), "{}", child.process.log_tail());
+    let mut out = String::new();
+    while let Some(l) = child.lines.next(fragstat_testkit::wait::SETTLE) {
+        out.push_str(&l);
+    }
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v[0]["address"], live);
     assert_eq!(v[0]["status"], "online");
@@ -728,7 +679,8 @@ fn interrupt_prints_what_answered() {
 fn ndjson_lines_come_out_while_the_scan_still_waits() {
     let served = spawn_serve(bin(), &["q3", "--listen", "127.0.0.1:0"]);
     let live = served.servers[0].to_string();
-    let dead = format!("127.0.0.1:{}", fragstat_testkit::free_udp_port());
+    let silent = SilentUdp::v4();
+    let dead = silent.addr.to_string();
     let mut child = Command::new(bin())
         .args([
             "query",
@@ -736,7 +688,7 @@ fn ndjson_lines_come_out_while_the_scan_still_waits() {
             &live,
             &dead,
             "--timeout-ms",
-            "60000",
+            "600000",
             "--format",
             "ndjson",
         ])
@@ -752,7 +704,7 @@ fn ndjson_lines_come_out_while_the_scan_still_waits() {
         let _ = std::io::BufReader::new(stdout).read_line(&mut line);
         let _ = tx.send(line);
     });
-    let line = rx.recv_timeout(std::time::Duration::from_secs(10));
+    let line = rx.recv_timeout(fragstat_testkit::wait::SETTLE);
     let _ = child.kill();
     let _ = child.wait();
     let line = line.expect("the answered server's line, long before the scan ends");

@@ -2,33 +2,11 @@
 //! client) reading our emulated servers and masters, and `fragstat master ddnet URL` against
 //! a local HTTP server serving a DDNet `servers.json`, probing the emulated servers it lists.
 
-use std::path::Path;
-use std::process::Output;
-
 use fragstat_testkit::{qstat_json, spawn_serve};
 use serde_json::{json, Value};
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fragstat"))
-}
-
-fn run(args: &[&str]) -> Output {
-    std::process::Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run fragstat")
-}
-
-fn json_out(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "fragstat failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    })
-}
+mod support;
+use support::{bin, json as json_out, run, HttpFile};
 
 /// Our record of `addr` as `fragstat query GAME addr --players --format json` prints it.
 fn ours(game: &str, addr: &str) -> Value {
@@ -261,37 +239,6 @@ fn servers_json(servers: &[std::net::SocketAddr]) -> Value {
     json!({"servers": list})
 }
 
-/// Serves `body` at /servers.json on 127.0.0.1 until the returned sender is dropped.
-fn http_server(body: Vec<u8>) -> (std::net::SocketAddr, std::sync::mpsc::Sender<()>) {
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(listener.local_addr().unwrap()).unwrap();
-            let app = axum::Router::new().route(
-                "/servers.json",
-                axum::routing::get(move || {
-                    let body = body.clone();
-                    async move { ([("content-type", "application/json")], body) }
-                }),
-            );
-            let stop = async move {
-                let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
-            };
-            axum::serve(listener, app)
-                .with_graceful_shutdown(stop)
-                .await
-                .unwrap();
-        });
-    });
-    (addr_rx.recv().unwrap(), stop_tx)
-}
-
 #[test]
 fn ddnet_http_master_end_to_end() {
     let served = spawn_serve(
@@ -307,7 +254,8 @@ fn ddnet_http_master_end_to_end() {
         ],
     );
     let body = servers_json(&served.servers).to_string().into_bytes();
-    let (http, _stop) = http_server(body);
+    let http_file = HttpFile::serve("/servers.json", "application/json", body);
+    let http = http_file.addr;
     let url = format!("http://{http}/servers.json");
 
     // The list alone: every listed server carries its info and every address.
@@ -379,7 +327,12 @@ fn ddnet_http_master_end_to_end() {
     }
 
     // A body that is not a server list fails that master, with the offset.
-    let (bad, _stop_bad) = http_server(b"{\"servers\": 3}".to_vec());
+    let bad_server = HttpFile::serve(
+        "/servers.json",
+        "application/json",
+        b"{\"servers\": 3}".to_vec(),
+    );
+    let bad = bad_server.addr;
     let out = run(&["master", "ddnet", &format!("http://{bad}/servers.json")]);
     assert!(!out.status.success());
     assert!(

@@ -6,34 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
+use fragstat_testkit::wait::{self, SETTLE};
 use fragstat_testkit::{qstat_json, spawn_serve};
 use serde_json::Value;
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fragstat"))
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run fragstat")
-}
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
+mod support;
+use support::{bin, json, run, HttpFile};
 
 /// Quake colour codes removed, as qstat shows names (`TF_QUAKE3_NAMES`).
 fn strip(s: &str) -> String {
@@ -248,20 +227,21 @@ fn heartbeating_servers_are_listed_after_the_challenge() {
             ],
         );
         let want = server.servers[0].to_string();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let Some(v) = qstat_json(&[master_type, &m]) else {
-                return;
+        let mut v = Value::Null;
+        wait::until_true(format!("{game}: the server listed"), SETTLE, || {
+            let Some(q) = qstat_json(&[master_type, &m]) else {
+                return true;
             };
+            v = q;
             let arr = v.as_array().unwrap();
-            if arr[0]["status"] == "online" && arr.len() == 2 {
-                assert_eq!(arr[1]["address"], want.as_str(), "{game}");
-                assert_eq!(arr[1]["numplayers"], 2, "{game}");
-                break;
-            }
-            assert!(Instant::now() < deadline, "{game}: never listed: {v}");
-            std::thread::sleep(Duration::from_millis(100));
+            arr[0]["status"] == "online" && arr.len() == 2
+        });
+        if v.is_null() {
+            return;
         }
+        let arr = v.as_array().unwrap();
+        assert_eq!(arr[1]["address"], want.as_str(), "{game}");
+        assert_eq!(arr[1]["numplayers"], 2, "{game}");
     }
 }
 
@@ -367,57 +347,6 @@ fn qstat_and_fragstat_read_emulated_etqw_servers() {
     }
 }
 
-/// Serves `body` at `/ipgetter/` on 127.0.0.1 until the returned guard is dropped.
-struct Feed {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Feed {
-    fn start(body: String) -> Feed {
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let app = axum::Router::new().route(
-                    "/ipgetter/",
-                    axum::routing::get(move || async move { body }),
-                );
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await
-                    .unwrap();
-            });
-        });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        Feed {
-            url: format!("http://{addr}/ipgetter/"),
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Feed {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 #[test]
 fn etqw_feed_over_http_lists_and_probes() {
     let served = spawn_serve(
@@ -438,9 +367,10 @@ fn etqw_feed_over_http_lists_and_probes() {
     }
     body.push_str("\nthis is not an address\n");
     body.push_str(&format!("{}\n", served.servers[0]));
-    let feed = Feed::start(body);
+    let feed = HttpFile::serve("/ipgetter/", "text/plain", body.into_bytes());
+    let feed_url = feed.url("/ipgetter/");
 
-    let out = run(&["master", "etqw", &feed.url, "--format", "json"]);
+    let out = run(&["master", "etqw", &feed_url, "--format", "json"]);
     let v = json(&out);
     let mut listed: Vec<String> = v["servers"]
         .as_array()
@@ -466,7 +396,7 @@ fn etqw_feed_over_http_lists_and_probes() {
     assert!(err.contains("listed again"), "{err}");
 
     let v = json(&run(&[
-        "master", "etqw", &feed.url, "--probe", "--format", "json",
+        "master", "etqw", &feed_url, "--probe", "--format", "json",
     ]));
     let records = v.as_array().expect("records");
     assert_eq!(records.len(), 3);
@@ -478,7 +408,7 @@ fn etqw_feed_over_http_lists_and_probes() {
     }
 
     // A feed that is not there: no list, a non-zero exit and the HTTP status said.
-    let missing = feed.url.replace("/ipgetter/", "/nothing/");
+    let missing = feed_url.replace("/ipgetter/", "/nothing/");
     let out = run(&["master", "etqw", &missing, "--format", "json"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -4,117 +4,36 @@
 //! chart; screenshots kept under `target/tracker-e2e/`). Killing the tracker with SIGKILL
 //! while it writes rounds leaves every earlier round whole.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use fragstat_testkit::browser::Chromium;
-use fragstat_testkit::{repo_root, spawn_serve, OpenArena, OpenArenaConfig};
-use serde_json::Value;
+use fragstat_testkit::{spawn_serve, OpenArena, OpenArenaConfig};
 
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fragstat"))
-}
-
-/// A child killed (SIGKILL) on drop, with its stdout lines on a channel.
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn lines_of(stdout: ChildStdout) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
+mod support;
+use support::{artifacts, bin, http_get as get, http_json as get_json, jitter, Running};
 
 fn start(args: &[&str]) -> Running {
-    let mut child = Command::new(bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn fragstat");
-    let lines = lines_of(child.stdout.take().expect("stdout"));
-    Running { child, lines }
+    Running::start(args, &[])
 }
 
-impl Running {
-    /// The next stdout line matching `pred` within `cap`.
-    fn wait_line(&self, cap: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + cap;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) if pred(&l) => return l,
-                Ok(_) => {}
-                Err(e) => panic!("no expected line within {cap:?}: {e}"),
-            }
-        }
-    }
-
-    /// The URL the tracker printed.
-    fn url(&self) -> String {
-        let line = self.wait_line(Duration::from_secs(60), |l| l.contains("browse http://"));
-        let url = line
-            .split("browse ")
-            .nth(1)
-            .expect("url")
-            .trim()
-            .to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-        url
-    }
-
-    /// Waits for `n` more round lines.
-    fn rounds(&self, n: usize) -> Vec<String> {
-        (0..n)
-            .map(|_| self.wait_line(Duration::from_secs(60), |l| l.starts_with("round ")))
-            .collect()
-    }
+/// The URL the tracker printed.
+fn url(tracker: &mut Running) -> String {
+    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
+    let url = line
+        .split("browse ")
+        .nth(1)
+        .expect("url")
+        .trim()
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    url
 }
 
-fn get(url: &str) -> (u16, String) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let r = reqwest::get(url).await.expect(url);
-        let status = r.status().as_u16();
-        (status, r.text().await.expect("body"))
-    })
-}
-
-fn get_json(url: &str) -> Value {
-    let (status, body) = get(url);
-    assert_eq!(status, 200, "{url}: {body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{url}: {e}: {body}"))
-}
-
-/// Where the end-to-end screenshots are kept.
-fn artifacts() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    target.join("tracker-e2e")
+/// Waits for `n` more round lines.
+fn rounds(tracker: &mut Running, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| tracker.wait_line("a round", |l| l.starts_with("round ")))
+        .collect()
 }
 
 const HOSTILE: &str = "^1<script>alert(1)</script>^7' OR 1=1 DROP TABLE servers--";
@@ -167,11 +86,11 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         ),
     )
     .unwrap();
-    let tracker = start(&["track", "--config", config.to_str().unwrap()]);
-    let url = tracker.url();
+    let mut tracker = start(&["track", "--config", config.to_str().unwrap()]);
+    let url = url(&mut tracker);
     // ioq3 answers one getinfo/getstatus per second per address after a burst of ten, so
     // rounds come every 2.5 s here.
-    let rounds = tracker.rounds(3);
+    let rounds = rounds(&mut tracker, 3);
     assert!(
         rounds
             .iter()
@@ -252,7 +171,7 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         assert!(dom.contains("<svg id=\"chart\""), "{dom}");
         assert!(dom.contains("<polyline class=\"players\""), "{dom}");
         assert_eq!(dom.matches("<tr class=\"player\"").count(), 2, "{dom}");
-        let out = artifacts();
+        let out = artifacts("tracker-e2e");
         chromium.screenshot(&url, &out.join("browser.png"), 1100, 700, 3000);
         chromium.screenshot(&page, &out.join("server.png"), 1100, 1000, 1000);
         eprintln!("screenshots in {}", out.display());
@@ -290,7 +209,7 @@ fn sigkill_mid_round_keeps_earlier_rounds() {
         .unwrap();
     let mut kept = 0;
     for (i, wait_ms) in [0u64, 37, 113, 71].into_iter().enumerate() {
-        let tracker = start(&[
+        let mut tracker = start(&[
             "track",
             "--game",
             "q3",
@@ -305,8 +224,8 @@ fn sigkill_mid_round_keeps_earlier_rounds() {
             "--timeout-ms",
             "500",
         ]);
-        tracker.url();
-        let rounds = tracker.rounds(2);
+        url(&mut tracker);
+        let rounds = rounds(&mut tracker, 2);
         assert!(
             rounds
                 .iter()
@@ -314,8 +233,9 @@ fn sigkill_mid_round_keeps_earlier_rounds() {
                     || r.contains("200 of 200 servers online")),
             "{rounds:?}"
         );
-        std::thread::sleep(Duration::from_millis(wait_ms));
-        drop(tracker); // SIGKILL, most likely inside a round's probing or its transaction
+        // Not synchronisation: the kill lands at some moment of the round's work.
+        jitter(wait_ms);
+        tracker.kill(); // SIGKILL, most likely inside a round's probing or its transaction
         rt.block_on(async {
             let store = fragstat_tracker::store::Store::open(db.to_str().unwrap())
                 .await
@@ -349,7 +269,7 @@ fn sigkill_mid_round_keeps_earlier_rounds() {
 
 #[test]
 fn demo_track_serves_the_farm() {
-    let demo = start(&[
+    let mut demo = start(&[
         "demo",
         "--track",
         "--listen",
@@ -357,8 +277,8 @@ fn demo_track_serves_the_farm() {
         "--interval-secs",
         "0.5",
     ]);
-    let url = demo.url();
-    demo.rounds(1);
+    let url = url(&mut demo);
+    rounds(&mut demo, 1);
     let api = get_json(&format!("{url}api/servers"));
     let servers = api["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 7, "{api}");

@@ -1041,6 +1041,7 @@ impl<E: Exchange> Driver<E> {
                 }
                 Verdict::Done { output, attempt } => {
                     self.sample_rtt(id, attempt, at);
+                    debug!(%from, ok = output.is_ok(), "query answered");
                     self.finish(id, output.map_err(QueryError::Decode));
                     return;
                 }

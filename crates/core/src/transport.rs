@@ -162,6 +162,20 @@ impl UdpTransport {
         })
     }
 
+    /// Takes a socket bound elsewhere (inherited by socket activation, or passed by a test
+    /// that keeps its port), with the same buffers and non-blocking mode as [`Self::bind`].
+    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<Self> {
+        let sock = socket2::SockRef::from(&socket);
+        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+        socket.set_nonblocking(true)?;
+        let socket = tokio::net::UdpSocket::from_std(socket)?;
+        Ok(UdpTransport {
+            socket,
+            batch: OnceLock::new(),
+        })
+    }
+
     /// Binds an ephemeral port on every IPv4 address.
     pub fn any_v4() -> io::Result<Self> {
         Self::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))

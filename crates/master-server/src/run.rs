@@ -192,6 +192,11 @@ fn render(v: &View) -> String {
         counter(s.registrations),
     );
     reg.register(
+        "fragstat_master_verifications",
+        "Listed servers that answered a challenge again (re-verified)",
+        counter(s.verifications),
+    );
+    reg.register(
         "fragstat_master_removals",
         "Listed servers removed after unanswered challenges",
         counter(s.removals),
@@ -252,7 +257,19 @@ pub struct Bound {
 /// Binds every listening socket and the metrics listener, so bad addresses fail before
 /// anything runs.
 pub async fn bind(config: RunConfig) -> std::io::Result<Bound> {
+    bind_with(config, Vec::new()).await
+}
+
+/// [`bind`], also listening on `inherited`: UDP sockets bound by whoever started the
+/// master (systemd socket activation, `LISTEN_FDS`), served like the ones it binds.
+pub async fn bind_with(
+    config: RunConfig,
+    inherited: Vec<std::net::UdpSocket>,
+) -> std::io::Result<Bound> {
     let mut sockets: Vec<Arc<UdpTransport>> = Vec::new();
+    for socket in inherited {
+        sockets.push(Arc::new(UdpTransport::from_std(socket)?));
+    }
     for addr in &config.listen {
         let t = UdpTransport::bind(*addr)
             .map_err(|e| std::io::Error::new(e.kind(), format!("binding {addr}: {e}")))?;
