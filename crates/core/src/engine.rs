@@ -235,7 +235,7 @@ type Received = (SocketAddr, Vec<u8>, Instant, Ids);
 /// A batch asking an address, and its queries waiting on it.
 struct Route {
     batch: u64,
-    tx: mpsc::UnboundedSender<Received>,
+    tx: mpsc::Sender<Received>,
     ids: Ids,
 }
 
@@ -245,6 +245,8 @@ type AddrRoutes = SmallVec<[Route; 1]>;
 #[derive(Default)]
 struct Routes {
     map: Mutex<HashMap<SocketAddr, AddrRoutes>>,
+    /// Datagrams dropped because the batch they were for had [`DATAGRAM_QUEUE`] waiting.
+    dropped: AtomicU64,
 }
 
 impl Routes {
@@ -259,7 +261,7 @@ impl Routes {
         &self,
         addr: SocketAddr,
         batch: u64,
-        tx: &mpsc::UnboundedSender<Received>,
+        tx: &mpsc::Sender<Received>,
         id: u64,
     ) -> bool {
         let mut map = self.lock();
@@ -345,7 +347,15 @@ impl Routes {
             match map.get(&from) {
                 Some(routes) => {
                     for r in routes {
-                        let _ = r.tx.send((from, data.to_vec(), at, r.ids.clone()));
+                        // A driver that lags (a stalled consumer, a flood from an address it
+                        // asked) does not make the queue grow: the datagram is dropped and
+                        // counted, as the kernel drops what overflows a socket buffer.
+                        if let Err(mpsc::error::TrySendError::Full(_)) =
+                            r.tx.try_send((from, data.to_vec(), at, r.ids.clone()))
+                        {
+                            self.dropped.fetch_add(1, Ordering::Relaxed);
+                            trace!(%from, "dropped datagram: the batch's queue is full");
+                        }
                     }
                 }
                 None => {
@@ -363,7 +373,7 @@ impl Routes {
 struct RouteGuard {
     routes: Arc<Routes>,
     batch: u64,
-    tx: mpsc::UnboundedSender<Received>,
+    tx: mpsc::Sender<Received>,
     /// Routes of this batch in the map (so a batch that ends with none left, as every batch
     /// that runs to its end does, does not search the map for them).
     live: usize,
@@ -508,6 +518,12 @@ impl Engine {
         self.inner.routes.lock().len()
     }
 
+    /// Datagrams dropped since the engine started because the batch they answered already
+    /// had [`DATAGRAM_QUEUE`] datagrams waiting (its driver lagging behind a flood).
+    pub fn dropped_datagrams(&self) -> u64 {
+        self.inner.routes.dropped.load(Ordering::Relaxed)
+    }
+
     /// Runs a batch of queries. Results stream out as each query finishes. Dropping the
     /// [`Batch`] cancels the queries still running.
     pub fn run<E, I>(&self, jobs: I, options: Options) -> Batch<E::Output>
@@ -530,6 +546,10 @@ impl Engine {
     /// the jobs not yet started are still made, each to be reported as
     /// [`QueryError::Deadline`].
     ///
+    /// Queries start only as the [`Batch`] is read: once [`OUTCOME_QUEUE`] outcomes wait
+    /// unread, no new query starts until the reader takes some (the ones in flight finish),
+    /// so a reader that stops holds the batch's memory where it is.
+    ///
     /// ```
     /// # use fragstat_core::{Engine, Exchange, Options, Verdict};
     /// # struct Ping;
@@ -544,7 +564,7 @@ impl Engine {
     /// let servers: Vec<std::net::SocketAddr> = vec!["127.0.0.1:9".parse().unwrap()];
     /// let options = Options::default().with_timeout(std::time::Duration::from_millis(20)).with_retries(0);
     /// let batch = engine.run_lazy(servers.into_iter().map(|a| (a, Ping)), options);
-    /// assert_eq!(batch.remaining(), 1);
+    /// assert_eq!(batch.remaining(), Some(1));
     /// # Ok(()) }
     /// ```
     pub fn run_lazy<E, I>(&self, jobs: I, options: Options) -> Batch<E::Output>
@@ -555,11 +575,52 @@ impl Engine {
     {
         let jobs = Jobs::new(jobs.into_iter());
         let total = jobs.left;
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let (dg_tx, dg_rx) = mpsc::unbounded_channel();
+        self.start(Source::Iter(jobs), Some(total), options)
+    }
+
+    /// A batch fed by a channel: jobs are taken from `jobs` as slots free (and as they
+    /// arrive: the batch can start while a master list is still coming in), and the batch
+    /// ends when every sender is dropped and every query received has finished. Indexes
+    /// count jobs in the order they were received. Backpressure works both ways: a full
+    /// `jobs` channel holds its senders back, and a reader that stops reading the
+    /// [`Batch`] stops new queries (see [`Engine::run_lazy`]).
+    pub fn run_receiver<E: Exchange>(
+        &self,
+        jobs: mpsc::Receiver<(SocketAddr, E)>,
+        options: Options,
+    ) -> Batch<E::Output> {
+        self.start(
+            Source::Channel {
+                rx: jobs,
+                next: 0,
+                closed: false,
+            },
+            None,
+            options,
+        )
+    }
+
+    fn start<E: Exchange>(
+        &self,
+        jobs: Source<E>,
+        total: Option<usize>,
+        options: Options,
+    ) -> Batch<E::Output> {
+        let (out_tx, out_rx) = mpsc::channel(OUTCOME_QUEUE);
+        let (dg_tx, dg_rx) = mpsc::channel(DATAGRAM_QUEUE);
         let id = self.inner.next_batch.fetch_add(1, Ordering::Relaxed);
         let rtt = RttEstimator::new(options.min_timeout, options.timeout);
-        let window = options.concurrency.max(1).min(total);
+        let window = options
+            .concurrency
+            .clamp(1, MAX_IN_FLIGHT)
+            .min(total.unwrap_or(usize::MAX))
+            .min(INITIAL_SLOTS);
+        let burst = options.rate.filter(|r| *r > 0).map_or(Duration::ZERO, |r| {
+            // Tokens that may be saved up while the batch waits (a late timer, a send that
+            // had to wait for room): a few milliseconds' worth, at least one datagram.
+            Duration::from_secs_f64(f64::from(r.max(1)).recip() * PACING_BURST)
+                .max(PACING_CATCH_UP)
+        });
         let driver = Driver {
             routes: RouteGuard {
                 routes: Arc::clone(&self.inner.routes),
@@ -575,8 +636,10 @@ impl Engine {
             send_queue: VecDeque::new(),
             next_seq: 0,
             next_send: Instant::now(),
+            burst,
             rtt,
             out: out_tx,
+            backlog: VecDeque::new(),
         };
         let span = tracing::debug_span!("batch", id, jobs = total);
         let task = tokio::spawn(driver.run(dg_rx).instrument(span));
@@ -608,12 +671,29 @@ impl Engine {
     }
 }
 
+/// Datagrams one batch may have waiting for its driver; more are dropped and counted
+/// ([`Engine::dropped_datagrams`]).
+pub const DATAGRAM_QUEUE: usize = 4096;
+
+/// Outcomes one batch may have waiting for its reader before it stops starting queries.
+pub const OUTCOME_QUEUE: usize = 256;
+
+/// Slots allocated up front for a batch's queries in flight (more are allocated as needed).
+const INITIAL_SLOTS: usize = 4096;
+
+/// Paced sends: how many datagrams' worth of time may be saved up (at least
+/// [`PACING_CATCH_UP`]), so a timer that fires late is made up for without bursting.
+const PACING_BURST: f64 = 4.0;
+
+/// Paced sends: the shortest saved-up time (a few timer ticks).
+const PACING_CATCH_UP: Duration = Duration::from_millis(4);
+
 /// A running batch: a stream of [`Outcome`]s in the order queries finish.
 #[derive(Debug)]
 pub struct Batch<O> {
-    rx: mpsc::UnboundedReceiver<Outcome<O>>,
+    rx: mpsc::Receiver<Outcome<O>>,
     task: JoinHandle<()>,
-    remaining: usize,
+    remaining: Option<usize>,
 }
 
 impl<O> Batch<O> {
@@ -625,18 +705,19 @@ impl<O> Batch<O> {
     /// The next finished query if one is ready now, without waiting.
     pub fn try_next(&mut self) -> Option<Outcome<O>> {
         let o = self.rx.try_recv().ok()?;
-        self.remaining = self.remaining.saturating_sub(1);
+        self.count_one();
         Some(o)
     }
 
-    /// Queries not yet reported.
-    pub fn remaining(&self) -> usize {
+    /// Queries not yet reported; `None` for a batch fed by a channel
+    /// ([`Engine::run_receiver`]), whose size is not known in advance.
+    pub fn remaining(&self) -> Option<usize> {
         self.remaining
     }
 
     /// Waits for every query and returns the outcomes sorted by job index.
     pub async fn collect_sorted(mut self) -> Vec<Outcome<O>> {
-        let mut all = Vec::with_capacity(self.remaining);
+        let mut all = Vec::with_capacity(self.remaining.unwrap_or(0));
         while let Some(o) = self.next().await {
             all.push(o);
         }
@@ -644,10 +725,16 @@ impl<O> Batch<O> {
         all
     }
 
+    fn count_one(&mut self) {
+        if let Some(r) = &mut self.remaining {
+            *r = r.saturating_sub(1);
+        }
+    }
+
     fn poll_next_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Option<Outcome<O>>> {
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(o)) => {
-                self.remaining = self.remaining.saturating_sub(1);
+                self.count_one();
                 Poll::Ready(Some(o))
             }
             other => other,
@@ -661,7 +748,7 @@ impl<O> futures_core::Stream for Batch<O> {
         self.get_mut().poll_next_outcome(cx)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.remaining))
+        (0, self.remaining)
     }
 }
 
@@ -750,10 +837,6 @@ impl<E> Jobs<E> {
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.left == 0
-    }
-
     /// The next job: its index, canonical address and exchange.
     fn pop_front(&mut self) -> Option<(usize, SocketAddr, E)> {
         if self.left == 0 {
@@ -768,6 +851,53 @@ impl<E> Jobs<E> {
         let index = self.next;
         self.next += 1;
         Some((index, canonical(addr), ex))
+    }
+}
+
+/// Where a batch's jobs come from: an iterator ([`Engine::run_lazy`]) or a channel
+/// ([`Engine::run_receiver`]).
+enum Source<E> {
+    Iter(Jobs<E>),
+    Channel {
+        rx: mpsc::Receiver<(SocketAddr, E)>,
+        /// The index of the next job.
+        next: usize,
+        /// Every sender is gone (nothing more will come once the channel is empty).
+        closed: bool,
+    },
+}
+
+impl<E> Source<E> {
+    /// No job will come any more.
+    fn is_empty(&self) -> bool {
+        match self {
+            Source::Iter(j) => j.left == 0,
+            Source::Channel { rx, closed, .. } => *closed && rx.is_empty(),
+        }
+    }
+
+    /// The next job available now.
+    fn pop_front(&mut self) -> Option<(usize, SocketAddr, E)> {
+        match self {
+            Source::Iter(j) => j.pop_front(),
+            Source::Channel { rx, next, closed } => match rx.try_recv() {
+                Ok((addr, ex)) => {
+                    let index = *next;
+                    *next += 1;
+                    Some((index, canonical(addr), ex))
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    *closed = true;
+                    None
+                }
+                Err(mpsc::error::TryRecvError::Empty) => None,
+            },
+        }
+    }
+
+    /// A channel that may still bring jobs and has none now (the driver waits on it).
+    fn waiting(&self) -> bool {
+        matches!(self, Source::Channel { rx, closed: false, .. } if rx.is_empty())
     }
 }
 
@@ -807,7 +937,7 @@ struct Driver<E: Exchange> {
     routes: RouteGuard,
     engine: Arc<Inner>,
     options: Options,
-    pending: Jobs<E>,
+    pending: Source<E>,
     /// The queries in flight, by the low half of their ids (see [`slot_in`]).
     slots: Slab<Slot<E>>,
     timers: BinaryHeap<Reverse<(Instant, u64, u64)>>,
@@ -815,24 +945,46 @@ struct Driver<E: Exchange> {
     send_queue: VecDeque<u64>,
     /// Queries started so far: the high half of the next id.
     next_seq: u64,
+    /// Paced: when the next datagram may go (a token bucket's clock: it advances by one
+    /// interval per datagram, and lags the real clock by at most `burst`).
     next_send: Instant,
+    /// Paced: how far `next_send` may lag behind now (time saved up while idle).
+    burst: Duration,
     /// Round-trip times of this batch's replies, for the adaptive timeout.
     rtt: RttEstimator,
-    out: mpsc::UnboundedSender<Outcome<E::Output>>,
+    out: mpsc::Sender<Outcome<E::Output>>,
+    /// Finished queries the reader has not made room for: while any wait here, no new query
+    /// starts.
+    backlog: VecDeque<Outcome<E::Output>>,
+}
+
+/// What woke a driver.
+enum Wake<E: Exchange> {
+    Datagram(Received),
+    /// Room for one outcome (or the reader is gone).
+    Room(Result<mpsc::OwnedPermit<Outcome<E::Output>>, mpsc::error::SendError<()>>),
+    /// A job from a channel source (`None`: every sender is gone).
+    Job(Option<(SocketAddr, E)>),
+    /// A timer, the pacing clock or the deadline.
+    Time,
 }
 
 impl<E: Exchange> Driver<E> {
-    async fn run(mut self, mut datagrams: mpsc::UnboundedReceiver<Received>) {
+    async fn run(mut self, mut datagrams: mpsc::Receiver<Received>) {
         let deadline = self.options.deadline.map(|d| later(Instant::now(), d));
         let interval = self
             .options
             .rate
             .filter(|r| *r > 0)
             .map(|r| Duration::from_secs_f64(1.0 / f64::from(r)));
+        let window = self.options.concurrency.clamp(1, MAX_IN_FLIGHT);
         loop {
-            self.start_queries();
+            self.flush_backlog();
+            if self.backlog.is_empty() {
+                self.start_queries();
+            }
             self.send_ready(interval).await;
-            if self.slots.is_empty() && self.pending.is_empty() {
+            if self.slots.is_empty() && self.pending.is_empty() && self.backlog.is_empty() {
                 break;
             }
             if self.out.is_closed() {
@@ -852,20 +1004,66 @@ impl<E: Exchange> Driver<E> {
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
-                biased;
-                Some((from, data, at, ids)) = datagrams.recv() => {
+            let lagging = !self.backlog.is_empty();
+            let room = lagging.then(|| self.out.clone());
+            let take_job = !lagging && self.slots.len() < window && self.pending.waiting();
+            let woke = {
+                let pending = &mut self.pending;
+                tokio::select! {
+                    biased;
+                    Some(d) = datagrams.recv() => Wake::Datagram(d),
+                    permit = async { room.expect("lagging").reserve_owned().await }, if lagging => {
+                        Wake::Room(permit.map_err(|_| mpsc::error::SendError(())))
+                    }
+                    job = async {
+                        match pending {
+                            Source::Channel { rx, .. } => rx.recv().await,
+                            Source::Iter(_) => None,
+                        }
+                    }, if take_job => Wake::Job(job),
+                    () = sleep => Wake::Time,
+                }
+            };
+            match woke {
+                Wake::Datagram((from, data, at, ids)) => {
                     self.on_datagram(from, &data, at, &ids);
                     // Drain what is already queued before looking at timers.
                     while let Ok((from, data, at, ids)) = datagrams.try_recv() {
                         self.on_datagram(from, &data, at, &ids);
                     }
                 }
-                () = sleep => {}
+                Wake::Room(Ok(permit)) => {
+                    if let Some(o) = self.backlog.pop_front() {
+                        permit.send(o);
+                    }
+                }
+                Wake::Room(Err(_)) => {
+                    debug!("batch dropped by its owner");
+                    break;
+                }
+                Wake::Job(Some((addr, ex))) => {
+                    if let Source::Channel { next, .. } = &mut self.pending {
+                        let index = *next;
+                        *next += 1;
+                        self.start_query(index, canonical(addr), ex);
+                    }
+                }
+                Wake::Job(None) => {
+                    if let Source::Channel { closed, .. } = &mut self.pending {
+                        *closed = true;
+                    }
+                }
+                Wake::Time => {}
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 self.expire_all();
+                // What finished last goes to the reader before the batch ends.
+                while let Some(o) = self.backlog.pop_front() {
+                    if self.out.send(o).await.is_err() {
+                        break;
+                    }
+                }
                 break;
             }
             self.fire_timers(now);
@@ -873,51 +1071,80 @@ impl<E: Exchange> Driver<E> {
         // `self.routes` is dropped here, or wherever the future is dropped: no route outlives it.
     }
 
+    /// Hands waiting outcomes to the reader as far as its channel has room.
+    fn flush_backlog(&mut self) {
+        while let Some(o) = self.backlog.pop_front() {
+            match self.out.try_send(o) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(o)) => {
+                    self.backlog.push_front(o);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.backlog.clear();
+                    return;
+                }
+            }
+        }
+    }
+
     fn start_queries(&mut self) {
         while self.slots.len() < self.options.concurrency.clamp(1, MAX_IN_FLIGHT) {
             let Some((index, addr, ex)) = self.pending.pop_front() else {
                 break;
             };
-            let transport = if addr.is_ipv4() {
-                &self.engine.v4
-            } else {
-                &self.engine.v6
-            };
-            if transport.is_none() {
-                self.emit(index, addr, Err(QueryError::Unsupported(addr)), None, 0);
-                continue;
-            }
-            let entry = self.slots.vacant_entry();
-            let id = query_id(entry.key(), self.next_seq);
-            self.next_seq += 1;
-            entry.insert(Slot {
-                id,
-                index,
-                addr,
-                ex,
-                attempts: 0,
-                sent_at: SmallVec::new(),
-                generation: 0,
-                rtt: None,
-                last_error: None,
-                datagrams: 0,
-                bytes: 0,
-                expires: None,
-            });
-            self.routes.attach(addr, id);
-            self.send_queue.push_back(id);
+            self.start_query(index, addr, ex);
         }
     }
 
+    fn start_query(&mut self, index: usize, addr: SocketAddr, ex: E) {
+        let transport = if addr.is_ipv4() {
+            &self.engine.v4
+        } else {
+            &self.engine.v6
+        };
+        if transport.is_none() {
+            self.emit(index, addr, Err(QueryError::Unsupported(addr)), None, 0);
+            return;
+        }
+        let entry = self.slots.vacant_entry();
+        let id = query_id(entry.key(), self.next_seq);
+        self.next_seq += 1;
+        entry.insert(Slot {
+            id,
+            index,
+            addr,
+            ex,
+            attempts: 0,
+            sent_at: SmallVec::new(),
+            generation: 0,
+            rtt: None,
+            last_error: None,
+            datagrams: 0,
+            bytes: 0,
+            expires: None,
+        });
+        self.routes.attach(addr, id);
+        self.send_queue.push_back(id);
+    }
+
     async fn send_ready(&mut self, interval: Option<Duration>) {
-        // Unpaced, the ready queries go out [`SEND_BATCH`] at a time, their datagrams in as few
-        // system calls as the transport allows (`sendmmsg`); paced, one query at a time.
-        let limit = if interval.is_some() { 1 } else { SEND_BATCH };
+        // The ready queries go out [`SEND_BATCH`] at a time, their datagrams in as few system
+        // calls as the transport allows (`sendmmsg`). Paced, every query whose datagrams are
+        // due goes out at each wake-up (a token bucket: the pacing clock advances by one
+        // interval per datagram from where it was, so a late timer is made up for, and lags
+        // the real clock by at most `burst`, so an idle spell saves up only a few
+        // milliseconds' worth).
         loop {
             let mut batch: SmallVec<[Prepared; SEND_BATCH]> = SmallVec::new();
             let mut paced_out = false;
             let now = Instant::now();
-            while batch.len() < limit {
+            if interval.is_some() {
+                if let Some(floor) = now.checked_sub(self.burst) {
+                    self.next_send = self.next_send.max(floor);
+                }
+            }
+            while batch.len() < SEND_BATCH {
                 let Some(&id) = self.send_queue.front() else {
                     break;
                 };
@@ -942,7 +1169,7 @@ impl<E: Exchange> Driver<E> {
                 let datagrams = slot.ex.requests(attempt);
                 if let Some(iv) = interval {
                     let n = u32::try_from(datagrams.len().max(1)).unwrap_or(u32::MAX);
-                    self.next_send = later(self.next_send.max(now), iv.saturating_mul(n));
+                    self.next_send = later(self.next_send, iv.saturating_mul(n));
                 }
                 batch.push(Prepared {
                     id,
@@ -1149,21 +1376,30 @@ impl<E: Exchange> Driver<E> {
         self.emit(slot.index, slot.addr, result, rtt, slot.attempts);
     }
 
+    /// Hands an outcome to the reader, or keeps it in the backlog while the reader lags.
     fn emit(
-        &self,
+        &mut self,
         index: usize,
         addr: SocketAddr,
         result: Result<E::Output, QueryError>,
         rtt: Option<Duration>,
         attempts: u32,
     ) {
-        let _ = self.out.send(Outcome {
+        let outcome = Outcome {
             index,
             addr,
             result,
             rtt,
             attempts,
-        });
+        };
+        if !self.backlog.is_empty() {
+            self.backlog.push_back(outcome);
+            return;
+        }
+        match self.out.try_send(outcome) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(o)) => self.backlog.push_back(o),
+        }
     }
 }
 
@@ -1287,6 +1523,33 @@ fn record_rtt<E>(slot: &mut Slot<E>, attempt: Option<u32>, received: Instant) {
 mod tests {
     use super::*;
 
+    /// A flood from an address with a query in flight, while its driver does not keep up,
+    /// does not grow the batch's queue: datagrams past [`DATAGRAM_QUEUE`] are dropped and
+    /// counted, the ones queued are kept in order.
+    #[test]
+    fn a_full_datagram_queue_drops_and_counts() {
+        let routes = Routes::default();
+        let flooder: SocketAddr = "127.0.0.1:27960".parse().unwrap();
+        let (tx, mut rx) = mpsc::channel(DATAGRAM_QUEUE);
+        assert!(routes.attach(flooder, 1, &tx, 10));
+        let at = Instant::now();
+        let extra = 1000;
+        let datagrams: Vec<Vec<u8>> = (0..DATAGRAM_QUEUE + extra)
+            .map(|i| i.to_string().into_bytes())
+            .collect();
+        routes.dispatch(datagrams.iter().map(|d| (flooder, d.as_slice())), at);
+        assert_eq!(routes.dropped.load(Ordering::Relaxed), extra as u64);
+        for i in 0..DATAGRAM_QUEUE {
+            let (_, d, _, _) = rx.try_recv().unwrap();
+            assert_eq!(d, i.to_string().into_bytes());
+        }
+        assert!(rx.try_recv().is_err());
+        // Room again: the next datagram is queued, not dropped.
+        routes.dispatch([(flooder, &b"after"[..])], at);
+        assert_eq!(rx.try_recv().unwrap().1, b"after");
+        assert_eq!(routes.dropped.load(Ordering::Relaxed), extra as u64);
+    }
+
     /// The first of two source-address checks. The driver's own lookup by source address
     /// (pinned by `a_reply_from_another_address_never_completes_a_query` in tests/engine.rs)
     /// masks a routing table that delivers everywhere, so this one is pinned here.
@@ -1298,8 +1561,8 @@ mod tests {
             "127.0.0.1:6".parse().unwrap(),
             "127.0.0.1:7".parse().unwrap(),
         );
-        let (tx_a, mut rx_a) = mpsc::unbounded_channel();
-        let (tx_b, mut rx_b) = mpsc::unbounded_channel();
+        let (tx_a, mut rx_a) = mpsc::channel(16);
+        let (tx_b, mut rx_b) = mpsc::channel(16);
         assert!(routes.attach(a, 1, &tx_a, 10));
         assert!(routes.attach(b, 2, &tx_b, 20));
         assert!(

@@ -71,7 +71,7 @@ mod transport;
 pub mod wire;
 
 #[cfg(feature = "runtime")]
-pub use engine::{Batch, Engine, Options, Outcome};
+pub use engine::{Batch, Engine, Options, Outcome, DATAGRAM_QUEUE, OUTCOME_QUEUE};
 pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
 #[cfg(feature = "runtime")]

@@ -374,7 +374,7 @@ async fn lazy_jobs_are_made_as_the_window_frees() {
         (addr(3000 + p), ex)
     });
     let mut batch = engine(&net).run_lazy(jobs, opts(1000, 0).with_concurrency(16));
-    assert_eq!(batch.remaining(), 200);
+    assert_eq!(batch.remaining(), Some(200));
     let mut seen = Vec::new();
     while let Some(o) = batch.next().await {
         assert_eq!(
@@ -1658,5 +1658,141 @@ async fn batched_sends_survive_partial_full_and_refused_batches() {
             batched_sends(per_call, block_every, Some(1000), concurrency, 0.0).await;
             batched_sends(per_call, block_every, None, concurrency, 0.3).await;
         }
+    }
+}
+
+/// `--rate` is kept when the rate is above what one send per timer tick gives (a timer has
+/// millisecond resolution): 3,000 queries at 5,000 datagrams/s take 0.6 s, not 3 s (one
+/// query per wake-up), and no second-long window carries more than the rate plus the
+/// small burst a late wake-up may save up.
+#[tokio::test(start_paused = true)]
+async fn a_high_rate_is_kept_within_ten_percent() {
+    for (rate, n) in [(5_000u32, 3_000u16), (1_000, 1_500), (20_000, 10_000)] {
+        let net = SimNet::new(Faults::default(), 1);
+        for p in 0..n {
+            net.add_server(addr(10_000 + p), text_server("ok".into()));
+        }
+        let all = engine(&net)
+            .run(
+                (0..n).map(|p| {
+                    (
+                        addr(10_000 + p),
+                        Text {
+                            challenge: u64::from(p),
+                        },
+                    )
+                }),
+                opts(1000, 0).with_rate(Some(rate)),
+            )
+            .collect_sorted()
+            .await;
+        assert!(all.iter().all(|o| o.result.is_ok()));
+        let sent = net.sent();
+        assert_eq!(sent.len(), usize::from(n));
+        let span = (sent.last().unwrap().at - sent[0].at).as_secs_f64();
+        let ideal = f64::from(n - 1) / f64::from(rate);
+        assert!(
+            (span - ideal).abs() <= ideal * 0.1,
+            "{rate}/s: {n} sends took {span:.3} s, ideal {ideal:.3} s"
+        );
+        // Never more than the rate in any one-second window (plus the saved-up burst).
+        let burst = (f64::from(rate) * 0.004).max(4.0) as usize + 1;
+        for (i, s) in sent.iter().enumerate() {
+            let within = sent[i..]
+                .iter()
+                .take_while(|t| t.at - s.at < Duration::from_secs(1))
+                .count();
+            assert!(
+                within <= rate as usize + burst,
+                "{rate}/s: {within} sends within one second"
+            );
+        }
+    }
+}
+
+/// A reader that stops reading stops the batch: once the outcome queue and the window are
+/// full no query starts, however many jobs wait; when the reader reads again, the rest run.
+#[tokio::test(start_paused = true)]
+async fn a_reader_that_stops_holds_the_batch_still() {
+    let net = SimNet::new(Faults::default(), 1);
+    let n: u16 = 20_000;
+    for p in 0..n {
+        net.add_server(addr(p.wrapping_add(1)), text_server("ok".into()));
+    }
+    let concurrency = 64;
+    let mut batch = engine(&net).run_lazy(
+        (0..n).map(|p| {
+            (
+                addr(p.wrapping_add(1)),
+                Text {
+                    challenge: u64::from(p),
+                },
+            )
+        }),
+        opts(1000, 0).with_concurrency(concurrency),
+    );
+    // Nobody reads for a (virtual) minute.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let started = net.sent().len();
+    let bound = fragstat_core::OUTCOME_QUEUE + 2 * concurrency;
+    assert!(
+        started <= bound,
+        "{started} queries started while nobody read (bound {bound})"
+    );
+    assert!(started >= fragstat_core::OUTCOME_QUEUE);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(net.sent().len(), started, "nothing more starts while unread");
+    // Reading resumes the batch to its end.
+    let mut got = 0;
+    while let Some(o) = batch.next().await {
+        assert!(o.result.is_ok());
+        got += 1;
+    }
+    assert_eq!(got, usize::from(n));
+}
+
+/// A batch fed by a channel starts queries as jobs arrive (while more are still to come)
+/// and ends when the senders are gone and every query has finished.
+#[tokio::test(start_paused = true)]
+async fn a_channel_fed_batch_runs_jobs_as_they_arrive() {
+    let net = SimNet::new(
+        Faults {
+            latency: Duration::from_millis(10),
+            ..Faults::default()
+        },
+        1,
+    );
+    for p in 0..30 {
+        net.add_server(addr(3000 + p), text_server(format!("s{p}")));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let mut batch = engine(&net).run_receiver(rx, opts(1000, 0));
+    assert_eq!(batch.remaining(), None);
+    let feeder = tokio::spawn(async move {
+        for p in 0..30u16 {
+            let job = (
+                addr(3000 + p),
+                Text {
+                    challenge: u64::from(p),
+                },
+            );
+            tx.send(job).await.unwrap();
+            if p == 9 {
+                // A pause: the first ten are answered before the rest arrive.
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while let Some(o) = batch.next().await {
+        seen.push((o.index, o.result.unwrap(), start.elapsed()));
+    }
+    feeder.await.unwrap();
+    assert_eq!(seen.len(), 30);
+    let first_ten = seen.iter().filter(|s| s.0 < 10).map(|s| s.2).max().unwrap();
+    assert!(first_ten < Duration::from_secs(1), "{first_ten:?}");
+    for (index, payload, _) in &seen {
+        assert_eq!(payload, &format!("s{index}"), "indexes follow arrival order");
     }
 }
