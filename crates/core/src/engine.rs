@@ -257,13 +257,7 @@ impl Routes {
 
     /// Query `id` of `batch` now waits on `addr`; true when that made a new route (the
     /// batch's first query there).
-    fn attach(
-        &self,
-        addr: SocketAddr,
-        batch: u64,
-        tx: &mpsc::Sender<Received>,
-        id: u64,
-    ) -> bool {
+    fn attach(&self, addr: SocketAddr, batch: u64, tx: &mpsc::Sender<Received>, id: u64) -> bool {
         let mut map = self.lock();
         let routes = map.entry(addr).or_default();
         match routes.iter_mut().find(|r| r.batch == batch) {
@@ -618,8 +612,7 @@ impl Engine {
         let burst = options.rate.filter(|r| *r > 0).map_or(Duration::ZERO, |r| {
             // Tokens that may be saved up while the batch waits (a late timer, a send that
             // had to wait for room): a few milliseconds' worth, at least one datagram.
-            Duration::from_secs_f64(f64::from(r.max(1)).recip() * PACING_BURST)
-                .max(PACING_CATCH_UP)
+            Duration::from_secs_f64(f64::from(r.max(1)).recip() * PACING_BURST).max(PACING_CATCH_UP)
         });
         let driver = Driver {
             routes: RouteGuard {

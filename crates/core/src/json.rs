@@ -311,6 +311,8 @@ fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
     }
     out.extend_from_slice(b"],\"truncated\":");
     out.extend_from_slice(if s.truncated { b"true" } else { b"false" });
+    out.extend_from_slice(b",\"unverified\":");
+    out.extend_from_slice(if s.unverified { b"true" } else { b"false" });
     out.extend_from_slice(match s.name.dialect() {
         Dialect::Quake => b",\"dialect\":\"quake\"",
         Dialect::Plain => b",\"dialect\":\"plain\"",
@@ -321,7 +323,7 @@ fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
 const NO_INFO: &[u8] = b",\"name\":null,\"name_raw\":null,\"map\":null,\"gametype\":null,\
 \"version\":null,\"num_players\":null,\"max_players\":null,\"num_bots\":null,\
 \"num_spectators\":null,\"password\":null,\"players\":null,\"rules\":null,\"extra\":null,\
-\"warnings\":null,\"truncated\":null,\"dialect\":null";
+\"warnings\":null,\"truncated\":null,\"unverified\":null,\"dialect\":null";
 
 pub(crate) fn write_record(out: &mut Vec<u8>, r: &Record) {
     out.extend_from_slice(b"{\"address\":");
@@ -423,6 +425,7 @@ mod tests {
             num_spectators: Some(0),
             password: Some(true),
             truncated: true,
+            unverified: true,
             ..ServerInfo::default()
         };
         info.set_extra(Crc {

@@ -494,6 +494,10 @@ pub struct ServerInfo {
     /// The reply looks cut short (a last line without its newline, a missing terminator):
     /// what is here was read, more may have been sent.
     pub truncated: bool,
+    /// The reply carried no challenge or token of this query (the game's servers do not
+    /// echo one, e.g. Warsow's short `info`): it came from the server's address, but anyone
+    /// able to send from that address could have written it.
+    pub unverified: bool,
 }
 
 impl PartialEq for ServerInfo {
@@ -512,13 +516,14 @@ impl PartialEq for ServerInfo {
             && extra_eq(&self.extra, &o.extra)
             && self.warnings == o.warnings
             && self.truncated == o.truncated
+            && self.unverified == o.unverified
     }
 }
 
 impl ServerInfo {
     /// The keys of the JSON object [`ServerInfo`] serializes to, in order (a caller writing a
     /// record for a server that did not answer writes each as `null`).
-    pub const JSON_FIELDS: [&'static str; 16] = [
+    pub const JSON_FIELDS: [&'static str; 17] = [
         "name",
         "name_raw",
         "map",
@@ -534,6 +539,7 @@ impl ServerInfo {
         "extra",
         "warnings",
         "truncated",
+        "unverified",
         "dialect",
     ];
 
@@ -576,6 +582,7 @@ impl ServerInfo {
         map.serialize_entry("extra", &self.extra)?;
         map.serialize_entry("warnings", &self.warnings)?;
         map.serialize_entry("truncated", &self.truncated)?;
+        map.serialize_entry("unverified", &self.unverified)?;
         map.serialize_entry("dialect", &self.name.dialect())
     }
 }

@@ -289,6 +289,13 @@ pub trait Game: Send + Sync + fmt::Debug {
     fn default_port(&self) -> u16;
     /// Default master port, for games with UDP masters.
     fn master_port(&self) -> Option<u16>;
+    /// Whether this game's servers echo the query's challenge (or token) in their replies.
+    /// When they do, a reply without it is ignored (it could be forged by anyone able to send
+    /// from the server's address); when they do not, it is taken and its
+    /// [`ServerInfo::unverified`] is set.
+    fn echoes_challenge(&self) -> bool {
+        true
+    }
     /// A query of one server.
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
     /// A query of a master, or why the options do not fit this game.

@@ -1741,7 +1741,11 @@ async fn a_reader_that_stops_holds_the_batch_still() {
     );
     assert!(started >= fragstat_core::OUTCOME_QUEUE);
     tokio::time::sleep(Duration::from_secs(60)).await;
-    assert_eq!(net.sent().len(), started, "nothing more starts while unread");
+    assert_eq!(
+        net.sent().len(),
+        started,
+        "nothing more starts while unread"
+    );
     // Reading resumes the batch to its end.
     let mut got = 0;
     while let Some(o) = batch.next().await {
@@ -1793,6 +1797,10 @@ async fn a_channel_fed_batch_runs_jobs_as_they_arrive() {
     let first_ten = seen.iter().filter(|s| s.0 < 10).map(|s| s.2).max().unwrap();
     assert!(first_ten < Duration::from_secs(1), "{first_ten:?}");
     for (index, payload, _) in &seen {
-        assert_eq!(payload, &format!("s{index}"), "indexes follow arrival order");
+        assert_eq!(
+            payload,
+            &format!("s{index}"),
+            "indexes follow arrival order"
+        );
     }
 }

@@ -11,6 +11,9 @@ pub struct Reply {
     pub response: InfoResponse,
     /// Bytes in the datagram.
     pub datagram_len: usize,
+    /// The reply did not echo this query's challenge (real ETQW servers echo something
+    /// else), so it is taken on its source address alone.
+    pub unverified: bool,
 }
 
 /// One query. The challenge is a random nonce whose first byte is the attempt number.
@@ -64,13 +67,13 @@ impl Exchange for ServerExchange {
         match decode(datagram) {
             Ok(Packet::InfoResponse(response)) => {
                 let echo = response.challenge;
-                let attempt = (echo.get(1..) == self.nonce.get(1..))
-                    .then(|| echo.first().map(|&a| u32::from(a)))
-                    .flatten();
+                let ours = echo.get(1..) == self.nonce.get(1..);
+                let attempt = ours.then(|| echo.first().map(|&a| u32::from(a))).flatten();
                 Verdict::Done {
                     output: Ok(Reply {
                         response,
                         datagram_len: datagram.len(),
+                        unverified: !ours,
                     }),
                     attempt,
                 }
@@ -96,13 +99,15 @@ mod tests {
             panic!()
         };
         assert_eq!(attempt, Some(2));
-        assert!(output.unwrap().response.ex);
+        let reply = output.unwrap();
+        assert!(reply.response.ex && !reply.unverified);
         // A server that echoes something else (as real ones do) still answers the query.
         let other = emu.respond(b"\xff\xffgetInfoEx\0\0\0\0\0").unwrap();
-        let Verdict::Done { attempt, .. } = ex.on_datagram(&other) else {
+        let Verdict::Done { attempt, output } = ex.on_datagram(&other) else {
             panic!()
         };
         assert_eq!(attempt, None);
+        assert!(output.unwrap().unverified, "an echo not ours is marked");
         assert!(matches!(
             ex.on_datagram(b"\xff\xffgetInfo\0"),
             Verdict::Ignore(_)

@@ -90,10 +90,21 @@ impl Game for Etqw {
         None
     }
 
+    /// Real ETQW servers echo something other than the challenge (captures answered a zero
+    /// challenge with `000000ba…` and `00000002…`): a reply whose echo is not this query's
+    /// is taken on its source address and marked unverified.
+    fn echoes_challenge(&self) -> bool {
+        false
+    }
+
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
         // getInfoEx adds each player's xp, team, kills and deaths.
         ServerExchange::new(ask.players || ask.rules)
-            .map_output(|r| server_info(&r.response, r.datagram_len))
+            .map_output(|r| {
+                let mut info = server_info(&r.response, r.datagram_len);
+                info.unverified = r.unverified;
+                info
+            })
             .boxed()
     }
 

@@ -174,7 +174,7 @@ mod tests {
     use crate::server::{EmulatedServer, ServerConfig};
     use crate::Game;
     use fragstat_core::testing::{Faults, SimNet};
-    use fragstat_core::{Exchange, Transport};
+    use fragstat_core::{Exchange, Transport, Verdict};
     use std::sync::{Arc, Mutex};
 
     fn addr(p: u16) -> SocketAddr {
@@ -243,6 +243,80 @@ mod tests {
             }
         }
         assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));
+    }
+
+    /// Security review C1: a statusResponse without a challenge could come from anyone able
+    /// to send from the server's address. It completes no query; with
+    /// `accept_unverified` (games whose servers echo none) it is taken and marked.
+    #[test]
+    fn a_reply_without_our_challenge_is_ignored_unless_unverified_is_accepted() {
+        let forged = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\forged\n";
+        let mut ex = ServerExchange::with_nonce(Ask::Status, 0xabc);
+        assert!(
+            matches!(ex.on_datagram(forged), Verdict::Ignore(_)),
+            "a challenge-less reply completed the query"
+        );
+        let wrong = b"\xff\xff\xff\xffstatusResponse\n\\challenge\\fsabd-0\\sv_hostname\\forged\n";
+        assert!(matches!(ex.on_datagram(wrong), Verdict::Ignore(_)));
+        let real = b"\xff\xff\xff\xffstatusResponse\n\\challenge\\fsabc-0\\sv_hostname\\real\n";
+        let Verdict::Done { output, attempt } = ex.on_datagram(real) else {
+            panic!("our reply")
+        };
+        let reply = output.unwrap();
+        assert_eq!(attempt, Some(0));
+        assert!(!reply.unverified);
+        // A game whose servers echo nothing: taken, and marked.
+        let mut ex = ServerExchange::with_nonce(Ask::Status, 0xabc).accept_unverified(true);
+        let Verdict::Done { output, attempt } = ex.on_datagram(forged) else {
+            panic!("accepted unverified")
+        };
+        let reply = output.unwrap();
+        assert!(reply.unverified && attempt.is_none());
+        assert!(reply.server_info(Game::Quake3).unverified);
+        // Someone else's challenge is never taken, even then.
+        let mut ex = ServerExchange::with_nonce(Ask::Status, 0xabc).accept_unverified(true);
+        assert!(matches!(ex.on_datagram(wrong), Verdict::Ignore(_)));
+    }
+
+    /// Security review C1 over the network: a forged reply without a challenge arrives 1 ms
+    /// before the real one, from the server's own address; the record is the real one.
+    #[tokio::test(start_paused = true)]
+    async fn a_forged_reply_just_before_the_real_one_changes_nothing() {
+        let net = SimNet::new(
+            Faults {
+                latency: Duration::from_millis(10),
+                ..Faults::default()
+            },
+            1,
+        );
+        let server = addr(27960);
+        let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
+            Game::Quake3,
+            b"the real one",
+            3,
+        )));
+        let weak = Arc::downgrade(&net);
+        net.add_server(
+            server,
+            Arc::new(move |req: &[u8]| {
+                if let Some(net) = weak.upgrade() {
+                    net.inject(
+                        server,
+                        b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\FORGED\\sv_maxclients\\64\n0 0 \"fake\"\n"
+                            .to_vec(),
+                        Duration::from_millis(9),
+                    );
+                }
+                emu.lock().unwrap().respond(req).into_iter().collect()
+            }),
+        );
+        let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
+        let client = Client::with_engine(engine);
+        let t = client.server(server).await.unwrap();
+        let info = t.reply.server_info(Game::Quake3);
+        assert_eq!(info.name.as_bytes(), b"the real one");
+        assert_eq!(info.players.as_ref().map(Vec::len), Some(3));
+        assert!(!info.unverified);
     }
 
     #[tokio::test(start_paused = true)]

@@ -33,17 +33,25 @@ pub struct ServerReply {
     pub info: Option<InfoResponse>,
     /// The statusResponse, when asked for and received.
     pub status: Option<StatusResponse>,
+    /// A reply was accepted without this query's challenge (only with
+    /// [`ServerExchange::accept_unverified`]): anyone who can send from the server's
+    /// address could have written it.
+    pub unverified: bool,
 }
 
 impl ServerReply {
     /// The shared record of this reply (see [`crate::view::server_info`]), copying it.
     pub fn server_info(&self, game: Game) -> fragstat_core::model::ServerInfo {
-        crate::view::server_info(game, self.info.clone(), self.status.clone())
+        let mut info = crate::view::server_info(game, self.info.clone(), self.status.clone());
+        info.unverified = self.unverified;
+        info
     }
 
     /// The shared record of this reply, consuming it (no copies).
     pub fn into_server_info(self, game: Game) -> fragstat_core::model::ServerInfo {
-        crate::view::server_info(game, self.info, self.status)
+        let mut info = crate::view::server_info(game, self.info, self.status);
+        info.unverified = self.unverified;
+        info
     }
 }
 
@@ -132,10 +140,18 @@ fn lower_hex(mut n: u64, buf: &mut [u8; 16]) -> &[u8] {
 
 /// The exchange behind `client::Client::scan` (feature `client`): getinfo and/or getstatus
 /// to one server.
+///
+/// A reply must carry this query's challenge: one without a challenge could have been
+/// written by anyone able to send from the server's address (a forger who knows only that a
+/// scan is running), so it is ignored — unless the game's servers are known not to echo one
+/// ([`ServerExchange::accept_unverified`]), when it is taken and marked
+/// [`ServerReply::unverified`].
 #[derive(Debug)]
 pub struct ServerExchange {
     ask: Ask,
     nonce: u64,
+    /// Replies without a challenge are taken (and marked).
+    accept_unverified: bool,
     /// What has come so far; boxed on the first reply, so a scan's queued queries stay small
     /// (a scan creates one exchange per server up front).
     reply: Option<Box<ServerReply>>,
@@ -152,8 +168,18 @@ impl ServerExchange {
         ServerExchange {
             ask,
             nonce,
+            accept_unverified: false,
             reply: None,
         }
+    }
+
+    /// Takes replies that carry no challenge at all (servers of games that do not echo
+    /// one), marking the reply [`ServerReply::unverified`]. A reply with someone else's
+    /// challenge is never taken.
+    #[must_use]
+    pub fn accept_unverified(mut self, accept: bool) -> Self {
+        self.accept_unverified = accept;
+        self
     }
 
     fn wants_info(&self) -> bool {
@@ -204,7 +230,13 @@ impl Exchange for ServerExchange {
         let Ok(attempt) = attempt else {
             return Verdict::Ignore("wrong challenge");
         };
+        // `Ok(None)`: the reply echoes no challenge at all.
+        let unverified = attempt.is_none();
+        if unverified && !self.accept_unverified {
+            return Verdict::Ignore("reply without this query's challenge");
+        }
         let reply = self.reply.get_or_insert_with(Box::default);
+        reply.unverified |= unverified;
         match packet {
             Packet::InfoResponse(r) => reply.info = Some(r),
             Packet::StatusResponse(r) => reply.status = Some(r),

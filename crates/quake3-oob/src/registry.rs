@@ -179,8 +179,17 @@ impl RegistryGame for Quake3Game {
         };
         let game = self.game;
         ServerExchange::new(q3)
+            .accept_unverified(!self.echoes_challenge())
             .map_output(move |reply| reply.into_server_info(game))
             .boxed()
+    }
+
+    /// The named games' servers echo the challenge in both replies (id's and ioq3's
+    /// `SVC_Info`/`SVC_Status`: "echo back the parameter to status. so master servers can use
+    /// it as a challenge"); for a protocol named only by its number (`oob:NN`) nothing is
+    /// known, so a reply without one is taken and marked unverified.
+    fn echoes_challenge(&self) -> bool {
+        !matches!(self.game, Game::Other(_))
     }
 
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {

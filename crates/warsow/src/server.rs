@@ -432,6 +432,7 @@ mod tests {
             ServerReply {
                 info: None,
                 status: Some(st),
+                unverified: false,
             }
             .into_server_info(Q3Game::Other(22)),
         );

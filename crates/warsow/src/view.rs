@@ -149,9 +149,11 @@ pub fn adapt(game: Game, mut info: ServerInfo) -> ServerInfo {
     info
 }
 
-/// The record of a short `info` reply.
+/// The record of a short `info` reply. It carries no challenge (the request has none), so
+/// it is always [`ServerInfo::unverified`].
 pub fn short_info(info: &ShortInfo) -> ServerInfo {
     let mut out = ServerInfo::default();
+    out.unverified = true;
     let text = |b: Option<&[u8]>| Text::new(b.unwrap_or_default().to_vec(), Dialect::Quake);
     out.name = text(info.name());
     out.map = text(info.map());
@@ -190,6 +192,7 @@ mod tests {
         let reply = ServerReply {
             info: None,
             status: Some(st),
+            unverified: false,
         };
         adapt(game, reply.into_server_info(Q3Game::Other(game.protocol())))
     }
