@@ -569,7 +569,19 @@ impl Engine {
     {
         let jobs = Jobs::new(jobs.into_iter());
         let total = jobs.left;
-        self.start(Source::Iter(jobs), Some(total), options)
+        self.start(Source::Iter(jobs), total, options)
+    }
+
+    /// [`Engine::run_lazy`] over an iterator whose length is not known in advance (a filter,
+    /// a chain of lists): jobs are taken as slots free until it ends; indexes count jobs in
+    /// the order taken, and [`Batch::remaining`] is `None`.
+    pub fn run_iter<E, I>(&self, jobs: I, options: Options) -> Batch<E::Output>
+    where
+        E: Exchange,
+        I: IntoIterator<Item = (SocketAddr, E)>,
+        I::IntoIter: Send + 'static,
+    {
+        self.start(Source::Iter(Jobs::unsized_(jobs.into_iter())), None, options)
     }
 
     /// A batch fed by a channel: jobs are taken from `jobs` as slots free (and as they
@@ -814,8 +826,11 @@ struct Jobs<E> {
     iter: Box<dyn Iterator<Item = (SocketAddr, E)> + Send>,
     /// The index of the next job.
     next: usize,
-    /// Jobs not yet taken.
-    left: usize,
+    /// Jobs not yet taken, when the iterator said; `None` while an iterator of unknown
+    /// length may still have more.
+    left: Option<usize>,
+    /// The iterator has ended.
+    done: bool,
 }
 
 impl<E> Jobs<E> {
@@ -823,24 +838,47 @@ impl<E> Jobs<E> {
     where
         I: ExactSizeIterator<Item = (SocketAddr, E)> + Send + 'static,
     {
+        let left = iter.len();
         Jobs {
-            left: iter.len(),
+            left: Some(left),
             iter: Box::new(iter),
             next: 0,
+            done: left == 0,
         }
+    }
+
+    fn unsized_<I>(iter: I) -> Self
+    where
+        I: Iterator<Item = (SocketAddr, E)> + Send + 'static,
+    {
+        Jobs {
+            left: None,
+            iter: Box::new(iter),
+            next: 0,
+            done: false,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.done
     }
 
     /// The next job: its index, canonical address and exchange.
     fn pop_front(&mut self) -> Option<(usize, SocketAddr, E)> {
-        if self.left == 0 {
+        if self.done {
             return None;
         }
         // An iterator shorter than it said it was ends the batch's jobs there.
         let Some((addr, ex)) = self.iter.next() else {
-            self.left = 0;
+            self.done = true;
             return None;
         };
-        self.left -= 1;
+        if let Some(left) = &mut self.left {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                self.done = true;
+            }
+        }
         let index = self.next;
         self.next += 1;
         Some((index, canonical(addr), ex))
@@ -864,7 +902,7 @@ impl<E> Source<E> {
     /// No job will come any more.
     fn is_empty(&self) -> bool {
         match self {
-            Source::Iter(j) => j.left == 0,
+            Source::Iter(j) => j.is_empty(),
             Source::Channel { rx, closed, .. } => *closed && rx.is_empty(),
         }
     }

@@ -50,6 +50,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod de;
 #[cfg(feature = "runtime")]
 mod engine;
 mod error;

@@ -683,6 +683,25 @@ mod tests {
     }
 }
 
+/// `addr` as text, as `Display` writes it; IPv4 without the formatting machinery (it was 3 %
+/// of a scan's instructions when written once per record).
+pub fn addr_text(addr: SocketAddr) -> String {
+    let SocketAddr::V4(v4) = addr else {
+        return addr.to_string();
+    };
+    let mut s = String::with_capacity(21);
+    let mut num = itoa::Buffer::new();
+    for (i, octet) in v4.ip().octets().into_iter().enumerate() {
+        if i > 0 {
+            s.push('.');
+        }
+        s.push_str(num.format(octet));
+    }
+    s.push(':');
+    s.push_str(num.format(v4.port()));
+    s
+}
+
 /// Whether a server answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

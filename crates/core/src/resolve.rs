@@ -93,7 +93,20 @@ fn literal(text: &str, default_port: u16) -> Option<SocketAddr> {
 }
 
 /// Resolves every address concurrently (at most 64 lookups at once), in the given order.
-pub async fn resolve_all(texts: &[String], default_port: u16, timeout: Duration) -> Vec<Target> {
+///
+/// The future owns a copy of the list, so it is `Send + 'static` (one that borrowed `texts`
+/// across an await would not be `Send` for every lifetime, rust#64552, and could not be
+/// boxed as `dyn Future + Send`).
+pub fn resolve_all(
+    texts: &[String],
+    default_port: u16,
+    timeout: Duration,
+) -> impl std::future::Future<Output = Vec<Target>> + Send + 'static {
+    let texts = texts.to_vec();
+    async move { resolve_owned(texts, default_port, timeout).await }
+}
+
+async fn resolve_owned(texts: Vec<String>, default_port: u16, timeout: Duration) -> Vec<Target> {
     // Literal addresses (most of a scan list) need no task and no resolver.
     let mut out: Vec<Option<Target>> = texts
         .iter()
@@ -132,7 +145,7 @@ pub async fn resolve_all(texts: &[String], default_port: u16, timeout: Duration)
         .zip(texts)
         .map(|(t, text)| {
             t.unwrap_or_else(|| Target {
-                text: text.clone(),
+                text,
                 addr: Err("resolver task failed".into()),
             })
         })

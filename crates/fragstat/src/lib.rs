@@ -11,28 +11,58 @@
 //! | `etqw` (default) | [`etqw`] | Enemy Territory: Quake Wars (servers and the HTTP list feed) |
 //! | `warsow` (default) | [`warsow`] | Warsow, Warfork (qfusion), Nexuiz (DarkPlaces) |
 //! | `teeworlds` (default) | [`teeworlds`] | Teeworlds 0.6 and 0.7, DDNet (UDP and HTTP masters) |
+//! | `http` (default) | — | HTTP master lists (DDNet's `servers.json`, the ETQW feed) in [`Client::master_list`] |
 //!
-//! Any game, through the registry (the CLI works only this way):
+//! Everything a server browser, a bot or a list site does goes through a [`Client`]: one
+//! server ([`Client::query`]), masters' lists merged, filtered and de-duplicated
+//! ([`Client::master_list`]), and a stream of results for many servers ([`Client::scan`]).
+//! Every game is named by its registry id; errors are one [`Error`] enum to match.
 //!
 //! ```no_run
+//! use futures_util::StreamExt;
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use fragstat::core::registry::Ask;
-//! use fragstat::{Engine, Options};
-//! let game = fragstat::game("openarena").ok_or("unknown game")?;
-//! let engine = Engine::bind().await?;
-//! let addr = "127.0.0.1:27960".parse()?;
-//! let outcome = engine.query(addr, game.server_query(Ask::players()), Options::default()).await;
-//! let info = outcome.result?;
-//! println!("{} on {} ({}/{})", info.name, info.map, info.num_players, info.max_players);
+//! let client = fragstat::Client::builder().build().await?;
+//! let q3 = fragstat::game("q3").ok_or("no q3")?;
+//!
+//! // One server, with its players.
+//! let r = client.query(&q3, "127.0.0.1:27960").players().await?;
+//! println!("{} on {} ({}/{})", r.info.name, r.info.map, r.info.num_players, r.info.max_players);
+//!
+//! // A master's list, then every server on it.
+//! let list = client.master_list(&q3, ["127.0.0.1:27950"]).await?;
+//! let mut scan = client.scan(&q3, list.servers()).players();
+//! while let Some((addr, result)) = scan.next().await {
+//!     match result {
+//!         Ok(r) => println!("{addr} {}", r.info.name),
+//!         Err(fragstat::Error::Timeout { .. }) => println!("{addr} did not answer"),
+//!         Err(e) => println!("{addr} {e}"),
+//!     }
+//! }
 //! # Ok(()) }
 //! ```
+//!
+//! docs/library.md is the guide: the API, the errors, the list filters and the defaults.
 #![forbid(unsafe_code)]
 #![doc(html_root_url = "https://docs.rs/fragstat")]
 
+mod client;
+mod error;
+mod filter;
+#[cfg(feature = "http")]
+mod http;
+mod master;
+mod scan;
+
+pub use client::{defaults, record, Client, ClientBuilder, Query, Response, Target};
+pub use error::{Error, Limit, LimitKind};
+pub use filter::{classify, FilterReason, ListFilter, ListLimits};
+pub use master::{Listed, MasterList, MasterListRequest, MasterReport, MasterStream, MasterUpdate};
+pub use scan::{Indexed, Scan, ScanItem};
+
 pub use fragstat_core as core;
-pub use fragstat_core::model::{MasterEntry, Player, Rules, ServerInfo, Text};
-pub use fragstat_core::registry::{Ask, Family, Game, GameRef};
-pub use fragstat_core::{Engine, Options, QueryError};
+pub use fragstat_core::model::{MasterEntry, Player, Record, Rules, ServerInfo, Status, Text};
+pub use fragstat_core::registry::{Ask, Family, Game, GameRef, MasterOptions};
+pub use fragstat_core::{DecodeError, Engine, Options, QueryError};
 
 /// The Quake III out-of-band family ([`fragstat_quake3_oob`]).
 #[cfg(feature = "quake3")]

@@ -1,0 +1,94 @@
+//! HTTP master lists (feature `http`): DDNet's `servers.json`, the ETQW feed. A GET with a
+//! timeout, no redirects (a list that moved is an error naming where to), and a size cap
+//! enforced while the body arrives.
+
+use std::time::Duration;
+
+use crate::error::{Error, Limit, LimitKind};
+
+/// The HTTP client a [`crate::Client`] keeps.
+pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("fragstat/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::Http {
+            url: String::new(),
+            status: None,
+            reason: format!("cannot build the HTTP client: {e}"),
+        })
+}
+
+/// GETs `url` and returns the body, at most `max` bytes.
+pub(crate) async fn fetch(client: &reqwest::Client, url: &str, max: usize) -> Result<Vec<u8>, Error> {
+    let http_err = |status: Option<u16>, reason: String| Error::Http {
+        url: url.to_string(),
+        status,
+        reason,
+    };
+    let mut resp = client.get(url).send().await.map_err(|e| {
+        if e.is_timeout() {
+            http_err(None, "timed out".into())
+        } else if e.is_builder() {
+            http_err(None, "not a URL fragstat can fetch (http:// or https://)".into())
+        } else {
+            http_err(None, error_chain(&e))
+        }
+    })?;
+    let status = resp.status();
+    if status.is_redirection() {
+        let to = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or("?");
+        return Err(http_err(
+            Some(status.as_u16()),
+            format!("redirected to {to} (redirects are not followed: give that URL)"),
+        ));
+    }
+    if !status.is_success() {
+        return Err(http_err(Some(status.as_u16()), status.to_string()));
+    }
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(Error::Exceeded(Limit {
+            kind: LimitKind::HttpBody,
+            max: max as u64,
+        }));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| {
+        if e.is_timeout() {
+            http_err(Some(status.as_u16()), "timed out reading the body".into())
+        } else {
+            http_err(Some(status.as_u16()), error_chain(&e))
+        }
+    })? {
+        if body.len() + chunk.len() > max {
+            return Err(Error::Exceeded(Limit {
+                kind: LimitKind::HttpBody,
+                max: max as u64,
+            }));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// An error and its causes, one line (reqwest's own message is often just "error sending
+/// request").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = s.source();
+    }
+    out
+}

@@ -1,0 +1,656 @@
+//! [`Client::master_list`]: every master of a game asked at once (UDP or HTTP, by the game's
+//! master kind), the lists filtered, capped, merged and de-duplicated, with a report per
+//! master.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::{Future, IntoFuture};
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use fragstat_core::model::MasterEntry;
+use fragstat_core::registry::{GameRef, HttpList, MasterOptions, MasterQuery};
+use futures_core::Stream;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::client::{Client, Target};
+use crate::error::Error;
+use crate::filter::FilterReason;
+
+/// One server of a merged list, and which masters listed it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Listed {
+    /// The server (with what the master says of it, for lists that carry info).
+    pub entry: MasterEntry,
+    /// The masters that listed it: indexes into [`MasterList::reports`], first lister first.
+    pub masters: Vec<usize>,
+}
+
+/// What one master answered.
+#[derive(Debug, Serialize)]
+#[non_exhaustive]
+pub struct MasterReport {
+    /// The master as given (`HOST[:PORT]`, or a URL).
+    pub master: String,
+    /// The address asked (UDP masters).
+    pub addr: Option<SocketAddr>,
+    /// The URL fetched (HTTP masters).
+    pub url: Option<String>,
+    /// `online`, `timeout` or `error`.
+    pub status: &'static str,
+    /// Why it gave no list.
+    #[serde(serialize_with = "error_text")]
+    pub error: Option<Error>,
+    /// Round-trip time of its list (the first datagram for UDP; the whole body for HTTP).
+    #[serde(rename = "rtt_ms", serialize_with = "millis")]
+    pub rtt: Option<Duration>,
+    /// Entries it listed.
+    pub listed: usize,
+    /// Of those, servers it added to the merged list.
+    pub kept: usize,
+    /// Of those, servers already in the list (from it or an earlier master).
+    pub duplicates: usize,
+    /// Of those, addresses left out by the [`crate::ListFilter`], per reason.
+    #[serde(serialize_with = "reasons")]
+    pub filtered: BTreeMap<FilterReason, usize>,
+    /// Of those, ports over [`crate::ListLimits::max_ports_per_ip`] for their address.
+    pub over_ip_cap: usize,
+    /// Entries past [`crate::ListLimits::max_entries_per_master`].
+    pub over_entry_cap: usize,
+    /// What the list's parser skipped (HTTP lists), each saying why.
+    pub warnings: Vec<String>,
+}
+
+fn error_text<S: serde::Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.serialize_str(&e.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+fn millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64((d.as_secs_f64() * 1e6).round() / 1e3),
+        None => s.serialize_none(),
+    }
+}
+
+fn reasons<S: serde::Serializer>(
+    m: &BTreeMap<FilterReason, usize>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(m.len()))?;
+    for (k, v) in m {
+        map.serialize_entry(k.as_str(), v)?;
+    }
+    map.end()
+}
+
+impl MasterReport {
+    fn new(master: String) -> Self {
+        MasterReport {
+            master,
+            addr: None,
+            url: None,
+            status: "error",
+            error: None,
+            rtt: None,
+            listed: 0,
+            kept: 0,
+            duplicates: 0,
+            filtered: BTreeMap::new(),
+            over_ip_cap: 0,
+            over_entry_cap: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Entries left out for any reason (filtered, over a cap).
+    pub fn dropped(&self) -> usize {
+        self.filtered.values().sum::<usize>() + self.over_ip_cap + self.over_entry_cap
+    }
+
+    /// It gave a list.
+    pub fn is_online(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// The merged list of every master asked, and what each answered.
+#[derive(Debug, Default)]
+pub struct MasterList {
+    entries: Vec<Listed>,
+    reports: Vec<MasterReport>,
+}
+
+impl MasterList {
+    /// Every server, each once, in the order listed (masters in the order given).
+    pub fn servers(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.entries.iter().map(|l| l.entry.addr)
+    }
+
+    /// Every server with what its master says of it and which masters listed it.
+    pub fn entries(&self) -> &[Listed] {
+        &self.entries
+    }
+
+    /// The entries, moved out.
+    pub fn into_entries(self) -> Vec<Listed> {
+        self.entries
+    }
+
+    /// One report per master, in the order given.
+    pub fn reports(&self) -> &[MasterReport] {
+        &self.reports
+    }
+
+    /// Servers listed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// No server listed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// At least one master gave a list (possibly empty).
+    pub fn any_online(&self) -> bool {
+        self.reports.iter().any(MasterReport::is_online)
+    }
+}
+
+/// What a master list in progress reports ([`MasterListRequest::stream`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MasterUpdate {
+    /// A master's list arrived: the servers it added to the merged list.
+    Listed {
+        /// The master (index into the reports).
+        master: usize,
+        /// New servers, in its list's order.
+        servers: Vec<SocketAddr>,
+    },
+    /// Every master has answered or failed.
+    Done(MasterList),
+}
+
+/// A request for masters' lists, from [`Client::master_list`]: await it, or read it as a
+/// [`MasterListRequest::stream`] to start on the first list while others still arrive.
+#[derive(Debug)]
+#[must_use = "a master list request does nothing until awaited"]
+pub struct MasterListRequest {
+    client: Client,
+    game: GameRef,
+    masters: Vec<Target>,
+    options: MasterOptions,
+}
+
+impl Client {
+    /// Asks every master in `masters` for `game`'s servers: UDP masters (`HOST[:PORT]`, the
+    /// game's master port by default) or HTTP lists (DDNet, ETQW: a URL, or `HOST[:PORT]` for
+    /// the game's standard path), by the game's master kind. One master's failure is
+    /// reported in its [`MasterReport`]; the others' lists are kept.
+    pub fn master_list<T: Into<Target>>(
+        &self,
+        game: &GameRef,
+        masters: impl IntoIterator<Item = T>,
+    ) -> MasterListRequest {
+        MasterListRequest {
+            client: self.clone(),
+            game: game.clone(),
+            masters: masters.into_iter().map(Into::into).collect(),
+            options: MasterOptions::default(),
+        }
+    }
+}
+
+impl MasterListRequest {
+    /// The extended request where the game has one (Quake III `getserversExt`: IPv6
+    /// servers too).
+    pub fn ext(mut self, ext: bool) -> Self {
+        self.options = self.options.with_ext(ext);
+        self
+    }
+
+    /// The game name the master knows the game by.
+    pub fn gamename(mut self, gamename: Option<String>) -> Self {
+        self.options = self.options.with_gamename(gamename);
+        self
+    }
+
+    /// Every master option at once.
+    pub fn options(mut self, options: MasterOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Updates as each master answers, then the merged list.
+    ///
+    /// # Errors
+    /// As for awaiting the request, before anything is sent.
+    pub fn stream(self) -> Result<MasterStream, Error> {
+        let plan = self.plan()?;
+        let (tx, rx) = mpsc::channel(16);
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            run(client, plan, Some(tx)).await;
+        });
+        Ok(MasterStream { rx })
+    }
+
+    /// Checks the request: the game's master kind and the options.
+    fn plan(&self) -> Result<Plan, Error> {
+        if self.masters.is_empty() {
+            return Err(Error::InvalidInput("no master given".into()));
+        }
+        let kind = self
+            .game
+            .master_query(&self.options)
+            .map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let http = match kind {
+            MasterQuery::Udp(_) => None,
+            MasterQuery::Http { default_url, parse } => Some((default_url, parse)),
+            _ => {
+                return Err(Error::InvalidInput(format!(
+                    "{}: unknown kind of master",
+                    self.game.id()
+                )))
+            }
+        };
+        if http.is_none() && self.game.master_port().is_none() {
+            return Err(Error::InvalidInput(format!(
+                "{} has no UDP master port",
+                self.game.id()
+            )));
+        }
+        Ok(Plan {
+            game: self.game.clone(),
+            masters: self.masters.clone(),
+            options: self.options.clone(),
+            http,
+        })
+    }
+}
+
+impl IntoFuture for MasterListRequest {
+    type Output = Result<MasterList, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<MasterList, Error>> + Send>>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let plan = self.plan()?;
+            Ok(run(self.client, plan, None).await)
+        })
+    }
+}
+
+/// Updates of a master list in progress.
+#[derive(Debug)]
+pub struct MasterStream {
+    rx: mpsc::Receiver<MasterUpdate>,
+}
+
+impl Stream for MasterStream {
+    type Item = MasterUpdate;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<MasterUpdate>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+type HttpParse = fn(&[u8]) -> Result<HttpList, fragstat_core::DecodeError>;
+
+/// A checked request.
+struct Plan {
+    game: GameRef,
+    masters: Vec<Target>,
+    options: MasterOptions,
+    /// The HTTP list's standard URL and parser, for games with an HTTP master.
+    http: Option<(Option<&'static str>, HttpParse)>,
+}
+
+/// One master's outcome before merging.
+struct Answer {
+    index: usize,
+    addr: Option<SocketAddr>,
+    url: Option<String>,
+    rtt: Option<Duration>,
+    result: Result<Vec<MasterEntry>, Error>,
+    warnings: Vec<String>,
+}
+
+/// The URL to fetch for an HTTP master given as `text`: a URL as is; `HOST[:PORT]` with the
+/// standard list's scheme and path.
+pub(crate) fn http_url(text: &str, default_url: Option<&str>) -> Result<String, Error> {
+    if text.contains("://") {
+        return Ok(text.to_string());
+    }
+    let Some(default) = default_url else {
+        return Err(Error::InvalidInput(format!(
+            "{text}: this game's master is an HTTP list: give its URL"
+        )));
+    };
+    let (scheme, rest) = default.split_once("://").unwrap_or(("https", default));
+    let path = rest.find('/').map_or("/", |i| rest.get(i..).unwrap_or("/"));
+    Ok(format!("{scheme}://{text}{path}"))
+}
+
+/// Asks every master and merges: answers in the order given for the final list; with
+/// `updates`, each master's new servers are sent as it answers (merged in the order they
+/// answer, so the stream and the final list agree).
+async fn run(client: Client, plan: Plan, updates: Option<mpsc::Sender<MasterUpdate>>) -> MasterList {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Answer>();
+    let n = plan.masters.len();
+    match plan.http {
+        Some((default_url, parse)) => spawn_http(&client, &plan, default_url, parse, &tx),
+        None => spawn_udp(&client, &plan, &tx).await,
+    }
+    drop(tx);
+    let mut merge = Merge::new(&client, n, &plan.masters);
+    if let Some(updates) = updates {
+        while let Some(a) = rx.recv().await {
+            let index = a.index;
+            let servers = merge.add(a);
+            if !servers.is_empty() {
+                let _ = updates
+                    .send(MasterUpdate::Listed {
+                        master: index,
+                        servers,
+                    })
+                    .await;
+            }
+        }
+        let _ = updates.send(MasterUpdate::Done(merge.finish())).await;
+        MasterList::default()
+    } else {
+        let mut answers: Vec<Answer> = Vec::with_capacity(n);
+        while let Some(a) = rx.recv().await {
+            answers.push(a);
+        }
+        answers.sort_by_key(|a| a.index);
+        for a in answers {
+            merge.add(a);
+        }
+        merge.finish()
+    }
+}
+
+async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answer>) {
+    let port = plan.game.master_port().unwrap_or(0);
+    let texts: Vec<String> = plan.masters.iter().map(Target::text).collect();
+    // Every name at once (addresses need no lookup).
+    let resolved = client.resolve(&texts, port).await;
+    let mut jobs = Vec::new();
+    let mut job_index = Vec::new();
+    for (i, (t, (_, r))) in plan.masters.iter().zip(resolved).enumerate() {
+        let resolved = match t {
+            Target::Addr(a) => Ok(*a),
+            Target::Text(_) => r,
+        };
+        match resolved {
+            Ok(addr) => match plan.game.master_query(&plan.options) {
+                Ok(MasterQuery::Udp(ex)) => {
+                    jobs.push((addr, ex));
+                    job_index.push(i);
+                }
+                Ok(_) => send(tx, i, Some(addr), None, Err(Error::InvalidInput("not a UDP master".into()))),
+                Err(e) => send(tx, i, Some(addr), None, Err(Error::InvalidInput(e.to_string()))),
+            },
+            Err(e) => send(tx, i, None, None, Err(e)),
+        }
+    }
+    if jobs.is_empty() {
+        return;
+    }
+    let engine = match client.engine_for_scan() {
+        Ok(e) => e,
+        Err(e) => {
+            for i in job_index {
+                send(tx, i, None, None, Err(Error::Io(std::io::Error::other(e.to_string()))));
+            }
+            return;
+        }
+    };
+    let options = client
+        .options()
+        .with_timeout(client.config().master_timeout);
+    let mut batch = engine.run(jobs, options);
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        while let Some(o) = batch.next().await {
+            let index = job_index.get(o.index).copied().unwrap_or(o.index);
+            let _ = tx.send(Answer {
+                index,
+                addr: Some(o.addr),
+                url: None,
+                rtt: o.rtt,
+                result: o.result.map_err(Error::from),
+                warnings: Vec::new(),
+            });
+        }
+    });
+}
+
+fn send(
+    tx: &mpsc::UnboundedSender<Answer>,
+    index: usize,
+    addr: Option<SocketAddr>,
+    url: Option<String>,
+    result: Result<Vec<MasterEntry>, Error>,
+) {
+    let _ = tx.send(Answer {
+        index,
+        addr,
+        url,
+        rtt: None,
+        result,
+        warnings: Vec::new(),
+    });
+}
+
+#[cfg(feature = "http")]
+fn spawn_http(
+    client: &Client,
+    plan: &Plan,
+    default_url: Option<&'static str>,
+    parse: HttpParse,
+    tx: &mpsc::UnboundedSender<Answer>,
+) {
+    let max = client.config().limits.max_http_bytes;
+    for (index, t) in plan.masters.iter().enumerate() {
+        let url = match http_url(&t.text(), default_url) {
+            Ok(u) => u,
+            Err(e) => {
+                send(tx, index, None, None, Err(e));
+                continue;
+            }
+        };
+        let http = client.inner.http.clone();
+        let tx = tx.clone();
+        let addr = url_addr(&url);
+        tokio::spawn(async move {
+            let t0 = Instant::now();
+            let body = crate::http::fetch(&http, &url, max).await;
+            let rtt = t0.elapsed();
+            let (result, warnings) = match body.and_then(|b| parse(&b).map_err(Error::Decode)) {
+                Ok(list) => (Ok(list.servers), list.warnings),
+                Err(e) => (Err(e), Vec::new()),
+            };
+            let _ = tx.send(Answer {
+                index,
+                addr,
+                url: Some(url),
+                rtt: result.is_ok().then_some(rtt),
+                result,
+                warnings,
+            });
+        });
+    }
+}
+
+/// The address of an HTTP master named by an IP literal or `localhost` (whose lists may then
+/// hold loopback servers, as a UDP master on loopback may).
+#[cfg(feature = "http")]
+fn url_addr(url: &str) -> Option<SocketAddr> {
+    let u = reqwest::Url::parse(url).ok()?;
+    let port = u.port_or_known_default()?;
+    let ip = match u.host()? {
+        url::Host::Ipv4(v4) => IpAddr::V4(v4),
+        url::Host::Ipv6(v6) => IpAddr::V6(v6),
+        url::Host::Domain(d) if d.eq_ignore_ascii_case("localhost") => {
+            IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
+        }
+        url::Host::Domain(_) => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+#[cfg(not(feature = "http"))]
+fn spawn_http(
+    _client: &Client,
+    plan: &Plan,
+    _default_url: Option<&'static str>,
+    _parse: HttpParse,
+    tx: &mpsc::UnboundedSender<Answer>,
+) {
+    for index in 0..plan.masters.len() {
+        send(
+            tx,
+            index,
+            None,
+            None,
+            Err(Error::InvalidInput(format!(
+                "{}'s master is an HTTP list: build fragstat with the `http` feature",
+                plan.game.id()
+            ))),
+        );
+    }
+}
+
+/// Merges answers into one list.
+struct Merge {
+    filter: crate::filter::ListFilter,
+    limits: crate::filter::ListLimits,
+    entries: Vec<Listed>,
+    /// Position in `entries` of each address.
+    seen: HashMap<SocketAddr, usize, foldhash::fast::RandomState>,
+    ports: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
+    reports: Vec<MasterReport>,
+}
+
+impl Merge {
+    fn new(client: &Client, n: usize, masters: &[Target]) -> Merge {
+        Merge {
+            filter: client.config().filter,
+            limits: client.config().limits,
+            entries: Vec::new(),
+            seen: HashMap::default(),
+            ports: HashMap::default(),
+            reports: masters.iter().map(|t| MasterReport::new(t.text())).take(n).collect(),
+        }
+    }
+
+    /// Adds one master's answer; returns the servers it added.
+    fn add(&mut self, a: Answer) -> Vec<SocketAddr> {
+        let mut added = Vec::new();
+        let Some(report) = self.reports.get_mut(a.index) else {
+            return added;
+        };
+        report.addr = a.addr;
+        report.url = a.url;
+        report.rtt = a.rtt;
+        report.warnings = a.warnings;
+        let list = match a.result {
+            Ok(list) => list,
+            Err(e) => {
+                report.status = if e.is_timeout() { "timeout" } else { "error" };
+                report.error = Some(e);
+                return added;
+            }
+        };
+        report.status = "online";
+        report.listed = list.len();
+        for (n, mut entry) in list.into_iter().enumerate() {
+            if n >= self.limits.max_entries_per_master {
+                report.over_entry_cap = report.listed - n;
+                break;
+            }
+            entry.addr = canonical(entry.addr);
+            if let Some(&at) = self.seen.get(&entry.addr) {
+                report.duplicates += 1;
+                if let Some(l) = self.entries.get_mut(at) {
+                    if !l.masters.contains(&a.index) {
+                        l.masters.push(a.index);
+                    }
+                }
+                continue;
+            }
+            if let Some(reason) = self.filter.check(entry.addr, a.addr) {
+                *report.filtered.entry(reason).or_default() += 1;
+                continue;
+            }
+            let ports = self.ports.entry(entry.addr.ip()).or_default();
+            if *ports >= self.limits.max_ports_per_ip {
+                report.over_ip_cap += 1;
+                continue;
+            }
+            *ports += 1;
+            report.kept += 1;
+            self.seen.insert(entry.addr, self.entries.len());
+            added.push(entry.addr);
+            self.entries.push(Listed {
+                entry,
+                masters: vec![a.index],
+            });
+        }
+        added
+    }
+
+    fn finish(self) -> MasterList {
+        MasterList {
+            entries: self.entries,
+            reports: self.reports,
+        }
+    }
+}
+
+/// The unmapped form of an IPv4-mapped IPv6 address.
+fn canonical(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => a,
+        },
+        v4 => v4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_masters_may_be_given_as_host_and_port() {
+        let ddnet = Some("https://master1.ddnet.org/ddnet/15/servers.json");
+        assert_eq!(
+            http_url("127.0.0.1:8443", ddnet).unwrap(),
+            "https://127.0.0.1:8443/ddnet/15/servers.json"
+        );
+        assert_eq!(
+            http_url("http://x/y.json", ddnet).unwrap(),
+            "http://x/y.json"
+        );
+        let etqw = Some("http://etqw-ipgetter.demonware.net/ipgetter/");
+        assert_eq!(
+            http_url("feed.example:8080", etqw).unwrap(),
+            "http://feed.example:8080/ipgetter/"
+        );
+        assert!(matches!(
+            http_url("host", None),
+            Err(Error::InvalidInput(_))
+        ));
+    }
+}
