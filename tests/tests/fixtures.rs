@@ -205,6 +205,26 @@ fn run_case(case: &Case) -> Result<usize, Vec<String>> {
             )),
             Err(e) => failures.push(format!("serializing the record: {e}")),
         }
+        // What is written reads back (a cache, a database) and writes the same JSON; the
+        // name is lossless.
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(back) => {
+                let again = serde_json::to_vec(&back).unwrap_or_default();
+                if again != line {
+                    failures.push(format!(
+                        "the record read back writes different JSON:\n{}",
+                        first_difference(
+                            &String::from_utf8_lossy(&line).replace(",\"", ",\n\""),
+                            &String::from_utf8_lossy(&again).replace(",\"", ",\n\"")
+                        )
+                    ));
+                }
+                if back.info.as_ref().map(|i| i.name.as_bytes()) != Some(info.name.as_bytes()) {
+                    failures.push("the name read back is not the same bytes".into());
+                }
+            }
+            Err(e) => failures.push(format!("reading the record back: {e}")),
+        }
     }
     if failures.is_empty() {
         Ok(checks(want))

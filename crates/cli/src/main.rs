@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use fragstat::core::model::{MasterEntry, Record, Status};
-use fragstat::core::registry::{Ask, DecodedJson, GameRef, MasterOptions, MasterQuery};
-use fragstat::core::resolve::{resolve_all, Target};
-use fragstat::core::{Engine, Options, QueryError};
+use fragstat::core::registry::{Ask, DecodedJson, GameRef};
+use fragstat::{defaults, Client};
+use futures_util::StreamExt;
 use output::{Output, Stop};
 
 /// Exit status when no server answered, or no master gave a list.
@@ -124,7 +124,7 @@ struct ScanArgs {
     format: Format,
     /// Milliseconds to wait for a reply to one attempt: the upper bound of the adaptive
     /// timeout, and what the last attempt waits.
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = defaults::TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
     /// Wait the whole --timeout-ms on every attempt. By default, once servers have answered,
     /// an attempt that is not the last is retried after the measured round-trip time plus
@@ -132,15 +132,15 @@ struct ScanArgs {
     #[arg(long)]
     fixed_timeout: bool,
     /// The shortest adaptive timeout, in milliseconds.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = defaults::MIN_TIMEOUT.as_millis() as u64)]
     min_timeout_ms: u64,
     /// Retries after the first attempt. Five, not qstat's three: with adaptive timeouts a
     /// retry costs a few round trips, and at 20 % loss three retries still leave about 16
     /// servers in 10,000 unanswered (0.2^4), five about one (0.2^6).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = defaults::RETRIES)]
     retries: u32,
     /// Queries in flight at once.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = defaults::CONCURRENCY as u32, value_parser = clap::value_parser!(u32).range(1..))]
     concurrency: u32,
     /// At most this many packets per second (0: unpaced).
     #[arg(long, default_value_t = 0)]
@@ -149,19 +149,50 @@ struct ScanArgs {
     /// limit).
     #[arg(long, default_value_t = 0)]
     deadline_ms: u64,
+    /// Master lists: most ports of one IP address probed (a list naming every port of a
+    /// host is a port scan waiting to happen).
+    #[arg(long, default_value_t = defaults::MAX_PORTS_PER_IP as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_per_ip: u64,
+    /// Master lists: keep private, loopback, link-local, multicast and reserved addresses
+    /// (by default only public ones are probed, and loopback ones from a master on
+    /// loopback).
+    #[arg(long)]
+    keep_private: bool,
 }
 
 impl ScanArgs {
-    fn options(&self, timeout_ms: u64, spent: Duration) -> Options {
-        let mut o = Options::default();
-        o.timeout = Duration::from_millis(timeout_ms);
-        o.retries = self.retries;
-        o.adaptive = !self.fixed_timeout;
-        o.min_timeout = Duration::from_millis(self.min_timeout_ms);
-        o.concurrency = usize::try_from(self.concurrency).unwrap_or(usize::MAX);
-        o.rate = (self.rate > 0).then_some(self.rate);
-        o.deadline = self.deadline().map(|d| d.saturating_sub(spent));
-        o
+    /// The client for this command: its options over the shared defaults; `spent` is taken
+    /// off the deadline (name lookups count).
+    async fn client(&self, master_timeout_ms: Option<u64>) -> anyhow::Result<Client> {
+        let mut b = Client::builder()
+            .timeout(Duration::from_millis(self.timeout_ms))
+            .retries(self.retries)
+            .adaptive(!self.fixed_timeout)
+            .min_timeout(Duration::from_millis(self.min_timeout_ms))
+            .concurrency(usize::try_from(self.concurrency).unwrap_or(usize::MAX))
+            .rate((self.rate > 0).then_some(self.rate))
+            .deadline(self.deadline())
+            .resolve_timeout(self.resolve_timeout());
+        if let Some(ms) = master_timeout_ms {
+            b = b
+                .master_timeout(Duration::from_millis(ms))
+                // HTTP lists take a few seconds at least.
+                .http_timeout(
+                    Duration::from_millis(ms.max(5000))
+                        .min(self.deadline().unwrap_or(Duration::MAX)),
+                );
+        }
+        let max_per_ip = usize::try_from(self.max_per_ip).unwrap_or(usize::MAX);
+        if max_per_ip != defaults::MAX_PORTS_PER_IP {
+            b = b.list_limits(fragstat::ListLimits {
+                max_ports_per_ip: max_per_ip,
+                ..fragstat::ListLimits::default()
+            });
+        }
+        if self.keep_private {
+            b = b.list_filter(fragstat::ListFilter::keep_all());
+        }
+        b.build().await.context("binding UDP sockets")
     }
 
     fn deadline(&self) -> Option<Duration> {
@@ -176,7 +207,7 @@ impl ScanArgs {
 
     /// How long a name lookup may take: 2 s, within the deadline.
     fn resolve_timeout(&self) -> Duration {
-        let cap = Duration::from_secs(2);
+        let cap = defaults::RESOLVE_TIMEOUT;
         self.deadline().map_or(cap, |d| d.min(cap))
     }
 }
@@ -213,7 +244,7 @@ struct MasterArgs {
     #[arg(long)]
     gamename: Option<String>,
     /// Milliseconds to wait for a master's reply (and between the datagrams of its list).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
     master_timeout_ms: u64,
     #[command(flatten)]
     scan: ScanArgs,
@@ -352,54 +383,15 @@ fn read_list(path: &std::path::Path) -> std::io::Result<Vec<String>> {
     Ok(out)
 }
 
-/// `addr` as text, as `Display` writes it; IPv4 without the formatting machinery (it was 3 %
-/// of a scan's instructions: one address per record).
-fn addr_text(addr: SocketAddr) -> String {
-    let SocketAddr::V4(v4) = addr else {
-        return addr.to_string();
-    };
-    let mut s = String::with_capacity(21);
-    let mut num = itoa::Buffer::new();
-    for (i, octet) in v4.ip().octets().into_iter().enumerate() {
-        if i > 0 {
-            s.push('.');
-        }
-        s.push_str(num.format(octet));
-    }
-    s.push(':');
-    s.push_str(num.format(v4.port()));
-    s
-}
-
-fn record_of(
-    game: &GameRef,
-    addr: SocketAddr,
-    result: Result<fragstat::ServerInfo, QueryError>,
-    rtt: Option<Duration>,
-) -> Record {
-    match result {
-        Ok(info) => Record::online(Some(addr_text(addr)), game.id(), info, rtt),
-        Err(e) => {
-            let status = if e.is_timeout() {
-                Status::Timeout
-            } else {
-                Status::Error
-            };
-            Record::failed(Some(addr_text(addr)), game.id(), status, e.to_string())
-        }
-    }
-}
-
-/// Probes `targets` and prints them; returns how many answered, or `Stop` when the reader
-/// went away or the user interrupted.
+/// Probes `targets` (as given, resolved or not) and prints them; exit status 0 when at least
+/// one answered, 3 when none did, 130 when interrupted.
 async fn probe(
-    engine: &Engine,
+    client: &Client,
     game: &GameRef,
-    targets: Vec<Target>,
+    targets: Vec<(String, Result<SocketAddr, fragstat::Error>)>,
     scan: &ScanArgs,
     started: Instant,
 ) -> anyhow::Result<ExitCode> {
-    let ask = scan.ask();
     let mut out = Output::start(
         scan.format,
         scan.players || scan.rules,
@@ -408,26 +400,27 @@ async fn probe(
     );
     let mut addrs = Vec::with_capacity(targets.len());
     let mut positions = Vec::with_capacity(targets.len());
-    for (i, t) in targets.iter().enumerate() {
-        match &t.addr {
+    for (i, (text, addr)) in targets.into_iter().enumerate() {
+        match addr {
             Ok(a) => {
-                addrs.push(*a);
+                addrs.push(a);
                 positions.push(i);
             }
             Err(e) => {
-                let r = Record::failed(Some(t.text.clone()), game.id(), Status::Error, e.clone());
+                let r = Record::failed(Some(text), game.id(), Status::Error, e.to_string());
                 out.record(i, r);
             }
         }
     }
     let bar = progress_bar(addrs.len());
-    let options = scan.options(scan.timeout_ms, started.elapsed());
-    // Each server's exchange is made when its query starts (see `Engine::run_lazy`).
-    let query_game = game.clone();
-    let jobs = addrs
-        .into_iter()
-        .map(move |a| (a, query_game.server_query(ask)));
-    let mut batch = engine.run_lazy(jobs, options);
+    // Each server's query is made when it starts; results come as servers answer.
+    let mut results = client
+        .scan(game, addrs)
+        .ask(scan.ask())
+        .dedupe(false)
+        // Name lookups and master lists count against --deadline-ms.
+        .deadline(scan.deadline().map(|d| d.saturating_sub(started.elapsed())))
+        .indexed();
     let mut online = 0usize;
     // One listener for the whole scan, so no Ctrl-C falls between two waits.
     let ctrl_c = tokio::signal::ctrl_c();
@@ -443,7 +436,7 @@ async fn probe(
             flush_at = Some(at);
         }
         let next = tokio::select! {
-            o = batch.next() => o,
+            o = results.next() => o,
             _ = &mut ctrl_c => break true,
             () = &mut flush, if due.is_some() => {
                 flush_at = None;
@@ -457,17 +450,17 @@ async fn probe(
         let Some(first) = next else { break false };
         // Everything that finished meanwhile goes to the writer in one message.
         let mut next = Some(first);
-        while let Some(o) = next {
+        while let Some(item) = next {
             if let Some(b) = &bar {
                 b.inc(1);
             }
-            let r = record_of(game, o.addr, o.result, o.rtt);
+            let r = fragstat::record(game.id(), item.addr, item.result);
             if r.status == Status::Online {
                 online += 1;
             }
-            let pos = positions.get(o.index).copied().unwrap_or(o.index);
+            let pos = positions.get(item.index).copied().unwrap_or(item.index);
             out.record(pos, r);
-            next = batch.try_next();
+            next = results.try_next();
         }
         match out.send(Instant::now()) {
             Ok(()) => {}
@@ -475,7 +468,7 @@ async fn probe(
             Err(e) => return Err(e.into()),
         }
     };
-    drop(batch);
+    drop(results);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -509,9 +502,9 @@ async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
     if texts.is_empty() {
         return Ok(usage("no servers given (ADDR... or -f FILE)"));
     }
-    let targets = resolve_all(&texts, game.default_port(), a.scan.resolve_timeout()).await;
-    let engine = Engine::bind().await.context("binding UDP sockets")?;
-    probe(&engine, &game, targets, &a.scan, started).await
+    let client = a.scan.client(None).await?;
+    let targets = client.resolve(&texts, game.default_port()).await;
+    probe(&client, &game, targets, &a.scan, started).await
 }
 
 async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
@@ -520,213 +513,95 @@ async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
-    let options = MasterOptions::default()
-        .with_ext(a.ext)
-        .with_gamename(a.gamename.clone());
-    // Build one query first: options that do not fit the game are a usage error.
-    let first = match game.master_query(&options) {
-        Ok(q) => q,
-        Err(e) => return Ok(usage(e)),
-    };
-    let engine = Engine::bind().await.context("binding UDP sockets")?;
-    // (masters as given, resolved where UDP; what each answered)
-    let (masters, mut outcomes) = match first {
-        MasterQuery::Http { default_url, parse } => {
-            let urls = a.masters.clone();
-            if urls.is_empty() {
-                return Ok(usage(match default_url {
-                    Some(u) => format!("no master URL given (the public list is {u})"),
-                    None => "no master URL given".to_string(),
-                }));
-            }
-            let timeout = Duration::from_millis(a.master_timeout_ms.max(5000));
-            let outcomes = http_lists(&urls, parse, timeout, a.scan.deadline()).await;
-            (Vec::new(), outcomes)
-        }
-        MasterQuery::Udp(first) => {
-            if a.masters.is_empty() {
-                return Ok(usage("no master given"));
-            }
-            let Some(port) = game.master_port() else {
-                return Ok(usage(format!("{} has no UDP master port", game.id())));
-            };
-            let masters = resolve_all(&a.masters, port, a.scan.resolve_timeout()).await;
-            let mut jobs = Vec::new();
-            let mut first = Some(first);
-            for m in &masters {
-                if let Ok(addr) = m.addr {
-                    let ex = match first.take() {
-                        Some(ex) => ex,
-                        None => match game.master_query(&options) {
-                            Ok(MasterQuery::Udp(ex)) => ex,
-                            Ok(_) => anyhow::bail!("{}: master query changed kind", game.id()),
-                            Err(e) => return Ok(usage(e)),
-                        },
-                    };
-                    jobs.push((addr, ex));
-                }
-            }
-            let opts = a.scan.options(a.master_timeout_ms, started.elapsed());
-            let mut batch = engine.run(jobs, opts);
-            let mut outcomes = Vec::new();
-            let ctrl_c = tokio::signal::ctrl_c();
-            tokio::pin!(ctrl_c);
-            loop {
-                tokio::select! {
-                    o = batch.next() => match o {
-                        Some(o) => outcomes.push(MasterOutcome {
-                            index: o.index,
-                            address: o.addr.to_string(),
-                            rtt: o.rtt,
-                            result: o.result.map_err(|e| (e.is_timeout(), e.to_string())),
-                        }),
-                        None => break,
-                    },
-                    _ = &mut ctrl_c => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
-                }
-            }
-            (masters, outcomes)
-        }
-        _ => return Ok(usage(format!("{}: unknown kind of master", game.id()))),
-    };
-    let asked = masters.len().max(outcomes.len());
-    let unresolved: Vec<&Target> = masters.iter().filter(|t| t.addr.is_err()).collect();
-    outcomes.sort_by_key(|o| o.index);
-    let mut servers: Vec<MasterEntry> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut report = Vec::new();
-    let mut lists = 0;
-    for t in unresolved {
-        if let Err(e) = &t.addr {
-            report.push(serde_json::json!({"address": t.text, "status": "error", "error": e, "servers": null, "rtt_ms": null}));
-        }
+    if a.masters.is_empty() {
+        return Ok(usage(
+            match game.master_query(&fragstat::MasterOptions::default()) {
+                Ok(fragstat::core::registry::MasterQuery::Http {
+                    default_url: Some(u),
+                    ..
+                }) => format!("no master URL given (the public list is {u})"),
+                _ => "no master given".to_string(),
+            },
+        ));
     }
-    for o in outcomes {
-        match o.result {
-            Ok(list) => {
-                lists += 1;
-                report.push(serde_json::json!({"address": o.address, "status": "online", "error": null,
-                    "servers": list.len(), "rtt_ms": o.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3)}));
-                for s in list {
-                    if seen.insert(s.addr) {
-                        servers.push(s);
-                    }
-                }
-            }
-            Err((timeout, e)) => {
-                let status = if timeout { "timeout" } else { "error" };
-                report.push(serde_json::json!({"address": o.address, "status": status, "error": e, "servers": null, "rtt_ms": null}));
-            }
+    let client = a.scan.client(Some(a.master_timeout_ms)).await?;
+    let request = client
+        .master_list(&game, a.masters.iter())
+        .ext(a.ext)
+        .gamename(a.gamename.clone());
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let list = tokio::select! {
+        l = request => l,
+        _ = &mut ctrl_c => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+    };
+    let list = match list {
+        Ok(l) => l,
+        Err(e @ fragstat::Error::InvalidInput(_)) => return Ok(usage(e)),
+        Err(e) => return Err(e.into()),
+    };
+    let report: Vec<serde_json::Value> = list.reports().iter().map(report_json).collect();
+    for r in list.reports() {
+        if let Some(e) = &r.error {
+            eprintln!("master {}: {} {e}", r.master, r.status);
         }
-    }
-    for r in &report {
-        if r["status"] != "online" {
+        for w in &r.warnings {
+            eprintln!("master {}: {w}", r.master);
+        }
+        if r.dropped() > 0 {
             eprintln!(
-                "master {}: {} {}",
-                r["address"].as_str().unwrap_or("?"),
-                r["status"].as_str().unwrap_or("?"),
-                r["error"].as_str().unwrap_or("")
+                "master {}: {} of {} listed left out ({})",
+                r.master,
+                r.dropped(),
+                r.listed,
+                dropped_text(r)
             );
         }
     }
-    if lists == 0 {
+    if !list.any_online() {
         eprintln!("no master gave a list");
         return Ok(ExitCode::from(EXIT_NO_ANSWER));
     }
     // Lists that carry each server's info (DDNet's HTTP master) need no probe to be shown.
     if a.probe || a.scan.players || a.scan.rules {
-        let targets = servers
-            .iter()
-            .map(|s| Target {
-                text: s.addr.to_string(),
-                addr: Ok(s.addr),
-            })
-            .collect();
-        return probe(&engine, &game, targets, &a.scan, started).await;
+        let targets = list.servers().map(|s| (s.to_string(), Ok(s))).collect();
+        return probe(&client, &game, targets, &a.scan, started).await;
     }
+    let asked = list.reports().len();
+    let servers: Vec<MasterEntry> = list.into_entries().into_iter().map(|l| l.entry).collect();
     output::master_list(game.id(), a.scan.format, &servers, &report, asked)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// One master's answer, UDP or HTTP.
-struct MasterOutcome {
-    index: usize,
-    address: String,
-    rtt: Option<Duration>,
-    /// The list, or (is a timeout, why not).
-    result: Result<Vec<MasterEntry>, (bool, String)>,
+/// A master's report as `--format json` writes it.
+fn report_json(r: &fragstat::MasterReport) -> serde_json::Value {
+    serde_json::json!({
+        "address": r.master,
+        "status": r.status,
+        "error": r.error.as_ref().map(ToString::to_string),
+        "servers": r.is_online().then_some(r.listed),
+        "rtt_ms": r.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
+        "kept": r.is_online().then_some(r.kept),
+        "dropped": r.is_online().then_some(r.dropped()),
+    })
 }
 
-/// Most bytes read from an HTTP master list.
-const MAX_HTTP_LIST: usize = 64 << 20;
-
-/// Fetches every URL concurrently (HTTP GET) and parses each body; entries the parser skips
-/// are reported on stderr, never fatal.
-async fn http_lists(
-    urls: &[String],
-    parse: fn(&[u8]) -> Result<fragstat::core::registry::HttpList, fragstat::core::DecodeError>,
-    timeout: Duration,
-    deadline: Option<Duration>,
-) -> Vec<MasterOutcome> {
-    let timeout = deadline.map_or(timeout, |d| d.min(timeout));
-    let client = match reqwest::Client::builder()
-        .timeout(timeout)
-        .user_agent(concat!("fragstat/", env!("CARGO_PKG_VERSION")))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            return urls
-                .iter()
-                .enumerate()
-                .map(|(index, u)| MasterOutcome {
-                    index,
-                    address: u.clone(),
-                    rtt: None,
-                    result: Err((false, format!("HTTP client: {e}"))),
-                })
-                .collect()
-        }
-    };
-    let fetches = urls.iter().enumerate().map(|(index, url)| {
-        let client = client.clone();
-        async move {
-            let t0 = Instant::now();
-            let result = async {
-                let mut resp = client
-                    .get(url)
-                    .send()
-                    .await
-                    .map_err(|e| (e.is_timeout(), e.to_string()))?
-                    .error_for_status()
-                    .map_err(|e| (false, e.to_string()))?;
-                let mut body = Vec::new();
-                while let Some(chunk) = resp
-                    .chunk()
-                    .await
-                    .map_err(|e| (e.is_timeout(), e.to_string()))?
-                {
-                    if body.len() + chunk.len() > MAX_HTTP_LIST {
-                        return Err((false, format!("list larger than {MAX_HTTP_LIST} bytes")));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                let list = parse(&body).map_err(|e| (false, e.to_string()))?;
-                for w in &list.warnings {
-                    eprintln!("master {url}: {w}");
-                }
-                Ok(list.servers)
-            }
-            .await;
-            MasterOutcome {
-                index,
-                address: url.clone(),
-                rtt: result.is_ok().then(|| t0.elapsed()),
-                result,
-            }
-        }
-    });
-    futures_util::future::join_all(fetches).await
+/// Why entries were left out, in words: `59744 over 256 ports per address, 15 filtered (…)`.
+fn dropped_text(r: &fragstat::MasterReport) -> String {
+    let mut parts = Vec::new();
+    if r.over_ip_cap > 0 {
+        parts.push(format!("{} over the per-address port cap", r.over_ip_cap));
+    }
+    if r.over_entry_cap > 0 {
+        parts.push(format!(
+            "{} over the per-master entry cap",
+            r.over_entry_cap
+        ));
+    }
+    for (reason, n) in &r.filtered {
+        parts.push(format!("{n} {reason}"));
+    }
+    parts.join(", ")
 }
 
 fn decode_file(game: &str, file: &std::path::Path) -> anyhow::Result<ExitCode> {
@@ -827,20 +702,5 @@ mod tests {
                 "host.example:1"
             ]
         );
-    }
-
-    #[test]
-    fn addr_text_writes_what_display_writes() {
-        for a in [
-            "0.0.0.0:0",
-            "127.0.0.1:27960",
-            "255.255.255.255:65535",
-            "10.20.3.40:7",
-            "[::1]:27960",
-            "[2001:db8::1]:1",
-        ] {
-            let addr: SocketAddr = a.parse().unwrap();
-            assert_eq!(addr_text(addr), addr.to_string(), "{a}");
-        }
     }
 }

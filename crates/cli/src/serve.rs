@@ -10,15 +10,16 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use fragstat::core::model::Record;
-use fragstat::core::registry::{Ask, EmuMaster, EmuServer, EndMarker, GameRef, MasterQuery};
+use fragstat::core::registry::{EmuMaster, EmuServer, EndMarker, GameRef};
 use fragstat::core::resolve::resolve;
 use fragstat::core::serve::run;
 use fragstat::core::service::{Outbox, Service};
-use fragstat::core::{Engine, Options, Transport, UdpTransport};
+use fragstat::core::{Transport, UdpTransport};
+use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::{lookup_game, record_of, usage};
+use crate::{lookup_game, usage};
 
 /// Where the emulated master puts its end-of-list marker.
 #[derive(Clone, Copy, ValueEnum)]
@@ -344,32 +345,31 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
         game.title()
     );
 
-    let engine = Engine::bind().await?;
-    let mut options = Options::default();
-    options.timeout = Duration::from_millis(300);
-    options.retries = 1;
-    let MasterQuery::Udp(ex) = game
-        .master_query(&Default::default())
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-    else {
-        anyhow::bail!("{}: the demo needs a UDP master", game.id());
-    };
-    let list = engine.query(master_addr, ex, options.clone()).await;
-    let rtt = list.rtt;
-    let list = list.result.context("querying the emulated master")?;
+    let client = fragstat::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .retries(1)
+        .master_timeout(Duration::from_millis(300))
+        .build()
+        .await?;
+    let list = client.master_list(&game, [master_addr]).await?;
+    let rtt = list.reports().first().and_then(|r| r.rtt);
+    if let Some(e) = list.reports().first().and_then(|r| r.error.as_ref()) {
+        anyhow::bail!("querying the emulated master: {e}");
+    }
     eprintln!(
         "master listed {} servers in {:.1} ms; probing them",
         list.len(),
         rtt.unwrap_or_default().as_secs_f64() * 1e3
     );
-    let jobs = list
-        .iter()
-        .map(|e| (e.addr, game.server_query(Ask::players())));
-    let outcomes = engine.run(jobs, options).collect_sorted().await;
-    let records: Vec<Record> = outcomes
-        .into_iter()
-        .map(|o| record_of(&game, o.addr, o.result, o.rtt))
-        .collect();
+    let mut records: Vec<(usize, Record)> = client
+        .scan(&game, list.servers())
+        .players()
+        .indexed()
+        .map(|i| (i.index, fragstat::record(game.id(), i.addr, i.result)))
+        .collect()
+        .await;
+    records.sort_by_key(|(i, _)| *i);
+    let records: Vec<Record> = records.into_iter().map(|(_, r)| r).collect();
     crate::output::print_line(
         crate::table::servers(&records, true, false, crate::color_stdout()).trim_end(),
     )?;

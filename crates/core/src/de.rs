@@ -14,7 +14,9 @@ use std::sync::Arc;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
-use crate::model::{Dialect, ExtraRef, MasterEntry, Player, Record, Rules, ServerInfo, Status, Text};
+use crate::model::{
+    Dialect, ExtraRef, MasterEntry, Player, Record, Rules, ServerInfo, Status, Text,
+};
 
 impl<'de> Deserialize<'de> for Dialect {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -112,8 +114,7 @@ impl PlayerJson {
 }
 
 fn extra(v: Option<serde_json::Value>) -> Option<ExtraRef> {
-    v.filter(|v| !v.is_null())
-        .map(|v| Arc::new(v) as ExtraRef)
+    v.filter(|v| !v.is_null()).map(|v| Arc::new(v) as ExtraRef)
 }
 
 /// A server's keys as written (inside a record, where they are all `null` for a server
@@ -165,20 +166,7 @@ impl InfoJson {
         };
         let missing = |k: &str| E::custom(format!("{k}: missing in an answered server"));
         let dialect = self.dialect.unwrap_or_default();
-        let mut info = ServerInfo::default();
-        info.name = Text::new(
-            raw_bytes::<E>(&name_raw, self.name.as_deref(), dialect, "name_raw")?,
-            dialect,
-        );
-        info.map = shown(self.map.ok_or_else(|| missing("map"))?, dialect);
-        info.gametype = self.gametype;
-        info.version = self.version;
-        info.num_players = self.num_players.ok_or_else(|| missing("num_players"))?;
-        info.max_players = self.max_players.ok_or_else(|| missing("max_players"))?;
-        info.num_bots = self.num_bots;
-        info.num_spectators = self.num_spectators;
-        info.password = self.password;
-        info.players = match self.players {
+        let players = match self.players {
             Some(ps) => Some(
                 ps.into_iter()
                     .map(|p| p.player::<E>(dialect))
@@ -186,15 +174,30 @@ impl InfoJson {
             ),
             None => None,
         };
-        info.rules = self
-            .rules
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        info.extra = extra(self.extra);
-        info.warnings = self.warnings.unwrap_or_default();
-        info.truncated = self.truncated.unwrap_or(false);
-        info.unverified = self.unverified.unwrap_or(false);
+        let info = ServerInfo {
+            name: Text::new(
+                raw_bytes::<E>(&name_raw, self.name.as_deref(), dialect, "name_raw")?,
+                dialect,
+            ),
+            map: shown(self.map.ok_or_else(|| missing("map"))?, dialect),
+            gametype: self.gametype,
+            version: self.version,
+            num_players: self.num_players.ok_or_else(|| missing("num_players"))?,
+            max_players: self.max_players.ok_or_else(|| missing("max_players"))?,
+            num_bots: self.num_bots,
+            num_spectators: self.num_spectators,
+            password: self.password,
+            players,
+            rules: self
+                .rules
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+            extra: extra(self.extra),
+            warnings: self.warnings.unwrap_or_default(),
+            truncated: self.truncated.unwrap_or(false),
+            unverified: self.unverified.unwrap_or(false),
+        };
         Ok(Some(info))
     }
 }
@@ -294,22 +297,28 @@ mod tests {
     use super::*;
 
     fn sample(dialect: Dialect) -> ServerInfo {
-        let mut info = ServerInfo::default();
-        info.name = Text::new(b"^1R\xe9d ^7\xff".to_vec(), dialect);
-        info.map = Text::new(b"q3dm17".to_vec(), dialect);
-        info.gametype = Some("ctf".into());
-        info.num_players = 2;
-        info.max_players = 16;
-        info.num_bots = Some(1);
-        info.password = Some(false);
+        let mut info = ServerInfo {
+            name: Text::new(b"^1R\xe9d ^7\xff".to_vec(), dialect),
+            map: Text::new(b"q3dm17".to_vec(), dialect),
+            gametype: Some("ctf".into()),
+            num_players: 2,
+            max_players: 16,
+            num_bots: Some(1),
+            password: Some(false),
+            ..ServerInfo::default()
+        };
         let mut p = Player::new(Text::new(b"\x01^3Bot\xfe".to_vec(), dialect));
         p.score = Some(-3);
         p.is_bot = Some(true);
         p.clan = Some(Text::new(b"[fs]".to_vec(), dialect));
         info.players = Some(vec![p, Player::new(Text::new(Vec::new(), dialect))]);
-        info.rules = [("sv_hostname", "x"), ("g_gametype", "4"), ("sv_hostname", "again")]
-            .into_iter()
-            .collect();
+        info.rules = [
+            ("sv_hostname", "x"),
+            ("g_gametype", "4"),
+            ("sv_hostname", "again"),
+        ]
+        .into_iter()
+        .collect();
         info.set_extra(serde_json::json!({"crc": 7, "nested": {"a": [1, 2]}}));
         info.warnings = vec!["skipped line 3".into()];
         info.truncated = true;
@@ -327,10 +336,17 @@ mod tests {
             let json = serde_json::to_string(&info).unwrap();
             let back: ServerInfo = serde_json::from_str(&json).unwrap();
             assert_eq!(serde_json::to_string(&back).unwrap(), json);
-            assert_eq!(back.name.as_bytes(), info.name.as_bytes(), "names are lossless");
+            assert_eq!(
+                back.name.as_bytes(),
+                info.name.as_bytes(),
+                "names are lossless"
+            );
             assert_eq!(back.rules.get("sv_hostname"), Some(&b"x"[..]));
             assert_eq!(back.rules.len(), 3, "repeated keys kept");
-            assert_eq!(back.players.as_ref().unwrap()[0].name, info.players.as_ref().unwrap()[0].name);
+            assert_eq!(
+                back.players.as_ref().unwrap()[0].name,
+                info.players.as_ref().unwrap()[0].name
+            );
             let x = back.extra.as_ref().unwrap().as_any();
             assert!(x.downcast_ref::<serde_json::Value>().is_some());
             assert!(back.unverified && back.truncated);

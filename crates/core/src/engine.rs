@@ -581,7 +581,11 @@ impl Engine {
         I: IntoIterator<Item = (SocketAddr, E)>,
         I::IntoIter: Send + 'static,
     {
-        self.start(Source::Iter(Jobs::unsized_(jobs.into_iter())), None, options)
+        self.start(
+            Source::Iter(Jobs::unsized_(jobs.into_iter())),
+            None,
+            options,
+        )
     }
 
     /// A batch fed by a channel: jobs are taken from `jobs` as slots free (and as they

@@ -631,6 +631,21 @@ mod tests {
     struct B(u32);
 
     #[test]
+    fn addr_text_writes_what_display_writes() {
+        for a in [
+            "0.0.0.0:0",
+            "127.0.0.1:27960",
+            "255.255.255.255:65535",
+            "10.20.3.40:7",
+            "[::1]:27960",
+            "[2001:db8::1]:1",
+        ] {
+            let addr: SocketAddr = a.parse().unwrap();
+            assert_eq!(addr_text(addr), addr.to_string(), "{a}");
+        }
+    }
+
+    #[test]
     fn extra_compares_and_downcasts() {
         let mut x = ServerInfo::default();
         let mut y = ServerInfo::default();

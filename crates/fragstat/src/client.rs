@@ -282,11 +282,7 @@ impl Client {
     /// The engine for one scan or list: the shared one, or a fresh one (a new port) with
     /// [`ClientBuilder::new_port_per_scan`].
     pub(crate) fn engine_for_scan(&self) -> Result<Engine, Error> {
-        let mut shared = self
-            .inner
-            .engine
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut shared = self.inner.engine.lock().unwrap_or_else(|e| e.into_inner());
         if self.inner.config.new_port_per_scan && self.inner.config.transports.is_none() {
             *shared = bind_engine()?;
         }

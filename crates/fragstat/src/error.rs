@@ -181,7 +181,10 @@ mod tests {
                 max: 10
             })
         ));
-        assert_eq!(e.to_string(), "exceeded the per-query bytes limit (10 bytes)");
+        assert_eq!(
+            e.to_string(),
+            "exceeded the per-query bytes limit (10 bytes)"
+        );
         assert_eq!(
             Error::from(QueryError::Timeout { attempts: 1 }).to_string(),
             "timed out after 1 attempt"

@@ -22,7 +22,11 @@ pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, Error> {
 }
 
 /// GETs `url` and returns the body, at most `max` bytes.
-pub(crate) async fn fetch(client: &reqwest::Client, url: &str, max: usize) -> Result<Vec<u8>, Error> {
+pub(crate) async fn fetch(
+    client: &reqwest::Client,
+    url: &str,
+    max: usize,
+) -> Result<Vec<u8>, Error> {
     let http_err = |status: Option<u16>, reason: String| Error::Http {
         url: url.to_string(),
         status,
@@ -32,7 +36,10 @@ pub(crate) async fn fetch(client: &reqwest::Client, url: &str, max: usize) -> Re
         if e.is_timeout() {
             http_err(None, "timed out".into())
         } else if e.is_builder() {
-            http_err(None, "not a URL fragstat can fetch (http:// or https://)".into())
+            http_err(
+                None,
+                "not a URL fragstat can fetch (http:// or https://)".into(),
+            )
         } else {
             http_err(None, error_chain(&e))
         }

@@ -341,7 +341,11 @@ pub(crate) fn http_url(text: &str, default_url: Option<&str>) -> Result<String, 
 /// Asks every master and merges: answers in the order given for the final list; with
 /// `updates`, each master's new servers are sent as it answers (merged in the order they
 /// answer, so the stream and the final list agree).
-async fn run(client: Client, plan: Plan, updates: Option<mpsc::Sender<MasterUpdate>>) -> MasterList {
+async fn run(
+    client: Client,
+    plan: Plan,
+    updates: Option<mpsc::Sender<MasterUpdate>>,
+) -> MasterList {
     let (tx, mut rx) = mpsc::unbounded_channel::<Answer>();
     let n = plan.masters.len();
     match plan.http {
@@ -396,8 +400,20 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
                     jobs.push((addr, ex));
                     job_index.push(i);
                 }
-                Ok(_) => send(tx, i, Some(addr), None, Err(Error::InvalidInput("not a UDP master".into()))),
-                Err(e) => send(tx, i, Some(addr), None, Err(Error::InvalidInput(e.to_string()))),
+                Ok(_) => send(
+                    tx,
+                    i,
+                    Some(addr),
+                    None,
+                    Err(Error::InvalidInput("not a UDP master".into())),
+                ),
+                Err(e) => send(
+                    tx,
+                    i,
+                    Some(addr),
+                    None,
+                    Err(Error::InvalidInput(e.to_string())),
+                ),
             },
             Err(e) => send(tx, i, None, None, Err(e)),
         }
@@ -409,7 +425,13 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
         Ok(e) => e,
         Err(e) => {
             for i in job_index {
-                send(tx, i, None, None, Err(Error::Io(std::io::Error::other(e.to_string()))));
+                send(
+                    tx,
+                    i,
+                    None,
+                    None,
+                    Err(Error::Io(std::io::Error::other(e.to_string()))),
+                );
             }
             return;
         }
@@ -549,7 +571,11 @@ impl Merge {
             entries: Vec::new(),
             seen: HashMap::default(),
             ports: HashMap::default(),
-            reports: masters.iter().map(|t| MasterReport::new(t.text())).take(n).collect(),
+            reports: masters
+                .iter()
+                .map(|t| MasterReport::new(t.text()))
+                .take(n)
+                .collect(),
         }
     }
 

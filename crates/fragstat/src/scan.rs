@@ -69,6 +69,8 @@ pub struct Scan {
     client: Client,
     ask: Ask,
     dedupe: bool,
+    /// Overrides the client's deadline for this scan.
+    deadline: Option<Option<std::time::Duration>>,
     /// The game of every server, when the scan has one.
     one_game: Option<GameRef>,
     /// The game an error of a scan that cannot start is reported under.
@@ -169,6 +171,7 @@ impl Scan {
             client,
             ask: Ask::info(),
             dedupe: true,
+            deadline: None,
             fallback: one_game.clone(),
             one_game,
             state: State::Ready(input),
@@ -190,6 +193,14 @@ impl Scan {
     /// What to ask each server.
     pub fn ask(mut self, ask: Ask) -> Self {
         self.ask = ask;
+        self
+    }
+
+    /// A bound on this scan as a whole (instead of the client's
+    /// [`crate::ClientBuilder::deadline`]): queries still running then end with
+    /// [`Error::Deadline`].
+    pub fn deadline(mut self, deadline: Option<std::time::Duration>) -> Self {
+        self.deadline = Some(deadline);
         self
     }
 
@@ -224,7 +235,10 @@ impl Scan {
 
     fn start(&mut self, input: Input) -> Result<State, Error> {
         let engine = self.client.engine_for_scan()?;
-        let options = self.client.options();
+        let mut options = self.client.options();
+        if let Some(d) = self.deadline {
+            options = options.with_deadline(d);
+        }
         let ask = self.ask;
         let dedupe = self.dedupe;
         let mut seen: HashSet<SocketAddr, foldhash::fast::RandomState> = HashSet::default();
@@ -256,7 +270,9 @@ impl Scan {
                 };
                 let record_games = self.one_game.is_none();
                 tokio::spawn(async move {
-                    while let Some((g, a)) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await {
+                    while let Some((g, a)) =
+                        std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
+                    {
                         if !first(a) {
                             continue;
                         }

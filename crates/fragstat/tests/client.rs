@@ -86,7 +86,12 @@ async fn master_lists_merge_with_provenance_and_a_down_master_is_reported() {
     assert_eq!(by_addr(s[2]).masters, vec![2]);
     let r = list.reports();
     assert_eq!(r.len(), 4);
-    assert_eq!((r[0].status, r[0].listed, r[0].kept), ("online", 2, 2), "{:?}", r[0]);
+    assert_eq!(
+        (r[0].status, r[0].listed, r[0].kept),
+        ("online", 2, 2),
+        "{:?}",
+        r[0]
+    );
     assert_eq!(r[1].status, "timeout");
     assert!(matches!(r[1].error, Some(Error::Timeout { .. })));
     assert_eq!((r[2].listed, r[2].kept, r[2].duplicates), (2, 1, 1));
@@ -127,7 +132,14 @@ async fn a_scan_takes_servers_while_lists_arrive() {
         first.push(item.addr);
     }
     first.sort();
-    assert_eq!(first, vec![farm.servers[0], farm.servers[1]].into_iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>());
+    assert_eq!(
+        first,
+        vec![farm.servers[0], farm.servers[1]]
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+    );
     tx.send(farm.servers[2]).await.unwrap();
     tx.send(farm.servers[2]).await.unwrap(); // a duplicate: asked once
     tx.send(farm.servers[3]).await.unwrap();
@@ -172,7 +184,10 @@ async fn a_reader_that_stops_holds_the_scan_still() {
     tokio::time::sleep(Duration::from_secs(3600)).await;
     let sent = net.sent().len();
     let bound = fragstat::core::OUTCOME_QUEUE + 2 * 256 + 1;
-    assert!(sent <= bound, "{sent} queries sent while nobody read (bound {bound})");
+    assert!(
+        sent <= bound,
+        "{sent} queries sent while nobody read (bound {bound})"
+    );
     tokio::time::sleep(Duration::from_secs(3600)).await;
     assert_eq!(net.sent().len(), sent, "nothing more while unread");
     let mut n = 1;
@@ -203,7 +218,10 @@ async fn the_rate_is_kept() {
     assert_eq!(n, 3000);
     let sent = net.sent();
     let span = (sent.last().unwrap().at - sent[0].at).as_secs_f64();
-    assert!((span - 0.6).abs() <= 0.06, "3,000 at 5,000/s took {span:.3} s");
+    assert!(
+        (span - 0.6).abs() <= 0.06,
+        "3,000 at 5,000/s took {span:.3} s"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -249,20 +267,17 @@ async fn http_lists_are_fetched_bounded_and_never_redirected() {
     assert_eq!(entry.addresses.len(), 2);
     assert!(list.reports()[0].rtt.is_some());
     // A redirect is not followed; a 404 names its status; a body over the cap stops.
-    for (path, check) in [
-        ("/moved", "redirected"),
-        ("/nothing", "404"),
-    ] {
-        let list = client
-            .master_list(&ddnet, [http.url(path)])
-            .await
-            .unwrap();
+    for (path, check) in [("/moved", "redirected"), ("/nothing", "404")] {
+        let list = client.master_list(&ddnet, [http.url(path)]).await.unwrap();
         let e = list.reports()[0].error.as_ref().unwrap();
         assert!(matches!(e, Error::Http { .. }), "{e:?}");
         assert!(e.to_string().contains(check), "{e}");
     }
     let big = support::Http::serve("/big.json", vec![b' '; 17 << 20]).await;
-    let list = client.master_list(&ddnet, [big.url("/big.json")]).await.unwrap();
+    let list = client
+        .master_list(&ddnet, [big.url("/big.json")])
+        .await
+        .unwrap();
     assert!(
         matches!(
             list.reports()[0].error,
@@ -275,9 +290,6 @@ async fn http_lists_are_fetched_bounded_and_never_redirected() {
         list.reports()[0].error
     );
     // A UDP game's master given a URL, and an HTTP game given nothing usable.
-    let e = client
-        .master_list(&ddnet, ["ftp://x/y"])
-        .await
-        .unwrap();
+    let e = client.master_list(&ddnet, ["ftp://x/y"]).await.unwrap();
     assert!(e.reports()[0].error.is_some());
 }

@@ -98,7 +98,10 @@ fn a_hostile_list_sends_nothing_to_filtered_addresses() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("inside a private network namespace"), "{text}");
+    assert!(
+        text.contains("inside a private network namespace"),
+        "{text}"
+    );
 }
 
 /// The hostile addresses, each with the reason it must be left out.
@@ -136,7 +139,10 @@ fn inner() {
         .map(|n| n.trim().to_string())
         .collect();
     assert_eq!(ifaces, ["lo"], "not a fresh network namespace");
-    let up = Command::new("ip").args(["link", "set", "lo", "up"]).status().unwrap();
+    let up = Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .status()
+        .unwrap();
     assert!(up.success());
     println!("inside a private network namespace (interfaces: {ifaces:?})");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -181,7 +187,10 @@ async fn scenario() {
     let report = &list.reports()[0];
     assert!(report.is_online(), "{report:?}");
     assert_eq!(report.listed, listed.len(), "{report:?}");
-    assert_eq!(report.kept, 256, "256 ports of 127.0.0.1 (a loopback master may list loopback)");
+    assert_eq!(
+        report.kept, 256,
+        "256 ports of 127.0.0.1 (a loopback master may list loopback)"
+    );
     assert_eq!(report.over_ip_cap, 60_000 - 256);
     let mut want: std::collections::BTreeMap<FilterReason, usize> = Default::default();
     for (_, r) in &hostile {
@@ -201,7 +210,10 @@ async fn scenario() {
         .iter()
         .filter(|to| **to != master_addr && !kept.contains(to))
         .collect();
-    assert!(bad.is_empty(), "sent to addresses that were filtered: {bad:?}");
+    assert!(
+        bad.is_empty(),
+        "sent to addresses that were filtered: {bad:?}"
+    );
     let to_servers = sent.iter().filter(|to| kept.contains(to)).count();
     assert_eq!(to_servers, 256, "one query each (no retry asked)");
     let ports: HashSet<u16> = sent

@@ -6,7 +6,7 @@
 //! interval_secs = 60                    # one round a minute
 //! retention_hours = 168                 # keep a week
 //! timeout_ms = 500                      # per attempt
-//! retries = 2
+//! retries = 5                         # after the first attempt
 //! concurrency = 1024                    # queries in flight
 //! snapshot_records = true               # keep every round's whole JSON record
 //!
@@ -108,13 +108,13 @@ fn default_retention() -> f64 {
     168.0
 }
 fn default_timeout() -> u64 {
-    500
+    u64::try_from(fragstat::defaults::TIMEOUT.as_millis()).unwrap_or(500)
 }
 fn default_retries() -> u32 {
-    2
+    fragstat::defaults::RETRIES
 }
 fn default_concurrency() -> usize {
-    1024
+    fragstat::defaults::CONCURRENCY
 }
 
 impl Default for Config {

@@ -33,7 +33,7 @@ pub mod web;
 use std::future::Future;
 use std::sync::Arc;
 
-use fragstat::core::Engine;
+use fragstat::Client;
 
 use crate::config::{Config, ConfigError};
 use crate::metrics::Metrics;
@@ -55,27 +55,30 @@ pub enum TrackError {
     Io(#[from] std::io::Error),
 }
 
-/// A tracker: its configuration, database, engine and metrics.
+/// A tracker: its configuration, database, client and metrics.
 #[derive(Debug)]
 pub struct Tracker {
     config: Config,
     store: Store,
-    engine: Engine,
+    client: Client,
     metrics: Arc<Metrics>,
 }
 
 impl Tracker {
-    /// Checks the configuration, opens and migrates the database and binds the engine.
+    /// Checks the configuration, opens and migrates the database and binds the client's
+    /// sockets.
     pub async fn open(config: Config) -> Result<Tracker, TrackError> {
         config.check()?;
         let store = Store::open(&config.database)
             .await?
             .with_snapshot_records(config.snapshot_records);
-        let engine = Engine::bind().await?;
+        let client = round::client(&config)
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(Tracker {
             config,
             store,
-            engine,
+            client,
             metrics: Arc::new(Metrics::new()),
         })
     }
@@ -106,7 +109,7 @@ impl Tracker {
 
     /// Runs one round now: poll, write, prune.
     pub async fn round(&self) -> Result<RoundReport, StoreError> {
-        round::round(&self.engine, &self.store, &self.config, &self.metrics).await
+        round::round(&self.client, &self.store, &self.config, &self.metrics).await
     }
 
     /// Serves the web pages on `listener` and runs rounds until `config.rounds` have run
@@ -126,7 +129,7 @@ impl Tracker {
             }
         }));
         tokio::select! {
-            () = round::run(&self.engine, &self.store, &self.config, &self.metrics, on_round) => {}
+            () = round::run(&self.client, &self.store, &self.config, &self.metrics, on_round) => {}
             () = stop => {}
         }
         let _ = tx.send(true);

@@ -1,7 +1,8 @@
-//! One polling round: every source's masters are asked for their lists (one engine batch),
-//! the lists are merged with the configured servers, and every server is probed for its
-//! players in a second batch (the engine's window: `concurrency` queries in flight, with
-//! retries). The round is then written in one transaction and old rows pruned.
+//! One polling round, through a [`fragstat::Client`]: every source's masters are asked for
+//! their lists (merged, filtered and capped by the client), the lists are merged with the
+//! configured servers, and every server is probed for its players in one scan
+//! (`concurrency` queries in flight, with retries). The round is then written in one
+//! transaction and old rows pruned.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -9,57 +10,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fragstat::core::model::{Record, Status};
-use fragstat::core::registry::{Ask, GameRef, MasterOptions, MasterQuery};
-use fragstat::core::resolve::resolve_all;
-use fragstat::core::{Engine, Options};
+use fragstat::core::registry::{Ask, GameRef};
+use fragstat::Client;
+use futures_util::StreamExt;
 use serde::Serialize;
+use std::future::IntoFuture;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::store::{RoundData, Store, StoreError};
-
-/// How long a host name may take to resolve.
-const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How long an HTTP master list may take.
-const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Most bytes read from an HTTP master list.
-const MAX_HTTP_LIST: usize = 64 << 20;
-
-type HttpParse =
-    fn(&[u8]) -> Result<fragstat::core::registry::HttpList, fragstat::core::DecodeError>;
-
-/// GETs an HTTP master list (ETQW's feed, DDNet's `servers.json`) and parses it.
-async fn fetch_list(
-    url: &str,
-    parse: HttpParse,
-    timeout: Duration,
-) -> Result<Vec<fragstat::MasterEntry>, String> {
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        .user_agent(concat!("fragstat-tracker/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| format!("HTTP client: {e}"))?;
-    let mut resp = client
-        .get(url)
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| e.to_string())?;
-    let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
-        if body.len() + chunk.len() > MAX_HTTP_LIST {
-            return Err(format!("list larger than {MAX_HTTP_LIST} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    let list = parse(&body).map_err(|e| e.to_string())?;
-    for w in &list.warnings {
-        tracing::warn!("master {url}: {w}");
-    }
-    Ok(list.servers)
-}
 
 /// What one master answered in a round.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -70,6 +29,9 @@ pub struct MasterReport {
     pub master: String,
     /// Servers it listed, when it answered.
     pub servers: Option<usize>,
+    /// Of those, left out: addresses the list filter refuses (private, multicast…) and
+    /// ports over the per-address cap (fragstat::ListFilter, ListLimits).
+    pub dropped: usize,
     /// Why it gave no list.
     pub error: Option<String>,
 }
@@ -94,120 +56,72 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-fn options(config: &Config) -> Options {
-    Options::default()
-        .with_timeout(Duration::from_millis(config.timeout_ms))
-        .with_retries(config.retries)
-        .with_concurrency(config.concurrency)
+/// The client every round polls through: the configuration's timeouts, and a new local
+/// port for every round's masters and probes (servers probed in one round cannot aim
+/// forged replies at the next round's port).
+pub async fn client(config: &Config) -> Result<Client, fragstat::Error> {
+    Client::builder()
+        .timeout(Duration::from_millis(config.timeout_ms))
+        .retries(config.retries)
+        .concurrency(config.concurrency)
+        .new_port_per_scan(true)
+        .build()
+        .await
 }
 
 /// Asks every master and probes every server once; writes nothing.
-pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
+pub async fn poll(client: &Client, config: &Config) -> RoundReport {
     let started = Instant::now();
     let at = now_ms();
+    // Masters: every source's masters at once (UDP or HTTP by the game's master kind),
+    // merged, filtered and capped by the client.
+    let requests: Vec<(GameRef, &crate::config::Source)> = config
+        .sources
+        .iter()
+        .filter(|s| !s.masters.is_empty())
+        .filter_map(|s| Some((fragstat::game(&s.game)?, s)))
+        .collect();
+    let lists = futures_util::future::join_all(requests.iter().map(|(game, source)| {
+        client
+            .master_list(game, source.masters.iter())
+            .ext(source.ext)
+            .into_future()
+    }))
+    .await;
     let mut masters = Vec::new();
     // (game, server) in first-seen order, each address once.
     let mut targets: Vec<(GameRef, SocketAddr)> = Vec::new();
     let mut seen = HashSet::new();
     let mut failed: Vec<Record> = Vec::new();
-
-    // Masters: one batch for every UDP master of every source; HTTP lists fetched alongside.
-    let mut jobs = Vec::new();
-    let mut job_meta: Vec<(GameRef, String)> = Vec::new();
-    let mut http: Vec<(GameRef, String, HttpParse)> = Vec::new();
-    for source in &config.sources {
-        let Some(game) = fragstat::game(&source.game) else {
-            continue;
-        };
-        if source.masters.is_empty() {
-            continue;
-        }
-        let opts = MasterOptions::default().with_ext(source.ext);
-        if let Ok(MasterQuery::Http { parse, .. }) = game.master_query(&opts) {
-            for url in &source.masters {
-                http.push((game.clone(), url.clone(), parse));
-            }
-            continue;
-        }
-        let port = game.master_port().unwrap_or(0);
-        for t in resolve_all(&source.masters, port, RESOLVE_TIMEOUT).await {
-            let report = |error: String| MasterReport {
-                game: game.id().to_string(),
-                master: t.text.clone(),
-                servers: None,
-                error: Some(error),
-            };
-            let addr = match &t.addr {
-                Ok(a) => *a,
-                Err(e) => {
-                    masters.push(report(e.clone()));
-                    continue;
-                }
-            };
-            match game.master_query(&opts) {
-                Ok(MasterQuery::Udp(ex)) => {
-                    jobs.push((addr, ex));
-                    job_meta.push((game.clone(), t.text.clone()));
-                }
-                Ok(_) => masters.push(report("unknown kind of master".into())),
-                Err(e) => masters.push(report(e.to_string())),
-            }
-        }
-    }
-    let fetches = futures_util::future::join_all(
-        http.iter()
-            .map(|(_, url, parse)| fetch_list(url, *parse, HTTP_TIMEOUT)),
-    );
-    let (udp_lists, http_lists) = tokio::join!(
-        async {
-            let mut lists = Vec::new();
-            if !jobs.is_empty() {
-                let mut batch = engine.run(jobs, options(config));
-                while let Some(o) = batch.next().await {
-                    lists.push(o);
-                }
-            }
-            lists
-        },
-        fetches
-    );
-    // Each master's report, and its servers as targets (first listing wins).
-    let mut add = |game: &GameRef, master: &str, list: Result<Vec<SocketAddr>, String>| {
-        let (servers, error) = match list {
+    for ((game, source), list) in requests.iter().zip(lists) {
+        match list {
             Ok(list) => {
-                let n = list.len();
-                for a in list {
-                    if seen.insert(a) {
-                        targets.push((game.clone(), a));
+                for r in list.reports() {
+                    masters.push(MasterReport {
+                        game: game.id().to_string(),
+                        master: r.master.clone(),
+                        servers: r.is_online().then_some(r.listed),
+                        dropped: r.dropped(),
+                        error: r.error.as_ref().map(ToString::to_string),
+                    });
+                }
+                for addr in list.servers() {
+                    if seen.insert(addr) {
+                        targets.push((game.clone(), addr));
                     }
                 }
-                (Some(n), None)
             }
-            Err(e) => (None, Some(e)),
-        };
-        masters.push(MasterReport {
-            game: game.id().to_string(),
-            master: master.to_string(),
-            servers,
-            error,
-        });
-    };
-    for ((game, url, _), list) in http.iter().zip(http_lists) {
-        add(
-            game,
-            url,
-            list.map(|l| l.into_iter().map(|e| e.addr).collect()),
-        );
-    }
-    let mut lists = udp_lists;
-    lists.sort_by_key(|o| o.index);
-    for o in lists {
-        if let Some((game, text)) = job_meta.get(o.index) {
-            let list = o
-                .result
-                .map(|l| l.into_iter().map(|e| e.addr).collect())
-                .map_err(|e| e.to_string());
-            add(game, text, list);
+            Err(e) => {
+                for m in &source.masters {
+                    masters.push(MasterReport {
+                        game: game.id().to_string(),
+                        master: m.clone(),
+                        servers: None,
+                        dropped: 0,
+                        error: Some(e.to_string()),
+                    });
+                }
+            }
         }
     }
     // Servers named in the config.
@@ -215,40 +129,33 @@ pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
         let Some(game) = fragstat::game(&source.game) else {
             continue;
         };
-        for t in resolve_all(&source.servers, game.default_port(), RESOLVE_TIMEOUT).await {
-            match t.addr {
+        for (text, addr) in client.resolve(&source.servers, game.default_port()).await {
+            match addr {
                 Ok(a) => {
                     if seen.insert(a) {
                         targets.push((game.clone(), a));
                     }
                 }
-                Err(e) => failed.push(Record::failed(Some(t.text), game.id(), Status::Error, e)),
+                Err(e) => failed.push(Record::failed(
+                    Some(text),
+                    game.id(),
+                    Status::Error,
+                    e.to_string(),
+                )),
             }
         }
     }
 
     // Probe every server, players included.
-    let jobs = targets
-        .iter()
-        .map(|(g, a)| (*a, g.server_query(Ask::players())));
     let mut records: Vec<Option<Record>> = vec![None; targets.len()];
-    let mut batch = engine.run(jobs, options(config));
-    while let Some(o) = batch.next().await {
-        let Some((game, _)) = targets.get(o.index) else {
-            continue;
-        };
-        let record = match o.result {
-            Ok(info) => Record::online(Some(o.addr.to_string()), game.id(), info, o.rtt),
-            Err(e) => {
-                let status = if e.is_timeout() {
-                    Status::Timeout
-                } else {
-                    Status::Error
-                };
-                Record::failed(Some(o.addr.to_string()), game.id(), status, e.to_string())
-            }
-        };
-        if let Some(slot) = records.get_mut(o.index) {
+    let mut scan = client
+        .scan_each(targets)
+        .ask(Ask::players())
+        .dedupe(false)
+        .indexed();
+    while let Some(item) = scan.next().await {
+        let record = fragstat::record(item.game.id(), item.addr, item.result);
+        if let Some(slot) = records.get_mut(item.index) {
             *slot = Some(record);
         }
     }
@@ -269,12 +176,12 @@ pub async fn poll(engine: &Engine, config: &Config) -> RoundReport {
 /// Polls, writes the round in one transaction, prunes what is past retention, and updates
 /// the metrics.
 pub async fn round(
-    engine: &Engine,
+    client: &Client,
     store: &Store,
     config: &Config,
     metrics: &Arc<Metrics>,
 ) -> Result<RoundReport, StoreError> {
-    let mut report = poll(engine, config).await;
+    let mut report = poll(client, config).await;
     let write = Instant::now();
     let written = store.write_round(&report.data).await;
     report.write = write.elapsed();
@@ -292,7 +199,7 @@ pub async fn round(
 /// a round that overruns is followed at once) until `config.rounds` rounds ran (0: forever)
 /// or `stop` resolves. A round whose write fails is logged and the loop goes on.
 pub async fn run(
-    engine: &Engine,
+    client: &Client,
     store: &Store,
     config: &Config,
     metrics: &Arc<Metrics>,
@@ -303,7 +210,7 @@ pub async fn run(
     let mut n = 0u64;
     loop {
         ticker.tick().await;
-        match round(engine, store, config, metrics).await {
+        match round(client, store, config, metrics).await {
             Ok(r) => on_round(&r),
             Err(e) => tracing::error!("round not written: {e}"),
         }

@@ -28,7 +28,11 @@ fn bind(ip: &str) -> Arc<dyn Transport> {
     Arc::new(UdpTransport::bind(format!("{ip}:0").parse().unwrap()).unwrap())
 }
 
-fn spawn(socket: Arc<dyn Transport>, service: Box<dyn fragstat::core::service::Service>, stop: &watch::Sender<bool>) {
+fn spawn(
+    socket: Arc<dyn Transport>,
+    service: Box<dyn fragstat::core::service::Service>,
+    stop: &watch::Sender<bool>,
+) {
     let mut rx = stop.subscribe();
     tokio::spawn(async move {
         let _ = run(socket, service, async move {
@@ -55,7 +59,11 @@ pub fn farm(game: &GameRef, n: usize, players: usize, extra: &[SocketAddr]) -> F
     listed.extend_from_slice(extra);
     let socket = bind("127.0.0.1");
     let master = socket.local_addr().unwrap();
-    spawn(socket, game.emulated_master(&EmuMaster::new(listed)).unwrap(), &stop);
+    spawn(
+        socket,
+        game.emulated_master(&EmuMaster::new(listed)).unwrap(),
+        &stop,
+    );
     Farm {
         servers,
         master: Some(master),
@@ -68,7 +76,11 @@ pub fn master(game: &GameRef, listed: Vec<SocketAddr>) -> Farm {
     let (stop, _) = watch::channel(false);
     let socket = bind("127.0.0.1");
     let master = socket.local_addr().unwrap();
-    spawn(socket, game.emulated_master(&EmuMaster::new(listed)).unwrap(), &stop);
+    spawn(
+        socket,
+        game.emulated_master(&EmuMaster::new(listed)).unwrap(),
+        &stop,
+    );
     Farm {
         servers: Vec::new(),
         master: Some(master),
