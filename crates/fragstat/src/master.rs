@@ -436,9 +436,14 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
             return;
         }
     };
+    // A list's bytes are bounded by its entry cap (an IPv6 entry is 19 bytes, a datagram's
+    // header and marker a few dozen): a master that sends more ends its query, so a hostile
+    // one cannot make the client hold megabytes it will not use.
+    let max_entries = client.config().limits.max_entries_per_master;
     let options = client
         .options()
-        .with_timeout(client.config().master_timeout);
+        .with_timeout(client.config().master_timeout)
+        .with_max_bytes(max_entries.saturating_mul(24).saturating_add(1 << 16));
     let mut batch = engine.run(jobs, options);
     let tx = tx.clone();
     tokio::spawn(async move {

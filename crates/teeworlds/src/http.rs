@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use fragstat_core::model::{Dialect, MasterEntry, ServerInfo, Text};
 use fragstat_core::registry::HttpList;
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::view::{http_player, TeeworldsExtra};
@@ -41,17 +42,37 @@ pub struct List {
     pub servers: Vec<Server>,
 }
 
-/// One server of the list, with its `info` still unchecked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One server of the list, with its `info` still unchecked: kept as the JSON text it was
+/// (no tree of values is built for a list of thousands), parsed into [`Info`] on its own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Server {
     /// Its addresses as URLs (`tw-0.6+udp://IP:PORT`…).
     pub addresses: Vec<String>,
     /// Where it is (`eu:de`, `as:cn`…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
-    /// What it says of itself ([`Info`] once validated).
+    /// What it says of itself ([`Info`] once validated), as written.
     #[serde(default)]
-    pub info: Value,
+    pub info: Option<Box<RawValue>>,
+}
+
+impl PartialEq for Server {
+    fn eq(&self, o: &Self) -> bool {
+        self.addresses == o.addresses
+            && self.location == o.location
+            && self.info.as_ref().map(|r| r.get()) == o.info.as_ref().map(|r| r.get())
+    }
+}
+
+impl Server {
+    /// A server with `info` serialized as its JSON.
+    pub fn new(addresses: Vec<String>, location: Option<String>, info: &Info) -> Self {
+        Server {
+            addresses,
+            location,
+            info: serde_json::value::to_raw_value(info).ok(),
+        }
+    }
 }
 
 fn lenient<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
@@ -281,8 +302,11 @@ pub fn parse(body: &[u8]) -> Result<HttpList, DecodeError> {
     let mut out = HttpList::default();
     for (i, s) in list.servers.into_iter().enumerate() {
         let what = || format!("server {i} ({})", s.addresses.join(", "));
-        let info = match serde_json::from_value::<Info>(s.info.clone())
-            .map_err(|e| e.to_string())
+        let info = match s
+            .info
+            .as_ref()
+            .ok_or_else(|| "no info".to_string())
+            .and_then(|raw| serde_json::from_str::<Info>(raw.get()).map_err(|e| e.to_string()))
             .and_then(|info| info.check().map(|()| info))
         {
             Ok(info) => info,
