@@ -503,7 +503,7 @@ async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
         return Ok(usage("no servers given (ADDR... or -f FILE)"));
     }
     let client = a.scan.client(None).await?;
-    let targets = client.resolve(&texts, game.default_port()).await;
+    let targets = client.resolve_owned(texts, game.default_port()).await;
     probe(&client, &game, targets, &a.scan, started).await
 }
 

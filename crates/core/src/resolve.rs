@@ -102,11 +102,15 @@ pub fn resolve_all(
     default_port: u16,
     timeout: Duration,
 ) -> impl std::future::Future<Output = Vec<Target>> + Send + 'static {
-    let texts = texts.to_vec();
-    async move { resolve_owned(texts, default_port, timeout).await }
+    resolve_owned(texts.to_vec(), default_port, timeout)
 }
 
-async fn resolve_owned(texts: Vec<String>, default_port: u16, timeout: Duration) -> Vec<Target> {
+/// [`resolve_all`] of a list the caller gives away (no copy of it is made).
+pub async fn resolve_owned(
+    texts: Vec<String>,
+    default_port: u16,
+    timeout: Duration,
+) -> Vec<Target> {
     // Literal addresses (most of a scan list) need no task and no resolver.
     let mut out: Vec<Option<Target>> = texts
         .iter()

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{Ask, GameRef};
+use fragstat_core::resolve::Target as Target2;
 use fragstat_core::{Engine, Options, Transport, UdpTransport};
 use serde::{Deserialize, Serialize};
 
@@ -222,13 +223,11 @@ impl ClientBuilder {
             Some(Transports(v4, v6)) => Engine::with_transports(v4.clone(), v6.clone()),
             None => bind_engine()?,
         };
-        #[cfg(feature = "http")]
-        let http = crate::http::client(self.http_timeout)?;
         Ok(Client {
             inner: Arc::new(Inner {
                 engine: Mutex::new(engine),
                 #[cfg(feature = "http")]
-                http,
+                http: std::sync::OnceLock::new(),
                 config: self,
             }),
         })
@@ -263,9 +262,26 @@ pub struct Client {
 #[derive(Debug)]
 pub(crate) struct Inner {
     engine: Mutex<Engine>,
+    /// Made on first use: loading the system's root certificates costs more than a whole
+    /// UDP scan of 10,000 servers, and most clients never fetch an HTTP list.
     #[cfg(feature = "http")]
-    pub(crate) http: reqwest::Client,
+    http: std::sync::OnceLock<Result<reqwest::Client, String>>,
     pub(crate) config: ClientBuilder,
+}
+
+impl Inner {
+    /// The HTTP client, made on first use.
+    #[cfg(feature = "http")]
+    pub(crate) fn http(&self) -> Result<reqwest::Client, Error> {
+        self.http
+            .get_or_init(|| crate::http::client(self.config.http_timeout).map_err(|e| e.to_string()))
+            .clone()
+            .map_err(|reason| Error::Http {
+                url: String::new(),
+                status: None,
+                reason,
+            })
+    }
 }
 
 impl Client {
@@ -342,20 +358,32 @@ impl Client {
         targets: &[String],
         default_port: u16,
     ) -> impl Future<Output = Vec<(String, Result<SocketAddr, Error>)>> + Send + 'static {
+        self.resolve_owned(targets.to_vec(), default_port)
+    }
+
+    /// [`Client::resolve`] of a list given away (no copy is made).
+    pub fn resolve_owned(
+        &self,
+        targets: Vec<String>,
+        default_port: u16,
+    ) -> impl Future<Output = Vec<(String, Result<SocketAddr, Error>)>> + Send + 'static {
         // The future owns its list (one that borrowed it across an await would not be
         // `Send` for every lifetime: rust#64552).
-        let texts = targets.to_vec();
         let timeout = self.inner.config.resolve_timeout;
         async move {
-            fragstat_core::resolve::resolve_all(&texts, default_port, timeout)
+            fragstat_core::resolve::resolve_owned(targets, default_port, timeout)
                 .await
                 .into_iter()
                 .map(|t| {
-                    let target = t.text.clone();
-                    (
-                        t.text,
-                        t.addr.map_err(|reason| Error::Resolve { target, reason }),
-                    )
+                    let Target2 { text, addr } = t;
+                    let addr = match addr {
+                        Ok(a) => Ok(a),
+                        Err(reason) => Err(Error::Resolve {
+                            target: text.clone(),
+                            reason,
+                        }),
+                    };
+                    (text, addr)
                 })
                 .collect()
         }
@@ -512,7 +540,7 @@ impl Query {
         // The lookup's future owns its text: this future holds no borrow across an await.
         let (known, lookup) = match target {
             Target::Addr(a) => (Some(a), None),
-            Target::Text(t) => (None, Some(client.resolve(&[t], game.default_port()))),
+            Target::Text(t) => (None, Some(client.resolve_owned(vec![t], game.default_port()))),
         };
         async move {
             let addr = match (known, lookup) {

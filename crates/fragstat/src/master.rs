@@ -495,7 +495,13 @@ fn spawn_http(
                 continue;
             }
         };
-        let http = client.inner.http.clone();
+        let http = match client.inner.http() {
+            Ok(h) => h,
+            Err(e) => {
+                send(tx, index, None, Some(url), Err(e));
+                continue;
+            }
+        };
         let tx = tx.clone();
         let addr = url_addr(&url);
         tokio::spawn(async move {
