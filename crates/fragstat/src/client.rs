@@ -274,7 +274,9 @@ impl Inner {
     #[cfg(feature = "http")]
     pub(crate) fn http(&self) -> Result<reqwest::Client, Error> {
         self.http
-            .get_or_init(|| crate::http::client(self.config.http_timeout).map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                crate::http::client(self.config.http_timeout).map_err(|e| e.to_string())
+            })
             .clone()
             .map_err(|reason| Error::Http {
                 url: String::new(),
@@ -540,7 +542,10 @@ impl Query {
         // The lookup's future owns its text: this future holds no borrow across an await.
         let (known, lookup) = match target {
             Target::Addr(a) => (Some(a), None),
-            Target::Text(t) => (None, Some(client.resolve_owned(vec![t], game.default_port()))),
+            Target::Text(t) => (
+                None,
+                Some(client.resolve_owned(vec![t], game.default_port())),
+            ),
         };
         async move {
             let addr = match (known, lookup) {
