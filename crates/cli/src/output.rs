@@ -11,7 +11,25 @@ use std::time::{Duration, Instant};
 
 use fragstat::core::model::{MasterEntry, Record};
 
+use crate::view::{Filter, SortKey};
 use crate::Format;
+
+/// What is shown and how (the scan's display options).
+#[derive(Clone, Debug, Default)]
+pub struct View {
+    /// Player rows (table), player lines (csv, tsv).
+    pub players: bool,
+    /// Server variables (table; a `rules` column in csv, tsv).
+    pub rules: bool,
+    /// ANSI colours in the table.
+    pub color: bool,
+    /// A header line (table, csv, tsv).
+    pub header: bool,
+    /// Sort keys; empty: input order.
+    pub sort: Vec<SortKey>,
+    /// Which servers are shown.
+    pub filter: Filter,
+}
 
 /// Why output stopped.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +76,8 @@ enum Chunk {
     Lines(Vec<u8>),
     /// Records for a table or JSON array, printed when the scan ends.
     Records(Vec<(usize, Record)>),
+    /// The scan was interrupted: `total` servers, `unasked` of them never answered or asked.
+    Interrupted { total: usize, unasked: usize },
 }
 
 /// The writer thread and its channel.
@@ -67,7 +87,9 @@ enum Chunk {
 /// defeated the allocator's per-thread caches: 5 % fewer instructions and about a fifth less
 /// CPU per scan of 10,000 servers, docs/benchmarks.md), and the writer only writes.
 pub struct Output {
-    format: Format,
+    filter: Filter,
+    /// Lines are written as they come (NDJSON without --sort).
+    streaming: bool,
     tx: Option<mpsc::Sender<Chunk>>,
     thread: Option<JoinHandle<Result<(), Stop>>>,
     /// Records for a table or JSON array: kept here until the scan ends ([`Output::finish`]),
@@ -94,14 +116,29 @@ const LINES_CHUNK: usize = 256 << 10;
 pub const FLUSH_AFTER: Duration = Duration::from_millis(20);
 
 impl Output {
-    /// Starts the writer thread.
-    pub fn start(format: Format, players: bool, rules: bool, color: bool) -> Output {
+    /// Starts the writer thread. `masters`: the reports of the masters the servers came from
+    /// (`fragstat master --probe`): JSON writes them beside the servers
+    /// (`{"masters": […], "servers": […]}`), NDJSON as one line each first.
+    pub fn start(format: Format, view: View, masters: Option<&[fragstat::MasterReport]>) -> Output {
         let (tx, rx) = mpsc::channel::<Chunk>();
         let (spare_tx, spare) = mpsc::channel::<Vec<u8>>();
+        let streaming = format == Format::Ndjson && view.sort.is_empty();
+        let reports: Option<Vec<serde_json::Value>> =
+            masters.map(|m| m.iter().map(crate::scan::report_json).collect());
+        let filter = view.filter;
         let thread = std::thread::spawn(move || -> Result<(), Stop> {
             let stdout = io::stdout();
             let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+            if let (Format::Ndjson, Some(reports)) = (format, &reports) {
+                for r in reports {
+                    serde_json::to_writer(&mut out, &serde_json::json!({ "master": r }))
+                        .map_err(io::Error::from)?;
+                    out.write_all(b"\n")?;
+                }
+                out.flush()?;
+            }
             let mut all: Vec<(usize, Record)> = Vec::new();
+            let mut interrupted = None;
             while let Ok(first) = rx.recv() {
                 let mut next = Some(first);
                 while let Some(chunk) = next {
@@ -112,32 +149,79 @@ impl Output {
                             let _ = spare_tx.send(bytes);
                         }
                         Chunk::Records(records) => all.extend(records),
+                        Chunk::Interrupted { total, unasked } => {
+                            interrupted = Some((total, unasked));
+                        }
                     }
                     next = rx.try_recv().ok();
                 }
-                if format == Format::Ndjson {
+                if streaming {
                     out.flush()?;
                 }
             }
-            all.sort_by_key(|(pos, _)| *pos);
+            if view.sort.is_empty() {
+                all.sort_by_key(|(pos, _)| *pos);
+            } else {
+                crate::view::sort(&mut all, &view.sort);
+            }
             let records: Vec<Record> = all.into_iter().map(|(_, r)| r).collect();
             match format {
-                Format::Ndjson => {}
+                Format::Ndjson => {
+                    for r in &records {
+                        let mut line = Vec::new();
+                        r.write_json(&mut line);
+                        line.push(b'\n');
+                        out.write_all(&line)?;
+                    }
+                }
                 Format::Json => {
-                    serde_json::to_writer_pretty(&mut out, &records).map_err(io::Error::from)?;
+                    match &reports {
+                        Some(masters) => serde_json::to_writer_pretty(
+                            &mut out,
+                            &serde_json::json!({"masters": masters, "servers": records}),
+                        ),
+                        None => serde_json::to_writer_pretty(&mut out, &records),
+                    }
+                    .map_err(io::Error::from)?;
                     out.write_all(b"\n")?;
                 }
+                Format::Csv | Format::Tsv => {
+                    let delimiter = if format == Format::Csv { b',' } else { b'\t' };
+                    let bytes = crate::view::delimited(
+                        &records,
+                        delimiter,
+                        view.header,
+                        view.players,
+                        view.rules,
+                    )
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+                    out.write_all(&bytes)?;
+                }
                 Format::Table => {
-                    out.write_all(
-                        crate::table::servers(&records, players, rules, color).as_bytes(),
-                    )?;
+                    out.write_all(crate::table::servers(&records, &view).as_bytes())?;
                 }
             }
             out.flush()?;
+            // The summary goes with the table; for the other formats to stderr, so a pipe
+            // gets only data.
+            if format == Format::Table {
+                if let Some((total, unasked)) = interrupted {
+                    writeln!(
+                        out,
+                        "interrupted: {unasked} of {total} servers not asked or not answered yet"
+                    )?;
+                    out.flush()?;
+                }
+            } else if let Some((total, unasked)) = interrupted {
+                eprintln!(
+                    "interrupted: {unasked} of {total} servers not asked or not answered yet"
+                );
+            }
             Ok(())
         });
         Output {
-            format,
+            filter,
+            streaming,
             tx: Some(tx),
             thread: Some(thread),
             pending: Vec::new(),
@@ -148,10 +232,20 @@ impl Output {
         }
     }
 
+    /// Says the scan was interrupted: of `total` servers, `unasked` have no result.
+    pub fn interrupted(&mut self, total: usize, unasked: usize) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Chunk::Interrupted { total, unasked });
+        }
+    }
+
     /// Queues one record (at position `pos` of the input) for the writer; [`Output::send`]
     /// hands NDJSON lines over when they are [`Output::due`].
     pub fn record(&mut self, pos: usize, r: Record) {
-        if self.format == Format::Ndjson {
+        if !self.filter.keeps(&r) {
+            return;
+        }
+        if self.streaming {
             if self.lines.capacity() == 0 {
                 self.lines = self
                     .spare
@@ -226,37 +320,57 @@ impl Output {
     }
 }
 
-/// Prints a master's merged list (no probing).
+/// Prints a master's merged list (no probing): JSON is always `{"masters": […], "servers":
+/// […]}` (an empty list when every master failed), NDJSON a line per master
+/// (`{"master": {…}}`) and then one per server.
 pub fn master_list(
     game: &str,
     format: Format,
     servers: &[MasterEntry],
     report: &[serde_json::Value],
     masters: usize,
+    view: &View,
 ) -> Result<(), Stop> {
     let mut out = io::BufWriter::new(io::stdout().lock());
+    let from = format!(
+        "{} from {}",
+        crate::scan::count(servers.len(), "server"),
+        crate::scan::count(masters, "master")
+    );
     match format {
         // Lists that carry each server's info (DDNet's HTTP master) show as a browser table.
-        Format::Table if !servers.is_empty() && servers.iter().all(|s| s.info.is_some()) => {
+        Format::Table | Format::Csv | Format::Tsv
+            if !servers.is_empty() && servers.iter().all(|s| s.info.is_some()) =>
+        {
             let records: Vec<Record> = servers
                 .iter()
                 .filter_map(|s| {
                     let info = s.info.clone()?;
                     Some(Record::online(Some(s.addr.to_string()), game, info, None))
                 })
+                .filter(|r| view.filter.keeps(r))
                 .collect();
-            out.write_all(
-                crate::table::servers(&records, false, false, crate::color_stdout()).as_bytes(),
-            )?;
+            if format == Format::Table {
+                out.write_all(crate::table::servers(&records, view).as_bytes())?;
+            } else {
+                let d = if format == Format::Csv { b',' } else { b'\t' };
+                let bytes =
+                    crate::view::delimited(&records, d, view.header, view.players, view.rules)
+                        .map_err(|e| io::Error::other(e.to_string()))?;
+                out.write_all(&bytes)?;
+            }
             out.flush()?;
-            eprintln!("{} servers from {masters} masters", servers.len());
+            eprintln!("{from}");
         }
-        Format::Table => {
+        Format::Table | Format::Csv | Format::Tsv => {
+            if view.header && format != Format::Table {
+                writeln!(out, "address")?;
+            }
             for s in servers {
                 writeln!(out, "{}", s.addr)?;
             }
             out.flush()?;
-            eprintln!("{} servers from {masters} masters", servers.len());
+            eprintln!("{from}");
         }
         Format::Json => {
             serde_json::to_writer_pretty(
@@ -267,6 +381,11 @@ pub fn master_list(
             writeln!(out)?;
         }
         Format::Ndjson => {
+            for r in report {
+                serde_json::to_writer(&mut out, &serde_json::json!({ "master": r }))
+                    .map_err(io::Error::from)?;
+                writeln!(out)?;
+            }
             for s in servers {
                 serde_json::to_writer(&mut out, s).map_err(io::Error::from)?;
                 writeln!(out)?;

@@ -365,13 +365,22 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
         .scan(&game, list.servers())
         .players()
         .indexed()
-        .map(|i| (i.index, fragstat::record(game.id(), i.addr, i.result)))
+        .map(|i| (i.index, fragstat::record(&game, i.addr, i.result)))
         .collect()
         .await;
     records.sort_by_key(|(i, _)| *i);
     let records: Vec<Record> = records.into_iter().map(|(_, r)| r).collect();
     crate::output::print_line(
-        crate::table::servers(&records, true, false, crate::color_stdout()).trim_end(),
+        crate::table::servers(
+            &records,
+            &crate::output::View {
+                players: true,
+                color: crate::color_stdout(),
+                header: true,
+                ..Default::default()
+            },
+        )
+        .trim_end(),
     )?;
     let mut code = ExitCode::SUCCESS;
     if let Some(t) = track {

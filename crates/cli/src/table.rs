@@ -77,15 +77,13 @@ fn shown(name: &fragstat::Text, color: bool) -> String {
 }
 
 fn status(s: Status) -> &'static str {
-    match s {
-        Status::Online => "online",
-        Status::Timeout => "timeout",
-        _ => "error",
-    }
+    crate::view::status_word(s)
 }
 
-/// The table of `records`; `players` adds player rows, `rules` the server variables.
-pub fn servers(records: &[Record], players: bool, rules: bool, color: bool) -> String {
+/// The table of `records`; `view.players` adds player rows, `view.rules` the server
+/// variables, `view.header` the header line.
+pub fn servers(records: &[Record], view: &crate::output::View) -> String {
+    let (players, rules, color) = (view.players, view.rules, view.color);
     let mut rows = vec![vec![
         "ADDRESS".to_string(),
         "STATUS".into(),
@@ -161,9 +159,11 @@ pub fn servers(records: &[Record], players: bool, rules: bool, color: bool) -> S
     }
     let table = columns(&rows);
     let mut out = String::new();
-    for (line, extra) in table.lines().zip(&after) {
-        out.push_str(line);
-        out.push('\n');
+    for (n, (line, extra)) in table.lines().zip(&after).enumerate() {
+        if n > 0 || view.header {
+            out.push_str(line);
+            out.push('\n');
+        }
         for l in extra {
             out.push_str(l);
             out.push('\n');
@@ -179,8 +179,12 @@ pub fn servers(records: &[Record], players: bool, rules: bool, color: bool) -> S
         .map(|i| u64::from(i.num_players))
         .sum();
     out.push_str(&format!(
-        "{online} of {} servers online, {total_players} players\n",
-        records.len()
+        "{online} of {} online, {}\n",
+        crate::scan::count(records.len(), "server"),
+        crate::scan::count(
+            usize::try_from(total_players).unwrap_or(usize::MAX),
+            "player"
+        )
     ));
     out
 }
@@ -205,7 +209,7 @@ mod tests {
         info.map = Text::new(vec![b'm'; 40], Dialect::Quake);
         let addr = "[2001:db8:1234:5678:9abc:def0:1234:5678]:27960";
         let r = Record::online(Some(addr.into()), "q3", info, None);
-        let t = servers(&[r], false, false, false);
+        let t = servers(&[r], &crate::output::View::default());
         assert!(t.contains(addr), "{t}");
         assert!(
             t.contains(&format!("{}…", "m".repeat(MAP_WIDTH - 1))),

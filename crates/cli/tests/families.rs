@@ -204,7 +204,9 @@ fn teeworlds07_master_and_servers_through_the_handshake() {
         "--format",
         "json",
     ]));
-    let records = v.as_array().expect("probed records");
+    // `--probe` in JSON: the masters' reports beside the probed servers.
+    assert_eq!(v["masters"][0]["status"], "online", "{v}");
+    let records = v["servers"].as_array().expect("probed records");
     assert_eq!(records.len(), 3, "{v}");
     for r in records {
         assert_eq!(r["status"], "online", "{r}");
@@ -318,7 +320,7 @@ fn ddnet_http_master_end_to_end() {
         "--format",
         "json",
     ]));
-    let records = v.as_array().unwrap();
+    let records = v["servers"].as_array().unwrap();
     assert_eq!(records.len(), 2, "{v}");
     for r in records {
         assert_eq!(r["status"], "online", "{r}");

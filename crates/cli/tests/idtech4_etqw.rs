@@ -398,7 +398,7 @@ fn etqw_feed_over_http_lists_and_probes() {
     let v = json(&run(&[
         "master", "etqw", &feed_url, "--probe", "--format", "json",
     ]));
-    let records = v.as_array().expect("records");
+    let records = v["servers"].as_array().expect("records");
     assert_eq!(records.len(), 3);
     for r in records {
         assert_eq!(r["status"], "online", "{r}");
@@ -410,9 +410,18 @@ fn etqw_feed_over_http_lists_and_probes() {
     // A feed that is not there: no list, a non-zero exit and the HTTP status said.
     let missing = feed_url.replace("/ipgetter/", "/nothing/");
     let out = run(&["master", "etqw", &missing, "--format", "json"]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("404"), "{err}");
+    // The JSON is still the object, with the master's report (a cron job can tell which
+    // master failed).
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["servers"], serde_json::json!([]));
+    assert_eq!(v["masters"][0]["status"], "error");
+    assert!(
+        v["masters"][0]["error"].as_str().unwrap().contains("404"),
+        "{v}"
+    );
 }
 
 /// `fragstat decode GAME FILE` prints exactly the fixture's `.decoded` snapshot for every

@@ -34,9 +34,10 @@ impl<'de> Deserialize<'de> for Status {
             "online" => Ok(Status::Online),
             "timeout" => Ok(Status::Timeout),
             "error" => Ok(Status::Error),
+            "down" => Ok(Status::Down),
             other => Err(D::Error::unknown_variant(
                 other,
-                &["online", "timeout", "error"],
+                &["online", "timeout", "error", "down"],
             )),
         }
     }

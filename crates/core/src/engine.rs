@@ -232,10 +232,18 @@ pub struct Outcome<O> {
 /// needs no map of its own from addresses to queries (one hash lookup per datagram, not two).
 type Received = (SocketAddr, Vec<u8>, Instant, Ids);
 
+/// What a receive task hands a batch's driver: a datagram, or word that an address it asked
+/// is unreachable (ICMP), with the batch's queries waiting on that address.
+#[derive(Debug, PartialEq)]
+enum Routed {
+    Datagram(Received),
+    Unreachable(SocketAddr, Ids),
+}
+
 /// A batch asking an address, and its queries waiting on it.
 struct Route {
     batch: u64,
-    tx: mpsc::Sender<Received>,
+    tx: mpsc::Sender<Routed>,
     ids: Ids,
 }
 
@@ -257,7 +265,7 @@ impl Routes {
 
     /// Query `id` of `batch` now waits on `addr`; true when that made a new route (the
     /// batch's first query there).
-    fn attach(&self, addr: SocketAddr, batch: u64, tx: &mpsc::Sender<Received>, id: u64) -> bool {
+    fn attach(&self, addr: SocketAddr, batch: u64, tx: &mpsc::Sender<Routed>, id: u64) -> bool {
         let mut map = self.lock();
         let routes = map.entry(addr).or_default();
         match routes.iter_mut().find(|r| r.batch == batch) {
@@ -344,8 +352,9 @@ impl Routes {
                         // A driver that lags (a stalled consumer, a flood from an address it
                         // asked) does not make the queue grow: the datagram is dropped and
                         // counted, as the kernel drops what overflows a socket buffer.
-                        if let Err(mpsc::error::TrySendError::Full(_)) =
-                            r.tx.try_send((from, data.to_vec(), at, r.ids.clone()))
+                        if let Err(mpsc::error::TrySendError::Full(_)) = r
+                            .tx
+                            .try_send(Routed::Datagram((from, data.to_vec(), at, r.ids.clone())))
                         {
                             self.dropped.fetch_add(1, Ordering::Relaxed);
                             trace!(%from, "dropped datagram: the batch's queue is full");
@@ -360,6 +369,20 @@ impl Routes {
     }
 }
 
+impl Routes {
+    /// Tells the batches asking `addr` that it is unreachable.
+    fn dispatch_unreachable(&self, addr: SocketAddr) {
+        let map = self.lock();
+        let addr = canonical(addr);
+        if let Some(routes) = map.get(&addr) {
+            for r in routes {
+                // Dropped when the queue is full: the query then ends by its timeout.
+                let _ = r.tx.try_send(Routed::Unreachable(addr, r.ids.clone()));
+            }
+        }
+    }
+}
+
 /// The routes of one batch, owned by its driver: whichever way the driver ends (its queries
 /// all finished, or its future dropped mid-flight because the [`Batch`] was dropped and the
 /// task aborted), dropping the guard removes every route it still holds. An address has a
@@ -367,7 +390,7 @@ impl Routes {
 struct RouteGuard {
     routes: Arc<Routes>,
     batch: u64,
-    tx: mpsc::Sender<Received>,
+    tx: mpsc::Sender<Routed>,
     /// Routes of this batch in the map (so a batch that ends with none left, as every batch
     /// that runs to its end does, does not search the map for them).
     live: usize,
@@ -441,8 +464,8 @@ impl Engine {
     /// Binds one UDP socket per address family (IPv6 only where the host has it).
     /// Must be called inside a tokio runtime.
     pub async fn bind() -> std::io::Result<Engine> {
-        let v4 = UdpTransport::any_v4()?;
-        let v6 = match UdpTransport::any_v6() {
+        let v4 = UdpTransport::any_v4()?.report_unreachable()?;
+        let v6 = match UdpTransport::any_v6().and_then(UdpTransport::report_unreachable) {
             Ok(t) => Some(Arc::new(t) as Arc<dyn Transport>),
             Err(e) => {
                 debug!(error = %e, "no IPv6 socket; IPv6 servers will fail");
@@ -475,11 +498,21 @@ impl Engine {
                                 backoff.reset();
                                 routes.dispatch(batch.datagrams(), at);
                             }
-                            // ICMP errors (port unreachable) surface here on some systems: keep
-                            // going, backing off if the errors persist.
+                            // ICMP errors about what was sent (port unreachable) surface here
+                            // with IP_RECVERR: the error queue says whom they are about. Other
+                            // errors: keep going, backing off if they persist.
                             Err(e) => {
-                                trace!(error = %e, "receive error");
-                                backoff.wait(&e).await;
+                                let mut down = Vec::new();
+                                let _ = t.take_unreachable(&mut down);
+                                if down.is_empty() {
+                                    trace!(error = %e, "receive error");
+                                    backoff.wait(&e).await;
+                                } else {
+                                    for addr in down {
+                                        trace!(%addr, "unreachable");
+                                        routes.dispatch_unreachable(addr);
+                                    }
+                                }
                             }
                         }
                     }
@@ -789,6 +822,8 @@ struct Slot<E> {
     bytes: usize,
     /// When the query's lifetime ends (set at its first send).
     expires: Option<Instant>,
+    /// Datagrams from its address that were not an answer to it.
+    ignored: u32,
 }
 
 /// When a timer of `slot` set for `t` fires: `t`, or the end of the query's lifetime if that
@@ -995,7 +1030,7 @@ struct Driver<E: Exchange> {
 
 /// What woke a driver.
 enum Wake<E: Exchange> {
-    Datagram(Received),
+    Datagram(Routed),
     /// Room for one outcome (or the reader is gone).
     Room(Result<mpsc::OwnedPermit<Outcome<E::Output>>, mpsc::error::SendError<()>>),
     /// A job from a channel source (`None`: every sender is gone).
@@ -1005,7 +1040,7 @@ enum Wake<E: Exchange> {
 }
 
 impl<E: Exchange> Driver<E> {
-    async fn run(mut self, mut datagrams: mpsc::Receiver<Received>) {
+    async fn run(mut self, mut datagrams: mpsc::Receiver<Routed>) {
         let deadline = self.options.deadline.map(|d| later(Instant::now(), d));
         let interval = self
             .options
@@ -1060,11 +1095,11 @@ impl<E: Exchange> Driver<E> {
                 }
             };
             match woke {
-                Wake::Datagram((from, data, at, ids)) => {
-                    self.on_datagram(from, &data, at, &ids);
+                Wake::Datagram(first) => {
+                    self.on_routed(first);
                     // Drain what is already queued before looking at timers.
-                    while let Ok((from, data, at, ids)) = datagrams.try_recv() {
-                        self.on_datagram(from, &data, at, &ids);
+                    while let Ok(next) = datagrams.try_recv() {
+                        self.on_routed(next);
                     }
                 }
                 Wake::Room(Ok(permit)) => {
@@ -1104,6 +1139,20 @@ impl<E: Exchange> Driver<E> {
             self.fire_timers(now);
         }
         // `self.routes` is dropped here, or wherever the future is dropped: no route outlives it.
+    }
+
+    fn on_routed(&mut self, r: Routed) {
+        match r {
+            Routed::Datagram((from, data, at, ids)) => self.on_datagram(from, &data, at, &ids),
+            Routed::Unreachable(addr, ids) => {
+                for id in ids {
+                    if slot_in(&mut self.slots, id).is_some_and(|s| s.addr == addr) {
+                        debug!(%addr, "unreachable");
+                        self.finish(id, Err(QueryError::Unreachable));
+                    }
+                }
+            }
+        }
     }
 
     /// Hands waiting outcomes to the reader as far as its channel has room.
@@ -1158,6 +1207,7 @@ impl<E: Exchange> Driver<E> {
             datagrams: 0,
             bytes: 0,
             expires: None,
+            ignored: 0,
         });
         self.routes.attach(addr, id);
         self.send_queue.push_back(id);
@@ -1264,7 +1314,10 @@ impl<E: Exchange> Driver<E> {
             slot.datagrams += 1;
             slot.bytes = slot.bytes.saturating_add(data.len());
             match slot.ex.on_datagram(data) {
-                Verdict::Ignore(reason) => reasons.push(reason),
+                Verdict::Ignore(reason) => {
+                    slot.ignored = slot.ignored.saturating_add(1);
+                    reasons.push(reason);
+                }
                 Verdict::Invalid(e) => {
                     debug!(%from, error = %e, "undecodable reply");
                     slot.last_error = Some(QueryError::Decode(e));
@@ -1360,10 +1413,12 @@ impl<E: Exchange> Driver<E> {
                 self.send_queue.push_front(id);
             } else {
                 let attempts = slot.attempts;
-                let err = slot
-                    .last_error
-                    .take()
-                    .unwrap_or(QueryError::Timeout { attempts });
+                let replies = slot.ignored;
+                let err = slot.last_error.take().unwrap_or(if replies > 0 {
+                    QueryError::Foreign { attempts, replies }
+                } else {
+                    QueryError::Timeout { attempts }
+                });
                 debug!(addr = %slot.addr, attempts, "query timed out");
                 self.finish(id, Err(err));
             }
@@ -1479,6 +1534,7 @@ async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
             .flat_map(|(i, p)| p.datagrams.iter().map(move |d| (i, p.addr, d.as_slice())))
             .collect();
         let mut done = 0;
+        let mut refused = 0;
         while let Some(rest) = list.get(done..).filter(|r| !r.is_empty()) {
             let pairs: SmallVec<[(SocketAddr, &[u8]); SEND_BATCH]> =
                 rest.iter().map(|&(_, a, d)| (a, d)).collect();
@@ -1486,6 +1542,12 @@ async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
                 Ok(n) if n > 0 => n,
                 Ok(_) => 0,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+                // An ICMP error about an earlier datagram (IP_RECVERR) is reported on the next
+                // call, this send: nothing went; it is read (and routed) by the receive task.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && refused < 8 => {
+                    refused += 1;
+                    continue;
+                }
                 Err(e) => {
                     if let Some(&(i, addr, _)) = rest.first() {
                         debug!(%addr, error = %e, "send failed");
@@ -1498,7 +1560,14 @@ async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
             if sent == 0 {
                 // The socket is full: wait for room for this one, then try the rest together.
                 if let Some(&(i, addr, d)) = rest.first() {
-                    if let Err(e) = t.send_to(d, addr).await {
+                    let mut r = t.send_to(d, addr).await;
+                    if r.as_ref()
+                        .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+                    {
+                        // An earlier datagram's ICMP error, reported here: send again.
+                        r = t.send_to(d, addr).await;
+                    }
+                    if let Err(e) = r {
                         debug!(%addr, error = %e, "send failed");
                         failed.push((i, e));
                     }
@@ -1575,13 +1644,15 @@ mod tests {
         routes.dispatch(datagrams.iter().map(|d| (flooder, d.as_slice())), at);
         assert_eq!(routes.dropped.load(Ordering::Relaxed), extra as u64);
         for i in 0..DATAGRAM_QUEUE {
-            let (_, d, _, _) = rx.try_recv().unwrap();
+            let Routed::Datagram((_, d, _, _)) = rx.try_recv().unwrap() else {
+                panic!("a datagram")
+            };
             assert_eq!(d, i.to_string().into_bytes());
         }
         assert!(rx.try_recv().is_err());
         // Room again: the next datagram is queued, not dropped.
         routes.dispatch([(flooder, &b"after"[..])], at);
-        assert_eq!(rx.try_recv().unwrap().1, b"after");
+        assert!(matches!(rx.try_recv().unwrap(), Routed::Datagram((_, d, _, _)) if d == b"after"));
         assert_eq!(routes.dropped.load(Ordering::Relaxed), extra as u64);
     }
 
@@ -1608,7 +1679,10 @@ mod tests {
         routes.dispatch([(b, &b"for b"[..])], at);
         routes.dispatch([(stranger, &b"for no one"[..])], at);
         let ids: Ids = smallvec::smallvec![20, 21];
-        assert_eq!(rx_b.try_recv().unwrap(), (b, b"for b".to_vec(), at, ids));
+        assert_eq!(
+            rx_b.try_recv().unwrap(),
+            Routed::Datagram((b, b"for b".to_vec(), at, ids))
+        );
         assert!(rx_b.try_recv().is_err());
         assert!(
             rx_a.try_recv().is_err(),
@@ -1617,7 +1691,10 @@ mod tests {
         assert!(!routes.detach(b, 2, 20), "21 still waits on b");
         routes.dispatch([(b, &b"again"[..])], at);
         let ids: Ids = smallvec::smallvec![21];
-        assert_eq!(rx_b.try_recv().unwrap(), (b, b"again".to_vec(), at, ids));
+        assert_eq!(
+            rx_b.try_recv().unwrap(),
+            Routed::Datagram((b, b"again".to_vec(), at, ids))
+        );
         assert!(routes.detach(b, 2, 21));
         routes.dispatch([(b, &b"late"[..])], at);
         assert!(rx_b.try_recv().is_err() && rx_a.try_recv().is_err());

@@ -17,6 +17,19 @@ pub enum QueryError {
     /// The batch deadline passed first.
     #[error("batch deadline passed")]
     Deadline,
+    /// The host said nothing listens there (ICMP port unreachable), or the network said it
+    /// cannot be reached: the query ended at once.
+    #[error("port unreachable: nothing listens there")]
+    Unreachable,
+    /// Datagrams came from the server's address on every attempt, but none answered this
+    /// query (another game or version listens there, or forged replies).
+    #[error("{replies} repl{} from the server, none an answer to this query", if *replies == 1 { "y" } else { "ies" })]
+    Foreign {
+        /// Attempts sent in the last step.
+        attempts: u32,
+        /// Datagrams that came and were not an answer.
+        replies: u32,
+    },
     /// The server replied, but the reply could not be decoded (and nothing better came).
     #[error("{0}")]
     Decode(#[source] BoxError),

@@ -334,6 +334,7 @@ pub(crate) fn write_record(out: &mut Vec<u8>, r: &Record) {
         Status::Online => b",\"status\":\"online\",\"error\":",
         Status::Timeout => b",\"status\":\"timeout\",\"error\":",
         Status::Error => b",\"status\":\"error\",\"error\":",
+        Status::Down => b",\"status\":\"down\",\"error\":",
     });
     write_opt_str(out, r.error.as_deref());
     out.extend_from_slice(b",\"rtt_ms\":");

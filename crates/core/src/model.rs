@@ -728,6 +728,9 @@ pub enum Status {
     Timeout,
     /// An error (unresolvable address, undecodable reply, send failure…).
     Error,
+    /// Nothing listens there: the host answered "port unreachable" (ICMP), or the address
+    /// cannot be reached at all.
+    Down,
 }
 
 /// One server as every output format shows it (the CLI's JSON object; docs/json.md):

@@ -296,12 +296,25 @@ pub trait Game: Send + Sync + fmt::Debug {
     fn echoes_challenge(&self) -> bool {
         true
     }
+    /// What to tell a user whose server did not answer this game's query, or sent datagrams
+    /// that were no answer to it (e.g. "a Teeworlds 0.7 server? query it as `teeworlds07`");
+    /// `None` to say nothing more.
+    fn unanswered_hint(&self) -> Option<&'static str> {
+        None
+    }
     /// A query of one server.
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
     /// A query of a master, or why the options do not fit this game.
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError>;
     /// Decodes one saved datagram (the UDP payload).
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError>;
+    /// Decodes the datagrams of one reply that spans several (a master's list in pieces;
+    /// DDNet's `iext` + `iex+` or `dtsf` parts) as one server or one list. The default: one
+    /// datagram is [`Game::decode`]; several must all be parts of a master's list, which are
+    /// merged (each server once).
+    fn decode_parts(&self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
+        decode_list_parts(self, datagrams)
+    }
     /// An emulated server.
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
     /// An emulated master.
@@ -310,6 +323,44 @@ pub trait Game: Send + Sync + fmt::Debug {
 
 /// A shared game object.
 pub type GameRef = Arc<dyn Game>;
+
+/// [`Game::decode_parts`]'s default: one datagram decoded, or the pieces of a master's list
+/// merged in order, each server once.
+pub fn decode_list_parts<G: Game + ?Sized>(
+    game: &G,
+    datagrams: &[&[u8]],
+) -> Result<Decoded, DecodeError> {
+    let Some((first, rest)) = datagrams.split_first() else {
+        return Err(DecodeError::Invalid {
+            field: "datagrams",
+            offset: 0,
+            reason: "no datagram given",
+        });
+    };
+    if rest.is_empty() {
+        return game.decode(first);
+    }
+    let mut all: Vec<MasterEntry> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for d in datagrams {
+        match game.decode(d)? {
+            Decoded::Servers { servers, .. } => {
+                all.extend(servers.into_iter().filter(|s| seen.insert(s.addr)));
+            }
+            _ => {
+                return Err(DecodeError::Invalid {
+                    field: "datagrams",
+                    offset: 0,
+                    reason: "several datagrams are decoded together only as the parts of one reply (a master's list; DDNet's iext + iex+ or dtsf)",
+                })
+            }
+        }
+    }
+    Ok(Decoded::Servers {
+        servers: all,
+        details: None,
+    })
+}
 
 /// A family of games, as a family crate exports it (`pub const FAMILY: Family`).
 #[derive(Clone, Copy)]

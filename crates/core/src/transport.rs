@@ -111,12 +111,21 @@ pub trait Transport: Send + Sync + 'static {
     }
     /// The local address.
     fn local_addr(&self) -> io::Result<SocketAddr>;
+    /// Appends to `out` the destinations the network has reported unreachable since the
+    /// last call (ICMP port or host unreachable, read from the socket's error queue where the
+    /// platform keeps one: Linux with [`UdpTransport::report_unreachable`]). The default
+    /// reports none.
+    fn take_unreachable(&self, _out: &mut Vec<SocketAddr>) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A tokio UDP socket.
 #[derive(Debug)]
 pub struct UdpTransport {
     socket: tokio::net::UdpSocket,
+    /// ICMP errors are queued on the socket ([`UdpTransport::report_unreachable`]).
+    recverr: bool,
     /// quinn-udp's state for batched receives, set up on the first [`Transport::recv_batch`]
     /// (`None`: the platform refused it; single receives then).
     batch: OnceLock<Option<UdpSocketState>>,
@@ -158,6 +167,7 @@ impl UdpTransport {
         let socket = tokio::net::UdpSocket::from_std(socket.into())?;
         Ok(UdpTransport {
             socket,
+            recverr: false,
             batch: OnceLock::new(),
         })
     }
@@ -172,8 +182,32 @@ impl UdpTransport {
         let socket = tokio::net::UdpSocket::from_std(socket)?;
         Ok(UdpTransport {
             socket,
+            recverr: false,
             batch: OnceLock::new(),
         })
+    }
+
+    /// Has the kernel queue ICMP errors about what this socket sent (Linux `IP_RECVERR` /
+    /// `IPV6_RECVERR`): a query to a closed port then learns at once that nothing listens
+    /// there ([`Transport::take_unreachable`]). For a client's sockets only: a server's
+    /// receive calls would then fail whenever a peer's port had closed. A no-op elsewhere.
+    ///
+    /// # Errors
+    /// When the option cannot be set.
+    pub fn report_unreachable(mut self) -> io::Result<Self> {
+        #[cfg(target_os = "linux")]
+        {
+            use nix::sys::socket::{setsockopt, sockopt};
+            let v6 = self.socket.local_addr()?.is_ipv6();
+            let r = if v6 {
+                setsockopt(&self.socket, sockopt::Ipv6RecvErr, &true)
+            } else {
+                setsockopt(&self.socket, sockopt::Ipv4RecvErr, &true)
+            };
+            r.map_err(io::Error::from)?;
+            self.recverr = true;
+        }
+        Ok(self)
     }
 
     /// Binds an ephemeral port on every IPv4 address.
@@ -264,6 +298,14 @@ impl Transport for UdpTransport {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
+    }
+
+    #[cfg(target_os = "linux")]
+    fn take_unreachable(&self, out: &mut Vec<SocketAddr>) -> io::Result<()> {
+        if self.recverr {
+            errqueue::drain(&self.socket, out)?;
+        }
+        Ok(())
     }
 }
 
@@ -426,5 +468,71 @@ mod tests {
         let t = Instant::now();
         b.wait(&persistent).await;
         assert_eq!(t.elapsed(), Duration::from_millis(2));
+    }
+}
+
+/// Linux's socket error queue (`IP_RECVERR`): ICMP errors about datagrams the socket sent.
+#[cfg(target_os = "linux")]
+mod errqueue {
+    use std::io;
+    use std::io::IoSliceMut;
+    use std::net::SocketAddr;
+    use std::os::fd::AsRawFd;
+
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrStorage};
+
+    /// `SO_EE_ORIGIN_ICMP` and `SO_EE_ORIGIN_ICMP6` (linux/errqueue.h).
+    const ORIGIN_ICMP: u8 = 2;
+    const ORIGIN_ICMP6: u8 = 3;
+    /// ICMP "destination unreachable" (any code: net, host, port, prohibited…); ICMPv6 type 1.
+    const ICMP_DEST_UNREACH: u8 = 3;
+    const ICMP6_DST_UNREACH: u8 = 1;
+
+    /// Reads every queued error; the destination of each datagram reported unreachable goes
+    /// to `out` (the message's name is the original destination, port included).
+    pub(super) fn drain(
+        socket: &tokio::net::UdpSocket,
+        out: &mut Vec<SocketAddr>,
+    ) -> io::Result<()> {
+        let fd = socket.as_raw_fd();
+        // An error queue holds a bounded number of entries; a busy scan drains a few at a time.
+        for _ in 0..1024 {
+            let mut data = [0u8; 64];
+            let mut iov = [IoSliceMut::new(&mut data)];
+            let mut cmsg = nix::cmsg_space!(libc::sock_extended_err, libc::sockaddr_in6);
+            let msg = match recvmsg::<SockaddrStorage>(
+                fd,
+                &mut iov,
+                Some(&mut cmsg),
+                MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT,
+            ) {
+                Ok(m) => m,
+                Err(nix::errno::Errno::EAGAIN) => return Ok(()),
+                Err(e) => return Err(io::Error::from(e)),
+            };
+            let unreachable = msg.cmsgs().is_ok_and(|mut c| {
+                c.any(|c| match c {
+                    ControlMessageOwned::Ipv4RecvErr(e, _) => {
+                        e.ee_origin == ORIGIN_ICMP && e.ee_type == ICMP_DEST_UNREACH
+                    }
+                    ControlMessageOwned::Ipv6RecvErr(e, _) => {
+                        e.ee_origin == ORIGIN_ICMP6 && e.ee_type == ICMP6_DST_UNREACH
+                    }
+                    _ => false,
+                })
+            });
+            let to = msg.address.and_then(|a| {
+                a.as_sockaddr_in()
+                    .map(|v4| SocketAddr::from((v4.ip(), v4.port())))
+                    .or_else(|| {
+                        a.as_sockaddr_in6()
+                            .map(|v6| SocketAddr::from((v6.ip(), v6.port())))
+                    })
+            });
+            if let (true, Some(to)) = (unreachable, to) {
+                out.push(crate::transport::canonical(to));
+            }
+        }
+        Ok(())
     }
 }

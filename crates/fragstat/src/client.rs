@@ -236,8 +236,11 @@ impl ClientBuilder {
 
 /// One engine: a UDP socket per address family (IPv6 where the host has it).
 fn bind_engine() -> Result<Engine, Error> {
-    let v4 = UdpTransport::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))?;
+    // ICMP errors reported (a closed port reads as down at once, not as a timeout).
+    let v4 = UdpTransport::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))?
+        .report_unreachable()?;
     let v6 = UdpTransport::bind(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0))
+        .and_then(UdpTransport::report_unreachable)
         .ok()
         .map(|t| Arc::new(t) as Arc<dyn Transport>);
     Ok(Engine::with_transports(Some(Arc::new(v4)), v6))
@@ -462,26 +465,43 @@ impl Response {
     }
 }
 
-/// The record of one server's result, answered or not (docs/json.md).
+/// The record of one server's result, answered or not (docs/json.md). `game` names the game
+/// in the record and in what the error says (`6 replies, none a Quake III answer`).
 pub fn record(
-    game: &str,
+    game: &GameRef,
     addr: SocketAddr,
     result: Result<Response, Error>,
 ) -> fragstat_core::model::Record {
     use fragstat_core::model::{Record, Status};
     match result {
-        Ok(r) => r.record(game),
+        Ok(r) => r.record(game.id()),
         Err(e) => {
-            let status = if e.is_timeout() {
-                Status::Timeout
-            } else {
-                Status::Error
+            let status = match &e {
+                Error::Down => Status::Down,
+                e if e.is_timeout() => Status::Timeout,
+                _ => Status::Error,
             };
+            let mut text = match &e {
+                Error::Foreign { replies, attempts } => format!(
+                    "{replies} repl{} from the server in {attempts} attempt{}, none a {} answer",
+                    if *replies == 1 { "y" } else { "ies" },
+                    if *attempts == 1 { "" } else { "s" },
+                    game.title()
+                ),
+                e => e.to_string(),
+            };
+            if matches!(e, Error::Foreign { .. } | Error::Timeout { .. }) {
+                if let Some(hint) = game.unanswered_hint() {
+                    text.push_str(" (");
+                    text.push_str(hint);
+                    text.push(')');
+                }
+            }
             Record::failed(
                 Some(fragstat_core::model::addr_text(addr)),
-                game,
+                game.id(),
                 status,
-                e.to_string(),
+                text,
             )
         }
     }

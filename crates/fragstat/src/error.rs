@@ -31,6 +31,19 @@ pub enum Error {
     /// The whole scan's deadline passed before this query finished.
     #[error("the scan's deadline passed")]
     Deadline,
+    /// Nothing listens there: the host answered ICMP port unreachable (or the network said
+    /// it cannot be reached), so the query ended at once (Linux).
+    #[error("down: nothing listens there (port unreachable)")]
+    Down,
+    /// Datagrams came from the server's address, but none answered this game's query:
+    /// another game or version listens there.
+    #[error("{replies} repl{} from the server, none an answer to this game's query", if *replies == 1 { "y" } else { "ies" })]
+    Foreign {
+        /// Attempts sent.
+        attempts: u32,
+        /// Datagrams that came and were not an answer.
+        replies: u32,
+    },
     /// The server (or master) replied, but the reply could not be decoded; the error names
     /// the field and byte offset.
     #[error("{0}")]
@@ -122,6 +135,8 @@ impl From<QueryError> for Error {
         match e {
             QueryError::Timeout { attempts } => Error::Timeout { attempts },
             QueryError::Deadline => Error::Deadline,
+            QueryError::Unreachable => Error::Down,
+            QueryError::Foreign { attempts, replies } => Error::Foreign { attempts, replies },
             QueryError::Decode(boxed) => match boxed.downcast::<DecodeError>() {
                 Ok(d) => Error::Decode(*d),
                 Err(other) => Error::Protocol(other.to_string()),

@@ -263,6 +263,14 @@ impl RegistryGame for TeeworldsGame {
         FAMILY.id
     }
 
+    /// 0.6 (and DDNet) and 0.7 servers do not answer each other's queries.
+    fn unanswered_hint(&self) -> Option<&'static str> {
+        Some(match self.game {
+            Game::Teeworlds | Game::Ddnet => "a Teeworlds 0.7 server? query it as teeworlds07",
+            Game::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
+        })
+    }
+
     fn default_port(&self) -> u16 {
         8303
     }
@@ -305,6 +313,45 @@ impl RegistryGame for TeeworldsGame {
 
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         decode(datagram)
+    }
+
+    /// DDNet's extended info (`iext` + `iex+`) and legacy 64-client info (`dtsf` parts) are
+    /// put together as the client does ([`crate::assemble`]); master lists merged.
+    fn decode_parts(&self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
+        let mut assembly = crate::assemble::Assembly::new();
+        let mut form = None;
+        for d in datagrams {
+            match decode_any(d)? {
+                Either::Six(six::Packet::InfoExtended(i)) => {
+                    assembly.add_main(i);
+                    form = Some(Form::Extended);
+                }
+                Either::Six(six::Packet::InfoMore(m)) => {
+                    assembly.add_more(m);
+                    form = form.or(Some(Form::Extended));
+                }
+                Either::Six(six::Packet::Info64(i)) => {
+                    assembly.add_legacy(i);
+                    form = Some(Form::Legacy64);
+                }
+                _ => return fragstat_core::registry::decode_list_parts(self, datagrams),
+            }
+        }
+        let datagram_count = assembly.datagrams();
+        let (Some(form), Some((info, complete))) = (form, assembly.finish()) else {
+            return Err(DecodeError::Invalid {
+                field: "iext",
+                offset: 0,
+                reason:
+                    "the parts of a reply need its first datagram (iext, or the dtsf with offset 0)",
+            });
+        };
+        Ok(Decoded::Server(Box::new(from_six(
+            &info,
+            form,
+            datagram_count,
+            complete,
+        ))))
     }
 
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {

@@ -154,7 +154,7 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
         .dedupe(false)
         .indexed();
     while let Some(item) = scan.next().await {
-        let record = fragstat::record(item.game.id(), item.addr, item.result);
+        let record = fragstat::record(&item.game, item.addr, item.result);
         if let Some(slot) = records.get_mut(item.index) {
             *slot = Some(record);
         }

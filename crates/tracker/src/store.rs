@@ -263,6 +263,7 @@ fn status_str(s: Status) -> &'static str {
     match s {
         Status::Online => "online",
         Status::Timeout => "timeout",
+        Status::Down => "down",
         _ => "error",
     }
 }

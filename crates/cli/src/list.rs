@@ -1,0 +1,170 @@
+//! Server lists as people keep them: one address per line (`fragstat query GAME -f FILE`), or
+//! qstat's server files — addresses separated by white space, each optionally preceded by a
+//! server type (`q3s 1.2.3.4:27960`, `woets host`, `tees [::1]:8303`; qstat's type names are
+//! aliases of fragstat's games) — several games in one file, `#` starting a comment.
+//!
+//! A line that cannot be read (not UTF-8, an unknown type, junk) is reported as its own
+//! entry, with its line number; the rest of the file is read.
+
+use fragstat::GameRef;
+
+/// One entry of a list.
+#[derive(Debug, Clone)]
+pub enum Entry {
+    /// A server to ask: its game (the line's type, else the command's GAME) and address.
+    Server {
+        /// The game.
+        game: GameRef,
+        /// The address as written.
+        text: String,
+    },
+    /// Something that is not a server, and why.
+    Bad {
+        /// What was written (or `line N`).
+        text: String,
+        /// Why it was left out.
+        reason: String,
+    },
+}
+
+/// Reads a list; `default` is the game of addresses without a type (the command's GAME).
+pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry> {
+    let mut out = Vec::new();
+    // A type applies to the next address, as in qstat's files (they may be on separate lines).
+    let mut pending: Option<(GameRef, String, usize)> = None;
+    for (n, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_no = n + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let Ok(line) = std::str::from_utf8(raw) else {
+            out.push(Entry::Bad {
+                text: format!("{source}:{line_no}"),
+                reason: "not UTF-8 text".into(),
+            });
+            continue;
+        };
+        let line = match line.find('#') {
+            Some(i) => line.get(..i).unwrap_or_default(),
+            None => line,
+        };
+        for token in line.split_whitespace() {
+            if let Some(game) = type_of(token) {
+                if let Some((_, t, at)) = pending.take() {
+                    out.push(Entry::Bad {
+                        text: format!("{source}:{at}: {t}"),
+                        reason: "a server type with no address after it".into(),
+                    });
+                }
+                pending = Some((game, token.to_string(), line_no));
+                continue;
+            }
+            let game = match pending.take() {
+                Some((g, _, _)) => g,
+                None => match default {
+                    Some(g) => g.clone(),
+                    None => {
+                        out.push(Entry::Bad {
+                            text: token.to_string(),
+                            reason: format!(
+                                "{source}:{line_no}: no game for this address (write `TYPE ADDRESS`, e.g. `q3s {token}`, or give GAME)"
+                            ),
+                        });
+                        continue;
+                    }
+                },
+            };
+            if !looks_like_address(token) {
+                out.push(Entry::Bad {
+                    text: token.to_string(),
+                    reason: format!(
+                        "{source}:{line_no}: not an address or a server type fragstat knows"
+                    ),
+                });
+                continue;
+            }
+            out.push(Entry::Server {
+                game,
+                text: token.to_string(),
+            });
+        }
+    }
+    if let Some((_, t, at)) = pending {
+        out.push(Entry::Bad {
+            text: format!("{source}:{at}: {t}"),
+            reason: "a server type with no address after it".into(),
+        });
+    }
+    out
+}
+
+/// The game a qstat type string (or a fragstat game id or alias) names.
+fn type_of(token: &str) -> Option<GameRef> {
+    // An address is never a type, even one that is also a word (`localhost`).
+    if token.contains([':', '.', '[']) {
+        return None;
+    }
+    fragstat::game(token)
+}
+
+/// A host name, `HOST:PORT`, an IP address, `[IPv6]:PORT`.
+fn looks_like_address(token: &str) -> bool {
+    if token.parse::<std::net::SocketAddr>().is_ok() || token.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    let host = match token.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => {
+            if p.parse::<u16>().is_err() {
+                return false;
+            }
+            h
+        }
+        Some(_) => return false,
+        None => token,
+    };
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(entries: &[Entry]) -> Vec<String> {
+        entries
+            .iter()
+            .map(|e| match e {
+                Entry::Server { game, text } => format!("{} {text}", game.id()),
+                Entry::Bad { text, .. } => format!("BAD {text}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn qstat_files_with_several_games_comments_and_bad_lines() {
+        let file = b"# my servers\nq3s 1.2.3.4:27960\nwoets  5.6.7.8\n  tees [::1]:8303 dm3s\n10.0.0.1:27666\n\xff\xfe junk\nq3s not@an-address\nq4s\n\nopenarena host.example\n2.3.4.5 # untyped\n";
+        let e = read(file, None, "servers.txt");
+        assert_eq!(
+            ids(&e),
+            [
+                "q3 1.2.3.4:27960",
+                "et 5.6.7.8",
+                "teeworlds [::1]:8303",
+                "doom3 10.0.0.1:27666",
+                "BAD servers.txt:6",
+                "BAD not@an-address",
+                "BAD servers.txt:8: q4s",
+                "openarena host.example",
+                "BAD 2.3.4.5",
+            ]
+        );
+        // With a GAME for untyped addresses.
+        let q3 = fragstat::game("q3").unwrap();
+        let e = read(b"2.3.4.5\nwoets 5.6.7.8 1.1.1.1\r\n", Some(&q3), "-");
+        assert_eq!(ids(&e), ["q3 2.3.4.5", "et 5.6.7.8", "q3 1.1.1.1"]);
+    }
+}

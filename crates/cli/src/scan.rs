@@ -1,0 +1,626 @@
+//! `fragstat query` and `fragstat master`: servers given, read from lists (qstat's server files
+//! included) or from masters, scanned through a [`fragstat::Client`] and printed.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use fragstat::core::model::{MasterEntry, Record, Status};
+use fragstat::core::registry::{Ask, GameRef, MasterQuery};
+use fragstat::{defaults, Client};
+use futures_util::StreamExt;
+
+use crate::list::{self, Entry};
+use crate::output::{Output, Stop};
+use crate::view::{Filter, SortKey, When};
+use crate::{lookup_game, usage, Format, EXIT_INTERRUPTED, EXIT_NO_ANSWER};
+
+#[derive(Args, Clone)]
+pub struct ScanArgs {
+    /// Ask for the player list (qstat -P).
+    #[arg(short = 'P', long)]
+    players: bool,
+    /// Ask for every server variable (implies the players where they come together, as in
+    /// getstatus); the table shows them under each server (qstat -R).
+    #[arg(short = 'R', long)]
+    rules: bool,
+    /// Output format. csv and tsv: a header line, then one server per line; with --players
+    /// each player is a line of its own right after its server (kind = player).
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Sort by: ping, players, name, map, address, game, list (comma-separated; qstat's
+    /// -sort letters p, n, h, i, g, l too). Default: as given.
+    #[arg(long, value_parser = crate::view::parse_sort, default_value = "list")]
+    sort: crate::view::SortKeys,
+    /// Only servers that answered (qstat -u).
+    #[arg(long)]
+    online: bool,
+    /// Not servers that answered with nobody on them (qstat -ne).
+    #[arg(long)]
+    not_empty: bool,
+    /// Not servers that answered full (qstat -nf).
+    #[arg(long)]
+    not_full: bool,
+    /// No header line (table, csv, tsv; qstat -nh).
+    #[arg(long)]
+    no_header: bool,
+    /// Colours in the table: auto (a terminal, and NO_COLOR not set), always, never.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: When,
+    /// A progress bar on stderr: auto (a terminal, ten servers or more), always (a line a
+    /// second when stderr is not a terminal), never.
+    #[arg(long, value_enum, default_value = "auto")]
+    progress: When,
+    /// Milliseconds to wait for a reply to one attempt: the upper bound of the adaptive
+    /// timeout, and what the last attempt waits.
+    #[arg(long, default_value_t = defaults::TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// Wait the whole --timeout-ms on every attempt. By default, once servers have answered,
+    /// an attempt that is not the last is retried after the measured round-trip time plus
+    /// four times its variation (as TCP does), doubled per retry.
+    #[arg(long)]
+    fixed_timeout: bool,
+    /// The shortest adaptive timeout, in milliseconds.
+    #[arg(long, default_value_t = defaults::MIN_TIMEOUT.as_millis() as u64)]
+    min_timeout_ms: u64,
+    /// Retries after the first attempt. Five, not qstat's three: with adaptive timeouts a
+    /// retry costs a few round trips, and at 20 % loss three retries still leave about 16
+    /// servers in 10,000 unanswered (0.2^4), five about one (0.2^6).
+    #[arg(long, default_value_t = defaults::RETRIES)]
+    retries: u32,
+    /// Queries in flight at once.
+    #[arg(long, default_value_t = defaults::CONCURRENCY as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: u32,
+    /// At most this many packets per second (0: unpaced).
+    #[arg(long, default_value_t = 0)]
+    rate: u32,
+    /// Give up on the whole scan, name lookups included, after this many milliseconds (0: no
+    /// limit).
+    #[arg(long, default_value_t = 0)]
+    deadline_ms: u64,
+    /// Master lists: most ports of one IP address probed (a list naming every port of a
+    /// host is a port scan waiting to happen).
+    #[arg(long, default_value_t = defaults::MAX_PORTS_PER_IP as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_per_ip: u64,
+    /// Master lists: keep private, loopback, link-local, multicast and reserved addresses
+    /// (by default only public ones are probed, and loopback ones from a master on
+    /// loopback).
+    #[arg(long)]
+    keep_private: bool,
+}
+
+impl ScanArgs {
+    /// The client for this command: its options over the shared defaults.
+    async fn client(&self, master_timeout_ms: Option<u64>) -> anyhow::Result<Client> {
+        let mut b = Client::builder()
+            .timeout(Duration::from_millis(self.timeout_ms))
+            .retries(self.retries)
+            .adaptive(!self.fixed_timeout)
+            .min_timeout(Duration::from_millis(self.min_timeout_ms))
+            .concurrency(usize::try_from(self.concurrency).unwrap_or(usize::MAX))
+            .rate((self.rate > 0).then_some(self.rate))
+            .deadline(self.deadline())
+            .resolve_timeout(self.resolve_timeout());
+        if let Some(ms) = master_timeout_ms {
+            // HTTP lists take a few seconds at least.
+            let http = Duration::from_millis(ms.max(5000));
+            b = b
+                .master_timeout(Duration::from_millis(ms))
+                .http_timeout(self.deadline().map_or(http, |d| d.min(http)));
+        }
+        let max_per_ip = usize::try_from(self.max_per_ip).unwrap_or(usize::MAX);
+        if max_per_ip != defaults::MAX_PORTS_PER_IP {
+            b = b.list_limits(fragstat::ListLimits {
+                max_ports_per_ip: max_per_ip,
+                ..fragstat::ListLimits::default()
+            });
+        }
+        if self.keep_private {
+            b = b.list_filter(fragstat::ListFilter::keep_all());
+        }
+        b.build().await.context("binding UDP sockets")
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        (self.deadline_ms > 0).then(|| Duration::from_millis(self.deadline_ms))
+    }
+
+    fn ask(&self) -> Ask {
+        Ask::default()
+            .with_players(self.players || self.rules)
+            .with_rules(self.rules)
+    }
+
+    /// How long a name lookup may take: 2 s, within the deadline.
+    fn resolve_timeout(&self) -> Duration {
+        let cap = defaults::RESOLVE_TIMEOUT;
+        self.deadline().map_or(cap, |d| d.min(cap))
+    }
+
+    fn view(&self) -> crate::output::View {
+        crate::output::View {
+            players: self.players || self.rules,
+            rules: self.rules,
+            color: self.color.color(),
+            header: !self.no_header,
+            sort: self
+                .sort
+                .0
+                .iter()
+                .copied()
+                .filter(|k| *k != SortKey::List)
+                .collect(),
+            filter: Filter {
+                online: self.online,
+                not_empty: self.not_empty,
+                not_full: self.not_full,
+            },
+        }
+    }
+
+    /// Checks what clap cannot: options that contradict each other.
+    fn check(&self) -> Result<(), ExitCode> {
+        if self.min_timeout_ms > self.timeout_ms {
+            return Err(usage(format!(
+                "--min-timeout-ms {} is above --timeout-ms {}",
+                self.min_timeout_ms, self.timeout_ms
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Args)]
+pub struct QueryArgs {
+    /// Game id (see `fragstat games`; qstat's type names work too). May be left out with
+    /// -f FILE when every address in the file has its type (`q3s 1.2.3.4`).
+    game: Option<String>,
+    /// Servers: HOST[:PORT], [IPv6]:PORT (default: the game's port).
+    addrs: Vec<String>,
+    /// Read servers from a file ('-' for standard input; repeatable): one per line, or
+    /// qstat's server files (`TYPE ADDRESS` with qstat's type names, several games in one
+    /// file, separated by white space); '#' starts a comment. Duplicates are asked once.
+    #[arg(short = 'f', long = "file")]
+    file: Vec<PathBuf>,
+    #[command(flatten)]
+    scan: ScanArgs,
+}
+
+#[derive(Args)]
+pub struct MasterArgs {
+    /// Game id (see `fragstat games`; qstat's master type names work too, e.g. q3m).
+    game: String,
+    /// Masters: HOST[:PORT] (default: the game's master port); for games with an HTTP master
+    /// list (ddnet, etqw) a URL, or HOST[:PORT] for the list's standard path. Never a
+    /// default: fragstat sends nothing to an address not named.
+    masters: Vec<String>,
+    /// Query every listed server (implied by --players and --rules).
+    #[arg(long)]
+    probe: bool,
+    /// Ask with the extended request where the game has one (Quake III getserversExt, which
+    /// lists IPv6 servers too).
+    #[arg(long)]
+    ext: bool,
+    /// Game name for the extended request (default: the game's own, e.g. Quake3Arena, et).
+    #[arg(long, requires = "ext")]
+    gamename: Option<String>,
+    /// Milliseconds to wait for a master's reply (and between the datagrams of its list).
+    #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    master_timeout_ms: u64,
+    #[command(flatten)]
+    scan: ScanArgs,
+}
+
+/// A server to probe, or an entry that cannot be (with why), at its position in the input.
+type Target = (GameRef, String, Result<SocketAddr, String>);
+
+/// Progress on stderr: a bar on a terminal, a line a second otherwise (`--progress always`).
+enum Progress {
+    Bar(indicatif::ProgressBar),
+    Lines {
+        total: usize,
+        done: usize,
+        started: Instant,
+        last: Instant,
+    },
+}
+
+impl Progress {
+    fn new(when: When, total: usize) -> Option<Progress> {
+        use std::io::IsTerminal;
+        let terminal = std::io::stderr().is_terminal();
+        match when {
+            When::Never => None,
+            When::Auto if total < 10 || !terminal => None,
+            When::Always if !terminal => Some(Progress::Lines {
+                total,
+                done: 0,
+                started: Instant::now(),
+                last: Instant::now(),
+            }),
+            _ => {
+                let bar = indicatif::ProgressBar::new(total as u64);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} servers ({rate}, {eta} left)",
+                )
+                .map(|s| {
+                    s.with_key(
+                        "rate",
+                        |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                            let _ = write!(w, "{:.0}/s", state.per_sec());
+                        },
+                    )
+                }) {
+                    bar.set_style(style);
+                }
+                Some(Progress::Bar(bar))
+            }
+        }
+    }
+
+    fn inc(&mut self) {
+        match self {
+            Progress::Bar(b) => b.inc(1),
+            Progress::Lines {
+                total,
+                done,
+                started,
+                last,
+            } => {
+                *done += 1;
+                if last.elapsed() >= Duration::from_secs(1) {
+                    *last = Instant::now();
+                    let rate = *done as f64 / started.elapsed().as_secs_f64().max(1e-3);
+                    eprintln!("{done}/{total} servers ({rate:.0}/s)");
+                }
+            }
+        }
+    }
+
+    fn finish(self) {
+        if let Progress::Bar(b) = self {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Probes `targets` (in input order; the unreadable and unresolvable ones become records at
+/// their places) and prints them. Exit status 0 when at least one answered, 3 when none did,
+/// 130 when interrupted.
+async fn probe(
+    client: &Client,
+    targets: Vec<Target>,
+    scan: &ScanArgs,
+    started: Instant,
+    masters: Option<&[fragstat::MasterReport]>,
+) -> anyhow::Result<ExitCode> {
+    let mut out = Output::start(scan.format, scan.view(), masters);
+    let total = targets.len();
+    let mut jobs = Vec::with_capacity(targets.len());
+    let mut positions = Vec::with_capacity(targets.len());
+    for (i, (game, text, addr)) in targets.into_iter().enumerate() {
+        match addr {
+            Ok(a) => {
+                jobs.push((game, a));
+                positions.push(i);
+            }
+            Err(e) => out.record(i, Record::failed(Some(text), game.id(), Status::Error, e)),
+        }
+    }
+    let mut progress = Progress::new(scan.progress, jobs.len());
+    let asked_max = jobs.len();
+    // Each server's query is made when it starts; results come as servers answer.
+    let mut results = client
+        .scan_each(jobs)
+        .ask(scan.ask())
+        .dedupe(false)
+        // Name lookups and master lists count against --deadline-ms.
+        .deadline(scan.deadline().map(|d| d.saturating_sub(started.elapsed())))
+        .indexed();
+    let mut online = 0usize;
+    let mut answered = 0usize;
+    // One listener for the whole scan, so no Ctrl-C falls between two waits.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    // Wakes the scan when queued NDJSON lines are due for the writer and no reply came.
+    let flush = tokio::time::sleep(crate::output::FLUSH_AFTER);
+    tokio::pin!(flush);
+    let mut flush_at = None;
+    let interrupted = loop {
+        let due = out.due();
+        if let Some(at) = due.filter(|&at| flush_at != Some(at)) {
+            flush.as_mut().reset(at.into());
+            flush_at = Some(at);
+        }
+        let next = tokio::select! {
+            o = results.next() => o,
+            _ = &mut ctrl_c => break true,
+            () = &mut flush, if due.is_some() => {
+                flush_at = None;
+                match out.send(Instant::now()) {
+                    Ok(()) => continue,
+                    Err(Stop::BrokenPipe) => return Ok(ExitCode::SUCCESS),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        let Some(first) = next else { break false };
+        // Everything that finished meanwhile goes to the writer in one message.
+        let mut next = Some(first);
+        while let Some(item) = next {
+            if let Some(p) = &mut progress {
+                p.inc();
+            }
+            answered += 1;
+            let r = fragstat::record(&item.game, item.addr, item.result);
+            if r.status == Status::Online {
+                online += 1;
+            }
+            let pos = positions.get(item.index).copied().unwrap_or(item.index);
+            out.record(pos, r);
+            next = results.try_next();
+        }
+        match out.send(Instant::now()) {
+            Ok(()) => {}
+            Err(Stop::BrokenPipe) => return Ok(ExitCode::SUCCESS),
+            Err(e) => return Err(e.into()),
+        }
+    };
+    drop(results);
+    if let Some(p) = progress {
+        p.finish();
+    }
+    if interrupted {
+        out.interrupted(total, asked_max.saturating_sub(answered));
+    }
+    match out.finish() {
+        Ok(()) | Err(Stop::BrokenPipe) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(if interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else if online == 0 {
+        ExitCode::from(EXIT_NO_ANSWER)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Reads a server file (or standard input, `-`).
+fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    if path == std::path::Path::new("-") {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)?;
+        Ok(b)
+    } else {
+        std::fs::read(path)
+    }
+}
+
+pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    if let Err(code) = a.scan.check() {
+        return Ok(code);
+    }
+    let game = match &a.game {
+        Some(id) => match lookup_game(id) {
+            Ok(g) => Some(g),
+            Err(code) => return Ok(code),
+        },
+        None => None,
+    };
+    let mut entries: Vec<Entry> = Vec::new();
+    if !a.addrs.is_empty() {
+        let Some(g) = &game else {
+            return Ok(usage("no game given (GAME ADDR..., or -f FILE)"));
+        };
+        entries.extend(a.addrs.iter().map(|t| Entry::Server {
+            game: g.clone(),
+            text: t.clone(),
+        }));
+    }
+    for f in &a.file {
+        let bytes = read_file(f).with_context(|| format!("reading {}", f.display()))?;
+        let read = list::read(&bytes, game.as_ref(), &f.display().to_string());
+        if read.is_empty() {
+            return Ok(usage(format!("{} lists no servers", f.display())));
+        }
+        entries.extend(read);
+    }
+    if entries.is_empty() {
+        return Ok(usage(if game.is_some() {
+            "no servers given (ADDR... or -f FILE)"
+        } else {
+            "no game and no servers given (GAME ADDR..., or -f FILE)"
+        }));
+    }
+    let client = a.scan.client(None).await?;
+    let targets = resolve(&client, entries, game.as_ref()).await;
+    probe(&client, targets, &a.scan, started, None).await
+}
+
+/// Resolves every server of `entries` with its game's default port (all at once), and asks
+/// each server once: a repeated one (same game, same address once resolved) is left out.
+async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>) -> Vec<Target> {
+    // The names of each game resolve with that game's port.
+    let mut by_game: Vec<(GameRef, Vec<usize>)> = Vec::new();
+    let mut slots: Vec<Option<Target>> = Vec::with_capacity(entries.len());
+    let fallback = default
+        .cloned()
+        .or_else(|| fragstat::games().into_iter().next());
+    for (i, e) in entries.into_iter().enumerate() {
+        match e {
+            Entry::Server { game, text } => {
+                match by_game.iter_mut().find(|(g, _)| g.id() == game.id()) {
+                    Some((_, idx)) => idx.push(i),
+                    None => by_game.push((game.clone(), vec![i])),
+                }
+                slots.push(Some((game, text, Err(String::new()))));
+            }
+            Entry::Bad { text, reason } => match &fallback {
+                Some(g) => slots.push(Some((g.clone(), text, Err(reason)))),
+                None => slots.push(None),
+            },
+        }
+    }
+    for (game, idx) in by_game {
+        let texts: Vec<String> = idx
+            .iter()
+            .filter_map(|&i| slots.get(i)?.as_ref().map(|t| t.1.clone()))
+            .collect();
+        let resolved = client.resolve_owned(texts, game.default_port()).await;
+        for (i, (_, r)) in idx.into_iter().zip(resolved) {
+            if let Some(Some(t)) = slots.get_mut(i) {
+                t.2 = r.map_err(|e| e.to_string()).and_then(|a| {
+                    if a.port() == 0 {
+                        Err("port 0 is not a server's port".to_string())
+                    } else {
+                        Ok(a)
+                    }
+                });
+            }
+        }
+    }
+    let mut seen: HashSet<(String, SocketAddr)> = HashSet::new();
+    slots
+        .into_iter()
+        .flatten()
+        .filter(|(g, _, a)| match a {
+            Ok(addr) => seen.insert((g.id().to_string(), *addr)),
+            Err(_) => true,
+        })
+        .collect()
+}
+
+pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    if let Err(code) = a.scan.check() {
+        return Ok(code);
+    }
+    let game = match lookup_game(&a.game) {
+        Ok(g) => g,
+        Err(code) => return Ok(code),
+    };
+    if a.masters.is_empty() {
+        return Ok(usage(
+            match game.master_query(&fragstat::MasterOptions::default()) {
+                Ok(MasterQuery::Http {
+                    default_url: Some(u),
+                    ..
+                }) => format!(
+                    "no master given: {}'s master is an HTTP list, e.g. {u}",
+                    game.id()
+                ),
+                _ => "no master given".to_string(),
+            },
+        ));
+    }
+    let client = a.scan.client(Some(a.master_timeout_ms)).await?;
+    let request = client
+        .master_list(&game, a.masters.iter())
+        .ext(a.ext)
+        .gamename(a.gamename.clone());
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let list = tokio::select! {
+        l = request => l,
+        _ = &mut ctrl_c => return Ok(ExitCode::from(EXIT_INTERRUPTED)),
+    };
+    let list = match list {
+        Ok(l) => l,
+        Err(e @ fragstat::Error::InvalidInput(_)) => return Ok(usage(e)),
+        Err(e) => return Err(e.into()),
+    };
+    for r in list.reports() {
+        if let Some(e) = &r.error {
+            eprintln!("master {}: {e}", r.master);
+        }
+        for w in &r.warnings {
+            eprintln!("master {}: {w}", r.master);
+        }
+        if r.dropped() > 0 {
+            eprintln!(
+                "master {}: {} of {} listed left out ({})",
+                r.master,
+                r.dropped(),
+                r.listed,
+                dropped_text(r)
+            );
+        }
+    }
+    let any_online = list.any_online();
+    if !any_online {
+        eprintln!(
+            "no master gave a list ({} asked)",
+            count(list.reports().len(), "master")
+        );
+    }
+    // Lists that carry each server's info (DDNet's HTTP master) need no probe to be shown.
+    if any_online && (a.probe || a.scan.players || a.scan.rules) {
+        let targets: Vec<Target> = list
+            .servers()
+            .map(|s| (game.clone(), s.to_string(), Ok(s)))
+            .collect();
+        return probe(&client, targets, &a.scan, started, Some(list.reports())).await;
+    }
+    let asked = list.reports().len();
+    let reports: Vec<serde_json::Value> = list.reports().iter().map(report_json).collect();
+    let servers: Vec<MasterEntry> = list.into_entries().into_iter().map(|l| l.entry).collect();
+    crate::output::master_list(
+        game.id(),
+        a.scan.format,
+        &servers,
+        &reports,
+        asked,
+        &a.scan.view(),
+    )?;
+    Ok(if any_online {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_NO_ANSWER)
+    })
+}
+
+/// `n thing` or `n things`.
+pub fn count(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// A master's report as JSON writes it.
+pub fn report_json(r: &fragstat::MasterReport) -> serde_json::Value {
+    serde_json::json!({
+        "address": r.master,
+        "status": r.status,
+        "error": r.error.as_ref().map(ToString::to_string),
+        "servers": r.is_online().then_some(r.listed),
+        "rtt_ms": r.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
+        "kept": r.is_online().then_some(r.kept),
+        "dropped": r.is_online().then_some(r.dropped()),
+    })
+}
+
+/// Why entries were left out, in words.
+fn dropped_text(r: &fragstat::MasterReport) -> String {
+    let mut parts = Vec::new();
+    if r.over_ip_cap > 0 {
+        parts.push(format!("{} over the per-address port cap", r.over_ip_cap));
+    }
+    if r.over_entry_cap > 0 {
+        parts.push(format!(
+            "{} over the per-master entry cap",
+            r.over_entry_cap
+        ));
+    }
+    for (reason, n) in &r.filtered {
+        parts.push(format!("{n} {reason}"));
+    }
+    parts.join(", ")
+}
