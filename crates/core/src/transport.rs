@@ -273,7 +273,21 @@ impl Transport for UdpTransport {
             return Ok(());
         };
         loop {
-            self.socket.readable().await?;
+            if self.recverr {
+                // An ICMP error about something sent is signalled as error readiness only
+                // (EPOLLERR, no datagram): say so, and the caller reads the error queue
+                // ([`Transport::take_unreachable`]).
+                let ready = self
+                    .socket
+                    .ready(Interest::READABLE | Interest::ERROR)
+                    .await?;
+                if ready.is_error() && !ready.is_readable() {
+                    batch.filled = 0;
+                    return Err(io::ErrorKind::ConnectionRefused.into());
+                }
+            } else {
+                self.socket.readable().await?;
+            }
             let mut iovs: Vec<IoSliceMut<'_>> = batch
                 .buf
                 .chunks_mut(MAX_DATAGRAM)
@@ -302,10 +316,19 @@ impl Transport for UdpTransport {
 
     #[cfg(target_os = "linux")]
     fn take_unreachable(&self, out: &mut Vec<SocketAddr>) -> io::Result<()> {
-        if self.recverr {
-            errqueue::drain(&self.socket, out)?;
+        if !self.recverr {
+            return Ok(());
         }
-        Ok(())
+        let drained = match errqueue::drain(&self.socket, out) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            other => other,
+        };
+        // The queue is empty now: clear the runtime's error readiness (a no-op when it was
+        // not set), or the next wait would return at once.
+        let _ = self.socket.try_io(Interest::ERROR, || {
+            Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock))
+        });
+        drained
     }
 }
 
@@ -443,6 +466,77 @@ mod tests {
         assert!(tx.try_send_batch(&[(v6, &b"b"[..]), (ok, b"c")]).is_err());
     }
 
+    /// A port no socket will take a datagram on, held so nobody can bind it while the test
+    /// runs: bound on the wildcard address (no reuse) and connected elsewhere, so the kernel
+    /// answers a datagram from anyone else with ICMP port unreachable.
+    #[cfg(target_os = "linux")]
+    fn refusing_port(v6: bool) -> (std::net::UdpSocket, SocketAddr) {
+        let (any, peer, lo): (SocketAddr, SocketAddr, std::net::IpAddr) = if v6 {
+            (
+                "[::]:0".parse().unwrap(),
+                "[::1]:1".parse().unwrap(),
+                "::1".parse().unwrap(),
+            )
+        } else {
+            (
+                "0.0.0.0:0".parse().unwrap(),
+                "127.0.0.1:1".parse().unwrap(),
+                "127.0.0.1".parse().unwrap(),
+            )
+        };
+        let hold = std::net::UdpSocket::bind(any).unwrap();
+        hold.connect(peer).unwrap();
+        let port = hold.local_addr().unwrap().port();
+        (hold, SocketAddr::new(lo, port))
+    }
+
+    /// ICMP port unreachable (IPv4 and IPv6): the receive says so, the error queue names the
+    /// destination, and afterwards the socket waits for datagrams again (no error readiness
+    /// left behind) and takes the next one.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn unreachable_destinations_are_reported_then_receiving_goes_on() {
+        for v6 in [false, true] {
+            let local: SocketAddr = if v6 { "[::1]:0" } else { "127.0.0.1:0" }.parse().unwrap();
+            let t = UdpTransport::bind(local)
+                .unwrap()
+                .report_unreachable()
+                .unwrap();
+            let (_hold, closed) = refusing_port(v6);
+            t.send_to(b"\xff\xff\xff\xffgetinfo", closed).await.unwrap();
+            let mut batch = RecvBatch::new();
+            let deadline = Duration::from_secs(20);
+            let err = tokio::time::timeout(deadline, t.recv_batch(&mut batch))
+                .await
+                .expect("the ICMP error is signalled")
+                .expect_err("no datagram came");
+            assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused, "{v6}");
+            let mut out = Vec::new();
+            t.take_unreachable(&mut out).unwrap();
+            assert_eq!(out, vec![canonical(closed)], "{v6}");
+            // Nothing is left queued: a second drain finds nothing.
+            out.clear();
+            t.take_unreachable(&mut out).unwrap();
+            assert!(out.is_empty());
+            // The next receive waits for, and takes, a real datagram.
+            let peer = UdpTransport::bind(local).unwrap();
+            let to = t.local_addr().unwrap();
+            let recv = tokio::spawn(async move {
+                let mut batch = RecvBatch::new();
+                let r = t.recv_batch(&mut batch).await.map(|()| {
+                    batch
+                        .datagrams()
+                        .map(|(_, d)| d.to_vec())
+                        .collect::<Vec<_>>()
+                });
+                (t, r)
+            });
+            peer.send_to(b"hello", to).await.unwrap();
+            let (_t, r) = tokio::time::timeout(deadline, recv).await.unwrap().unwrap();
+            assert_eq!(r.unwrap(), vec![b"hello".to_vec()], "{v6}");
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn backoff_doubles_to_its_cap_and_resets_on_success() {
         let persistent = io::Error::other("persistent");
@@ -489,7 +583,8 @@ mod errqueue {
     const ICMP6_DST_UNREACH: u8 = 1;
 
     /// Reads every queued error; the destination of each datagram reported unreachable goes
-    /// to `out` (the message's name is the original destination, port included).
+    /// to `out` (the message's name is the original destination, port included). Ends with
+    /// `WouldBlock` when the queue is empty.
     pub(super) fn drain(
         socket: &tokio::net::UdpSocket,
         out: &mut Vec<SocketAddr>,
@@ -499,7 +594,15 @@ mod errqueue {
         for _ in 0..1024 {
             let mut data = [0u8; 64];
             let mut iov = [IoSliceMut::new(&mut data)];
-            let mut cmsg = nix::cmsg_space!(libc::sock_extended_err, libc::sockaddr_in6);
+            // Room for the error itself and for whatever else the socket asked to receive
+            // (quinn-udp turns on packet info and TOS, which error messages carry as well).
+            let mut cmsg = nix::cmsg_space!(
+                libc::sock_extended_err,
+                libc::sockaddr_in6,
+                libc::in6_pktinfo,
+                libc::in_pktinfo,
+                [u8; 64]
+            );
             let msg = match recvmsg::<SockaddrStorage>(
                 fd,
                 &mut iov,
@@ -507,7 +610,8 @@ mod errqueue {
                 MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT,
             ) {
                 Ok(m) => m,
-                Err(nix::errno::Errno::EAGAIN) => return Ok(()),
+                // Empty: `WouldBlock` tells the runtime to clear the error readiness.
+                Err(nix::errno::Errno::EAGAIN) => return Err(io::ErrorKind::WouldBlock.into()),
                 Err(e) => return Err(io::Error::from(e)),
             };
             let unreachable = msg.cmsgs().is_ok_and(|mut c| {
