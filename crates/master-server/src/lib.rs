@@ -42,5 +42,7 @@ pub mod http;
 pub mod run;
 
 pub use limits::{LimitConfig, Rate};
-pub use master::{Config, Listed, Master, Snapshot, MAX_PACKET};
+pub use master::{
+    longest_list, Config, Listed, Master, Restored, Snapshot, MAX_PACKET, SNAPSHOT_VERSION,
+};
 pub use stats::{Drop, Stats};
