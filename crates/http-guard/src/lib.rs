@@ -96,6 +96,21 @@ pub struct ClientIp {
 }
 
 impl ClientIp {
+    /// The client's address from `header`, believed from the `trusted` networks only
+    /// (`--connecting-ip-header`, `--trusted-proxy`).
+    pub fn from_header(header: &str, trusted: &[String]) -> Result<ClientIp, String> {
+        let header = HeaderName::from_bytes(header.as_bytes())
+            .map_err(|_| format!("{header:?} is not a header name"))?;
+        let trusted = Self::parse_networks(trusted)?;
+        if trusted.is_empty() {
+            return Err("a client IP header needs at least one trusted proxy".into());
+        }
+        Ok(ClientIp {
+            header: Some(header),
+            trusted,
+        })
+    }
+
     /// Parses `--trusted-proxy` values: CIDR networks or single addresses.
     pub fn parse_networks(values: &[String]) -> Result<Vec<ipnet::IpNet>, String> {
         values
