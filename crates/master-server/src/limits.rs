@@ -32,7 +32,7 @@ impl Rate {
 
     /// True for a rate that never refuses.
     pub fn is_unlimited(&self) -> bool {
-        self.per_sec >= 1e12
+        self.per_sec == f64::INFINITY
     }
 
     /// Checks that the rate is usable: finite positive numbers in a range where every
