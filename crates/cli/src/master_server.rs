@@ -75,6 +75,10 @@ pub struct MasterServerArgs {
     /// Challenges per second in all (bursts of twice as many).
     #[arg(long, default_value_t = 10_000.0)]
     challenge_rate: f64,
+    /// Challenges per second to one network (IPv4 /24, IPv6 /64; bursts of four times as
+    /// many).
+    #[arg(long, default_value_t = 64.0)]
+    net_challenge_rate: f64,
     /// No rate limits or budgets (benchmarks, trusted networks only).
     #[arg(long)]
     no_limits: bool,
@@ -191,6 +195,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
             net_bytes: rate(kib(a.send_rate_kib), kib(a.send_budget_kib)),
             global_bytes: rate(kib(a.global_rate_kib), kib(a.global_budget_kib)),
             global_challenges: rate(a.challenge_rate, 2.0 * a.challenge_rate),
+            net_challenges: rate(a.net_challenge_rate, 4.0 * a.net_challenge_rate),
             ..defaults
         }
     };
@@ -204,7 +209,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     };
     if let Err(e) = config.check() {
         return Ok(usage(format!(
-            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --send-budget-kib, --global-budget-kib, --challenge-rate, --max-servers)"
+            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --send-budget-kib, --global-budget-kib, --challenge-rate, --net-challenge-rate, --max-servers)"
         )));
     }
     let client_ip = match &a.connecting_ip_header {
