@@ -67,7 +67,16 @@ fn sh(cmd: &[&str]) -> Result<()> {
 fn setup_namespace() -> Result<()> {
     sh(&["ip", "link", "set", "lo", "up"])?;
     sh(&["ip", "-6", "addr", "add", "2001:db8::1/128", "dev", "lo"])?;
-    sh(&["ip", "-6", "route", "add", "local", "2001:db8::/32", "dev", "lo"])?;
+    sh(&[
+        "ip",
+        "-6",
+        "route",
+        "add",
+        "local",
+        "2001:db8::/32",
+        "dev",
+        "lo",
+    ])?;
     std::fs::write("/proc/sys/net/ipv6/ip_nonlocal_bind", "1")?;
     // Nothing in here but loopback: check it.
     let links = Command::new("ip").args(["-o", "link"]).output()?;
@@ -112,7 +121,14 @@ fn start_fragstat(bin: &Path, extra: &[&str]) -> Result<Target> {
 fn start_dpmaster(dp: &Path) -> Result<Target> {
     std::fs::create_dir_all("/var/empty")?;
     let child = Command::new(dp)
-        .args(["-l", "127.0.0.1", "-l", "2001:db8::1", "-p", &DP_PORT.to_string()])
+        .args([
+            "-l",
+            "127.0.0.1",
+            "-l",
+            "2001:db8::1",
+            "-p",
+            &DP_PORT.to_string(),
+        ])
         .arg("--allow-loopback")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -173,7 +189,12 @@ struct Asker {
 impl Asker {
     fn ask(&mut self, master: SocketAddr) -> Option<Vec<SocketAddr>> {
         self.next += 1;
-        let ip = [127, 0, 60 + (self.next / 250 % 100) as u8, (self.next % 250 + 1) as u8];
+        let ip = [
+            127,
+            0,
+            60 + (self.next / 250 % 100) as u8,
+            (self.next % 250 + 1) as u8,
+        ];
         let s = UdpSocket::bind(SocketAddr::from((ip, 0))).ok()?;
         s.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
         list_addrs(&s, master)
@@ -262,7 +283,10 @@ fn reflection(t: &Target) -> Result<BTreeMap<String, Tally>> {
     }
     for i in 0..2560u128 {
         let ip = Ipv6Addr::from((0x2001_0db8_0001_0000u128 << 64) | (i + 1));
-        victims.push(("2001:db8:1::/64".into(), SocketAddr::new(IpAddr::V6(ip), 40_000)));
+        victims.push((
+            "2001:db8:1::/64".into(),
+            SocketAddr::new(IpAddr::V6(ip), 40_000),
+        ));
     }
     for net in 0..10u128 {
         for i in 0..256u128 {
@@ -373,7 +397,13 @@ fn real_server(bin: &Path, ip: [u8; 4], master: SocketAddr) -> Result<(Proc, Soc
 }
 
 /// Seconds until `addr` is listed (None past `cap`).
-fn time_to_list(asker: &mut Asker, master: SocketAddr, addr: SocketAddr, since: Instant, cap: Duration) -> Option<f64> {
+fn time_to_list(
+    asker: &mut Asker,
+    master: SocketAddr,
+    addr: SocketAddr,
+    since: Instant,
+    cap: Duration,
+) -> Option<f64> {
     while since.elapsed() < cap {
         if asker.ask(master).is_some_and(|l| l.contains(&addr)) {
             return Some(since.elapsed().as_secs_f64());
@@ -398,7 +428,12 @@ fn heartbeat_flood(bin: &Path, t: &Target) -> Result<FloodResult> {
     drop(p);
     let mut socks = Vec::new();
     for i in 0..8192u32 {
-        let ip = [127, 20 + (i / 65_536) as u8, (i / 256 % 256) as u8, (i % 256) as u8];
+        let ip = [
+            127,
+            20 + (i / 65_536) as u8,
+            (i / 256 % 256) as u8,
+            (i % 256) as u8,
+        ];
         let s = UdpSocket::bind(SocketAddr::from((ip, 50_000)))?;
         s.set_nonblocking(true)?;
         socks.push(s);
@@ -429,7 +464,13 @@ fn heartbeat_flood(bin: &Path, t: &Target) -> Result<FloodResult> {
     let mut under_flood = Vec::new();
     for k in 0..5u8 {
         let (p, addr, at) = real_server(bin, [127, 0, 50, k + 1], t.v4)?;
-        under_flood.push(time_to_list(&mut asker, t.v4, addr, at, Duration::from_secs(30)));
+        under_flood.push(time_to_list(
+            &mut asker,
+            t.v4,
+            addr,
+            at,
+            Duration::from_secs(30),
+        ));
         drop(p);
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -443,7 +484,12 @@ fn heartbeat_flood(bin: &Path, t: &Target) -> Result<FloodResult> {
 }
 
 /// A server like ioq3's: heartbeats every `every`, answers every `getinfo` with its info.
-fn mini_server(addr: SocketAddr, master: SocketAddr, every: Duration, stop: Arc<AtomicBool>) -> Result<std::thread::JoinHandle<()>> {
+fn mini_server(
+    addr: SocketAddr,
+    master: SocketAddr,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>> {
     let s = UdpSocket::bind(addr)?;
     s.set_read_timeout(Some(Duration::from_millis(100)))?;
     Ok(std::thread::spawn(move || {
@@ -457,7 +503,11 @@ fn mini_server(addr: SocketAddr, master: SocketAddr, every: Duration, stop: Arc<
             if let Ok((n, from)) = s.recv_from(&mut buf) {
                 let d = &buf[..n];
                 if let Some(ch) = d.strip_prefix(b"\xff\xff\xff\xffgetinfo ") {
-                    let ch: Vec<u8> = ch.iter().copied().take_while(|b| !b.is_ascii_whitespace()).collect();
+                    let ch: Vec<u8> = ch
+                        .iter()
+                        .copied()
+                        .take_while(|b| !b.is_ascii_whitespace())
+                        .collect();
                     let mut r = b"\xff\xff\xff\xffinfoResponse\n\\protocol\\68\\sv_maxclients\\8\\clients\\1\\hostname\\victim\\challenge\\".to_vec();
                     r.extend_from_slice(&ch);
                     let _ = s.send_to(&r, from);
@@ -473,7 +523,15 @@ fn delisting(t: &Target) -> Result<(bool, u32)> {
     let stop = Arc::new(AtomicBool::new(false));
     let srv = mini_server(server, t.v4, Duration::from_secs(10), Arc::clone(&stop))?;
     let mut asker = Asker { next: 20_000 };
-    if time_to_list(&mut asker, t.v4, server, Instant::now(), Duration::from_secs(30)).is_none() {
+    if time_to_list(
+        &mut asker,
+        t.v4,
+        server,
+        Instant::now(),
+        Duration::from_secs(30),
+    )
+    .is_none()
+    {
         stop.store(true, Ordering::Relaxed);
         let _ = srv.join();
         bail!("{}: the server never registered", t.name);
@@ -556,7 +614,10 @@ fn kb(b: u64) -> String {
 fn print_reports(reports: &[Report]) {
     println!("## Reflection: 1,200 servers listed; one list request from each of 10,240 victims in 10 s\n");
     for r in reports {
-        println!("### {} (1,200 servers registered in {:.1} s)\n", r.name, r.registered_in);
+        println!(
+            "### {} (1,200 servers registered in {:.1} s)\n",
+            r.name, r.registered_in
+        );
         println!("| victim network | victims | requests | bytes in (payload / wire) | datagrams out | bytes out (payload / wire) | amplification (payload / wire) |");
         println!("| --- | --- | --- | --- | --- | --- | --- |");
         let mut all = Tally::default();
@@ -601,7 +662,9 @@ fn print_reports(reports: &[Report]) {
         println!();
     }
     println!("## Heartbeat flood: 2,500 spoofed heartbeats/s from 8,192 addresses; a real server (`fragstat serve q3`) starts during it\n");
-    println!("| master | heartbeats sent | registered without a flood | under the flood (5 servers) |");
+    println!(
+        "| master | heartbeats sent | registered without a flood | under the flood (5 servers) |"
+    );
     println!("| --- | --- | --- | --- |");
     let secs = |v: &Option<f64>| v.map_or("not within 30 s".to_string(), |s| format!("{s:.2} s"));
     for r in reports {

@@ -967,3 +967,61 @@ fn in_process_registration_cost_is_reported() {
     assert_eq!(m.len(), 10_000);
     eprintln!("in-process registration: {per:.2} µs per server (test harness included)");
 }
+
+/// The retry table: a heartbeat flood from one network takes at most its share, and a real
+/// server in that network still registers (its challenge goes out without a retry).
+#[test]
+fn a_heartbeat_flood_from_one_network_takes_only_its_share_of_the_retry_table() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(
+        Config {
+            limits: LimitConfig {
+                new_servers: Rate::UNLIMITED,
+                net_challenges: Rate::UNLIMITED,
+                ..LimitConfig::default()
+            },
+            ..Config::default()
+        },
+        7,
+    );
+    for i in 0..5000u32 {
+        let from = SocketAddr::from(([198, 51, 100, (i % 200) as u8 + 1], 1024 + (i / 200) as u16));
+        m.handle(
+            now,
+            from,
+            b"\xff\xff\xff\xffheartbeat QuakeArena-1\n",
+            &mut Outbox::new(),
+        );
+    }
+    assert!(
+        m.pending() <= m.config().max_pending_per_net,
+        "{}",
+        m.pending()
+    );
+    assert!(m.stats().dropped(Drop::PendingFull) > 4000);
+    let real = Server::new("198.51.100.250:27960", Some("Quake3Arena"), 68, 1, 8);
+    real.register(&mut m, now);
+    assert_eq!(m.len(), 1);
+}
+
+/// Heartbeats spoofed from a listed server's own address start at most one verification per
+/// interval: the server gets a bounded number of challenges and stays listed.
+#[test]
+fn heartbeats_spoofed_from_a_listed_address_are_limited_per_address() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(Config::default(), 7);
+    let real = Server::new("203.0.113.7:27960", Some("Quake3Arena"), 68, 1, 8);
+    real.register(&mut m, now);
+    let mut challenges = 0;
+    let mut t = now;
+    for _ in 0..1000 {
+        t += Duration::from_millis(10);
+        let out = real.heartbeat(&mut m, t, "QuakeArena-1");
+        challenges += out.len();
+        real.answer(&mut m, t, &out);
+    }
+    // 10 s of heartbeats every 10 ms: one verification per 2 s.
+    assert!(challenges <= 6, "{challenges}");
+    assert_eq!(m.len(), 1);
+    assert!(m.stats().dropped(Drop::Rate) > 900);
+}
