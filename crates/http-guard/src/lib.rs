@@ -266,9 +266,12 @@ pub fn warn_if_public_plain_http(addr: SocketAddr, tls: bool, what: &str) {
     }
 }
 
+/// Connections open per client host.
+type PerIp = Arc<Mutex<HashMap<u128, usize>>>;
+
 /// Releases a connection's places in the caps when dropped.
 struct Slot {
-    per_ip: Option<(Arc<Mutex<HashMap<u128, usize>>>, u128)>,
+    per_ip: Option<(PerIp, u128)>,
     stats: Arc<Stats>,
     _permit: tokio::sync::OwnedSemaphorePermit,
 }
@@ -305,7 +308,7 @@ impl Server {
         } = self;
         let client_ip = Arc::new(client_ip);
         let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-        let per_ip: Arc<Mutex<HashMap<u128, usize>>> = Arc::default();
+        let per_ip: PerIp = Arc::default();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         tokio::pin!(shutdown);
         loop {
