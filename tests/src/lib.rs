@@ -17,6 +17,8 @@ use std::time::Duration;
 pub mod browser;
 pub mod expect;
 pub mod fixtures;
+#[cfg(feature = "flood")]
+pub mod flood;
 pub mod games;
 pub mod mutate;
 pub mod ports;

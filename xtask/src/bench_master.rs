@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 /// A child process killed on drop.
-struct Proc(Child);
+pub(crate) struct Proc(pub(crate) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -57,12 +57,20 @@ fn rss_of(pid: u32) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Starts `fragstat ARGS` and collects the `PREFIX ADDR` lines it prints before `ready`.
-fn start(bin: &Path, args: &[&str], prefix: &str) -> Result<(Proc, Vec<SocketAddr>)> {
+/// Starts `fragstat ARGS` and collects the `PREFIX ADDR` lines it prints before `ready`; its
+/// log goes to this process's stderr when `log`, else nowhere (a master logs every
+/// registration at info: writing them costs what dpmaster's log costs it, sent to /dev/null
+/// too).
+pub(crate) fn start(
+    bin: &Path,
+    args: &[&str],
+    prefix: &str,
+    log: bool,
+) -> Result<(Proc, Vec<SocketAddr>)> {
     let mut child = Command::new(bin)
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(if log { Stdio::inherit() } else { Stdio::null() })
         .spawn()?;
     let stdout = child.stdout.take().context("stdout")?;
     let proc_ = Proc(child);
@@ -135,6 +143,7 @@ fn measure(bin: &Path, servers: usize, pid: u32, master: SocketAddr) -> Result<F
             &master.to_string(),
         ],
         "server ",
+        false,
     )?;
     if farm.len() != servers {
         bail!("the farm started {} of {servers} servers", farm.len());
@@ -269,6 +278,7 @@ pub fn bench_master(bin: &Path, servers: usize, dpmaster: Option<&Path>) -> Resu
             "1000000",
         ],
         "master ",
+        false,
     )?;
     let master = *maddrs.first().context("master address")?;
     let ours = measure(bin, servers, master_proc.0.id(), master)?;
@@ -292,8 +302,15 @@ pub fn bench_master(bin: &Path, servers: usize, dpmaster: Option<&Path>) -> Resu
             // default rate and byte budget.
             "--heartbeat-rate",
             "1000000",
+            "--heartbeat-burst",
+            "1000000",
+            "--net-challenge-rate",
+            "1000000",
+            "--challenge-rate",
+            "1000000",
         ],
         "master ",
+        false,
     )?;
     let lmaster = *laddrs.first().context("master address")?;
     let (_farm2, _) = start(
@@ -309,6 +326,7 @@ pub fn bench_master(bin: &Path, servers: usize, dpmaster: Option<&Path>) -> Resu
             &lmaster.to_string(),
         ],
         "server ",
+        false,
     )?;
     std::thread::sleep(Duration::from_secs(3));
     let probe = UdpSocket::bind("127.0.0.2:0")?;

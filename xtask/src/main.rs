@@ -22,6 +22,10 @@
 //!   its binary, dpmaster measured the same way in the same run) with N emulated servers
 //!   heartbeating to it: registration CPU and memory per server, list latency and throughput,
 //!   a request burst, and a flood against the default limits.
+//! - `bench attack [--dpmaster PATH]` — the security review's attacks on the master server
+//!   (and on dpmaster, given its binary, in the same run), inside a network namespace of its
+//!   own (`unshare -n`, loopback only): reflection from 10,240 spoofed victims (bytes per
+//!   victim network and in all), registration during a heartbeat flood, spoofed delisting.
 //! - `bench decode` — the criterion `decode` benchmarks of every family codec crate, then
 //!   every family's whole fixture corpus through the registry (`tests/benches/decode.rs`).
 //! - `fuzz [--seconds N]` — runs every cargo-fuzz target (`fuzz/fuzz_targets/*.rs`, needs
@@ -37,6 +41,7 @@ use anyhow::{bail, Context, Result};
 use fragstat_testkit::{in_ci, which};
 use sha2::{Digest, Sha256};
 
+mod bench_attack;
 mod bench_master;
 mod capture;
 mod copies;
@@ -87,14 +92,15 @@ fn main() -> ExitCode {
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("scan") => bench_scan(&args[2..]),
             Some("master") => bench_master_cmd(&args[2..]),
+            Some("attack") => bench_attack_cmd(&args[2..]),
             Some("decode") => bench_decode(),
             _ => Err(anyhow::anyhow!(
-                "usage: cargo xtask bench scan|master|decode"
+                "usage: cargo xtask bench scan|master|attack|decode"
             )),
         },
         Some("fuzz") => fuzz(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | test-copies [--copies N] [--rounds R] | capture GAME ADDR NAME | bench scan|master|decode | fuzz [--seconds N]");
+            eprintln!("usage: cargo xtask test | test-copies [--copies N] [--rounds R] | capture GAME ADDR NAME | bench scan|master|attack|decode | fuzz [--seconds N]");
             return ExitCode::from(2);
         }
     };
@@ -722,6 +728,13 @@ fn bench_master_cmd(args: &[String]) -> Result<()> {
         servers,
         dpmaster.as_deref(),
     )
+}
+
+fn bench_attack_cmd(args: &[String]) -> Result<()> {
+    if !args.iter().any(|a| a == "--inside-netns") {
+        run(Command::new("cargo").args(["build", "--release", "-q", "-p", "fragstat-cli"]))?;
+    }
+    bench_attack::bench_attack(args, &root().join("target/release/fragstat"))
 }
 
 /// The cargo-fuzz targets: `fuzz/fuzz_targets/<name>.rs`, sorted.

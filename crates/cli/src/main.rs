@@ -209,10 +209,15 @@ fn parse() -> Cli {
 
 fn main() -> ExitCode {
     let cli = parse();
+    // A master server logs its registrations, removals and expiries by default.
+    let default_filter = match &cli.command {
+        Command::MasterServer(_) => "warn,fragstat_master_server=info,fragstat_http_guard=info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: a log file or a journal gets plain text.

@@ -23,17 +23,19 @@ pub struct MasterServerArgs {
     /// as well.
     #[arg(long)]
     listen: Vec<String>,
-    /// Most servers listed in all.
-    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Most servers listed in all (dpmaster: 4,096). The longest list they can make must fit
+    /// in the byte budgets' bursts.
+    #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..))]
     max_servers: u32,
-    /// Most servers listed per IP address.
+    /// Most servers listed per host (IPv4 address, IPv6 /64).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     max_per_address: u32,
     /// Seconds a server stays listed after its last verified answer.
-    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=31_622_400))]
     expiry_s: u64,
     /// State file: servers are saved to it (atomically) every minute and at shutdown, and
-    /// listed again at once after a restart while they are re-verified.
+    /// listed again at once after a restart while they are re-verified. Its directory must
+    /// exist and be writable; a file that cannot be read as a state file is moved aside.
     #[arg(long)]
     state: Option<PathBuf>,
     /// Accept servers on loopback addresses (tests, a master for one machine).
@@ -42,20 +44,42 @@ pub struct MasterServerArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     metrics: Option<String>,
-    /// List requests (getservers) allowed per second from one IP address.
+    /// List requests (getservers) allowed per second from one host (IPv4 address, IPv6 /64).
     #[arg(long, default_value_t = 1.0)]
     request_rate: f64,
-    /// List requests one IP address may send at once before its rate applies.
+    /// List requests one host may send at once before its rate applies.
     #[arg(long, default_value_t = 8.0)]
     request_burst: f64,
-    /// Heartbeats allowed per second from one IP address (bursts of 6).
-    #[arg(long, default_value_t = 0.5)]
+    /// Heartbeats per second from one host for servers not yet listed (listed servers are
+    /// limited per address:port, one verification per 2 s).
+    #[arg(long, default_value_t = 1.0)]
     heartbeat_rate: f64,
-    /// KiB sent to one IP address per 10 s at most (caps what a spoofed flood can aim at a
-    /// victim).
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Heartbeats for new servers one host may send at once (a host restarting all its
+    /// servers).
+    #[arg(long, default_value_t = 64.0)]
+    heartbeat_burst: f64,
+    /// KiB of lists sent to one network (IPv4 /24, IPv6 /64) at once before --send-rate-kib
+    /// applies.
+    #[arg(long, default_value_t = 384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     send_budget_kib: u64,
-    /// No per-source limits (benchmarks, trusted networks only).
+    /// KiB of lists per second to one network.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    send_rate_kib: u64,
+    /// KiB of lists the master sends at once in all before --global-rate-kib applies (what a
+    /// spoofed flood from any number of victims gets).
+    #[arg(long, default_value_t = 384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    global_budget_kib: u64,
+    /// KiB of lists per second in all.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    global_rate_kib: u64,
+    /// Challenges per second in all (bursts of twice as many).
+    #[arg(long, default_value_t = 10_000.0)]
+    challenge_rate: f64,
+    /// Challenges per second to one network (IPv4 /24, IPv6 /64; bursts of four times as
+    /// many).
+    #[arg(long, default_value_t = 64.0)]
+    net_challenge_rate: f64,
+    /// No rate limits or budgets (benchmarks, trusted networks only).
     #[arg(long)]
     no_limits: bool,
     /// Also run a DDNet HTTP master on this TCP address (`POST /ddnet/15/register`,
@@ -69,6 +93,21 @@ pub struct MasterServerArgs {
     /// TLS private key (PEM) for --ddnet-listen.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Behind a TLS-terminating proxy: the header that carries the client's IP (e.g.
+    /// X-Real-IP, X-Forwarded-For), believed only from --trusted-proxy networks.
+    #[arg(long, requires = "trusted_proxy", requires = "ddnet_listen")]
+    connecting_ip_header: Option<String>,
+    /// A network (CIDR) or address of the proxy whose --connecting-ip-header is believed
+    /// (repeat for several).
+    #[arg(long, requires = "connecting_ip_header")]
+    trusted_proxy: Vec<String>,
+    /// HTTP connections open at once, for --ddnet-listen.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    http_max_connections: u32,
+    /// HTTP connections open at once from one host (IPv4 address, IPv6 /64), for
+    /// --ddnet-listen; trusted proxies are exempt.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    http_max_per_ip: u32,
 }
 
 fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr, ExitCode> {
@@ -140,41 +179,26 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     if let Some(path) = &a.state {
-        if let Err(e) = fragstat_master_server::run::load_state(path) {
+        if let Err(e) = fragstat_master_server::run::check_state_path(path) {
             return Ok(usage(format!("--state: {e}")));
         }
     }
-    for (flag, v) in [
-        ("--request-rate", a.request_rate),
-        ("--request-burst", a.request_burst),
-        ("--heartbeat-rate", a.heartbeat_rate),
-    ] {
-        if !(v.is_finite() && v > 0.0) {
-            return Ok(usage(format!("{flag} takes a positive number")));
-        }
-    }
+    let rate = |per_sec: f64, burst: f64| Rate { per_sec, burst };
+    let kib = |k: u64| k as f64 * 1024.0;
     let defaults = LimitConfig::default();
-    let mut limits = LimitConfig {
-        requests: Rate {
-            per_sec: a.request_rate,
-            burst: a.request_burst.max(1.0),
-        },
-        heartbeats: Rate {
-            per_sec: a.heartbeat_rate,
-            ..defaults.heartbeats
-        },
-        budget: a.send_budget_kib * 1024,
-        ..defaults
+    let limits = if a.no_limits {
+        LimitConfig::unlimited()
+    } else {
+        LimitConfig {
+            requests: rate(a.request_rate, a.request_burst),
+            new_servers: rate(a.heartbeat_rate, a.heartbeat_burst),
+            net_bytes: rate(kib(a.send_rate_kib), kib(a.send_budget_kib)),
+            global_bytes: rate(kib(a.global_rate_kib), kib(a.global_budget_kib)),
+            global_challenges: rate(a.challenge_rate, 2.0 * a.challenge_rate),
+            net_challenges: rate(a.net_challenge_rate, 4.0 * a.net_challenge_rate),
+            ..defaults
+        }
     };
-    if a.no_limits {
-        let free = Rate {
-            per_sec: 1e12,
-            burst: 1e12,
-        };
-        limits.requests = free;
-        limits.heartbeats = free;
-        limits.budget = u64::MAX / 2;
-    }
     let config = Config {
         limits,
         max_servers: a.max_servers as usize,
@@ -182,6 +206,27 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         expiry: Duration::from_secs(a.expiry_s),
         allow_loopback: a.allow_loopback,
         ..Config::default()
+    };
+    if let Err(e) = config.check() {
+        return Ok(usage(format!(
+            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --send-budget-kib, --global-budget-kib, --challenge-rate, --net-challenge-rate, --max-servers)"
+        )));
+    }
+    let client_ip = match &a.connecting_ip_header {
+        Some(h) => match fragstat_http_guard::ClientIp::from_header(h, &a.trusted_proxy) {
+            Ok(c) => c,
+            Err(e) => {
+                return Ok(usage(format!(
+                    "--connecting-ip-header/--trusted-proxy: {e}"
+                )))
+            }
+        },
+        None => fragstat_http_guard::ClientIp::default(),
+    };
+    let http_limits = fragstat_http_guard::Limits {
+        max_connections: a.http_max_connections as usize,
+        max_per_ip: a.http_max_per_ip as usize,
+        ..fragstat_http_guard::Limits::default()
     };
     let run_config = RunConfig {
         listen,
@@ -194,11 +239,23 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         .context("starting the master")?;
     let ddnet = match ddnet_listen {
         Some(addr) => Some(
-            fragstat_master_server::http::bind_ddnet(addr, tls)
-                .await
-                .context("starting the DDNet HTTP master")?,
+            fragstat_master_server::http::bind_ddnet(
+                addr,
+                tls,
+                fragstat_master_server::http::DdnetOptions {
+                    limits: http_limits,
+                    client_ip,
+                },
+                DdnetMaster::new(std::time::Instant::now(), a.allow_loopback),
+            )
+            .await
+            .context("starting the DDNet HTTP master")?,
         ),
         None => None,
+    };
+    let bound = match &ddnet {
+        Some(d) => bound.with_ddnet_metrics(d.metrics()),
+        None => bound,
     };
     // Like `serve`: the bound addresses, then `ready`, for scripts and tests.
     let mut lines = String::new();
@@ -221,10 +278,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let ddnet_task = ddnet.map(|d| {
-        let master = DdnetMaster::new(std::time::Instant::now(), a.allow_loopback);
-        tokio::spawn(d.run(master, stopped(stop_rx.clone())))
-    });
+    let ddnet_task = ddnet.map(|d| tokio::spawn(d.run(stopped(stop_rx.clone()))));
     let signal = tokio::spawn(async move {
         crate::serve::wait_for_signal().await;
         let _ = stop_tx.send(true);

@@ -14,6 +14,7 @@ use fragstat_testkit::{in_ci, qstat_json, OpenArena, OpenArenaConfig};
 use serde_json::{json, Value};
 
 mod support;
+use fragstat_testkit::flood::{hold, test_ca, tls_connector, Flood};
 use support::{bin, http_get, Running};
 
 /// A running `fragstat master-server`, stopped (SIGTERM, so it saves its state) on drop.
@@ -142,6 +143,10 @@ fn real_servers_register_flatline_and_survive_a_restart() {
     wait::until_true("OpenArena listed", SETTLE, || {
         listed("openarena", m, &[]) == vec![oa_addr.clone()]
     });
+    // Registrations are logged at info by default.
+    master.running.wait_stderr("the registration logged", |l| {
+        l.contains("registered") && l.contains(&oa_addr)
+    });
     wait::until_true("Nexuiz listed", SETTLE, || {
         listed("oob:3", m, &["--ext", "--gamename", "Nexuiz"]) == vec![nex_addr.clone()]
     });
@@ -172,6 +177,9 @@ fn real_servers_register_flatline_and_survive_a_restart() {
     drop(oa);
     wait::until_true("OpenArena removed after shutdown", SETTLE, || {
         listed("openarena", m, &[]).is_empty()
+    });
+    master.running.wait_stderr("the removal logged", |l| {
+        l.contains("removed") && l.contains(&oa_addr)
     });
 
     // Restart the master with its state, on the same socket: Nexuiz is listed at once, and
@@ -236,44 +244,91 @@ fn bad_options_are_usage_errors() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("state.json");
-    std::fs::write(&bad, "not json").unwrap();
+    // Values that would panic or never list later are refused at start (C5a).
+    for args in [
+        &["--request-burst", "1e20", "--request-rate", "0.001"][..],
+        &["--heartbeat-rate", "0"],
+        &["--request-rate", "NaN"],
+        &["--challenge-rate", "1e300"],
+        &["--max-servers", "65536"],
+        &["--send-budget-kib", "8"],
+        &["--trusted-proxy", "127.0.0.1"],
+        &[
+            "--ddnet-listen",
+            "127.0.0.1:0",
+            "--connecting-ip-header",
+            "X-Real-IP",
+            "--trusted-proxy",
+            "not-a-network",
+        ],
+    ] {
+        let out = Command::new(bin())
+            .args(["master-server", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A state file whose directory does not exist: exit 2 at start, naming the path.
     let out = Command::new(bin())
-        .args(["master-server", "--state", bad.to_str().unwrap()])
+        .args([
+            "master-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--state",
+            "/nonexistent-fragstat-dir/master/state.json",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent-fragstat-dir/master"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ready"));
 }
 
-/// A test CA and a certificate for 127.0.0.1 it signed: (chain PEM, key PEM, CA PEM).
-fn test_ca() -> (String, String, String) {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-        KeyPair, KeyUsagePurpose,
-    };
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "fragstat test CA");
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_key = KeyPair::generate().unwrap();
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-
-    let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    leaf.distinguished_name
-        .push(DnType::CommonName, "127.0.0.1");
-    leaf.use_authority_key_identifier_extension = true;
-    leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf_cert = leaf.signed_by(&leaf_key, &issuer).unwrap();
-    (
-        format!("{}{}", leaf_cert.pem(), ca_cert.pem()),
-        leaf_key.serialize_pem(),
-        ca_cert.pem(),
-    )
+/// F2/F3: a corrupt state file, or one of a newer version, is moved aside with a warning; the
+/// master starts empty and saves a good file over it. The log (a file here) has no ANSI
+/// escapes.
+#[test]
+fn an_unusable_state_file_is_moved_aside_and_the_master_starts_empty() {
+    for (content, reason) in [
+        ("{", "not a master state file"),
+        (r#"{"version":2,"servers":[]}"#, "version 2"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        std::fs::write(&state, content).unwrap();
+        let socket = master_socket();
+        let mut master = MasterServer::start(&socket, &state, false, &[]);
+        assert!(listed("q3", master.addr, &[]).is_empty());
+        let line = master
+            .running
+            .wait_stderr("the moved-aside warning", |l| l.contains("moved aside"));
+        assert!(line.contains(reason), "{line}");
+        let aside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("state.json.bad-")
+            })
+            .collect();
+        assert_eq!(aside.len(), 1, "{content}");
+        assert_eq!(std::fs::read_to_string(aside[0].path()).unwrap(), content);
+        master.stop();
+        let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+        assert_eq!(saved["version"], 1, "{saved}");
+        assert!(
+            !master.running.process.log().contains('\x1b'),
+            "ANSI escapes in a log file"
+        );
+    }
 }
 
 fn is_root() -> bool {
@@ -495,4 +550,329 @@ fn a_long_list_arrives_whole_in_fragstat_and_qstat() {
         assert!(servers.iter().all(|s| want.contains(s)), "{servers:?}");
         assert_eq!(servers.len(), 600 - 3, "qstat's list");
     }
+}
+
+/// Sends `request` (a whole HTTP/1.1 request that asks to close) from a TCP socket bound to
+/// `from`, and returns the answer.
+async fn http_from(from: std::net::IpAddr, to: SocketAddr, request: String) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = tokio::net::TcpSocket::new_v4().unwrap();
+    s.bind(SocketAddr::new(from, 0)).unwrap();
+    let mut c = s.connect(to).await.unwrap();
+    c.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    let _ = tokio::time::timeout(SETTLE, c.read_to_string(&mut out)).await;
+    out
+}
+
+/// A DDNet register request (no token yet) for a server on `port`, with `extra` headers.
+fn register_request(port: u16, extra: &str) -> String {
+    format!(
+        "POST /ddnet/15/register HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAddress: tw-0.6+udp://connecting-address.invalid:{port}\r\nSecret: s-{port}\r\nChallenge-Secret: c:ipv4\r\nInfo-Serial: 1\r\nContent-Length: 0\r\n{extra}\r\n"
+    )
+}
+
+/// T2: behind a TLS-terminating proxy (`--connecting-ip-header X-Real-IP --trusted-proxy
+/// 127.0.0.1`), the challenge goes to the address the trusted proxy names; the same header
+/// from any other peer is ignored.
+#[test]
+fn behind_a_trusted_proxy_the_challenge_goes_to_the_client_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = master_socket();
+    let master = MasterServer::start(
+        &socket,
+        &dir.path().join("state.json"),
+        false,
+        &[
+            "--ddnet-listen",
+            "127.0.0.1:0",
+            "--connecting-ip-header",
+            "X-Real-IP",
+            "--trusted-proxy",
+            "127.0.0.1/32",
+        ],
+    );
+    let base = master.ddnet.clone().expect("ddnet URL");
+    let http: SocketAddr = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let named = UdpSocket::bind("127.0.0.5:0").unwrap();
+    named.set_read_timeout(Some(SETTLE)).unwrap();
+    let other = UdpSocket::bind("127.0.0.6:0").unwrap();
+    other.set_read_timeout(Some(SETTLE)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut buf = [0u8; 512];
+    // From the proxy: the challenge goes to the client it names.
+    let port = named.local_addr().unwrap().port();
+    let answer = rt.block_on(http_from(
+        "127.0.0.1".parse().unwrap(),
+        http,
+        register_request(port, "X-Real-IP: 127.0.0.5\r\n"),
+    ));
+    assert!(answer.contains("need_challenge"), "{answer}");
+    let (n, from) = named.recv_from(&mut buf).expect("the challenge");
+    assert!(buf[..n].windows(4).any(|w| w == b"chal"));
+    assert_eq!(from.ip(), master_http_udp_ip());
+    // From anyone else: the header is ignored, the challenge goes to the peer.
+    let port = other.local_addr().unwrap().port();
+    let answer = rt.block_on(http_from(
+        "127.0.0.6".parse().unwrap(),
+        http,
+        register_request(port, "X-Real-IP: 127.0.0.5\r\n"),
+    ));
+    assert!(answer.contains("need_challenge"), "{answer}");
+    let (n, _) = other
+        .recv_from(&mut buf)
+        .expect("the challenge at the peer");
+    assert!(buf[..n].windows(4).any(|w| w == b"chal"));
+}
+
+/// The source address of the DDNet master's challenges on loopback.
+fn master_http_udp_ip() -> std::net::IpAddr {
+    "127.0.0.1".parse().unwrap()
+}
+
+/// R4: hundreds of idle connections and slow register bodies against the DDNet HTTPS master
+/// (and idle ones against the metrics) while a real DDNet 16.4 server registers: DDNet is
+/// listed, the floods' connections are closed by the timeouts and held to the per-IP cap, and
+/// the UDP master keeps answering.
+#[test]
+fn the_https_master_holds_idle_and_slow_body_floods_while_ddnet_registers() {
+    use std::sync::atomic::Ordering::Relaxed;
+    if !is_root() {
+        assert!(
+            !in_ci(),
+            "this test needs root (unshare -m for DDNet's CA bundle)"
+        );
+        eprintln!("SKIPPED: needs root for unshare -m");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (chain, key, ca) = test_ca();
+    let (cert_path, key_path, bundle) = (
+        dir.path().join("cert.pem"),
+        dir.path().join("key.pem"),
+        dir.path().join("ca.pem"),
+    );
+    std::fs::write(&cert_path, chain).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    std::fs::write(&bundle, &ca).unwrap();
+    let socket = master_socket();
+    let master = MasterServer::start(
+        &socket,
+        &dir.path().join("state.json"),
+        true,
+        &[
+            "--ddnet-listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            cert_path.to_str().unwrap(),
+            "--tls-key",
+            key_path.to_str().unwrap(),
+            "--http-max-per-ip",
+            "8",
+        ],
+    );
+    let base = master.ddnet.clone().expect("ddnet URL");
+    let https: SocketAddr = base
+        .trim_start_matches("https://")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let metrics_url = master.metrics.clone().expect("metrics");
+    let metrics: SocketAddr = metrics_url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // The floods: 30 hosts × 10 idle connections (2 over the per-IP cap each) and 10 hosts ×
+    // 6 slow bodies against the DDNet master; 5 hosts × 10 idle ones against the metrics.
+    let idle = std::sync::Arc::new(Flood::default());
+    let slow = std::sync::Arc::new(Flood::default());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let connector = tls_connector(&ca);
+    for h in 0..30u8 {
+        for _ in 0..10 {
+            let ip = std::net::IpAddr::from([127, 0, 1, h + 1]);
+            rt.spawn(hold(std::sync::Arc::clone(&idle), ip, https, None));
+        }
+    }
+    for h in 0..10u8 {
+        for _ in 0..6 {
+            let ip = std::net::IpAddr::from([127, 0, 2, h + 1]);
+            rt.spawn(hold(
+                std::sync::Arc::clone(&slow),
+                ip,
+                https,
+                Some(connector.clone()),
+            ));
+        }
+    }
+    for h in 0..5u8 {
+        for _ in 0..10 {
+            let ip = std::net::IpAddr::from([127, 0, 3, h + 1]);
+            rt.spawn(hold(std::sync::Arc::clone(&idle), ip, metrics, None));
+        }
+    }
+    wait::until_true("the floods connected", SETTLE, || {
+        idle.opened.load(Relaxed) >= 300 && slow.opened.load(Relaxed) >= 60
+    });
+
+    let Some(server) =
+        fragstat_testkit::games::Ddnet::start(fragstat_testkit::games::DdnetConfig {
+            name: "Registered under a flood".into(),
+            map: "Tutorial".into(),
+            max_clients: 8,
+            register: Some(fragstat_testkit::games::Register {
+                url: format!("{base}register"),
+                ca_bundle: bundle.clone(),
+            }),
+            ..Default::default()
+        })
+    else {
+        idle.stop.store(true, Relaxed);
+        slow.stop.store(true, Relaxed);
+        return;
+    };
+    let addr = server.addr.to_string();
+    let both = [
+        format!("tw-0.6+udp://{addr}"),
+        format!("tw-0.7+udp://{addr}"),
+    ];
+    let list_url = format!("{base}servers.json");
+    wait::until_true("the DDNet server listed under the floods", SETTLE, || {
+        let listed = ddnet_listed(&list_url, &bundle);
+        listed["servers"].as_array().is_some_and(|s| {
+            s.iter().any(|s| {
+                both.iter().all(|a| {
+                    s["addresses"]
+                        .as_array()
+                        .is_some_and(|l| l.contains(&json!(a)))
+                })
+            })
+        })
+    });
+    // The floods' connections were closed by the server (TLS-accept, header and request
+    // timeouts; the per-IP cap), and the metrics still answer from a host that is not
+    // flooding, as does the UDP master.
+    wait::until_true("flood connections closed by the server", SETTLE, || {
+        idle.closed_by_server.load(Relaxed) >= 60 && slow.closed_by_server.load(Relaxed) >= 10
+    });
+    let mut text = String::new();
+    wait::until_true(
+        "per-IP refusals and timeouts in the metrics",
+        SETTLE,
+        || {
+            text = http_get(&metrics_url).1;
+            let value = |name: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+                    .unwrap_or(0.0)
+            };
+            value("fragstat_ddnet_http_refused_per_ip_total") > 0.0
+                && value("fragstat_ddnet_http_tls_failed_total") > 0.0
+                && value("fragstat_ddnet_http_request_timeouts_total") > 0.0
+                && value("fragstat_metrics_http_refused_per_ip_total") > 0.0
+        },
+    );
+    assert!(
+        listed("q3", master.addr, &[]).is_empty(),
+        "the UDP master answers"
+    );
+    idle.stop.store(true, Relaxed);
+    slow.stop.store(true, Relaxed);
+    drop(server);
+    rt.shutdown_background();
+}
+
+/// C6: on a path whose MTU is under the 1,428 bytes of a full list datagram (here the
+/// loopback of a network namespace of the test's own, MTU 1,280), a 600-server list still
+/// arrives whole: the master lets the kernel fragment it.
+#[test]
+fn a_list_arrives_whole_over_a_path_mtu_of_1280() {
+    if !is_root()
+        || fragstat_testkit::which("unshare").is_none()
+        || fragstat_testkit::which("nsenter").is_none()
+    {
+        assert!(
+            !in_ci(),
+            "this test needs root, unshare and nsenter (util-linux)"
+        );
+        eprintln!("SKIPPED: needs root, unshare and nsenter");
+        return;
+    }
+    // A network namespace held by a sleeping process; everything runs inside it.
+    let mut holder = Command::new("unshare")
+        .args(["-n", "sleep", "600"])
+        .spawn()
+        .expect("unshare -n");
+    let pid = holder.id().to_string();
+    let inside = |args: &[&str]| {
+        let mut c = Command::new("nsenter");
+        c.args(["-t", &pid, "-n", "--"]).args(args);
+        c
+    };
+    wait::until_true("the namespace's loopback at MTU 1280", SETTLE, || {
+        inside(&["ip", "link", "set", "lo", "up", "mtu", "1280"])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    let bin_s = bin().to_str().unwrap();
+    let mut master = Running::start_cmd(inside(&[
+        bin_s,
+        "master-server",
+        "--listen",
+        "127.0.0.1:0",
+        "--allow-loopback",
+        "--no-limits",
+        "--max-per-address",
+        "1000",
+    ]));
+    let m = master
+        .wait_line("master address", |l| l.starts_with("master "))
+        .trim_start_matches("master ")
+        .to_string();
+    master.wait_line("ready", |l| l == "ready");
+    let mut farm = Running::start_cmd(inside(&[
+        bin_s,
+        "serve",
+        "q3",
+        "--listen",
+        "127.0.0.1:0",
+        "--count",
+        "600",
+        "--heartbeat",
+        &m,
+    ]));
+    farm.wait_line("the farm ready", |l| l == "ready");
+    let count = || {
+        let out = inside(&[bin_s, "master", "q3", &m, "--format", "json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        v["servers"].as_array().map_or(0, Vec::len)
+    };
+    wait::until_true("600 servers listed across MTU 1280", SETTLE, || {
+        count() == 600
+    });
+    master.kill();
+    farm.kill();
+    let _ = holder.kill();
+    let _ = holder.wait();
 }

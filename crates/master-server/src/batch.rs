@@ -66,6 +66,7 @@ impl BatchSocket {
     /// Wraps a bound socket.
     pub(crate) fn new(transport: Arc<UdpTransport>) -> io::Result<Self> {
         let state = UdpSocketState::new(transport.socket().into())?;
+        allow_fragments(transport.socket());
         Ok(BatchSocket {
             transport,
             state,
@@ -135,12 +136,26 @@ impl BatchSocket {
                     tracing::debug!(%to, error = %e, "send failed");
                     break;
                 }
-                // quinn-udp logs and drops errors other than WouldBlock (UDP is lossy).
                 match sock.try_io(Interest::WRITABLE, || {
-                    self.state.send(sock.into(), &transmit)
+                    self.state.try_send(sock.into(), &transmit)
                 }) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                    _ => break,
+                    Err(e) if transmit.segment_size.is_some() => {
+                        // A GSO send the path cannot take whole (a device or a learned path
+                        // MTU under the segment size: EMSGSIZE or EINVAL): each datagram
+                        // alone, which the kernel fragments.
+                        tracing::debug!(%to, error = %e, "GSO send refused: one by one");
+                        if let Some(run) = out.get(range.clone()) {
+                            self.send_each(to, run).await;
+                        }
+                        break;
+                    }
+                    // UDP is lossy: anything else is dropped.
+                    Err(e) => {
+                        tracing::debug!(%to, error = %e, "send failed");
+                        break;
+                    }
+                    Ok(()) => break,
                 }
             }
         }
@@ -151,9 +166,60 @@ impl BatchSocket {
         }
     }
 
+    /// Sends each datagram of `run` on its own.
+    async fn send_each(&self, to: SocketAddr, run: &[(SocketAddr, Vec<u8>)]) {
+        let sock = self.transport.socket();
+        for (_, d) in run {
+            let transmit = Transmit {
+                destination: to,
+                ecn: None,
+                contents: d,
+                segment_size: None,
+                src_ip: None,
+            };
+            loop {
+                if sock.writable().await.is_err() {
+                    return;
+                }
+                match sock.try_io(Interest::WRITABLE, || {
+                    self.state.try_send(sock.into(), &transmit)
+                }) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    _ => break,
+                }
+            }
+        }
+    }
+
     fn joined_buf(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
         // A poisoned buffer is still a buffer: nothing panics while holding it.
         self.joined.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Lets the kernel fragment list datagrams again. quinn-udp forbids fragmentation
+/// (`IP_PMTUDISC_PROBE`, `IPV6_DONTFRAG`), which suits QUIC, which sizes its own packets, but
+/// black-holes a 1,428-byte list datagram on any path with a smaller MTU (a WireGuard
+/// tunnel's 1,420, PPPoE's 1,492 less a tunnel): IPv4 datagrams go without DF (routers
+/// fragment them), IPv6 ones follow the path MTU the kernel learns and are fragmented by it.
+fn allow_fragments(socket: &tokio::net::UdpSocket) {
+    use rustix::net::sockopt;
+    let v4 = socket.local_addr().is_ok_and(|a| a.is_ipv4());
+    let r = sockopt::set_ip_mtu_discover(socket, sockopt::Ipv4PathMtuDiscovery::DONT);
+    if v4 {
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "IP_MTU_DISCOVER not reset: list datagrams may be lost on small-MTU paths");
+        }
+        return;
+    }
+    let r6 = sockopt::set_ipv6_mtu_discover(socket, sockopt::Ipv6PathMtuDiscovery::WANT)
+        .map_err(std::io::Error::from)
+        .and_then(|()| {
+            nix::sys::socket::setsockopt(socket, nix::sys::socket::sockopt::Ipv6DontFrag, &false)
+                .map_err(std::io::Error::from)
+        });
+    if let Err(e) = r6 {
+        tracing::warn!(error = %e, "IPv6 fragmentation not allowed: list datagrams may be lost on small-MTU paths");
     }
 }
 

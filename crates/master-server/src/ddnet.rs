@@ -16,7 +16,12 @@ use std::hash::BuildHasher;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde::Serialize;
+use serde_json::value::RawValue;
+use subtle::ConstantTimeEq;
+
+use crate::limits::Key;
 
 /// Servers not refreshed for this long are dropped (DDNet servers refresh every 15 s).
 pub const EXPIRY: Duration = Duration::from_secs(30);
@@ -24,10 +29,21 @@ pub const EXPIRY: Duration = Duration::from_secs(30);
 const TOKEN_EPOCH: Duration = Duration::from_secs(30);
 /// Most registered servers.
 pub const MAX_SERVERS: usize = 20_000;
-/// Most addresses registered from one IP address.
-pub const MAX_PER_IP: usize = 64;
+/// Most servers (secrets) with an address on one host (IPv4 address, IPv6 /64).
+pub const MAX_PER_HOST: usize = 64;
+/// Most addresses one server (secret) registers (DDNet: 0.6, 0.7 and ddnet+udp, on IPv4 and
+/// IPv6).
+pub const MAX_ADDRESSES_PER_SERVER: usize = 8;
+/// Largest info taken (DDNet's own master: 32 KiB).
+pub const MAX_INFO: usize = 32 * 1024;
+/// Bytes of info stored in all.
+pub const MAX_INFO_BYTES: usize = 64 * 1024 * 1024;
 /// Longest header value taken.
 const MAX_HEADER: usize = 128;
+/// `servers.json` is rebuilt at most this often (DDNet writes its file once a second).
+const REBUILD_EVERY: Duration = Duration::from_secs(1);
+/// Expiry runs at most this often (not a scan per request).
+const EXPIRE_EVERY: Duration = Duration::from_secs(1);
 
 /// A register request, from its headers and body.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,8 +60,9 @@ pub struct Register {
     pub challenge_token: Option<String>,
     /// `Info-Serial`.
     pub info_serial: i64,
-    /// The JSON info, when sent.
-    pub info: Option<serde_json::Value>,
+    /// The body: the server's JSON info, when sent. It is parsed only once the address is
+    /// proven (the token checked).
+    pub info: Option<Bytes>,
 }
 
 /// The reply to a register request.
@@ -74,7 +91,8 @@ fn error(message: impl Into<String>) -> Status {
 #[derive(Debug, Clone)]
 struct Server {
     addresses: BTreeSet<String>,
-    info: Option<serde_json::Value>,
+    /// The info as compact JSON text, checked to be an object.
+    info: Option<Box<RawValue>>,
     info_serial: i64,
 }
 
@@ -82,7 +100,18 @@ struct Server {
 struct AddrEntry {
     secret: String,
     seen: Instant,
-    ip: IpAddr,
+    host: Key,
+}
+
+/// Counters, for tests and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DdnetStats {
+    /// Register bodies parsed (only after the address was proven).
+    pub bodies_parsed: u64,
+    /// `servers.json` documents built.
+    pub rebuilds: u64,
+    /// Expiry passes.
+    pub expiry_passes: u64,
 }
 
 /// The registry of DDNet servers.
@@ -90,14 +119,27 @@ struct AddrEntry {
 pub struct DdnetMaster {
     servers: HashMap<String, Server>,
     addresses: HashMap<String, AddrEntry>,
-    per_ip: HashMap<IpAddr, usize>,
+    /// Addresses per (host, secret), and distinct secrets per host.
+    host_secrets: HashMap<(Key, String), usize>,
+    per_host: HashMap<Key, usize>,
+    info_bytes: usize,
     keys: std::hash::RandomState,
     started: Instant,
     allow_loopback: bool,
+    last_expire: Option<Instant>,
+    json: Bytes,
+    json_built: Option<Instant>,
+    dirty: bool,
+    stats: DdnetStats,
 }
 
 /// A datagram to send: `(to, bytes)`.
 pub type Datagram = (SocketAddr, Vec<u8>);
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
 
 impl DdnetMaster {
     /// An empty registry. `allow_loopback` accepts servers on loopback addresses.
@@ -105,10 +147,17 @@ impl DdnetMaster {
         DdnetMaster {
             servers: HashMap::new(),
             addresses: HashMap::new(),
-            per_ip: HashMap::new(),
+            host_secrets: HashMap::new(),
+            per_host: HashMap::new(),
+            info_bytes: 0,
             keys: std::hash::RandomState::new(),
             started: now,
             allow_loopback,
+            last_expire: None,
+            json: Bytes::from_static(b"{\"servers\":[]}\n"),
+            json_built: None,
+            dirty: true,
+            stats: DdnetStats::default(),
         }
     }
 
@@ -120,6 +169,16 @@ impl DdnetMaster {
     /// True when none is registered.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
+    }
+
+    /// Bytes of info stored.
+    pub fn stored_bytes(&self) -> usize {
+        self.info_bytes
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> DdnetStats {
+        self.stats
     }
 
     fn token(&self, addr: &str, epoch: u64) -> String {
@@ -138,11 +197,8 @@ impl DdnetMaster {
         remote: IpAddr,
         r: Register,
     ) -> (Status, Option<Datagram>) {
-        self.expire(now);
-        let remote = match remote {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-            v4 => v4,
-        };
+        self.expire_now_and_then(now);
+        let remote = crate::limits::canonical_ip(remote);
         if !self.allow_loopback && remote.is_loopback() {
             return (error("servers on loopback addresses are not listed"), None);
         }
@@ -154,6 +210,12 @@ impl DdnetMaster {
             if v.is_empty() || v.len() > MAX_HEADER {
                 return (error(format!("missing or overlong header {name}")), None);
             }
+        }
+        if r.challenge_token
+            .as_ref()
+            .is_some_and(|t| t.len() > MAX_HEADER)
+        {
+            return (error("overlong header Challenge-Token"), None);
         }
         let Some((scheme, port)) = parse_address(&r.address) else {
             return (error(format!("bad Address {:?}", r.address)), None);
@@ -176,11 +238,13 @@ impl DdnetMaster {
         };
         let epoch = self.epoch(now);
         let current = self.token(&addr, epoch);
-        let valid = r
+        let valid = r.challenge_token.as_deref().is_some_and(|t| {
+            same_secret(t, &current) || (epoch > 0 && same_secret(t, &self.token(&addr, epoch - 1)))
+        });
+        let resend = !r
             .challenge_token
             .as_deref()
-            .is_some_and(|t| t == current || (epoch > 0 && t == self.token(&addr, epoch - 1)));
-        let resend = r.challenge_token.as_deref() != Some(current.as_str());
+            .is_some_and(|t| same_secret(t, &current));
         let challenge = resend.then(|| {
             let mut d = Vec::with_capacity(64);
             match connless {
@@ -199,36 +263,58 @@ impl DdnetMaster {
             (sock, d)
         });
         if !valid {
+            // The body is not even looked at before the address is proven.
             return (Status::NeedChallenge, challenge);
         }
-        let info = match r.info {
-            Some(serde_json::Value::Object(o)) => Some(serde_json::Value::Object(o)),
-            Some(_) => return (error("register info must be an object"), challenge),
+        let info = match r.info.filter(|b| !b.is_empty()) {
             None => None,
+            Some(b) if b.len() > MAX_INFO => {
+                return (
+                    error(format!("info larger than {MAX_INFO} bytes")),
+                    challenge,
+                )
+            }
+            Some(b) => {
+                self.stats.bodies_parsed += 1;
+                match compact_object(&b) {
+                    Ok(raw) => Some(raw),
+                    Err(e) => return (error(format!("body: {e}")), challenge),
+                }
+            }
         };
+        let host = Key::host(remote);
         // Addresses move between secrets when a server restarts with a new one.
         if let Some(old) = self.addresses.get(&addr).cloned() {
-            if old.secret != r.secret {
+            if !same_secret(&old.secret, &r.secret) {
                 self.unlink(&addr, &old.secret);
             }
         }
         if !self.addresses.contains_key(&addr) {
+            let new_here = !self.host_secrets.contains_key(&(host, r.secret.clone()));
+            let server_addresses = self.servers.get(&r.secret).map_or(0, |s| s.addresses.len());
             if self.addresses.len() >= MAX_SERVERS * 4
-                || self.per_ip.get(&remote).copied().unwrap_or(0) >= MAX_PER_IP
+                || (new_here && self.per_host.get(&host).copied().unwrap_or(0) >= MAX_PER_HOST)
+                || server_addresses >= MAX_ADDRESSES_PER_SERVER
             {
                 return (error("too many servers"), challenge);
             }
             if !self.servers.contains_key(&r.secret) && self.servers.len() >= MAX_SERVERS {
                 return (error("too many servers"), challenge);
             }
-            *self.per_ip.entry(remote).or_default() += 1;
+            if new_here {
+                *self.per_host.entry(host).or_default() += 1;
+            }
+            *self
+                .host_secrets
+                .entry((host, r.secret.clone()))
+                .or_default() += 1;
         }
         self.addresses.insert(
             addr.clone(),
             AddrEntry {
                 secret: r.secret.clone(),
                 seen: now,
-                ip: remote,
+                host,
             },
         );
         let server = self.servers.entry(r.secret).or_insert_with(|| Server {
@@ -236,13 +322,26 @@ impl DdnetMaster {
             info: None,
             info_serial: i64::MIN,
         });
-        server.addresses.insert(addr);
+        if server.addresses.insert(addr) {
+            self.dirty = true;
+        }
+        let mut refused = None;
         match info {
             Some(i) if r.info_serial > server.info_serial || server.info.is_none() => {
-                server.info = Some(i);
-                server.info_serial = r.info_serial;
+                let old = server.info.as_ref().map_or(0, |o| o.get().len());
+                if self.info_bytes - old + i.get().len() > MAX_INFO_BYTES {
+                    refused = Some(error("the master stores no more info"));
+                } else {
+                    self.info_bytes = self.info_bytes - old + i.get().len();
+                    server.info = Some(i);
+                    server.info_serial = r.info_serial;
+                    self.dirty = true;
+                }
             }
             _ => {}
+        }
+        if let Some(e) = refused {
+            return (e, challenge);
         }
         let status = if server.info.is_none() || r.info_serial > server.info_serial {
             Status::NeedInfo
@@ -257,9 +356,10 @@ impl DdnetMaster {
         let Some((scheme, port)) = parse_address(address) else {
             return error(format!("bad Address {address:?}"));
         };
+        let remote = crate::limits::canonical_ip(remote);
         let addr = format!("{scheme}://{}", SocketAddr::new(remote, port));
         match self.addresses.get(&addr) {
-            Some(e) if e.secret == secret => {
+            Some(e) if same_secret(&e.secret, secret) => {
                 let secret = e.secret.clone();
                 self.unlink(&addr, &secret);
                 Status::Success
@@ -270,23 +370,45 @@ impl DdnetMaster {
 
     fn unlink(&mut self, addr: &str, secret: &str) {
         if let Some(e) = self.addresses.remove(addr) {
-            if let Some(n) = self.per_ip.get_mut(&e.ip) {
+            let k = (e.host, e.secret);
+            if let Some(n) = self.host_secrets.get_mut(&k) {
                 *n -= 1;
                 if *n == 0 {
-                    self.per_ip.remove(&e.ip);
+                    self.host_secrets.remove(&k);
+                    if let Some(h) = self.per_host.get_mut(&k.0) {
+                        *h -= 1;
+                        if *h == 0 {
+                            self.per_host.remove(&k.0);
+                        }
+                    }
                 }
             }
         }
         if let Some(s) = self.servers.get_mut(secret) {
             s.addresses.remove(addr);
+            self.dirty = true;
             if s.addresses.is_empty() {
-                self.servers.remove(secret);
+                if let Some(gone) = self.servers.remove(secret) {
+                    self.info_bytes -= gone.info.map_or(0, |i| i.get().len());
+                }
             }
         }
     }
 
+    fn expire_now_and_then(&mut self, now: Instant) {
+        if self
+            .last_expire
+            .is_some_and(|t| now.saturating_duration_since(t) < EXPIRE_EVERY)
+        {
+            return;
+        }
+        self.expire(now);
+    }
+
     /// Drops addresses not refreshed within [`EXPIRY`].
     pub fn expire(&mut self, now: Instant) {
+        self.last_expire = Some(now);
+        self.stats.expiry_passes += 1;
         let stale: Vec<(String, String)> = self
             .addresses
             .iter()
@@ -298,13 +420,24 @@ impl DdnetMaster {
         }
     }
 
-    /// `servers.json`: every registered server with info, its addresses sorted.
-    pub fn servers_json(&mut self, now: Instant) -> String {
-        self.expire(now);
+    /// `servers.json`: every registered server with info, its addresses sorted. Built at most
+    /// once a second (when something changed); every other request gets the same bytes.
+    pub fn servers_json(&mut self, now: Instant) -> Bytes {
+        self.expire_now_and_then(now);
+        let fresh = self
+            .json_built
+            .is_some_and(|t| now.saturating_duration_since(t) < REBUILD_EVERY);
+        if !self.dirty || fresh {
+            return self.json.clone();
+        }
         #[derive(Serialize)]
         struct Entry<'a> {
             addresses: &'a BTreeSet<String>,
-            info: &'a serde_json::Value,
+            info: &'a RawValue,
+        }
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            servers: Vec<Entry<'a>>,
         }
         let mut list: Vec<Entry<'_>> = self
             .servers
@@ -312,13 +445,31 @@ impl DdnetMaster {
             .filter_map(|s| {
                 Some(Entry {
                     addresses: &s.addresses,
-                    info: s.info.as_ref()?,
+                    info: s.info.as_deref()?,
                 })
             })
             .collect();
         list.sort_by(|a, b| a.addresses.cmp(b.addresses));
-        serde_json::json!({ "servers": list }).to_string() + "\n"
+        let mut out = serde_json::to_vec(&Doc { servers: list }).unwrap_or_default();
+        out.push(b'\n');
+        self.json = Bytes::from(out);
+        self.json_built = Some(now);
+        self.dirty = false;
+        self.stats.rebuilds += 1;
+        self.json.clone()
     }
+}
+
+/// The body as compact JSON text, if it is a JSON object. Parsed once into a tree that is
+/// dropped at once (the body is at most [`MAX_INFO`] bytes), and stored as text: never a
+/// tree per server.
+fn compact_object(body: &[u8]) -> Result<Box<RawValue>, String> {
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    if !v.is_object() {
+        return Err("register info must be an object".into());
+    }
+    let text = serde_json::to_string(&v).map_err(|e| e.to_string())?;
+    RawValue::from_string(text).map_err(|e| e.to_string())
 }
 
 /// `tw-0.6+udp://connecting-address.invalid:8303` → (`tw-0.6+udp`, 8303).
@@ -345,6 +496,7 @@ mod tests {
     use super::*;
 
     fn req(token: Option<&str>, serial: i64, info: Option<serde_json::Value>) -> Register {
+        let info = info.map(|v| Bytes::from(serde_json::to_vec(&v).unwrap()));
         Register {
             address: "tw-0.6+udp://connecting-address.invalid:8303".into(),
             secret: "s1".into(),
@@ -381,7 +533,7 @@ mod tests {
         let info = serde_json::json!({"name": "My DDNet", "max_clients": 16});
         let (st, chal) = m.register(now, ip, req(Some(&token), 1, Some(info)));
         assert_eq!((st, chal), (Status::Success, None));
-        let json: serde_json::Value = serde_json::from_str(&m.servers_json(now)).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&m.servers_json(now)).unwrap();
         assert_eq!(
             json["servers"][0]["addresses"][0],
             "tw-0.6+udp://203.0.113.9:8303"
@@ -394,7 +546,7 @@ mod tests {
             Status::NeedChallenge
         );
         // Expiry.
-        assert_eq!(m.servers_json(now + EXPIRY), "{\"servers\":[]}\n");
+        assert_eq!(&m.servers_json(now + EXPIRY)[..], b"{\"servers\":[]}\n");
         assert!(m.is_empty());
     }
 
@@ -424,5 +576,177 @@ mod tests {
             .unwrap()
             .1
             .starts_with(b"\x21\x0a\x0b\x0c\x0d\xff\xff\xff\xff\xff\xff\xff\xffchal"));
+    }
+
+    /// Registers `secret` at `address` from `ip` with `info`, answering the challenge.
+    fn full_register(
+        m: &mut DdnetMaster,
+        now: Instant,
+        ip: IpAddr,
+        secret: &str,
+        address: &str,
+        info: Option<Bytes>,
+    ) -> Status {
+        let mut r = Register {
+            address: address.into(),
+            secret: secret.into(),
+            connless_token: address.starts_with("tw-0.7").then(|| "0a0b0c0d".into()),
+            challenge_secret: "uuid:ipv4".into(),
+            challenge_token: None,
+            info_serial: 1,
+            info: None,
+        };
+        let (_, chal) = m.register(now, ip, r.clone());
+        let Some((_, d)) = chal else {
+            return Status::Error {
+                message: "no challenge".into(),
+            };
+        };
+        let at = d.windows(4).position(|w| w == b"chal").unwrap() + 4;
+        let fields: Vec<&[u8]> = d[at..].split(|&b| b == 0).collect();
+        r.challenge_token = Some(String::from_utf8(fields[1].to_vec()).unwrap());
+        r.info = info;
+        m.register(now, ip, r).0
+    }
+
+    #[test]
+    fn a_bad_token_never_parses_the_body() {
+        let now = Instant::now();
+        let mut m = DdnetMaster::new(now, false);
+        let ip: IpAddr = "203.0.113.9".parse().unwrap();
+        let mut r = req(Some("not-the-token"), 1, None);
+        r.info = Some(Bytes::from(vec![b'['; 30_000]));
+        assert_eq!(m.register(now, ip, r).0, Status::NeedChallenge);
+        assert_eq!(m.stats().bodies_parsed, 0);
+    }
+
+    #[test]
+    fn info_is_stored_compact_and_bounded() {
+        let now = Instant::now();
+        let mut m = DdnetMaster::new(now, false);
+        let ip: IpAddr = "203.0.113.9".parse().unwrap();
+        // Array-heavy info padded with whitespace: stored as compact text.
+        let mut body = b"{\"a\": [".to_vec();
+        while body.len() < MAX_INFO - 100 {
+            body.extend_from_slice(b"0,   ");
+        }
+        body.extend_from_slice(b"0]}");
+        let body = Bytes::from(body);
+        for i in 0..MAX_PER_HOST {
+            let st = full_register(
+                &mut m,
+                now,
+                ip,
+                &format!("s{i}"),
+                &format!("tw-0.6+udp://connecting-address.invalid:{}", 8303 + i),
+                Some(body.clone()),
+            );
+            assert_eq!(st, Status::Success, "{i}");
+        }
+        assert_eq!(m.len(), MAX_PER_HOST);
+        assert!(
+            m.stored_bytes() <= MAX_PER_HOST * MAX_INFO / 2,
+            "{}",
+            m.stored_bytes()
+        );
+        // Over the size: refused.
+        let big = Bytes::from(vec![b' '; MAX_INFO + 1]);
+        let st = full_register(
+            &mut m,
+            now,
+            "203.0.113.10".parse().unwrap(),
+            "big",
+            "tw-0.6+udp://x:1",
+            Some(big),
+        );
+        assert!(matches!(st, Status::Error { .. }), "{st:?}");
+        // Not an object: refused.
+        let st = full_register(
+            &mut m,
+            now,
+            "203.0.113.10".parse().unwrap(),
+            "arr",
+            "tw-0.6+udp://x:2",
+            Some(Bytes::from_static(b"[1]")),
+        );
+        assert!(matches!(st, Status::Error { .. }), "{st:?}");
+        // The info in servers.json is the compact text.
+        let json = m.servers_json(now);
+        assert!(!json.windows(4).any(|w| w == b"0,  "));
+    }
+
+    #[test]
+    fn servers_json_is_rebuilt_at_most_once_a_second_and_expiry_does_not_scan_per_request() {
+        let now = Instant::now();
+        let mut m = DdnetMaster::new(now, false);
+        let ip: IpAddr = "203.0.113.9".parse().unwrap();
+        let info = Some(Bytes::from_static(b"{\"name\":\"x\"}"));
+        for i in 0..50u16 {
+            full_register(
+                &mut m,
+                now,
+                ip,
+                &format!("s{i}"),
+                &format!("tw-0.6+udp://x:{}", 8000 + i),
+                info.clone(),
+            );
+        }
+        for i in 0..1000u64 {
+            let t = now + Duration::from_micros(i * 999);
+            let _ = m.servers_json(t);
+            // Registrations keep changing the list meanwhile.
+            full_register(
+                &mut m,
+                t,
+                ip,
+                "s-new",
+                &format!("tw-0.6+udp://x:{}", 9000 + i % 10),
+                info.clone(),
+            );
+        }
+        assert!(m.stats().rebuilds <= 2, "{:?}", m.stats());
+        assert!(m.stats().expiry_passes <= 2, "{:?}", m.stats());
+    }
+
+    #[test]
+    fn forty_dual_scheme_servers_on_one_host_register_and_a_64_is_one_host() {
+        let now = Instant::now();
+        let mut m = DdnetMaster::new(now, false);
+        let ip: IpAddr = "203.0.113.9".parse().unwrap();
+        let info = Some(Bytes::from_static(b"{\"name\":\"x\"}"));
+        for i in 0..40u16 {
+            for scheme in ["tw-0.6+udp", "tw-0.7+udp"] {
+                let st = full_register(
+                    &mut m,
+                    now,
+                    ip,
+                    &format!("s{i}"),
+                    &format!("{scheme}://x:{}", 8303 + i),
+                    info.clone(),
+                );
+                assert_eq!(st, Status::Success, "{i} {scheme}");
+            }
+        }
+        assert_eq!(m.len(), 40);
+        // IPv6: every address of a /64 counts as the same host.
+        for i in 0..(MAX_PER_HOST as u16 + 5) {
+            let ip: IpAddr = format!("2001:db8::{:x}", i + 1).parse().unwrap();
+            full_register(
+                &mut m,
+                now,
+                ip,
+                &format!("v6-{i}"),
+                "tw-0.6+udp://x:8303",
+                info.clone(),
+            );
+        }
+        assert_eq!(m.len(), 40 + MAX_PER_HOST);
+    }
+
+    #[test]
+    fn secrets_are_compared_in_constant_time_and_exactly() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "abcd"));
     }
 }

@@ -13,20 +13,16 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
+use fragstat_http_guard::{ClientAddr, ClientIp, Limits, Server, Stats as HttpStats};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls;
 use tokio_rustls::TlsAcceptor;
-use tracing::{debug, info};
+use tracing::debug;
 
-use crate::ddnet::{DdnetMaster, Register, Status};
+use crate::ddnet::{DdnetMaster, Register, Status, MAX_INFO};
 
-/// Largest register body taken (a DDNet server's info with 64 clients is ~10 KB).
-const MAX_BODY: usize = 64 * 1024;
-
-/// Loads a TLS certificate chain and key (PEM files).
+/// Loads a TLS certificate chain and key (PEM files). HTTP/1.1 only is offered (ALPN).
 pub fn tls_config(cert: &Path, key: &Path) -> std::io::Result<Arc<rustls::ServerConfig>> {
     let bad = |what: &str, e: &dyn std::fmt::Display| {
         std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{what}: {e}"))
@@ -37,12 +33,13 @@ pub fn tls_config(cert: &Path, key: &Path) -> std::io::Result<Arc<rustls::Server
         .map_err(|e| bad(&cert.display().to_string(), &e))?;
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| bad(&key.display().to_string(), &e))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| bad("TLS", &e))?
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| bad("TLS certificate", &e))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 
@@ -65,13 +62,19 @@ fn reply(status: Status) -> axum::response::Response {
     (code, [("content-type", "application/json")], body).into_response()
 }
 
+fn internal() -> Status {
+    Status::Error {
+        message: "internal".into(),
+    }
+}
+
 async fn register(
     State(s): State<Shared>,
-    Extension(peer): Extension<SocketAddr>,
+    Extension(ClientAddr(client)): Extension<ClientAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> axum::response::Response {
-    let ip: IpAddr = peer.ip();
+    let ip: IpAddr = client.ip();
     let now = std::time::Instant::now();
     if header(&headers, "Action").as_deref() == Some("delete") {
         let status = match (header(&headers, "Address"), header(&headers, "Secret")) {
@@ -79,18 +82,14 @@ async fn register(
                 .master
                 .lock()
                 .map(|mut m| m.delete(ip, &a, &sec))
-                .unwrap_or(Status::Error {
-                    message: "internal".into(),
-                }),
+                .unwrap_or_else(|_| internal()),
             _ => Status::Error {
                 message: "missing header Address or Secret".into(),
             },
         };
         return reply(status);
     }
-    let info = if body.is_empty() {
-        None
-    } else {
+    if !body.is_empty() {
         let json = headers
             .get("content-type")
             .and_then(|v| v.to_str().ok())
@@ -106,20 +105,13 @@ async fn register(
             )
                 .into_response();
         }
-        match serde_json::from_slice(&body) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                return reply(Status::Error {
-                    message: format!("body: {e}"),
-                })
-            }
-        }
-    };
+    }
     let Some(info_serial) = header(&headers, "Info-Serial").and_then(|v| v.parse().ok()) else {
         return reply(Status::Error {
             message: "missing or bad header Info-Serial".into(),
         });
     };
+    // The body goes to the registry unparsed: it is parsed only once the token is checked.
     let r = Register {
         address: header(&headers, "Address").unwrap_or_default(),
         secret: header(&headers, "Secret").unwrap_or_default(),
@@ -127,23 +119,18 @@ async fn register(
         challenge_secret: header(&headers, "Challenge-Secret").unwrap_or_default(),
         challenge_token: header(&headers, "Challenge-Token"),
         info_serial,
-        info,
+        info: (!body.is_empty()).then_some(body),
     };
     let (status, challenge) = match s.master.lock() {
         Ok(mut m) => m.register(now, ip, r),
-        Err(_) => (
-            Status::Error {
-                message: "internal".into(),
-            },
-            None,
-        ),
+        Err(_) => (internal(), None),
     };
     if let Some((to, d)) = challenge {
         if let Err(e) = s.udp.send_to(&d, to).await {
             debug!(%to, error = %e, "challenge not sent");
         }
     }
-    debug!(%peer, ?status, "register");
+    debug!(%client, ?status, "register");
     reply(status)
 }
 
@@ -156,18 +143,41 @@ async fn servers_json(State(s): State<Shared>) -> axum::response::Response {
     ([("content-type", "application/json")], body).into_response()
 }
 
+/// How the DDNet HTTP master's listener is guarded.
+#[derive(Debug, Clone, Default)]
+pub struct DdnetOptions {
+    /// Timeouts and connection caps.
+    pub limits: Limits,
+    /// Where the client's address comes from (a trusted proxy's header, or the TCP peer).
+    pub client_ip: ClientIp,
+}
+
+/// What the metrics endpoint reads of the DDNet master.
+#[derive(Debug, Clone)]
+pub struct DdnetMetrics {
+    /// The registry.
+    pub master: Arc<Mutex<DdnetMaster>>,
+    /// Its listener's counters.
+    pub http: Arc<HttpStats>,
+}
+
 /// The DDNet master's listener, bound.
 #[derive(Debug)]
 pub struct DdnetBound {
     listener: tokio::net::TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     udp: Arc<tokio::net::UdpSocket>,
+    options: DdnetOptions,
+    master: Arc<Mutex<DdnetMaster>>,
+    http: Arc<HttpStats>,
 }
 
-/// Binds the HTTP(S) listener on `addr` and a UDP socket for challenges.
+/// Binds the HTTP(S) listener on `addr` and a UDP socket for challenges, for `master`.
 pub async fn bind_ddnet(
     addr: SocketAddr,
     tls: Option<Arc<rustls::ServerConfig>>,
+    options: DdnetOptions,
+    master: DdnetMaster,
 ) -> std::io::Result<DdnetBound> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -178,7 +188,14 @@ pub async fn bind_ddnet(
         "[::]:0".parse().unwrap_or(addr)
     };
     let udp = Arc::new(tokio::net::UdpSocket::bind(any).await?);
-    Ok(DdnetBound { listener, tls, udp })
+    Ok(DdnetBound {
+        listener,
+        tls,
+        udp,
+        options,
+        master: Arc::new(Mutex::new(master)),
+        http: Arc::default(),
+    })
 }
 
 impl DdnetBound {
@@ -192,57 +209,58 @@ impl DdnetBound {
         }
     }
 
+    /// The registry and counters, for the metrics endpoint.
+    pub fn metrics(&self) -> DdnetMetrics {
+        DdnetMetrics {
+            master: Arc::clone(&self.master),
+            http: Arc::clone(&self.http),
+        }
+    }
+
     /// Serves until `shutdown` completes.
-    pub async fn run(
-        self,
-        master: DdnetMaster,
-        shutdown: impl Future<Output = ()>,
-    ) -> std::io::Result<()> {
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
+        let master = Arc::clone(&self.master);
         let shared = Shared {
-            master: Arc::new(Mutex::new(master)),
+            master: self.master,
             udp: self.udp,
         };
         let app = Router::new()
             .route("/ddnet/15/register", post(register))
             .route("/ddnet/15/servers.json", get(servers_json))
-            .layer(DefaultBodyLimit::max(MAX_BODY))
+            .layer(DefaultBodyLimit::max(MAX_INFO))
             .with_state(shared);
-        let acceptor = self.tls.map(TlsAcceptor::from);
         if let Ok(a) = self.listener.local_addr() {
-            info!(addr = %a, tls = acceptor.is_some(), "DDNet HTTP master");
+            fragstat_http_guard::log_listening(
+                "DDNet HTTP master",
+                a,
+                self.tls.is_some(),
+                &self.options.limits,
+            );
+            fragstat_http_guard::warn_if_public_plain_http(
+                a,
+                self.tls.is_some(),
+                "the DDNet HTTP master",
+            );
         }
-        tokio::pin!(shutdown);
-        loop {
-            let (tcp, peer) = tokio::select! {
-                () = &mut shutdown => return Ok(()),
-                r = self.listener.accept() => match r {
-                    Ok(c) => c,
-                    Err(e) => {
-                        debug!(error = %e, "accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                        continue;
-                    }
-                },
-            };
-            let app = app.clone().layer(Extension(peer));
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let service = TowerToHyperService::new(app);
-                let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                let result = match acceptor {
-                    Some(acc) => match acc.accept(tcp).await {
-                        Ok(tls) => builder.serve_connection(TokioIo::new(tls), service).await,
-                        Err(e) => {
-                            debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                    },
-                    None => builder.serve_connection(TokioIo::new(tcp), service).await,
-                };
-                if let Err(e) = result {
-                    debug!(%peer, error = %e, "connection ended");
+        // Expiry also runs without requests, so an idle registry gives its memory back.
+        let expire = tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                every.tick().await;
+                if let Ok(mut m) = master.lock() {
+                    m.expire(std::time::Instant::now());
                 }
-            });
-        }
+            }
+        });
+        let server = Server {
+            listener: self.listener,
+            tls: self.tls.map(TlsAcceptor::from),
+            limits: self.options.limits,
+            client_ip: self.options.client_ip,
+            stats: self.http,
+        };
+        let r = server.serve(app, shutdown).await;
+        expire.abort();
+        r
     }
 }

@@ -2,12 +2,15 @@
 //! OpenArena, RtCW, Warsow, Nexuiz, Xonotic…), compatible with dpmaster's clients and
 //! servers, that:
 //!
-//! - lists a server only after it echoed a `getinfo` challenge (spoofed heartbeats list
-//!   nothing) and removes one only after it stopped answering repeated challenges (spoofed
+//! - lists a server only after it echoed a `getinfo` challenge — a keyed hash of its address,
+//!   checked without anything stored (spoofed heartbeats list nothing and fill nothing) — and
+//!   removes one only after it stopped answering repeated challenges that were sent (spoofed
 //!   flatlines remove nothing);
-//! - bounds memory (servers in all and per address, outstanding challenges, tracked sources);
-//! - limits every source's requests and heartbeats, and caps the bytes sent to any one address
-//!   per window, so a spoofed `getservers` flood amplifies at most a bounded factor;
+//! - bounds memory (servers in all and per host, the retry table in all and per network,
+//!   tracked sources, names);
+//! - limits requests per source host, heartbeats per listed address and per host for new
+//!   servers, and the bytes and challenges sent per destination network (/24, /64) and in all,
+//!   so a spoofed flood from any number of victims amplifies at most a bounded factor;
 //! - saves its list and serves it at once after a restart, re-verifying every server.
 //!
 //! The core ([`Master`]) is sans-IO: a [`fragstat_core::service::Service`] that takes the time
@@ -42,5 +45,7 @@ pub mod http;
 pub mod run;
 
 pub use limits::{LimitConfig, Rate};
-pub use master::{Config, Listed, Master, Snapshot, MAX_PACKET};
+pub use master::{
+    longest_list, Config, Listed, Master, Restored, Snapshot, MAX_PACKET, SNAPSHOT_VERSION,
+};
 pub use stats::{Drop, Stats};

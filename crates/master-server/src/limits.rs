@@ -1,6 +1,14 @@
-//! Per-source limits: token buckets for requests and heartbeats, and a byte budget per
-//! destination address so that a spoofed request flood amplifies at most a bounded factor.
+//! Limits that hold whatever the source address says: rates per source host, byte and
+//! challenge budgets per destination network (/24 for IPv4, /64 for IPv6) and in all.
 //! Sans-IO: every call takes the time.
+//!
+//! Every bucket is a GCRA (generic cell rate algorithm) token bucket stored as one number, its
+//! theoretical arrival time; a bucket whose time has passed is full, so forgetting it changes
+//! nothing. The tables of buckets are generational ([`Recent`]): a new key goes into the young
+//! table, a key found in the old one moves to the young one, and when the young table holds
+//! half the room (or has aged), the old table is dropped whole and the young one becomes old.
+//! No packet ever pays for a scan of the table, and a flood of new addresses never locks a new
+//! client out: it only forgets the buckets of addresses that were quiet for a generation.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -15,43 +23,169 @@ pub struct Rate {
     pub burst: f64,
 }
 
-/// A token bucket.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
+impl Rate {
+    /// No limit at all (benchmarks, trusted networks).
+    pub const UNLIMITED: Rate = Rate {
+        per_sec: f64::INFINITY,
+        burst: f64::INFINITY,
+    };
+
+    /// True for a rate that never refuses.
+    pub fn is_unlimited(&self) -> bool {
+        self.per_sec == f64::INFINITY
+    }
+
+    /// Checks that the rate is usable: finite positive numbers in a range where every
+    /// computation stays exact enough (no operator value makes a limit panic later).
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        if self.is_unlimited() {
+            return Ok(());
+        }
+        if !(self.per_sec.is_finite() && (1e-3..=1e9).contains(&self.per_sec)) {
+            return Err(format!(
+                "{what}: the rate must be between 0.001 and 1e9 a second"
+            ));
+        }
+        if !(self.burst.is_finite() && (1.0..=1e12).contains(&self.burst)) {
+            return Err(format!("{what}: the burst must be between 1 and 1e12"));
+        }
+        Ok(())
+    }
 }
+
+/// A GCRA bucket: the time (ns since the clock's origin) at which it will be full again.
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket(u64);
 
 impl Bucket {
-    fn full(rate: Rate, now: Instant) -> Self {
-        Bucket {
-            tokens: rate.burst,
-            at: now,
+    /// Would `cost` tokens be taken at `now`? Returns the bucket's new time if so.
+    fn try_take(self, rate: Rate, now: u64, cost: f64) -> Option<u64> {
+        if rate.is_unlimited() {
+            return Some(self.0);
+        }
+        // Nanoseconds per token; `as` saturates, so no value can overflow or panic.
+        let per = 1e9 / rate.per_sec.max(1e-9);
+        let inc = (per * cost.max(0.0)) as u64;
+        let tolerance = (per * rate.burst.max(0.0)) as u64;
+        let next = self.0.max(now).saturating_add(inc);
+        (next.saturating_sub(now) <= tolerance).then_some(next)
+    }
+
+    /// Tokens left at `now`.
+    fn tokens(self, rate: Rate, now: u64) -> f64 {
+        if rate.is_unlimited() {
+            return f64::INFINITY;
+        }
+        let per = 1e9 / rate.per_sec.max(1e-9);
+        let owed = self.0.saturating_sub(now) as f64 / per;
+        (rate.burst - owed).max(0.0)
+    }
+}
+
+/// A limit's key: an IPv4 address or network, or an IPv6 /64 (what dpmaster and every
+/// allocation policy treat as one host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// IPv4, masked.
+    V4(u32),
+    /// The upper 64 bits of an IPv6 address.
+    V6(u64),
+}
+
+impl Key {
+    /// The host: an IPv4 address (/32), or an IPv6 /64.
+    pub fn host(ip: IpAddr) -> Key {
+        match canonical_ip(ip) {
+            IpAddr::V4(v4) => Key::V4(u32::from(v4)),
+            IpAddr::V6(v6) => Key::V6((u128::from(v6) >> 64) as u64),
         }
     }
 
-    fn take(&mut self, rate: Rate, now: Instant, cost: f64) -> bool {
-        let dt = now.saturating_duration_since(self.at).as_secs_f64();
-        self.tokens = (self.tokens + dt * rate.per_sec).min(rate.burst);
-        self.at = now;
-        if self.tokens >= cost {
-            self.tokens -= cost;
-            true
-        } else {
-            false
+    /// The network: an IPv4 /24, or an IPv6 /64.
+    pub fn net(ip: IpAddr) -> Key {
+        match canonical_ip(ip) {
+            IpAddr::V4(v4) => Key::V4(u32::from(v4) & 0xffff_ff00),
+            IpAddr::V6(v6) => Key::V6((u128::from(v6) >> 64) as u64),
         }
     }
 }
 
-/// What is tracked per source address.
-#[derive(Debug, Clone, Copy)]
-struct Source {
-    requests: Bucket,
-    heartbeats: Bucket,
-    /// Bytes sent to this address in the current window, and when the window started.
-    sent: u64,
-    window: Instant,
-    last_seen: Instant,
+/// IPv4-mapped IPv6 addresses as IPv4.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// A bounded map of recently used keys, forgotten a generation at a time (see the module
+/// documentation): O(1) per access, at most `room` entries, no lockout.
+#[derive(Debug)]
+pub struct Recent<V> {
+    young: HashMap<Key, V>,
+    old: HashMap<Key, V>,
+    room: usize,
+    /// When the young table started (ns), and how long a generation may last.
+    born: u64,
+    max_age: u64,
+    rotations: u64,
+}
+
+impl<V: Default> Recent<V> {
+    /// A map of at most `room` keys whose generations last at most `max_age`.
+    pub fn new(room: usize, max_age: Duration) -> Self {
+        Recent {
+            young: HashMap::new(),
+            old: HashMap::new(),
+            room: room.max(2),
+            born: 0,
+            max_age: u64::try_from(max_age.as_nanos()).unwrap_or(u64::MAX),
+            rotations: 0,
+        }
+    }
+
+    fn rotate_if_due(&mut self, now: u64) {
+        if self.young.len() >= self.room / 2 || now.saturating_sub(self.born) >= self.max_age {
+            self.old = std::mem::take(&mut self.young);
+            self.born = now;
+            self.rotations += 1;
+        }
+    }
+
+    /// The value for `key`, a default one when it is new (or was forgotten).
+    pub fn entry(&mut self, key: Key, now: u64) -> &mut V {
+        if !self.young.contains_key(&key) {
+            self.rotate_if_due(now);
+            let v = self.old.remove(&key).unwrap_or_default();
+            self.young.insert(key, v);
+        }
+        self.young.entry(key).or_default()
+    }
+
+    /// Entries held (both generations).
+    pub fn len(&self) -> usize {
+        self.young.len() + self.old.len()
+    }
+
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Generations dropped so far (each one a table freed at once, never a scan per packet).
+    pub fn rotations(&self) -> u64 {
+        self.rotations
+    }
+
+    /// Ages the tables without an access (the master's timer), so an idle master gives
+    /// memory back.
+    pub fn tick(&mut self, now: u64) {
+        if now.saturating_sub(self.born) >= self.max_age {
+            self.old = std::mem::take(&mut self.young);
+            self.born = now;
+            self.rotations += 1;
+        }
+    }
 }
 
 /// Why a datagram was refused by the limits.
@@ -59,25 +193,71 @@ struct Source {
 pub enum Refusal {
     /// The source sent more than its rate.
     Rate,
-    /// Sending would exceed the destination's byte budget for the window.
+    /// Sending would exceed the destination network's byte budget.
     Budget,
-    /// Too many sources are tracked at once (a flood from many addresses).
-    Sources,
+    /// Sending would exceed the master's outbound byte budget in all.
+    GlobalBudget,
+    /// Sending a challenge would exceed the destination network's or the master's challenge
+    /// budget.
+    ChallengeBudget,
 }
 
-/// The limits' settings.
+/// The limits' settings. The defaults are documented in docs/master-server.md ("Running it
+/// in public").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LimitConfig {
-    /// `getservers` per source address.
+    /// `getservers` per source host (IPv4 address, IPv6 /64).
     pub requests: Rate,
-    /// Heartbeats per source address.
-    pub heartbeats: Rate,
-    /// Bytes sent to one address per `window`.
-    pub budget: u64,
-    /// The budget's window.
-    pub window: Duration,
-    /// Most source addresses tracked (bounded memory).
+    /// Heartbeats from addresses that are neither listed nor being verified, per source host.
+    /// Listed servers are limited per address:port instead (see
+    /// [`crate::Config::verify_interval`]), so a spoofer cannot use up their host's allowance.
+    pub new_servers: Rate,
+    /// List bytes per destination network (IPv4 /24, IPv6 /64).
+    pub net_bytes: Rate,
+    /// Challenges per destination network.
+    pub net_challenges: Rate,
+    /// List bytes in all: what a spoofed flood from any number of victims can make the master
+    /// send.
+    pub global_bytes: Rate,
+    /// Challenges in all. Repeated challenges (retries of registrations) are sent only while
+    /// at least half of this bucket is left, so a heartbeat flood cannot crowd out first
+    /// challenges.
+    pub global_challenges: Rate,
+    /// Most keys held per table (sources; destination networks).
     pub max_sources: usize,
+}
+
+impl LimitConfig {
+    /// No limits (benchmarks, trusted networks).
+    pub fn unlimited() -> Self {
+        LimitConfig {
+            requests: Rate::UNLIMITED,
+            new_servers: Rate::UNLIMITED,
+            net_bytes: Rate::UNLIMITED,
+            net_challenges: Rate::UNLIMITED,
+            global_bytes: Rate::UNLIMITED,
+            global_challenges: Rate::UNLIMITED,
+            ..LimitConfig::default()
+        }
+    }
+
+    /// Checks every rate (see [`Rate::check`]).
+    pub fn check(&self) -> Result<(), String> {
+        for (what, r) in [
+            ("requests", self.requests),
+            ("new servers", self.new_servers),
+            ("network bytes", self.net_bytes),
+            ("network challenges", self.net_challenges),
+            ("global bytes", self.global_bytes),
+            ("global challenges", self.global_challenges),
+        ] {
+            r.check(what)?;
+        }
+        if self.max_sources < 2 {
+            return Err("max sources must be at least 2".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for LimitConfig {
@@ -87,30 +267,70 @@ impl Default for LimitConfig {
                 per_sec: 1.0,
                 burst: 8.0,
             },
-            heartbeats: Rate {
-                per_sec: 0.5,
-                burst: 6.0,
+            new_servers: Rate {
+                per_sec: 1.0,
+                burst: 64.0,
             },
-            budget: 512 * 1024,
-            window: Duration::from_secs(10),
-            max_sources: 100_000,
+            net_bytes: Rate {
+                per_sec: 32.0 * 1024.0,
+                burst: 384.0 * 1024.0,
+            },
+            net_challenges: Rate {
+                per_sec: 64.0,
+                burst: 256.0,
+            },
+            global_bytes: Rate {
+                per_sec: 64.0 * 1024.0,
+                burst: 384.0 * 1024.0,
+            },
+            global_challenges: Rate {
+                per_sec: 10_000.0,
+                burst: 20_000.0,
+            },
+            max_sources: 131_072,
         }
     }
 }
 
-/// Per-source state for every address that talked to us recently.
+/// What is kept per source host.
+#[derive(Debug, Clone, Copy, Default)]
+struct Source {
+    requests: Bucket,
+    new_servers: Bucket,
+}
+
+/// What is kept per destination network.
+#[derive(Debug, Clone, Copy, Default)]
+struct Net {
+    bytes: Bucket,
+    challenges: Bucket,
+}
+
+/// How long a generation of the tables may last: longer than any default bucket takes to
+/// refill, so what is forgotten when idle was full anyway.
+const GENERATION: Duration = Duration::from_secs(60);
+
+/// The limits: per-source and per-destination buckets, and the two global ones.
 #[derive(Debug)]
 pub struct Limits {
     config: LimitConfig,
-    sources: HashMap<IpAddr, Source>,
+    origin: Option<Instant>,
+    sources: Recent<Source>,
+    nets: Recent<Net>,
+    global_bytes: Bucket,
+    global_challenges: Bucket,
 }
 
 impl Limits {
     /// Limits with `config`.
     pub fn new(config: LimitConfig) -> Self {
         Limits {
+            sources: Recent::new(config.max_sources, GENERATION),
+            nets: Recent::new(config.max_sources, GENERATION),
             config,
-            sources: HashMap::new(),
+            origin: None,
+            global_bytes: Bucket::default(),
+            global_challenges: Bucket::default(),
         }
     }
 
@@ -119,80 +339,91 @@ impl Limits {
         &self.config
     }
 
-    /// Sources tracked now.
+    fn ns(&mut self, now: Instant) -> u64 {
+        let origin = *self.origin.get_or_insert(now);
+        u64::try_from(now.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Sources and networks tracked now.
     pub fn tracked(&self) -> usize {
-        self.sources.len()
+        self.sources.len() + self.nets.len()
     }
 
-    fn source(&mut self, ip: IpAddr, now: Instant) -> Result<&mut Source, Refusal> {
-        if !self.sources.contains_key(&ip) && self.sources.len() >= self.config.max_sources {
-            self.prune(now);
-            if self.sources.len() >= self.config.max_sources {
-                return Err(Refusal::Sources);
-            }
-        }
-        let c = self.config;
-        let s = self.sources.entry(ip).or_insert_with(|| Source {
-            requests: Bucket::full(c.requests, now),
-            heartbeats: Bucket::full(c.heartbeats, now),
-            sent: 0,
-            window: now,
-            last_seen: now,
-        });
-        s.last_seen = now;
-        Ok(s)
+    /// Table generations dropped (sources and networks): each is one table freed at once.
+    pub fn rotations(&self) -> u64 {
+        self.sources.rotations() + self.nets.rotations()
     }
 
-    /// A list request from `ip`: within its rate?
+    /// A list request from `ip`: within its host's rate?
     pub fn request(&mut self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
-        let rate = self.config.requests;
-        let s = self.source(ip, now)?;
-        if s.requests.take(rate, now, 1.0) {
-            Ok(())
-        } else {
-            Err(Refusal::Rate)
-        }
-    }
-
-    /// A heartbeat from `ip`: within its rate?
-    pub fn heartbeat(&mut self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
-        let rate = self.config.heartbeats;
-        let s = self.source(ip, now)?;
-        if s.heartbeats.take(rate, now, 1.0) {
-            Ok(())
-        } else {
-            Err(Refusal::Rate)
-        }
-    }
-
-    /// Reserves `bytes` of `ip`'s budget for this window, or refuses (and reserves nothing).
-    pub fn spend(&mut self, ip: IpAddr, bytes: u64, now: Instant) -> Result<(), Refusal> {
-        let (budget, window) = (self.config.budget, self.config.window);
-        let s = self.source(ip, now)?;
-        if now.saturating_duration_since(s.window) >= window {
-            s.window = now;
-            s.sent = 0;
-        }
-        if s.sent + bytes > budget {
-            return Err(Refusal::Budget);
-        }
-        s.sent += bytes;
+        let (t, rate) = (self.ns(now), self.config.requests);
+        let s = self.sources.entry(Key::host(ip), t);
+        let next = s.requests.try_take(rate, t, 1.0).ok_or(Refusal::Rate)?;
+        s.requests = Bucket(next);
         Ok(())
     }
 
-    /// Forgets sources idle for longer than a budget window whose buckets are full again.
-    pub fn prune(&mut self, now: Instant) {
+    /// A heartbeat from `ip` for an address the master neither lists nor verifies: within its
+    /// host's rate for new servers?
+    pub fn new_server(&mut self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
+        let (t, rate) = (self.ns(now), self.config.new_servers);
+        let s = self.sources.entry(Key::host(ip), t);
+        let next = s.new_servers.try_take(rate, t, 1.0).ok_or(Refusal::Rate)?;
+        s.new_servers = Bucket(next);
+        Ok(())
+    }
+
+    /// Reserves `bytes` of list for `ip`: from its network's budget and the global one, or
+    /// neither.
+    pub fn send_list(&mut self, ip: IpAddr, bytes: u64, now: Instant) -> Result<(), Refusal> {
+        let t = self.ns(now);
         let c = self.config;
-        let idle = c
-            .window
-            .max(Duration::from_secs_f64(
-                c.requests.burst / c.requests.per_sec.max(1e-3),
-            ))
-            .max(Duration::from_secs_f64(
-                c.heartbeats.burst / c.heartbeats.per_sec.max(1e-3),
-            ));
-        self.sources
-            .retain(|_, s| now.saturating_duration_since(s.last_seen) < idle);
+        let cost = bytes as f64;
+        let global = self
+            .global_bytes
+            .try_take(c.global_bytes, t, cost)
+            .ok_or(Refusal::GlobalBudget)?;
+        let n = self.nets.entry(Key::net(ip), t);
+        let net = n
+            .bytes
+            .try_take(c.net_bytes, t, cost)
+            .ok_or(Refusal::Budget)?;
+        n.bytes = Bucket(net);
+        self.global_bytes = Bucket(global);
+        Ok(())
+    }
+
+    /// Reserves one challenge to `ip`. A `retry` is sent only while half the global challenge
+    /// bucket is left.
+    pub fn send_challenge(&mut self, ip: IpAddr, retry: bool, now: Instant) -> Result<(), Refusal> {
+        let t = self.ns(now);
+        let c = self.config;
+        if retry
+            && !c.global_challenges.is_unlimited()
+            && self.global_challenges.tokens(c.global_challenges, t)
+                < c.global_challenges.burst / 2.0 + 1.0
+        {
+            return Err(Refusal::ChallengeBudget);
+        }
+        let global = self
+            .global_challenges
+            .try_take(c.global_challenges, t, 1.0)
+            .ok_or(Refusal::ChallengeBudget)?;
+        let n = self.nets.entry(Key::net(ip), t);
+        let net = n
+            .challenges
+            .try_take(c.net_challenges, t, 1.0)
+            .ok_or(Refusal::ChallengeBudget)?;
+        n.challenges = Bucket(net);
+        self.global_challenges = Bucket(global);
+        Ok(())
+    }
+
+    /// Ages the tables (call from a timer).
+    pub fn tick(&mut self, now: Instant) {
+        let t = self.ns(now);
+        self.sources.tick(t);
+        self.nets.tick(t);
     }
 }
 
@@ -200,41 +431,122 @@ impl Limits {
 mod tests {
     use super::*;
 
-    #[test]
-    fn buckets_refill_and_budget_resets() {
-        let now = Instant::now();
-        let mut l = Limits::new(LimitConfig::default());
-        let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        for _ in 0..8 {
-            assert!(l.request(ip, now).is_ok());
-        }
-        assert_eq!(l.request(ip, now), Err(Refusal::Rate));
-        assert!(l.request(ip, now + Duration::from_secs(1)).is_ok());
-        assert!(l.spend(ip, 400 * 1024, now).is_ok());
-        assert_eq!(l.spend(ip, 200 * 1024, now), Err(Refusal::Budget));
-        assert!(l
-            .spend(ip, 200 * 1024, now + Duration::from_secs(10))
-            .is_ok());
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
     }
 
     #[test]
-    fn sources_are_bounded() {
+    fn buckets_refill() {
+        let now = Instant::now();
+        let mut l = Limits::new(LimitConfig::default());
+        let a = ip("10.0.0.1");
+        for _ in 0..8 {
+            assert!(l.request(a, now).is_ok());
+        }
+        assert_eq!(l.request(a, now), Err(Refusal::Rate));
+        assert!(l.request(a, now + Duration::from_secs(1)).is_ok());
+        // IPv6: one /64 is one host.
+        for i in 0..8 {
+            assert!(l.request(ip(&format!("2001:db8::{i}")), now).is_ok());
+        }
+        assert_eq!(l.request(ip("2001:db8::ffff"), now), Err(Refusal::Rate));
+        assert!(l.request(ip("2001:db8:0:1::1"), now).is_ok());
+    }
+
+    #[test]
+    fn list_budgets_hold_per_network_and_in_all() {
+        let now = Instant::now();
+        let c = LimitConfig::default();
+        let mut l = Limits::new(c);
+        // One /24: its burst, then nothing until it refills.
+        let burst = c.net_bytes.burst as u64;
+        assert!(l.send_list(ip("198.51.100.1"), burst, now).is_ok());
+        assert!(l.send_list(ip("198.51.100.200"), 1000, now).is_err());
+        // Every address of the /24 shares it; another /24 has its own but the global bucket
+        // (the same size as one network's burst) is spent too.
+        assert!(l.send_list(ip("198.51.101.1"), 1000, now).is_err());
+        let later = now + Duration::from_secs(2);
+        // The global bucket refills faster than one network's.
+        assert!(l.send_list(ip("198.51.101.1"), 60_000, later).is_ok());
+        assert_eq!(
+            l.send_list(ip("198.51.100.7"), 70_000, later),
+            Err(Refusal::Budget)
+        );
+        // A list larger than a burst is never sent (the config checks refuse such settings).
+        assert!(l
+            .send_list(
+                ip("203.0.113.1"),
+                burst + 1,
+                now + Duration::from_secs(3600)
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn retries_leave_half_the_challenges_for_first_ones() {
         let now = Instant::now();
         let mut l = Limits::new(LimitConfig {
-            max_sources: 3,
+            global_challenges: Rate {
+                per_sec: 1e-3,
+                burst: 10.0,
+            },
             ..LimitConfig::default()
         });
-        for i in 0..3u8 {
-            assert!(l.request(IpAddr::from([10, 0, 0, i]), now).is_ok());
+        let mut sent = 0;
+        for i in 0..20u8 {
+            if l.send_challenge(IpAddr::from([10, 0, i, 1]), true, now)
+                .is_ok()
+            {
+                sent += 1;
+            }
         }
-        assert_eq!(
-            l.request(IpAddr::from([10, 0, 0, 9]), now),
-            Err(Refusal::Sources)
-        );
-        // Once they have been idle long enough, room is made.
-        assert!(l
-            .request(IpAddr::from([10, 0, 0, 9]), now + Duration::from_secs(60))
-            .is_ok());
-        assert_eq!(l.tracked(), 1);
+        assert_eq!(sent, 5, "retries stop at half the bucket");
+        for i in 0..20u8 {
+            if l.send_challenge(IpAddr::from([10, 1, i, 1]), false, now)
+                .is_ok()
+            {
+                sent += 1;
+            }
+        }
+        assert_eq!(sent, 10, "first challenges take the rest");
+    }
+
+    #[test]
+    fn a_flood_of_new_sources_locks_nobody_out_and_scans_nothing() {
+        let now = Instant::now();
+        let mut l = Limits::new(LimitConfig {
+            max_sources: 100_000,
+            ..LimitConfig::default()
+        });
+        for i in 0..100_000u32 {
+            assert!(l.request(IpAddr::from(i.to_be_bytes()), now).is_ok());
+        }
+        let before = l.rotations();
+        let t = now + Duration::from_secs(1);
+        for i in 0..10_000u32 {
+            let a = IpAddr::from((0x0a00_0000 + i).to_be_bytes());
+            assert!(l.request(a, t).is_ok(), "a new source is never refused");
+        }
+        assert!(l.rotations() - before <= 1, "{}", l.rotations() - before);
+        assert!(l.tracked() <= 2 * 100_000);
+    }
+
+    #[test]
+    fn operator_values_that_would_overflow_are_refused_or_harmless() {
+        let silly = Rate {
+            per_sec: 0.001,
+            burst: 1e20,
+        };
+        assert!(silly.check("x").is_err());
+        // Even unchecked, the arithmetic saturates instead of panicking.
+        let mut l = Limits::new(LimitConfig {
+            requests: silly,
+            ..LimitConfig::default()
+        });
+        let now = Instant::now();
+        assert!(l.request(ip("10.0.0.1"), now).is_ok());
+        l.tick(now + Duration::from_secs(1_000_000));
+        assert!(Rate::UNLIMITED.check("x").is_ok());
+        assert!(LimitConfig::default().check().is_ok());
     }
 }

@@ -1,27 +1,40 @@
 //! The sans-IO master: registrations verified by challenge, lists filtered and split into
 //! datagrams, expiry, limits, snapshots. Drive it with [`Service::handle`] and
 //! [`Service::handle_timeout`]; `crate::run` does that on real sockets.
+//!
+//! Challenges are stateless: a challenge is a keyed hash (HMAC-SHA256 with a key from the
+//! operating system's random source) of the server's address, a 16 s epoch and the game its
+//! heartbeat named, so an answer is checked without anything stored for it and a flood of
+//! spoofed heartbeats fills no table a real server needs. What is stored per heartbeat is only
+//! the retry schedule ([`Config::max_pending`], at most [`Config::max_pending_per_net`] per
+//! network): when that is full, the challenge still goes out, once.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fragstat_core::service::{Outbox, Service};
 use fragstat_quake3_oob::{decode, encode_server_list, EotStyle, GetServers, InfoResponse, Packet};
 use serde::{Deserialize, Serialize};
+use tracing::info;
 
-use crate::limits::{LimitConfig, Limits, Refusal};
+use crate::limits::{Key, LimitConfig, Limits, Refusal};
 use crate::stats::{Drop, Stats};
 
 /// Largest list datagram (dpmaster's).
 pub const MAX_PACKET: usize = 1400;
 
+/// The state file format this master writes and reads.
+pub const SNAPSHOT_VERSION: u32 = 1;
+
 /// The master's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Most servers listed in all.
+    /// Most servers listed in all. With the default 16,384 the longest list (every server on
+    /// IPv6 in a `getserversExt`) is ~312 KB, within one network's byte burst.
     pub max_servers: usize,
-    /// Most servers per IP address.
+    /// Most servers per host (IPv4 address, IPv6 /64).
     pub max_per_address: usize,
     /// A server is dropped this long after its last verified infoResponse.
     pub expiry: Duration,
@@ -29,29 +42,76 @@ pub struct Config {
     pub challenge_timeout: Duration,
     /// Challenges sent before giving up on a server: a listed one that stopped answering is
     /// removed, a new one is not listed (a lost datagram neither removes a live server nor
-    /// loses a registration).
+    /// loses a registration). A challenge the limits did not let out is not counted.
     pub verify_attempts: u32,
-    /// Most challenges outstanding at once.
+    /// Most registrations whose challenge is repeated (the retry schedule).
     pub max_pending: usize,
+    /// Most of them per network (IPv4 /24, IPv6 /64).
+    pub max_pending_per_net: usize,
+    /// A heartbeat from a listed server starts a verification at most this often per
+    /// address:port; such heartbeats never use the host's allowance for new servers.
+    pub verify_interval: Duration,
     /// Accept servers on loopback and other non-routable addresses (tests, LAN masters).
     pub allow_loopback: bool,
-    /// Per-source rates and the per-destination byte budget.
+    /// Rates and budgets.
     pub limits: LimitConfig,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            max_servers: 65_536,
+            max_servers: 16_384,
             max_per_address: 32,
             expiry: Duration::from_secs(15 * 60),
             challenge_timeout: Duration::from_secs(2),
             verify_attempts: 3,
             max_pending: 16_384,
+            max_pending_per_net: 128,
+            verify_interval: Duration::from_secs(2),
             allow_loopback: false,
             limits: LimitConfig::default(),
         }
     }
+}
+
+impl Config {
+    /// Checks that no value would make the master refuse every list or panic later.
+    pub fn check(&self) -> Result<(), String> {
+        self.limits.check()?;
+        if self.max_servers == 0 || self.max_per_address == 0 {
+            return Err("max servers and max per address must be at least 1".into());
+        }
+        let year = Duration::from_secs(366 * 86_400);
+        if self.expiry.is_zero() || self.expiry > year {
+            return Err("expiry must be between 1 s and a year".into());
+        }
+        if self.challenge_timeout.is_zero() || self.challenge_timeout > Duration::from_secs(60) {
+            return Err("the challenge timeout must be between 1 ms and 60 s".into());
+        }
+        // The longest list must fit in one burst of the byte budgets, or it is never sent.
+        let longest = longest_list(self.max_servers) as f64;
+        for (what, r) in [
+            ("the per-network byte budget", self.limits.net_bytes),
+            ("the global byte budget", self.limits.global_bytes),
+        ] {
+            if !r.is_unlimited() && r.burst < longest {
+                return Err(format!(
+                    "{what} ({:.0} KiB burst) is smaller than the longest list of {} servers ({:.0} KiB): raise it or lower the servers",
+                    r.burst / 1024.0,
+                    self.max_servers,
+                    longest / 1024.0
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of the longest list `servers` can make: every server on IPv6 (19 bytes each) in
+/// datagrams of [`MAX_PACKET`].
+pub fn longest_list(servers: usize) -> usize {
+    let per = (MAX_PACKET - 40) / 19;
+    servers * 19 + servers.div_ceil(per.max(1)) * 40 + 40
 }
 
 /// A listed server.
@@ -72,37 +132,77 @@ pub struct Listed {
     pub gametype: String,
 }
 
-/// A listed server as stored: small, with its names interned (see [`Names`]).
+/// A listed server as stored: small, with its names interned (see [`Names`]); times in
+/// milliseconds since the master's clock started.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    game: u16,
-    gametype: u16,
+    game: u32,
+    gametype: u32,
     protocol: i32,
     clients: u16,
     max_clients: u16,
-    expires: Instant,
+    expires: u64,
+    /// When a heartbeat last started a verification.
+    last_verify: u64,
 }
 
-/// Game names and game types, stored once each: 10,000 servers of one game share one string.
+/// Game names and game types, stored once each and freed when no server uses them: 10,000
+/// servers of one game share one string, and names an attacker's servers made up go when the
+/// servers go.
 #[derive(Debug, Default)]
 struct Names {
-    all: Vec<Box<str>>,
-    index: HashMap<Box<str>, u16>,
+    all: Vec<(Box<str>, u32)>,
+    index: HashMap<Box<str>, u32>,
+    free: Vec<u32>,
 }
 
 impl Names {
-    fn intern(&mut self, s: &str) -> Option<u16> {
-        if let Some(i) = self.index.get(s) {
-            return Some(*i);
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            if let Some(e) = self.all.get_mut(i as usize) {
+                e.1 += 1;
+            }
+            return i;
         }
-        let i = u16::try_from(self.all.len()).ok()?;
-        self.all.push(s.into());
+        let i = match self.free.pop() {
+            Some(i) => {
+                if let Some(e) = self.all.get_mut(i as usize) {
+                    *e = (s.into(), 1);
+                }
+                i
+            }
+            None => {
+                self.all.push((s.into(), 1));
+                u32::try_from(self.all.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
         self.index.insert(s.into(), i);
-        Some(i)
+        i
     }
 
-    fn get(&self, i: u16) -> &str {
-        self.all.get(usize::from(i)).map_or("", |s| s)
+    fn release(&mut self, i: u32) {
+        let Some(e) = self.all.get_mut(i as usize) else {
+            return;
+        };
+        e.1 = e.1.saturating_sub(1);
+        if e.1 == 0 {
+            let name = std::mem::take(&mut e.0);
+            self.index.remove(&name);
+            self.free.push(i);
+        }
+    }
+
+    fn lookup(&self, s: &str) -> Option<u32> {
+        self.index.get(s).copied()
+    }
+
+    fn get(&self, i: u32) -> &str {
+        self.all.get(i as usize).map_or("", |s| &s.0)
+    }
+
+    /// Names in use.
+    fn len(&self) -> usize {
+        self.index.len()
     }
 }
 
@@ -114,63 +214,62 @@ enum Why {
     Verify,
 }
 
-#[derive(Debug, Clone)]
+/// A challenge's retry schedule (the challenge itself is recomputed, never stored).
+#[derive(Debug, Clone, Copy)]
 struct Pending {
-    challenge: [u8; CHALLENGE_LEN],
-    /// The anonymous game its heartbeat names, for servers that send no `gamename`.
-    heartbeat_game: &'static str,
+    /// The game code of the heartbeat (see [`code_game`]).
+    code: u8,
     why: Why,
-    deadline: Instant,
-    attempts: u32,
+    deadline: u64,
+    /// Challenges that went out.
+    sent: u8,
+    since: u64,
 }
 
 /// The saved state: what is listed (see [`Master::snapshot`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
-    /// Format version.
+    /// Format version ([`SNAPSHOT_VERSION`]).
     pub version: u32,
     /// Listed servers.
     pub servers: Vec<Listed>,
 }
 
-/// The master.
-#[derive(Debug)]
-pub struct Master {
-    config: Config,
-    servers: HashMap<SocketAddr, Entry>,
-    names: Names,
-    per_ip: HashMap<IpAddr, usize>,
-    pending: HashMap<SocketAddr, Pending>,
-    limits: Limits,
-    rng: fastrand::Rng,
-    next_tick: Option<Instant>,
-    stats: Stats,
-    /// Encoded lists by request, with the list generation and time they were built at.
-    lists: HashMap<ListKey, CachedList>,
-    /// Bumped whenever what a list could show changes.
-    generation: u64,
+/// What distinguishes one list from another: only values that can match a listed server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ListKey {
+    ext: bool,
+    /// A named game's id; `None` for the anonymous Quake III dialect.
+    game: Option<u32>,
+    protocol: i32,
+    gametype: Option<u32>,
+    empty: bool,
+    full: bool,
+    v4: bool,
+    v6: bool,
 }
-
-/// What distinguishes one list request from another.
-type ListKey = (bool, Option<Vec<u8>>, i32, Vec<Vec<u8>>);
 
 #[derive(Debug)]
 struct CachedList {
     generation: u64,
-    built: Instant,
-    datagrams: std::sync::Arc<[Vec<u8>]>,
+    built: u64,
+    used: u64,
+    datagrams: Arc<[Vec<u8>]>,
 }
 
-/// Most distinct requests whose lists are kept encoded.
+/// Most distinct lists kept encoded; the least recently used goes first.
 const MAX_CACHED_LISTS: usize = 64;
 
 /// A list may be this stale while servers keep registering (a master with 10,000 servers sees
 /// dozens of re-registrations a second; rebuilding for each request would cost more than the
 /// list is worth).
-const LIST_STALENESS: Duration = Duration::from_secs(1);
+const LIST_STALENESS_MS: u64 = 1000;
 
 /// Length of the challenges the master sends.
 const CHALLENGE_LEN: usize = 12;
+
+/// Challenges are valid for the epoch they were made in and the next one.
+const EPOCH_MS: u64 = 16_000;
 
 /// Longest game name or game type stored.
 const MAX_NAME: usize = 64;
@@ -178,14 +277,29 @@ const MAX_NAME: usize = 64;
 /// How often timers are looked at while anything is pending or listed.
 const TICK: Duration = Duration::from_millis(250);
 
-/// The anonymous game a heartbeat string stands for (dpmaster: Q3A, W:ET and RtCW servers
-/// need not send `gamename`).
-fn heartbeat_game(name: &[u8]) -> Option<&'static str> {
+/// A verification whose challenge the limits kept back this long is given up (the server
+/// stays listed until it expires or a later verification fails).
+const GIVE_UP_MS: u64 = 60_000;
+
+/// The game code a heartbeat string stands for (dpmaster: Q3A, W:ET and RtCW servers need not
+/// send `gamename`; DarkPlaces servers must).
+fn heartbeat_code(name: &[u8]) -> Option<u8> {
     match name {
-        b"QuakeArena-1" => Some("Quake3Arena"),
-        b"EnemyTerritory-1" | b"ETFlatline-1" => Some("et"),
-        b"Wolfenstein-1" | b"WolfFlatline-1" => Some("wolfmp"),
-        b"DarkPlaces" => Some(""),
+        b"QuakeArena-1" => Some(b'q'),
+        b"EnemyTerritory-1" | b"ETFlatline-1" => Some(b'e'),
+        b"Wolfenstein-1" | b"WolfFlatline-1" => Some(b'w'),
+        b"DarkPlaces" => Some(b'd'),
+        _ => None,
+    }
+}
+
+/// The anonymous game of a code; `""` for DarkPlaces (the server must name its game).
+fn code_game(code: u8) -> Option<&'static str> {
+    match code {
+        b'q' => Some("Quake3Arena"),
+        b'e' => Some("et"),
+        b'w' => Some("wolfmp"),
+        b'd' => Some(""),
         _ => None,
     }
 }
@@ -202,25 +316,82 @@ fn routable(ip: IpAddr) -> bool {
     }
 }
 
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// The master.
+#[derive(Debug)]
+pub struct Master {
+    config: Config,
+    servers: HashMap<SocketAddr, Entry>,
+    names: Names,
+    per_host: HashMap<Key, usize>,
+    protocols: HashMap<i32, usize>,
+    pending: HashMap<SocketAddr, Pending>,
+    /// Registrations in `pending`, in all and per network.
+    registering: usize,
+    registering_per_net: HashMap<Key, usize>,
+    limits: Limits,
+    key: ring::hmac::Key,
+    origin: Option<Instant>,
+    next_tick: Option<Instant>,
+    stats: Stats,
+    lists: HashMap<ListKey, CachedList>,
+    lists_used: u64,
+    empty_lists: [Arc<[Vec<u8>]>; 2],
+    /// Bumped whenever what a list could show changes.
+    generation: u64,
+}
+
+/// What [`Master::restore`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Servers listed (and being re-verified).
+    pub listed: usize,
+    /// Entries skipped: invalid (names, counts, addresses) or over a bound.
+    pub skipped: usize,
+}
+
 impl Master {
-    /// A master with `config`, challenges from a random seed.
+    /// A master with `config`, its challenge key from the operating system's random source.
     pub fn new(config: Config) -> Self {
-        Self::with_seed(config, fastrand::u64(..))
+        let rng = ring::rand::SystemRandom::new();
+        let key = ring::hmac::Key::generate(ring::hmac::HMAC_SHA256, &rng).unwrap_or_else(|_| {
+            // No OS randomness at all: still a key nobody outside this process knows.
+            let seed = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8);
+            ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &seed.to_le_bytes())
+        });
+        Self::with_key(config, key)
     }
 
-    /// A master whose challenges come from `seed` (tests).
+    /// A master whose challenge key comes from `seed` (tests: reproducible challenges).
     pub fn with_seed(config: Config, seed: u64) -> Self {
+        Self::with_key(
+            config,
+            ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &seed.to_le_bytes()),
+        )
+    }
+
+    fn with_key(config: Config, key: ring::hmac::Key) -> Self {
+        let empty = |ext| -> Arc<[Vec<u8>]> {
+            encode_server_list(&[], ext, EotStyle::LastPacket, MAX_PACKET).into()
+        };
         Master {
             limits: Limits::new(config.limits),
             config,
             servers: HashMap::new(),
             names: Names::default(),
-            per_ip: HashMap::new(),
+            per_host: HashMap::new(),
+            protocols: HashMap::new(),
             pending: HashMap::new(),
-            rng: fastrand::Rng::with_seed(seed),
+            registering: 0,
+            registering_per_net: HashMap::new(),
+            key,
+            origin: None,
             next_tick: None,
             stats: Stats::default(),
             lists: HashMap::new(),
+            lists_used: 0,
+            empty_lists: [empty(false), empty(true)],
             generation: 0,
         }
     }
@@ -233,6 +404,21 @@ impl Master {
     /// Counters for metrics.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The limits (tables tracked, generations dropped).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Distinct game names and game types in use.
+    pub fn names_in_use(&self) -> usize {
+        self.names.len()
+    }
+
+    fn ms(&mut self, now: Instant) -> u64 {
+        let origin = *self.origin.get_or_insert(now);
+        u64::try_from(now.saturating_duration_since(origin).as_millis()).unwrap_or(u64::MAX)
     }
 
     fn listed(&self, addr: SocketAddr, e: &Entry) -> Listed {
@@ -261,18 +447,20 @@ impl Master {
         self.servers.is_empty()
     }
 
-    /// Challenges outstanding.
+    /// Challenges with a retry schedule.
     pub fn pending(&self) -> usize {
         self.pending.len()
     }
 
     /// Servers listed per game name.
     pub fn by_game(&self) -> HashMap<String, usize> {
-        let mut m = HashMap::new();
+        let mut ids: HashMap<u32, usize> = HashMap::new();
         for e in self.servers.values() {
-            *m.entry(self.names.get(e.game).to_string()).or_default() += 1;
+            *ids.entry(e.game).or_default() += 1;
         }
-        m
+        ids.into_iter()
+            .map(|(g, n)| (self.names.get(g).to_string(), n))
+            .collect()
     }
 
     /// What to save: every listed server.
@@ -280,113 +468,240 @@ impl Master {
         let mut servers: Vec<Listed> = self.servers().collect();
         servers.sort_by_key(|s| s.addr);
         Snapshot {
-            version: 1,
+            version: SNAPSHOT_VERSION,
             servers,
         }
     }
 
     /// Lists the saved servers at once and challenges each of them; those that do not answer
-    /// within the verification attempts are dropped.
-    pub fn restore(&mut self, snapshot: Snapshot, now: Instant) {
+    /// within the verification attempts are dropped. Every entry is checked like a live
+    /// answer (names, counts, address, the bounds); what fails is skipped.
+    pub fn restore(&mut self, snapshot: Snapshot, now: Instant) -> Restored {
+        let t = self.ms(now);
+        let mut r = Restored::default();
         for s in snapshot.servers {
-            if self.servers.len() >= self.config.max_servers {
-                break;
-            }
-            if !self.config.allow_loopback && !routable(s.addr.ip()) {
+            let addr = fragstat_core::canonical(s.addr);
+            let s = Listed { addr, ..s };
+            if self.servers.contains_key(&addr)
+                || self.servers.len() >= self.config.max_servers
+                || self.check(&s).is_err()
+                || self.host_count(addr) >= self.config.max_per_address
+            {
+                r.skipped += 1;
                 continue;
             }
-            let addr = s.addr;
-            if !self.insert(s, now) {
-                continue;
-            }
-            let challenge = self.new_challenge();
+            self.insert(&s, t);
             self.pending.insert(
                 addr,
                 Pending {
-                    challenge,
-                    heartbeat_game: "",
+                    code: b'd',
                     why: Why::Verify,
                     // Sent on the first timer tick.
-                    deadline: now,
-                    attempts: 0,
+                    deadline: t,
+                    sent: 0,
+                    since: t,
                 },
             );
+            r.listed += 1;
         }
         self.next_tick = Some(now);
+        r
     }
 
-    fn new_challenge(&mut self) -> [u8; CHALLENGE_LEN] {
-        // Letters and digits only: valid for every engine.
-        std::array::from_fn(|_| self.rng.alphanumeric() as u8)
-    }
-
-    /// Lists (or refreshes) `server`; false when its names cannot be stored or its counts
-    /// are out of range.
-    fn insert(&mut self, server: Listed, now: Instant) -> bool {
-        let addr = server.addr;
-        let (Some(game), Some(gametype), Ok(clients), Ok(max_clients)) = (
-            self.names.intern(&server.game),
-            self.names.intern(&server.gametype),
-            u16::try_from(server.clients),
-            u16::try_from(server.max_clients),
-        ) else {
-            return false;
+    /// The challenge for `addr` in `epoch`, for a heartbeat of game `code`: the code, then 11
+    /// base-62 digits of the keyed hash.
+    fn challenge(&self, addr: SocketAddr, epoch: u64, code: u8) -> [u8; CHALLENGE_LEN] {
+        let ip = match addr.ip() {
+            IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+            IpAddr::V6(v6) => v6.octets(),
         };
-        let entry = Entry {
+        let mut msg = [0u8; 27];
+        msg[..16].copy_from_slice(&ip);
+        msg[16..18].copy_from_slice(&addr.port().to_be_bytes());
+        msg[18..26].copy_from_slice(&epoch.to_be_bytes());
+        msg[26] = code;
+        let tag = ring::hmac::sign(&self.key, &msg);
+        let mut h = [0u8; 8];
+        if let Some(t) = tag.as_ref().get(..8) {
+            h.copy_from_slice(t);
+        }
+        let mut n = u64::from_be_bytes(h);
+        let mut out = [0u8; CHALLENGE_LEN];
+        out[0] = code;
+        for c in out.iter_mut().skip(1) {
+            *c = BASE62[(n % 62) as usize];
+            n /= 62;
+        }
+        out
+    }
+
+    /// The game code of `challenge` when it is one this master made for `addr` in this epoch
+    /// or the one before.
+    fn check_challenge(&self, addr: SocketAddr, challenge: &[u8], t: u64) -> Option<u8> {
+        let &code = challenge.first()?;
+        code_game(code)?;
+        if challenge.len() != CHALLENGE_LEN {
+            return None;
+        }
+        let epoch = t / EPOCH_MS;
+        let ok = |e: u64| self.challenge(addr, e, code)[..] == *challenge;
+        (ok(epoch) || (epoch > 0 && ok(epoch - 1))).then_some(code)
+    }
+
+    /// Checks a listing like a live answer: names, counts, address.
+    fn check(&self, s: &Listed) -> Result<(), Drop> {
+        if !self.config.allow_loopback && !routable(s.addr.ip()) {
+            return Err(Drop::Unroutable);
+        }
+        if s.addr.port() == 0
+            || s.game.is_empty()
+            || s.game.len() > MAX_NAME
+            || s.game.contains(char::is_whitespace)
+            || s.gametype.len() > MAX_NAME
+            || s.max_clients == 0
+            || s.max_clients > 4096
+            || s.clients > 4096
+        {
+            return Err(Drop::MissingKeys);
+        }
+        Ok(())
+    }
+
+    fn host_count(&self, addr: SocketAddr) -> usize {
+        self.per_host
+            .get(&Key::host(addr.ip()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Lists (or refreshes) a checked `server`.
+    fn insert(&mut self, server: &Listed, t: u64) {
+        let addr = server.addr;
+        let game = self.names.intern(&server.game);
+        let gametype = self.names.intern(&server.gametype);
+        let mut entry = Entry {
             game,
             gametype,
             protocol: server.protocol,
-            clients,
-            max_clients,
-            expires: now + self.config.expiry,
+            clients: u16::try_from(server.clients).unwrap_or(u16::MAX),
+            max_clients: u16::try_from(server.max_clients).unwrap_or(u16::MAX),
+            expires: t
+                .saturating_add(u64::try_from(self.config.expiry.as_millis()).unwrap_or(u64::MAX)),
+            last_verify: t,
         };
+        if let Some(old) = self.servers.get(&addr) {
+            entry.last_verify = old.last_verify;
+        }
         match self.servers.insert(addr, entry) {
             None => {
-                *self.per_ip.entry(addr.ip()).or_default() += 1;
+                *self.per_host.entry(Key::host(addr.ip())).or_default() += 1;
+                *self.protocols.entry(server.protocol).or_default() += 1;
                 self.generation += 1;
             }
             Some(old) => {
+                self.names.release(old.game);
+                self.names.release(old.gametype);
+                if old.protocol != entry.protocol {
+                    self.uncount_protocol(old.protocol);
+                    *self.protocols.entry(entry.protocol).or_default() += 1;
+                }
                 let same = (
                     old.game,
                     old.gametype,
                     old.protocol,
                     old.clients,
                     old.max_clients,
-                ) == (game, gametype, server.protocol, clients, max_clients);
+                ) == (
+                    game,
+                    gametype,
+                    entry.protocol,
+                    entry.clients,
+                    entry.max_clients,
+                );
                 if !same {
                     self.generation += 1;
                 }
             }
         }
-        true
+    }
+
+    fn uncount_protocol(&mut self, protocol: i32) {
+        if let Some(n) = self.protocols.get_mut(&protocol) {
+            *n -= 1;
+            if *n == 0 {
+                self.protocols.remove(&protocol);
+            }
+        }
     }
 
     fn remove(&mut self, addr: SocketAddr) -> bool {
-        if self.servers.remove(&addr).is_none() {
+        let Some(old) = self.servers.remove(&addr) else {
             return false;
-        }
+        };
         self.generation += 1;
-        if let Some(n) = self.per_ip.get_mut(&addr.ip()) {
+        self.names.release(old.game);
+        self.names.release(old.gametype);
+        self.uncount_protocol(old.protocol);
+        let host = Key::host(addr.ip());
+        if let Some(n) = self.per_host.get_mut(&host) {
             *n -= 1;
             if *n == 0 {
-                self.per_ip.remove(&addr.ip());
+                self.per_host.remove(&host);
             }
         }
         true
     }
 
-    fn send_challenge(&mut self, to: SocketAddr, challenge: &[u8], now: Instant, out: &mut Outbox) {
+    /// Takes `addr`'s retry schedule out of the table (and out of the counts).
+    fn take_pending(&mut self, addr: SocketAddr) -> Option<Pending> {
+        let p = self.pending.remove(&addr)?;
+        if p.why == Why::Register {
+            self.registering = self.registering.saturating_sub(1);
+            let net = Key::net(addr.ip());
+            if let Some(n) = self.registering_per_net.get_mut(&net) {
+                *n -= 1;
+                if *n == 0 {
+                    self.registering_per_net.remove(&net);
+                }
+            }
+        }
+        Some(p)
+    }
+
+    fn put_pending(&mut self, addr: SocketAddr, p: Pending) {
+        if p.why == Why::Register {
+            self.registering += 1;
+            *self
+                .registering_per_net
+                .entry(Key::net(addr.ip()))
+                .or_default() += 1;
+        }
+        self.pending.insert(addr, p);
+    }
+
+    /// Sends a challenge to `to` if the limits let it out; true when it went.
+    fn send_challenge(
+        &mut self,
+        to: SocketAddr,
+        code: u8,
+        retry: bool,
+        now: Instant,
+        t: u64,
+        out: &mut Outbox,
+    ) -> bool {
+        if let Err(r) = self.limits.send_challenge(to.ip(), retry, now) {
+            self.stats.drop(r.into());
+            return false;
+        }
+        let challenge = self.challenge(to, t / EPOCH_MS, code);
         let bytes = Packet::GetInfo {
             challenge: Some(challenge.to_vec()),
         }
         .to_bytes()
         .unwrap_or_default();
-        if self.limits.spend(to.ip(), bytes.len() as u64, now).is_err() {
-            self.stats.drop(Drop::Budget);
-            return;
-        }
         self.stats.challenges += 1;
         out.push((to, bytes));
+        true
     }
 
     fn on_heartbeat(&mut self, now: Instant, from: SocketAddr, name: &[u8], out: &mut Outbox) {
@@ -395,41 +710,68 @@ impl Master {
             self.stats.drop(Drop::Unroutable);
             return;
         }
-        let Some(game) = heartbeat_game(name) else {
+        let Some(code) = heartbeat_code(name) else {
             self.stats.drop(Drop::UnknownHeartbeat);
             return;
         };
-        if let Err(r) = self.limits.heartbeat(from.ip(), now) {
-            self.stats.drop(r.into());
-            return;
-        }
-        let why = if self.servers.contains_key(&from) {
-            Why::Verify
-        } else {
-            Why::Register
-        };
         if self.pending.contains_key(&from) {
-            // One challenge at a time per server; a repeated heartbeat does not reset it.
+            // One challenge schedule at a time per server; a repeated heartbeat does not
+            // reset it.
             self.stats.drop(Drop::AlreadyPending);
             return;
         }
-        if self.pending.len() >= self.config.max_pending {
-            self.stats.drop(Drop::PendingFull);
+        let t = self.ms(now);
+        let timeout = u64::try_from(self.config.challenge_timeout.as_millis()).unwrap_or(2000);
+        let tick = TICK.as_millis() as u64;
+        if let Some(e) = self.servers.get_mut(&from) {
+            // A listed server: limited per address:port, never by its host's allowance (a
+            // spoofer heartbeating from the host's other ports cannot starve it).
+            let interval = u64::try_from(self.config.verify_interval.as_millis()).unwrap_or(0);
+            if t < e.last_verify.saturating_add(interval) {
+                self.stats.drop(Drop::Rate);
+                return;
+            }
+            e.last_verify = t;
+            let sent = self.send_challenge(from, code, false, now, t, out);
+            self.put_pending(
+                from,
+                Pending {
+                    code,
+                    why: Why::Verify,
+                    deadline: t + if sent { timeout } else { tick },
+                    sent: u8::from(sent),
+                    since: t,
+                },
+            );
+            self.arm(now);
             return;
         }
-        let challenge = self.new_challenge();
-        self.send_challenge(from, &challenge, now, out);
-        self.pending.insert(
-            from,
-            Pending {
-                challenge,
-                heartbeat_game: game,
-                why,
-                deadline: now + self.config.challenge_timeout,
-                attempts: 1,
-            },
-        );
-        self.arm(now);
+        if let Err(r) = self.limits.new_server(from.ip(), now) {
+            self.stats.drop(r.into());
+            return;
+        }
+        let sent = self.send_challenge(from, code, false, now, t, out);
+        let net = Key::net(from.ip());
+        let room = self.registering < self.config.max_pending
+            && self.registering_per_net.get(&net).copied().unwrap_or(0)
+                < self.config.max_pending_per_net;
+        if room {
+            self.put_pending(
+                from,
+                Pending {
+                    code,
+                    why: Why::Register,
+                    deadline: t + if sent { timeout } else { tick },
+                    sent: u8::from(sent),
+                    since: t,
+                },
+            );
+            self.arm(now);
+        } else {
+            // The challenge went out (or not) without a retry: an answer is still checked
+            // against the keyed hash.
+            self.stats.drop(Drop::PendingFull);
+        }
     }
 
     fn arm(&mut self, now: Instant) {
@@ -438,120 +780,138 @@ impl Master {
     }
 
     fn on_info(&mut self, now: Instant, from: SocketAddr, r: &InfoResponse) {
-        let Some(p) = self.pending.get(&from) else {
-            self.stats.drop(Drop::Unsolicited);
+        let t = self.ms(now);
+        let code = r
+            .info
+            .get("challenge")
+            .and_then(|c| self.check_challenge(from, c, t));
+        let Some(code) = code else {
+            // A wrong challenge leaves the schedule in place: the real answer may follow.
+            self.stats.drop(if self.pending.contains_key(&from) {
+                Drop::BadChallenge
+            } else {
+                Drop::Unsolicited
+            });
             return;
         };
-        if r.info.get("challenge") != Some(&p.challenge[..]) {
-            self.stats.drop(Drop::BadChallenge);
-            return;
-        }
-        let Some(p) = self.pending.remove(&from) else {
-            return;
-        };
+        self.take_pending(from);
+        let listed = self.servers.get(&from).copied();
         let int = |k: &str| r.info.get_int(&[k]);
         let (Some(protocol), Some(max), Some(clients)) =
             (int("protocol"), int("sv_maxclients"), int("clients"))
         else {
-            self.stats.drop(Drop::MissingKeys);
-            self.remove(from);
+            self.refuse_answer(from, listed.is_some(), Drop::MissingKeys);
             return;
         };
-        let gamename = r.info.get("gamename").map(|g| g.to_vec());
-        let game = match &gamename {
-            Some(g) if !g.is_empty() => match std::str::from_utf8(g) {
-                Ok(s) if !s.contains(char::is_whitespace) => s.to_string(),
-                _ => {
-                    self.stats.drop(Drop::MissingKeys);
-                    self.remove(from);
+        let game = match r.info.get("gamename").filter(|g| !g.is_empty()) {
+            Some(g) => match std::str::from_utf8(g) {
+                Ok(s) => s.to_string(),
+                Err(_) => {
+                    self.refuse_answer(from, listed.is_some(), Drop::MissingKeys);
                     return;
                 }
             },
-            // DarkPlaces servers must name their game; Q3A, W:ET and RtCW need not.
-            _ if p.heartbeat_game.is_empty() => {
-                if let Some(e) = self.servers.get(&from) {
-                    self.names.get(e.game).to_string()
-                } else {
-                    self.stats.drop(Drop::MissingKeys);
-                    return;
-                }
-            }
-            _ => p.heartbeat_game.to_string(),
+            // A listed server keeps its game (a spoofed heartbeat naming another anonymous
+            // game does not relabel it); a new one takes its heartbeat's.
+            None => match listed {
+                Some(e) => self.names.get(e.game).to_string(),
+                None => code_game(code).unwrap_or_default().to_string(),
+            },
         };
-        let (Ok(protocol), Ok(max), Ok(clients)) = (
-            i32::try_from(protocol),
-            u32::try_from(max),
-            u32::try_from(clients),
-        ) else {
-            self.stats.drop(Drop::MissingKeys);
-            self.remove(from);
-            return;
-        };
-        if max == 0 || clients > 4096 || max > 4096 {
-            self.stats.drop(Drop::MissingKeys);
-            self.remove(from);
-            return;
-        }
         let gametype = r
             .info
             .get("gametype")
             .filter(|g| !g.is_empty())
             .map(|g| String::from_utf8_lossy(g).into_owned())
             .unwrap_or_else(|| "0".into());
-        if gametype.len() > MAX_NAME || game.len() > MAX_NAME {
-            self.stats.drop(Drop::MissingKeys);
-            self.remove(from);
+        let s = Listed {
+            addr: from,
+            game,
+            protocol: i32::try_from(protocol).unwrap_or(i32::MIN),
+            clients: u32::try_from(clients).unwrap_or(u32::MAX),
+            max_clients: u32::try_from(max).unwrap_or(0),
+            gametype,
+        };
+        if i32::try_from(protocol).is_err() {
+            self.refuse_answer(from, listed.is_some(), Drop::MissingKeys);
             return;
         }
-        if !self.servers.contains_key(&from) {
+        if let Err(d) = self.check(&s) {
+            self.refuse_answer(from, listed.is_some(), d);
+            return;
+        }
+        if listed.is_none() {
             if self.servers.len() >= self.config.max_servers {
                 self.stats.drop(Drop::ServersFull);
                 return;
             }
-            if self.per_ip.get(&from.ip()).copied().unwrap_or(0) >= self.config.max_per_address {
+            if self.host_count(from) >= self.config.max_per_address {
                 self.stats.drop(Drop::PerAddress);
                 return;
             }
             self.stats.registrations += 1;
+            info!(server = %from, game = %s.game, protocol = s.protocol, "registered");
         } else {
             self.stats.verifications += 1;
         }
-        let listed = Listed {
-            addr: from,
-            game,
-            protocol,
-            clients,
-            max_clients: max,
-            gametype,
-        };
-        if !self.insert(listed, now) {
-            self.stats.drop(Drop::ServersFull);
-            return;
-        }
+        self.insert(&s, t);
         self.arm(now);
+    }
+
+    /// An answer with the right challenge whose info cannot be listed: a listed server is
+    /// taken off (it answered, and what it says is not listable).
+    fn refuse_answer(&mut self, from: SocketAddr, listed: bool, why: Drop) {
+        self.stats.drop(why);
+        if listed && self.remove(from) {
+            self.stats.removals += 1;
+            info!(server = %from, reason = why.label(), "removed: its answer cannot be listed");
+        }
     }
 
     /// The servers a request asks for, in address order.
     pub fn select(&self, req: &GetServers) -> Vec<SocketAddr> {
+        match self.list_key(req) {
+            Some(k) => self.select_key(&k),
+            None => Vec::new(),
+        }
+    }
+
+    /// The request's list key, or `None` when nothing listed can match it (a game, game type
+    /// or protocol no server has): such requests cost no scan and no cache entry.
+    fn list_key(&self, req: &GetServers) -> Option<ListKey> {
         let opt = |o: &str| req.has_option(o);
-        let named = req.game.as_deref().map(String::from_utf8_lossy);
+        if !self.protocols.contains_key(&req.protocol) {
+            return None;
+        }
+        let game = match &req.game {
+            Some(g) => Some(self.names.lookup(std::str::from_utf8(g).ok()?)?),
+            None => None,
+        };
         // W:ET clients get every server for `getservers 84` (dpmaster).
-        let everything = named.is_none() && req.protocol == 84;
-        let want_empty = everything || opt("empty");
-        let want_full = everything || opt("full");
-        let gametype: Option<String> = req.options.iter().find_map(|o| {
+        let everything = game.is_none() && req.protocol == 84;
+        let mut gametype_name: Option<String> = None;
+        for o in &req.options {
             let o = String::from_utf8_lossy(o);
             if let Some(v) = o.strip_prefix("gametype=") {
-                return Some(v.to_string());
+                gametype_name = Some(v.to_string());
+                break;
             }
-            match o.to_ascii_lowercase().as_str() {
-                "ffa" => Some("0".into()),
-                "tourney" => Some("1".into()),
-                "team" => Some("3".into()),
-                "ctf" => Some("4".into()),
+            let short = match o.to_ascii_lowercase().as_str() {
+                "ffa" => Some("0"),
+                "tourney" => Some("1"),
+                "team" => Some("3"),
+                "ctf" => Some("4"),
                 _ => None,
+            };
+            if let Some(s) = short {
+                gametype_name = Some(s.into());
+                break;
             }
-        });
+        }
+        let gametype = match gametype_name {
+            Some(g) => Some(self.names.lookup(&g)?),
+            None => None,
+        };
         let (v4, v6) = if req.ext {
             match (opt("ipv4"), opt("ipv6")) {
                 (false, false) => (true, true),
@@ -560,19 +920,35 @@ impl Master {
         } else {
             (true, false)
         };
-        let names = &self.names;
+        Some(ListKey {
+            ext: req.ext,
+            game,
+            protocol: req.protocol,
+            gametype,
+            empty: everything || opt("empty"),
+            full: everything || opt("full"),
+            v4,
+            v6,
+        })
+    }
+
+    fn select_key(&self, k: &ListKey) -> Vec<SocketAddr> {
+        let anonymous: Vec<u32> = ANONYMOUS
+            .iter()
+            .filter_map(|g| self.names.lookup(g))
+            .collect();
         let mut list: Vec<SocketAddr> = self
             .servers
             .iter()
-            .filter(|(_, s)| s.protocol == req.protocol)
-            .filter(|(_, s)| match &named {
-                Some(n) => names.get(s.game) == *n,
-                None => ANONYMOUS.contains(&names.get(s.game)),
+            .filter(|(_, s)| s.protocol == k.protocol)
+            .filter(|(_, s)| match k.game {
+                Some(g) => s.game == g,
+                None => anonymous.contains(&s.game),
             })
-            .filter(|(_, s)| want_empty || s.clients > 0)
-            .filter(|(_, s)| want_full || s.clients < s.max_clients)
-            .filter(|(_, s)| gametype.as_ref().is_none_or(|g| g == names.get(s.gametype)))
-            .filter(|(a, _)| if a.is_ipv4() { v4 } else { v6 })
+            .filter(|(_, s)| k.empty || s.clients > 0)
+            .filter(|(_, s)| k.full || s.clients < s.max_clients)
+            .filter(|(_, s)| k.gametype.is_none_or(|g| g == s.gametype))
+            .filter(|(a, _)| if a.is_ipv4() { k.v4 } else { k.v6 })
             .map(|(a, _)| *a)
             .collect();
         list.sort();
@@ -580,30 +956,41 @@ impl Master {
     }
 
     /// The encoded list for `req`: from the cache when nothing changed since it was built (or
-    /// it is less than [`LIST_STALENESS`] old), else built and cached.
-    fn list_for(&mut self, req: &GetServers, now: Instant) -> std::sync::Arc<[Vec<u8>]> {
-        let mut options = req.options.clone();
-        options.sort();
-        let key: ListKey = (req.ext, req.game.clone(), req.protocol, options);
-        if let Some(c) = self.lists.get(&key) {
-            if c.generation == self.generation
-                || now.saturating_duration_since(c.built) < LIST_STALENESS
-            {
-                return std::sync::Arc::clone(&c.datagrams);
+    /// it is less than a second old), else built and cached, the least recently used list
+    /// making room.
+    fn list_for(&mut self, req: &GetServers, t: u64) -> Arc<[Vec<u8>]> {
+        let Some(key) = self.list_key(req) else {
+            return Arc::clone(&self.empty_lists[usize::from(req.ext)]);
+        };
+        self.lists_used += 1;
+        let used = self.lists_used;
+        if let Some(c) = self.lists.get_mut(&key) {
+            if c.generation == self.generation || t.saturating_sub(c.built) < LIST_STALENESS_MS {
+                c.used = used;
+                return Arc::clone(&c.datagrams);
             }
         }
-        let list = self.select(req);
-        let datagrams: std::sync::Arc<[Vec<u8>]> =
-            encode_server_list(&list, req.ext, EotStyle::LastPacket, MAX_PACKET).into();
-        if self.lists.len() >= MAX_CACHED_LISTS {
-            self.lists.clear();
+        let list = self.select_key(&key);
+        self.stats.lists_built += 1;
+        let datagrams: Arc<[Vec<u8>]> =
+            encode_server_list(&list, key.ext, EotStyle::LastPacket, MAX_PACKET).into();
+        if self.lists.len() >= MAX_CACHED_LISTS && !self.lists.contains_key(&key) {
+            if let Some(oldest) = self
+                .lists
+                .iter()
+                .min_by_key(|(_, c)| c.used)
+                .map(|(k, _)| *k)
+            {
+                self.lists.remove(&oldest);
+            }
         }
         self.lists.insert(
             key,
             CachedList {
                 generation: self.generation,
-                built: now,
-                datagrams: std::sync::Arc::clone(&datagrams),
+                built: t,
+                used,
+                datagrams: Arc::clone(&datagrams),
             },
         );
         datagrams
@@ -621,9 +1008,10 @@ impl Master {
             self.stats.drop(r.into());
             return;
         }
-        let packets = self.list_for(req, now);
+        let t = self.ms(now);
+        let packets = self.list_for(req, t);
         let bytes: u64 = packets.iter().map(|p| p.len() as u64).sum();
-        if let Err(r) = self.limits.spend(from.ip(), bytes, now) {
+        if let Err(r) = self.limits.send_list(from.ip(), bytes, now) {
             self.stats.drop(r.into());
             return;
         }
@@ -638,7 +1026,8 @@ impl From<Refusal> for Drop {
         match r {
             Refusal::Rate => Drop::Rate,
             Refusal::Budget => Drop::Budget,
-            Refusal::Sources => Drop::Sources,
+            Refusal::GlobalBudget => Drop::GlobalBudget,
+            Refusal::ChallengeBudget => Drop::ChallengeBudget,
         }
     }
 }
@@ -661,42 +1050,62 @@ impl Service for Master {
     }
 
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+        let t = self.ms(now);
+        let timeout = u64::try_from(self.config.challenge_timeout.as_millis()).unwrap_or(2000);
+        let tick = TICK.as_millis() as u64;
+        let tries = u8::try_from(self.config.verify_attempts.clamp(1, 255)).unwrap_or(3);
         // Challenges that went unanswered: ask again, or give up.
         let due: Vec<SocketAddr> = self
             .pending
             .iter()
-            .filter(|(_, p)| p.deadline <= now)
+            .filter(|(_, p)| p.deadline <= t)
             .map(|(a, _)| *a)
             .collect();
         for addr in due {
-            let Some(mut p) = self.pending.remove(&addr) else {
+            let Some(mut p) = self.take_pending(addr) else {
                 continue;
             };
+            if p.why == Why::Verify && !self.servers.contains_key(&addr) {
+                continue;
+            }
+            if p.sent >= tries {
+                // Every challenge went out and none was answered.
+                if p.why == Why::Verify && self.remove(addr) {
+                    self.stats.removals += 1;
+                    info!(server = %addr, "removed: stopped answering challenges");
+                }
+                continue;
+            }
+            if t.saturating_sub(p.since) > GIVE_UP_MS {
+                // The limits kept its challenges back this long: give up without a verdict.
+                continue;
+            }
             // Registrations are retried too: a server that heartbeats while still loading its
             // map misses the first challenge and would otherwise wait minutes for the next.
-            let tries = self.config.verify_attempts.max(1);
-            if p.attempts < tries {
-                p.attempts += 1;
-                p.deadline = now + self.config.challenge_timeout;
-                let c = p.challenge;
-                self.send_challenge(addr, &c, now, out);
-                self.pending.insert(addr, p);
-            } else if p.why == Why::Verify && self.remove(addr) {
-                self.stats.removals += 1;
+            let retry = p.why == Why::Register && p.sent > 0;
+            if self.send_challenge(addr, p.code, retry, now, t, out) {
+                p.sent += 1;
+                p.deadline = t + timeout;
+            } else {
+                // Not sent: not an attempt. Tried again on a later tick.
+                p.deadline = t + tick;
             }
+            self.put_pending(addr, p);
         }
         let expired: Vec<SocketAddr> = self
             .servers
             .iter()
-            .filter(|(_, e)| e.expires <= now)
+            .filter(|(_, e)| e.expires <= t)
             .map(|(a, _)| *a)
             .collect();
         for addr in expired {
+            self.take_pending(addr);
             if self.remove(addr) {
                 self.stats.expirations += 1;
+                info!(server = %addr, "expired");
             }
         }
-        self.limits.prune(now);
+        self.limits.tick(now);
         // A burst of registrations leaves a large, empty challenge table behind: give it back.
         if self.pending.capacity() > 4 * self.pending.len() + 64 {
             self.pending.shrink_to(2 * self.pending.len());
@@ -706,5 +1115,81 @@ impl Service for Master {
         } else {
             Some(now + TICK)
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_freed_and_their_slots_reused() {
+        let mut n = Names::default();
+        let a = n.intern("a");
+        assert_eq!(n.intern("a"), a);
+        let b = n.intern("b");
+        n.release(a);
+        assert_eq!(n.lookup("a"), Some(a), "still used once");
+        n.release(a);
+        assert_eq!(n.lookup("a"), None);
+        let c = n.intern("c");
+        assert_eq!(c, a, "the freed slot is reused");
+        assert_eq!(n.get(b), "b");
+        assert_eq!(n.len(), 2);
+    }
+
+    #[test]
+    fn challenges_are_keyed_and_carry_their_game() {
+        let m = Master::with_seed(Config::default(), 1);
+        let other = Master::with_seed(Config::default(), 2);
+        let a: SocketAddr = "203.0.113.7:27960".parse().unwrap();
+        let c = m.challenge(a, 5, b'e');
+        assert_eq!(c[0], b'e');
+        assert!(c.iter().all(u8::is_ascii_alphanumeric));
+        assert_ne!(
+            c,
+            other.challenge(a, 5, b'e'),
+            "another key, another challenge"
+        );
+        assert_ne!(c, m.challenge(a, 6, b'e'));
+        assert_ne!(
+            c,
+            m.challenge("203.0.113.7:27961".parse().unwrap(), 5, b'e')
+        );
+        let t = 5 * EPOCH_MS + 10;
+        assert_eq!(m.check_challenge(a, &c, t), Some(b'e'));
+        assert_eq!(m.check_challenge(a, &c, t + EPOCH_MS), Some(b'e'));
+        assert_eq!(m.check_challenge(a, &c, t + 2 * EPOCH_MS), None, "too old");
+        let mut relabelled = c;
+        relabelled[0] = b'q';
+        assert_eq!(m.check_challenge(a, &relabelled, t), None);
+        // Two masters from the OS's random source do not share a key.
+        let (x, y) = (
+            Master::new(Config::default()),
+            Master::new(Config::default()),
+        );
+        assert_ne!(x.challenge(a, 1, b'q'), y.challenge(a, 1, b'q'));
+    }
+
+    #[test]
+    fn config_checks_refuse_what_would_never_list_or_would_panic() {
+        assert!(Config::default().check().is_ok());
+        let big = Config {
+            max_servers: 65_536,
+            ..Config::default()
+        };
+        assert!(big.check().unwrap_err().contains("longest list"));
+        let unlimited = Config {
+            max_servers: 1_000_000,
+            limits: LimitConfig::unlimited(),
+            ..Config::default()
+        };
+        assert!(unlimited.check().is_ok());
+        let forever = Config {
+            expiry: Duration::from_secs(u64::MAX),
+            ..Config::default()
+        };
+        assert!(forever.check().is_err());
+        assert!(longest_list(16_384) < 384 * 1024);
     }
 }

@@ -1,6 +1,8 @@
-//! The master on real sockets: a single loop that owns the [`Master`] and polls one receive
-//! per listening socket, the timers, periodic snapshots to a state file (written atomically:
-//! a temporary file, fsync, rename) and, optionally, Prometheus metrics over HTTP.
+//! The master on real sockets: a loop that owns the [`Master`] and polls one receive per
+//! listening socket, the timers and periodic snapshots to a state file (written atomically:
+//! a temporary file, fsync, rename, off the loop), on a thread and runtime of its own, so
+//! nothing served over HTTP (TLS handshakes, JSON, metrics) can stall a list; and,
+//! optionally, Prometheus metrics over HTTP on the caller's runtime.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -9,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fragstat_core::service::{Outbox, Service};
-use fragstat_core::{Transport, UdpTransport};
+use fragstat_core::UdpTransport;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -19,7 +21,8 @@ use prometheus_client::registry::Registry;
 use tracing::{debug, info, warn};
 
 use crate::batch::{BatchSocket, RecvBatch};
-use crate::{Master, Snapshot, Stats};
+use crate::http::DdnetMetrics;
+use crate::{Master, Snapshot, Stats, SNAPSHOT_VERSION};
 
 /// Where and how the master runs.
 #[derive(Debug, Clone)]
@@ -32,6 +35,8 @@ pub struct RunConfig {
     pub snapshot_every: Duration,
     /// Serve Prometheus metrics at `http://ADDR/metrics`.
     pub metrics: Option<SocketAddr>,
+    /// Timeouts and caps of the metrics listener.
+    pub metrics_limits: fragstat_http_guard::Limits,
 }
 
 impl Default for RunConfig {
@@ -41,6 +46,11 @@ impl Default for RunConfig {
             state: None,
             snapshot_every: Duration::from_secs(60),
             metrics: None,
+            metrics_limits: fragstat_http_guard::Limits {
+                max_connections: 64,
+                max_per_ip: 8,
+                ..fragstat_http_guard::Limits::default()
+            },
         }
     }
 }
@@ -86,36 +96,121 @@ async fn send_out(
     }
 }
 
-/// Reads a state file (`Ok(None)` when there is none).
+/// Largest state file read (65,536 servers take ~10 MB).
+const MAX_STATE_BYTES: u64 = 64 << 20;
+
+fn state_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Checks that the state file can be written: its directory exists and takes a new file, and
+/// the path is not a directory. The error names the path.
+pub fn check_state_path(path: &Path) -> std::io::Result<()> {
+    let dir = state_dir(path);
+    let named = |what: String| std::io::Error::other(format!("{}: {what}", path.display()));
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(named(format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(named(format!("directory {}: {e}", dir.display()))),
+    }
+    if path.is_dir() {
+        return Err(named("is a directory".into()));
+    }
+    tempfile::NamedTempFile::new_in(dir)
+        .map(drop)
+        .map_err(|e| named(format!("cannot write in {}: {e}", dir.display())))
+}
+
+/// Reads a state file strictly (`Ok(None)` when there is none): a file that is not a state
+/// file of this version is an error.
 pub fn load_state(path: &Path) -> std::io::Result<Option<Snapshot>> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("{}: not a master state file: {e}", path.display()),
-            )
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+    match read_state(path) {
+        Ok(s) => Ok(s),
+        Err(StateError::Io(e)) => Err(e),
+        Err(StateError::Bad(why)) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {why}", path.display()),
+        )),
     }
 }
 
-/// Writes a state file atomically (temporary file in the same directory, fsync, rename).
+enum StateError {
+    Io(std::io::Error),
+    Bad(String),
+}
+
+fn read_state(path: &Path) -> Result<Option<Snapshot>, StateError> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StateError::Io(e)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_STATE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(StateError::Io)?;
+    if bytes.len() as u64 > MAX_STATE_BYTES {
+        return Err(StateError::Bad(format!(
+            "larger than {} MiB",
+            MAX_STATE_BYTES >> 20
+        )));
+    }
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        version: u32,
+    }
+    let v: Versioned = serde_json::from_slice(&bytes)
+        .map_err(|e| StateError::Bad(format!("not a master state file: {e}")))?;
+    if v.version != SNAPSHOT_VERSION {
+        return Err(StateError::Bad(format!(
+            "state file version {} (this master reads version {SNAPSHOT_VERSION})",
+            v.version
+        )));
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| StateError::Bad(format!("not a master state file: {e}")))
+}
+
+/// Reads the state file; one that is corrupt, too large or of another version is moved aside
+/// (`FILE.bad-UNIXTIME`) with a warning and the master starts empty, instead of failing to
+/// start (which systemd would turn into a restart loop). Only an I/O error is an error.
+pub fn load_or_move_aside(path: &Path) -> std::io::Result<Option<Snapshot>> {
+    match read_state(path) {
+        Ok(s) => Ok(s),
+        Err(StateError::Io(e)) => Err(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        )),
+        Err(StateError::Bad(why)) => {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(format!(".bad-{secs}"));
+            let aside = PathBuf::from(aside);
+            std::fs::rename(path, &aside)?;
+            warn!(path = %path.display(), moved_to = %aside.display(), reason = %why, "state file not usable: moved aside, starting empty");
+            Ok(None)
+        }
+    }
+}
+
+/// Writes a state file atomically: a new temporary file (unique name, created exclusively,
+/// never through a symbolic link) in the same directory, fsync, rename, fsync of the
+/// directory.
 pub fn save_state(path: &Path, snapshot: &Snapshot) -> std::io::Result<()> {
     use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&serde_json::to_vec_pretty(snapshot).map_err(std::io::Error::other)?)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
+    let dir = state_dir(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".fragstat-master-state")
+        .tempfile_in(dir)?;
+    tmp.write_all(&serde_json::to_vec_pretty(snapshot).map_err(std::io::Error::other)?)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
@@ -128,26 +223,59 @@ struct View {
     stats: Stats,
     by_game: Vec<(String, usize)>,
     pending: usize,
+    tracked: usize,
+    names: usize,
 }
 
-fn render(v: &View) -> String {
+/// Games shown by name in the metrics; the rest are summed as `other` (a label per
+/// attacker-made game would be unbounded).
+const MAX_GAME_LABELS: usize = 100;
+
+fn gauge(n: u64) -> Gauge {
+    let g = Gauge::<i64>::default();
+    g.set(i64::try_from(n).unwrap_or(i64::MAX));
+    g
+}
+
+fn counter(n: u64) -> Counter {
+    let c = Counter::<u64>::default();
+    c.inc_by(n);
+    c
+}
+
+fn register_http(reg: &mut Registry, prefix: &str, what: &str, s: &fragstat_http_guard::Stats) {
+    for (name, help, v) in s.values() {
+        let full = format!("{prefix}_{name}");
+        let help = format!("{what}: {help}");
+        if name == "open" {
+            reg.register(full, help, gauge(v));
+        } else {
+            reg.register(full, help, counter(v));
+        }
+    }
+}
+
+fn render(v: &View, http: &fragstat_http_guard::Stats, ddnet: Option<&DdnetMetrics>) -> String {
     let mut reg = Registry::default();
     let servers = Family::<Vec<(String, String)>, Gauge>::default();
-    for (g, n) in &v.by_game {
+    let mut games = v.by_game.clone();
+    games.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let other: usize = games.iter().skip(MAX_GAME_LABELS).map(|g| g.1).sum();
+    for (g, n) in games.iter().take(MAX_GAME_LABELS) {
         servers
             .get_or_create(&vec![("game".into(), g.clone())])
             .set(i64::try_from(*n).unwrap_or(i64::MAX));
     }
+    if other > 0 {
+        servers
+            .get_or_create(&vec![("game".into(), "other".into())])
+            .set(i64::try_from(other).unwrap_or(i64::MAX));
+    }
     reg.register(
         "fragstat_master_servers",
-        "Servers listed, by game",
+        "Servers listed, by game (the 100 largest; the rest as other)",
         servers,
     );
-    let counter = |n: u64| {
-        let c = Counter::<u64>::default();
-        c.inc_by(n);
-        c
-    };
     let s = &v.stats;
     let requests = Family::<Vec<(String, String)>, Counter>::default();
     for (kind, n) in [
@@ -182,6 +310,11 @@ fn render(v: &View) -> String {
         counter(s.bytes_sent),
     );
     reg.register(
+        "fragstat_master_lists_built",
+        "Lists built (a scan and an encode); the others came from the cache",
+        counter(s.lists_built),
+    );
+    reg.register(
         "fragstat_master_challenges",
         "Challenges sent",
         counter(s.challenges),
@@ -206,13 +339,58 @@ fn render(v: &View) -> String {
         "Listed servers expired",
         counter(s.expirations),
     );
-    let pending = Gauge::<i64>::default();
-    pending.set(i64::try_from(v.pending).unwrap_or(i64::MAX));
     reg.register(
         "fragstat_master_pending_challenges",
-        "Challenges outstanding",
-        pending,
+        "Challenges with a retry schedule",
+        gauge(v.pending as u64),
     );
+    reg.register(
+        "fragstat_master_tracked_sources",
+        "Source hosts and destination networks whose limits are tracked",
+        gauge(v.tracked as u64),
+    );
+    reg.register(
+        "fragstat_master_names",
+        "Distinct game names and game types in use",
+        gauge(v.names as u64),
+    );
+    register_http(
+        &mut reg,
+        "fragstat_metrics_http",
+        "The metrics listener",
+        http,
+    );
+    if let Some(d) = ddnet {
+        if let Ok(m) = d.master.lock() {
+            reg.register(
+                "fragstat_ddnet_servers",
+                "DDNet servers registered",
+                gauge(m.len() as u64),
+            );
+            reg.register(
+                "fragstat_ddnet_info_bytes",
+                "Bytes of DDNet server info stored",
+                gauge(m.stored_bytes() as u64),
+            );
+            let st = m.stats();
+            reg.register(
+                "fragstat_ddnet_servers_json_builds",
+                "servers.json documents built (at most one a second)",
+                counter(st.rebuilds),
+            );
+            reg.register(
+                "fragstat_ddnet_bodies_parsed",
+                "Register bodies parsed (only after the address was proven)",
+                counter(st.bodies_parsed),
+            );
+        }
+        register_http(
+            &mut reg,
+            "fragstat_ddnet_http",
+            "The DDNet HTTP master's listener",
+            &d.http,
+        );
+    }
     let mut out = String::new();
     if encode(&mut out, &reg).is_err() {
         out.clear();
@@ -222,12 +400,19 @@ fn render(v: &View) -> String {
 
 async fn serve_metrics(
     listener: tokio::net::TcpListener,
+    limits: fragstat_http_guard::Limits,
     view: Arc<Mutex<View>>,
+    ddnet: Option<DdnetMetrics>,
+    shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let stats: Arc<fragstat_http_guard::Stats> = Arc::default();
+    let shown = Arc::clone(&stats);
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
             let view = Arc::clone(&view);
+            let stats = Arc::clone(&shown);
+            let ddnet = ddnet.clone();
             async move {
                 let v = view.lock().map(|v| v.clone()).unwrap_or_default();
                 (
@@ -235,23 +420,32 @@ async fn serve_metrics(
                         "content-type",
                         "application/openmetrics-text; version=1.0.0; charset=utf-8",
                     )],
-                    render(&v),
+                    render(&v, &stats, ddnet.as_ref()),
                 )
             }
         }),
     );
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "metrics at /metrics");
+        fragstat_http_guard::log_listening("metrics at /metrics", addr, false, &limits);
     }
-    axum::serve(listener, app).await
+    fragstat_http_guard::Server {
+        listener,
+        tls: None,
+        limits,
+        client_ip: fragstat_http_guard::ClientIp::default(),
+        stats,
+    }
+    .serve(app, shutdown)
+    .await
 }
 
 /// The master's sockets (and metrics listener), bound and ready to [`Bound::run`].
 #[derive(Debug)]
 pub struct Bound {
     config: RunConfig,
-    sockets: Vec<Arc<UdpTransport>>,
+    sockets: Vec<std::net::UdpSocket>,
     metrics: Option<tokio::net::TcpListener>,
+    ddnet: Option<DdnetMetrics>,
 }
 
 /// Binds every listening socket and the metrics listener, so bad addresses fail before
@@ -260,20 +454,34 @@ pub async fn bind(config: RunConfig) -> std::io::Result<Bound> {
     bind_with(config, Vec::new()).await
 }
 
+/// A UDP socket on `addr` (IPv6 sockets IPv6-only), blocking until the master's thread takes
+/// it.
+fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let domain = if addr.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
 /// [`bind`], also listening on `inherited`: UDP sockets bound by whoever started the
 /// master (systemd socket activation, `LISTEN_FDS`), served like the ones it binds.
 pub async fn bind_with(
     config: RunConfig,
     inherited: Vec<std::net::UdpSocket>,
 ) -> std::io::Result<Bound> {
-    let mut sockets: Vec<Arc<UdpTransport>> = Vec::new();
-    for socket in inherited {
-        sockets.push(Arc::new(UdpTransport::from_std(socket)?));
-    }
+    let mut sockets = inherited;
     for addr in &config.listen {
-        let t = UdpTransport::bind(*addr)
+        let t = bind_udp(*addr)
             .map_err(|e| std::io::Error::new(e.kind(), format!("binding {addr}: {e}")))?;
-        sockets.push(Arc::new(t));
+        sockets.push(t);
     }
     let metrics = match config.metrics {
         Some(addr) => Some(
@@ -287,6 +495,7 @@ pub async fn bind_with(
         config,
         sockets,
         metrics,
+        ddnet: None,
     })
 }
 
@@ -304,9 +513,16 @@ impl Bound {
         self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
+    /// Shows the DDNet master's registry and listener in the metrics too.
+    pub fn with_ddnet_metrics(mut self, ddnet: DdnetMetrics) -> Self {
+        self.ddnet = Some(ddnet);
+        self
+    }
+
     /// Runs `master` until `shutdown` completes, then writes the state file. A state file
-    /// given in the configuration is loaded first: its servers are listed at once and
-    /// re-verified.
+    /// given in the configuration is loaded first (one that cannot be used is moved aside and
+    /// the master starts empty): its servers are listed at once and re-verified. The UDP loop
+    /// runs on a thread and runtime of its own; the metrics on the caller's runtime.
     pub async fn run(
         self,
         mut master: Master,
@@ -316,11 +532,13 @@ impl Bound {
             config,
             sockets,
             metrics,
+            ddnet,
         } = self;
         if let Some(path) = &config.state {
-            if let Some(snap) = load_state(path)? {
-                info!(servers = snap.servers.len(), path = %path.display(), "restored; re-verifying");
-                master.restore(snap, std::time::Instant::now());
+            if let Some(snap) = load_or_move_aside(path)? {
+                let saved = snap.servers.len();
+                let r = master.restore(snap, std::time::Instant::now());
+                info!(servers = r.listed, skipped = r.skipped, saved, path = %path.display(), "restored; re-verifying");
             }
         }
         for s in &sockets {
@@ -329,8 +547,52 @@ impl Bound {
             }
         }
         let view = Arc::new(Mutex::new(View::default()));
-        let metrics = metrics.map(|l| tokio::spawn(serve_metrics(l, Arc::clone(&view))));
-        run_loop(master, config, sockets, view, metrics, shutdown).await
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let metrics = metrics.map(|l| {
+            tokio::spawn(serve_metrics(
+                l,
+                config.metrics_limits,
+                Arc::clone(&view),
+                ddnet,
+                stopped(stop_rx.clone()),
+            ))
+        });
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let loop_view = Arc::clone(&view);
+        let loop_stop = stop_rx.clone();
+        std::thread::Builder::new()
+            .name("fragstat-master-udp".into())
+            .spawn(move || {
+                let r = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .and_then(|rt| {
+                        rt.block_on(async move {
+                            let sockets = sockets
+                                .into_iter()
+                                .map(|s| UdpTransport::from_std(s).map(Arc::new))
+                                .collect::<std::io::Result<Vec<_>>>()?;
+                            run_loop(master, config, sockets, loop_view, stopped(loop_stop)).await
+                        })
+                    });
+                let _ = done_tx.send(r);
+            })?;
+        tokio::pin!(done_rx);
+        let result = tokio::select! {
+            () = shutdown => {
+                let _ = stop_tx.send(true);
+                (&mut done_rx).await
+            }
+            r = &mut done_rx => r,
+        };
+        let _ = stop_tx.send(true);
+        if let Some(m) = metrics {
+            let _ = m.await;
+        }
+        result.unwrap_or_else(|_| Err(std::io::Error::other("the master's thread ended")))
     }
 }
 
@@ -348,7 +610,6 @@ async fn run_loop(
     config: RunConfig,
     sockets: Vec<Arc<UdpTransport>>,
     view: Arc<Mutex<View>>,
-    metrics: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     // One receive in flight per socket, polled by this loop itself: no queue between
@@ -388,6 +649,8 @@ async fn run_loop(
     let sleep = tokio::time::sleep_until(far());
     tokio::pin!(sleep);
     let mut armed: Option<std::time::Instant> = None;
+    // A save in progress (on the blocking pool): the next waits for it.
+    let mut saving: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         let wake = master.poll_timeout();
         if wake != armed {
@@ -447,8 +710,14 @@ async fn run_loop(
             }
             _ = snapshot_timer.tick() => {
                 if let Some(path) = &config.state {
-                    if let Err(e) = save_state(path, &master.snapshot()) {
-                        warn!(path = %path.display(), error = %e, "state not saved");
+                    if saving.as_ref().is_none_or(|h| h.is_finished()) {
+                        let snap = master.snapshot();
+                        let path = path.clone();
+                        saving = Some(tokio::task::spawn_blocking(move || {
+                            if let Err(e) = save_state(&path, &snap) {
+                                warn!(path = %path.display(), error = %e, "state not saved");
+                            }
+                        }));
                     }
                 }
             }
@@ -459,15 +728,18 @@ async fn run_loop(
                     g.sort();
                     v.by_game = g;
                     v.pending = master.pending();
+                    v.tracked = master.limits().tracked();
+                    v.names = master.names_in_use();
                 }
             }
         }
     }
-    if let Some(m) = metrics {
-        m.abort();
+    if let Some(h) = saving {
+        let _ = h.await;
     }
     if let Some(path) = &config.state {
-        save_state(path, &master.snapshot())?;
+        save_state(path, &master.snapshot())
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         info!(servers = master.len(), path = %path.display(), "state saved");
     }
     Ok(())

@@ -15,13 +15,16 @@ pub enum Drop {
     Unroutable,
     /// Over the source's rate.
     Rate,
-    /// Over the destination's byte budget.
+    /// Over the destination network's byte budget (IPv4 /24, IPv6 /64).
     Budget,
-    /// Too many sources tracked at once.
-    Sources,
+    /// Over the master's outbound byte budget in all.
+    GlobalBudget,
+    /// Over the challenge budget (the destination network's, or the master's in all).
+    ChallengeBudget,
     /// A challenge for this server is already outstanding.
     AlreadyPending,
-    /// Too many challenges outstanding.
+    /// The retry table is full (in all or for this network): the challenge went out once,
+    /// without retries.
     PendingFull,
     /// An infoResponse nobody asked for.
     Unsolicited,
@@ -31,7 +34,7 @@ pub enum Drop {
     MissingKeys,
     /// The list is full.
     ServersFull,
-    /// Too many servers on this IP address.
+    /// Too many servers on this host (IPv4 address, IPv6 /64).
     PerAddress,
 }
 
@@ -45,7 +48,8 @@ impl Drop {
             Drop::Unroutable => "unroutable",
             Drop::Rate => "rate",
             Drop::Budget => "budget",
-            Drop::Sources => "sources",
+            Drop::GlobalBudget => "global_budget",
+            Drop::ChallengeBudget => "challenge_budget",
             Drop::AlreadyPending => "already_pending",
             Drop::PendingFull => "pending_full",
             Drop::Unsolicited => "unsolicited",
@@ -72,6 +76,8 @@ pub struct Stats {
     pub bytes_sent: u64,
     /// Challenges sent.
     pub challenges: u64,
+    /// Lists built (a scan of the table and an encode); the others came from the cache.
+    pub lists_built: u64,
     /// New servers listed.
     pub registrations: u64,
     /// Listed servers that answered a challenge again.

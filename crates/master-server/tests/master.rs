@@ -304,16 +304,9 @@ fn big_lists_are_split_with_the_marker_on_the_last_datagram() {
 fn a_spoofed_request_flood_amplifies_a_bounded_factor() {
     let now = Instant::now();
     let mut m = master();
-    for i in 0..2000u32 {
-        Server::new(
-            &format!("10.3.{}.{}:27960", i / 250, i % 250 + 1),
-            Some("Quake3Arena"),
-            68,
-            1,
-            8,
-        )
-        .register(&mut m, now);
-    }
+    register_many(&mut m, now, 2000, |i| {
+        format!("10.3.{}.{}:27960", i / 250, i % 250 + 1)
+    });
     let victim = "192.0.2.1:27960";
     let request = b"\xff\xff\xff\xffgetservers 68 empty full\n";
     let mut received = 0u64;
@@ -326,10 +319,11 @@ fn a_spoofed_request_flood_amplifies_a_bounded_factor() {
         sent += request.len() as u64;
         received += out.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
     }
-    let budget = m.config().limits.budget;
+    let net = m.config().limits.net_bytes;
+    let cap = net.burst + 10.0 * net.per_sec;
     assert!(
-        received <= budget * 2,
-        "{received} bytes in 10 s, budget {budget} per 10 s window"
+        received as f64 <= cap,
+        "{received} bytes in 10 s, budget {cap} per 10 s"
     );
     let factor = received as f64 / sent as f64;
     assert!(factor < 3.0, "amplification {factor:.2}");
@@ -344,6 +338,506 @@ fn a_spoofed_request_flood_amplifies_a_bounded_factor() {
     assert_eq!(servers.len(), 2000);
 }
 
+/// Registers `n` servers (`at(i)` their addresses), each answering its challenge.
+fn register_many(m: &mut Master, now: Instant, n: u32, at: impl Fn(u32) -> String) -> Vec<Server> {
+    let servers: Vec<Server> = (0..n)
+        .map(|i| Server::new(&at(i), Some("Quake3Arena"), 68, 1, 8))
+        .collect();
+    for s in &servers {
+        s.register(m, now);
+    }
+    assert_eq!(m.len(), n as usize, "{:?}", m.stats());
+    servers
+}
+
+/// S1: one request from each of 10,000 victims (5,000 in one IPv4 /24, 5,000 in one IPv6
+/// /64) in 10 s: bounded per network and in all, however many victims.
+#[test]
+fn a_many_victim_spoof_is_bounded_per_network_and_in_all() {
+    let now = Instant::now();
+    let mut m = master();
+    register_many(&mut m, now, 2000, |i| {
+        format!("10.3.{}.{}:27960", i / 250, i % 250 + 1)
+    });
+    let v4 = b"\xff\xff\xff\xffgetservers 68 empty full\n";
+    let v6 = b"\xff\xff\xff\xffgetserversExt Quake3Arena 68 empty full\n";
+    let (mut sent, mut to_v4, mut to_v6) = (0u64, 0u64, 0u64);
+    for i in 0..10_000u32 {
+        let t = now + Duration::from_millis(u64::from(i));
+        let (from, req): (SocketAddr, &[u8]) = if i % 2 == 0 {
+            (
+                SocketAddr::from(([198, 51, 100, (i / 2 % 256) as u8], 1024 + (i / 512) as u16)),
+                v4,
+            )
+        } else {
+            (format!("[2001:db8:1::{:x}]:1024", i).parse().unwrap(), v6)
+        };
+        let mut out = Outbox::new();
+        m.handle(t, from, req, &mut out);
+        sent += req.len() as u64;
+        let got: u64 = out.iter().map(|(_, d)| d.len() as u64).sum();
+        if from.is_ipv4() {
+            to_v4 += got;
+        } else {
+            to_v6 += got;
+        }
+    }
+    let c = m.config().limits;
+    let net_cap = c.net_bytes.burst + 10.0 * c.net_bytes.per_sec;
+    let global_cap = c.global_bytes.burst + 10.0 * c.global_bytes.per_sec;
+    assert!(to_v4 as f64 <= net_cap, "/24 got {to_v4}, cap {net_cap}");
+    assert!(to_v6 as f64 <= net_cap, "/64 got {to_v6}, cap {net_cap}");
+    assert!(
+        (to_v4 + to_v6) as f64 <= global_cap,
+        "{} in all, cap {global_cap}",
+        to_v4 + to_v6
+    );
+    let factor = (to_v4 + to_v6) as f64 / sent as f64;
+    assert!(factor <= 10.0, "amplification {factor:.1}");
+    let s = m.stats();
+    assert!(s.dropped(Drop::Budget) + s.dropped(Drop::GlobalBudget) + s.dropped(Drop::Rate) > 9000);
+
+    // Victims spread over many networks: the global budget holds the sum.
+    let mut m = master();
+    register_many(&mut m, now, 2000, |i| {
+        format!("10.3.{}.{}:27960", i / 250, i % 250 + 1)
+    });
+    let mut all = 0u64;
+    for i in 0..10_000u32 {
+        let t = now + Duration::from_millis(u64::from(i));
+        let from = SocketAddr::from(([100, (i / 256) as u8, (i % 256) as u8, 1], 1024));
+        let mut out = Outbox::new();
+        m.handle(t, from, v4, &mut out);
+        all += out.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
+    }
+    assert!(all as f64 <= global_cap, "{all} in all, cap {global_cap}");
+    assert!(all as f64 / (10_000 * v4.len()) as f64 <= 10.0);
+}
+
+/// Runs the master's timers from `from` to `to` in 100 ms steps, handing challenges to the
+/// servers that are still up, and a heartbeat from `spoof` every `every`.
+fn advance_spoofed(
+    m: &mut Master,
+    from: Instant,
+    to: Instant,
+    up: &[&Server],
+    spoof: &Server,
+    every: Duration,
+    heartbeat_every: Duration,
+) {
+    let mut t = from;
+    let mut next_spoof = from;
+    let mut next_hb = from + heartbeat_every;
+    while t < to {
+        t += Duration::from_millis(100);
+        if t >= next_spoof {
+            spoof.heartbeat(m, t, "QuakeArena-1");
+            next_spoof += every;
+        }
+        if t >= next_hb {
+            for s in up {
+                let out = s.heartbeat(m, t, "QuakeArena-1");
+                s.answer(m, t, &out);
+            }
+            next_hb += heartbeat_every;
+        }
+        if m.poll_timeout().is_some_and(|w| w <= t) {
+            let mut out = Outbox::new();
+            m.handle_timeout(t, &mut out);
+            for s in up {
+                s.answer(m, t, &out);
+            }
+        }
+    }
+}
+
+/// S2: a spoofer heartbeating twice a second from another port of a server's host for 16
+/// minutes does not get the server delisted.
+#[test]
+fn a_spoofer_on_another_port_of_the_host_cannot_delist_a_server() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(Config::default(), 7);
+    let real = Server::new("203.0.113.7:27960", Some("Quake3Arena"), 68, 1, 8);
+    real.register(&mut m, now);
+    assert_eq!(m.len(), 1);
+    let spoof = Server::new("203.0.113.7:1", Some("Quake3Arena"), 68, 1, 8);
+    advance_spoofed(
+        &mut m,
+        now,
+        now + Duration::from_secs(16 * 60),
+        &[&real],
+        &spoof,
+        Duration::from_millis(500),
+        Duration::from_secs(300),
+    );
+    assert_eq!(
+        m.servers().map(|s| s.addr).collect::<Vec<_>>(),
+        vec![real.addr],
+        "{:?}",
+        m.stats()
+    );
+    assert_eq!(m.stats().removals + m.stats().expirations, 0);
+}
+
+/// S3: challenges the limits kept back are not attempts: a server whose challenges could not
+/// be sent is not removed.
+#[test]
+fn a_challenge_the_limits_kept_back_never_removes_a_server() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(
+        Config {
+            limits: LimitConfig {
+                net_challenges: Rate {
+                    per_sec: 0.01,
+                    burst: 2.0,
+                },
+                ..LimitConfig::default()
+            },
+            ..Config::default()
+        },
+        7,
+    );
+    let real = Server::new("203.0.113.7:27960", Some("Quake3Arena"), 68, 1, 8);
+    real.register(&mut m, now);
+    // The spoofer spends the network's challenges (and its list budget: 18 requests)…
+    let t = now + Duration::from_millis(10);
+    for port in 2..6u16 {
+        Server::new(&format!("203.0.113.9:{port}"), None, 68, 1, 8).heartbeat(
+            &mut m,
+            t,
+            "QuakeArena-1",
+        );
+    }
+    for _ in 0..18 {
+        let mut out = Outbox::new();
+        m.handle(
+            t,
+            addr("203.0.113.7:5555"),
+            b"\xff\xff\xff\xffgetservers 68 empty full\n",
+            &mut out,
+        );
+    }
+    // …then heartbeats from the server's own address: a verification whose challenges the
+    // budget keeps back.
+    let out = real.heartbeat(&mut m, t, "QuakeArena-1");
+    assert!(out.is_empty(), "no challenge could go out");
+    advance(&mut m, t, t + Duration::from_secs(8), &[&real]);
+    assert_eq!(m.len(), 1, "{:?}", m.stats());
+    assert_eq!(m.stats().removals, 0);
+    assert!(m.stats().dropped(Drop::ChallengeBudget) > 0);
+}
+
+/// S4: 20,000 spoofed heartbeats from random addresses in 8 s: a real server still registers
+/// at once, and a listed one stays listed through 16 minutes.
+#[test]
+fn a_heartbeat_flood_from_random_sources_does_not_stop_registrations() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(Config::default(), 7);
+    let listed = Server::new("198.51.100.20:27960", Some("Quake3Arena"), 68, 1, 8);
+    listed.register(&mut m, now);
+    let mut rng = fastrand::Rng::with_seed(11);
+    let mut t = now;
+    for i in 0..20_000u32 {
+        t = now + Duration::from_micros(u64::from(i) * 400);
+        let from = SocketAddr::from((
+            [rng.u8(1..=223), rng.u8(..), rng.u8(..), rng.u8(1..)],
+            rng.u16(1024..),
+        ));
+        let mut out = Outbox::new();
+        m.handle(
+            t,
+            from,
+            b"\xff\xff\xff\xffheartbeat QuakeArena-1\n",
+            &mut out,
+        );
+        if i % 1000 == 0 && m.poll_timeout().is_some_and(|w| w <= t) {
+            m.handle_timeout(t, &mut Outbox::new());
+        }
+        if i == 10_000 {
+            let out = listed.heartbeat(&mut m, t, "QuakeArena-1");
+            listed.answer(&mut m, t, &out);
+        }
+    }
+    assert!(m.pending() <= m.config().max_pending + m.len());
+    let real = Server::new("203.0.113.50:27960", Some("Quake3Arena"), 68, 2, 8);
+    let out = real.heartbeat(&mut m, t, "QuakeArena-1");
+    real.answer(&mut m, t, &out);
+    assert!(m.servers().any(|s| s.addr == real.addr), "{:?}", m.stats());
+    let (l, _) = list(&mut m, t, "10.9.9.9:1", "getservers 68 empty full");
+    assert_eq!(l.len(), 2);
+    // The listed server heartbeats every 5 minutes and stays listed.
+    let nobody = Server::new("192.0.2.99:1", None, 68, 0, 8);
+    advance_spoofed(
+        &mut m,
+        t,
+        t + Duration::from_secs(16 * 60),
+        &[&listed, &real],
+        &nobody,
+        Duration::from_secs(3600),
+        Duration::from_secs(300),
+    );
+    assert_eq!(m.len(), 2, "{:?}", m.stats());
+}
+
+/// S7: 40 servers on one host heartbeating in the same instant every 5 minutes for an hour
+/// are all listed after the first round.
+#[test]
+fn forty_servers_on_one_host_restarting_together_are_all_listed() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(
+        Config {
+            max_per_address: 40,
+            ..Config::default()
+        },
+        7,
+    );
+    let servers: Vec<Server> = (0..40u16)
+        .map(|i| {
+            Server::new(
+                &format!("198.51.100.9:{}", 27960 + i),
+                Some("Quake3Arena"),
+                68,
+                1,
+                8,
+            )
+        })
+        .collect();
+    let up: Vec<&Server> = servers.iter().collect();
+    let mut t = now;
+    for round in 0..12 {
+        for s in &servers {
+            let out = s.heartbeat(&mut m, t, "QuakeArena-1");
+            s.answer(&mut m, t, &out);
+        }
+        if round == 0 {
+            advance(&mut m, t, t + Duration::from_secs(10), &up);
+            assert_eq!(m.len(), 40, "{:?}", m.stats());
+        }
+        advance(&mut m, t, t + Duration::from_secs(300), &up);
+        t += Duration::from_secs(300);
+    }
+    assert_eq!(m.len(), 40, "{:?}", m.stats());
+}
+
+/// S5: a spoofed heartbeat naming another anonymous game does not relabel a listed server.
+#[test]
+fn a_spoofed_heartbeat_does_not_relabel_a_listed_server() {
+    let now = Instant::now();
+    let mut m = master();
+    let et = Server::new("10.0.0.1:27960", None, 84, 2, 20);
+    let out = et.heartbeat(&mut m, now, "EnemyTerritory-1");
+    et.answer(&mut m, now, &out);
+    let t = now + Duration::from_secs(5);
+    let out = et.heartbeat(&mut m, t, "QuakeArena-1");
+    et.answer(&mut m, t, &out);
+    assert_eq!(m.stats().verifications, 1);
+    assert_eq!(m.servers().next().unwrap().game, "et");
+}
+
+/// R1: a flood of new source addresses locks no new client out and scans no table per
+/// packet.
+#[test]
+fn a_flood_of_new_sources_locks_nobody_out() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(
+        Config {
+            limits: LimitConfig {
+                max_sources: 100_000,
+                ..LimitConfig::default()
+            },
+            ..Config::default()
+        },
+        7,
+    );
+    let server = Server::new("198.51.100.20:27960", Some("Quake3Arena"), 68, 1, 8);
+    server.register(&mut m, now);
+    for i in 0..100_000u32 {
+        let from = format!("{}:1", std::net::Ipv4Addr::from(0x0b00_0000u32 + i));
+        let _ = list(&mut m, now, &from, "getservers 71");
+    }
+    let before = m.limits().rotations();
+    let t = now + Duration::from_secs(1);
+    for i in 0..10_000u32 {
+        let from = SocketAddr::from(((0x0c00_0000u32 + i).to_be_bytes(), 1));
+        m.handle(
+            t,
+            from,
+            b"\xff\xff\xff\xffgetservers 71\n",
+            &mut Outbox::new(),
+        );
+    }
+    assert!(m.limits().rotations() - before <= 1);
+    // A listed server's heartbeat still gets its challenge, a new client its list.
+    let t = t + Duration::from_secs(5);
+    let out = server.heartbeat(&mut m, t, "QuakeArena-1");
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        list(&mut m, t, "203.0.113.77:1", "getservers 68").0,
+        vec![server.addr]
+    );
+}
+
+/// R2: requests for values no server has cost no scan and evict no cached list.
+#[test]
+fn requests_for_unknown_values_scan_nothing_and_evict_nothing() {
+    let now = Instant::now();
+    let mut m = master();
+    register_many(&mut m, now, 5000, |i| {
+        format!("10.4.{}.{}:27960", i / 250, i % 250 + 1)
+    });
+    let (l, _) = list(&mut m, now, "10.9.9.9:1", "getservers 68 empty full");
+    assert_eq!(l.len(), 5000);
+    let built = m.stats().lists_built;
+    for i in 0..5000u32 {
+        let from = format!("10.{}.{}.{}:1", 100 + i / 65_536, i / 256 % 256, i % 256);
+        let _ = list(
+            &mut m,
+            now,
+            &from,
+            &format!("getservers 68 empty full gametype=x{i}"),
+        );
+        let _ = list(
+            &mut m,
+            now,
+            &from,
+            &format!("getservers {} empty full", 1000 + i),
+        );
+        let _ = list(&mut m, now, &from, &format!("getservers Game{i} 68"));
+    }
+    assert_eq!(
+        m.stats().lists_built,
+        built,
+        "no scan for values nobody has"
+    );
+    // (The empty answers spent the global budget: ask once it has refilled.)
+    let later = now + Duration::from_secs(10);
+    let (l, _) = list(&mut m, later, "10.9.9.8:1", "getservers 68 empty full");
+    assert_eq!(l.len(), 5000);
+    assert_eq!(
+        m.stats().lists_built,
+        built,
+        "the common list stayed cached"
+    );
+}
+
+/// R3: names are freed with the servers that used them; a new game still registers after
+/// 10,000 verifications with made-up game types.
+#[test]
+fn names_made_up_by_servers_are_freed() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(
+        Config {
+            allow_loopback: true,
+            verify_interval: Duration::ZERO,
+            ..Config::default()
+        },
+        7,
+    );
+    let mut t = now;
+    for i in 0..10_000u32 {
+        let s = Server::new(
+            &format!("10.5.0.{}:27960", i % 100 + 1),
+            Some("Junk"),
+            68,
+            1,
+            8,
+        )
+        .with("gametype", &format!("gt{i}"));
+        t += Duration::from_millis(1);
+        s.register(&mut m, t);
+    }
+    assert_eq!(m.len(), 100);
+    assert!(m.names_in_use() <= 101, "{}", m.names_in_use());
+    let x = Server::new("10.6.0.1:26000", Some("Xonotic"), 3, 1, 8).with("gametype", "ctf");
+    x.register(&mut m, t);
+    assert_eq!(
+        list(&mut m, t, "10.9.9.9:1", "getservers Xonotic 3").0,
+        vec![x.addr]
+    );
+}
+
+/// S1b: an IPv6 /64 is one host: its addresses share one allowance of servers.
+#[test]
+fn an_ipv6_64_is_one_host() {
+    let now = Instant::now();
+    let mut m = master();
+    for i in 0..100u32 {
+        for port in [27960u16, 27961] {
+            Server::new(
+                &format!("[2001:db8::{i:x}]:{port}"),
+                Some("Quake3Arena"),
+                68,
+                1,
+                8,
+            )
+            .register(&mut m, now + Duration::from_secs(u64::from(i)));
+        }
+    }
+    assert_eq!(m.len(), m.config().max_per_address, "{:?}", m.stats());
+    assert!(m.stats().dropped(Drop::PerAddress) > 0);
+}
+
+/// F4: restored entries are checked like live answers.
+#[test]
+fn restore_checks_entries_like_live_answers() {
+    use fragstat_master_server::{Listed, Snapshot};
+    let now = Instant::now();
+    let mut m = Master::with_seed(Config::default(), 7);
+    let ok = |a: &str| Listed {
+        addr: addr(a),
+        game: "Quake3Arena".into(),
+        protocol: 68,
+        clients: 1,
+        max_clients: 8,
+        gametype: "0".into(),
+    };
+    let mut servers = vec![
+        Listed {
+            game: "x".repeat(1024),
+            ..ok("203.0.113.1:1")
+        },
+        Listed {
+            game: "two words".into(),
+            ..ok("203.0.113.1:2")
+        },
+        Listed {
+            max_clients: 0,
+            ..ok("203.0.113.1:3")
+        },
+        Listed {
+            clients: 100_000,
+            ..ok("203.0.113.1:4")
+        },
+        ok("127.0.0.1:27960"),
+    ];
+    for port in 0..40u16 {
+        servers.push(ok(&format!("198.51.100.1:{}", 1000 + port)));
+    }
+    for i in 0..70_000u32 {
+        servers.push(ok(&format!(
+            "{}:27960",
+            std::net::Ipv4Addr::from(0x2a00_0000 + i)
+        )));
+    }
+    let r = m.restore(
+        Snapshot {
+            version: 1,
+            servers,
+        },
+        now,
+    );
+    assert_eq!(m.len(), m.config().max_servers);
+    assert_eq!(r.listed, m.len());
+    assert!(m.servers().all(|s| s.game == "Quake3Arena"));
+    assert_eq!(
+        m.servers()
+            .filter(|s| s.addr.ip() == addr("198.51.100.1:1").ip())
+            .count(),
+        32
+    );
+    assert!(m.pending() <= m.config().max_servers);
+}
+
 #[test]
 fn bounds_hold() {
     let now = Instant::now();
@@ -353,7 +847,7 @@ fn bounds_hold() {
             max_servers: 5,
             max_per_address: 2,
             limits: LimitConfig {
-                heartbeats: Rate {
+                new_servers: Rate {
                     per_sec: 100.0,
                     burst: 100.0,
                 },
@@ -449,13 +943,7 @@ fn in_process_registration_cost_is_reported() {
         Config {
             allow_loopback: true,
             max_per_address: 1_000_000,
-            limits: LimitConfig {
-                heartbeats: Rate {
-                    per_sec: 1e12,
-                    burst: 1e12,
-                },
-                ..LimitConfig::default()
-            },
+            limits: LimitConfig::unlimited(),
             ..Config::default()
         },
         5,
@@ -478,4 +966,62 @@ fn in_process_registration_cost_is_reported() {
     let per = t.elapsed().as_secs_f64() / 10_000.0 * 1e6;
     assert_eq!(m.len(), 10_000);
     eprintln!("in-process registration: {per:.2} µs per server (test harness included)");
+}
+
+/// The retry table: a heartbeat flood from one network takes at most its share, and a real
+/// server in that network still registers (its challenge goes out without a retry).
+#[test]
+fn a_heartbeat_flood_from_one_network_takes_only_its_share_of_the_retry_table() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(
+        Config {
+            limits: LimitConfig {
+                new_servers: Rate::UNLIMITED,
+                net_challenges: Rate::UNLIMITED,
+                ..LimitConfig::default()
+            },
+            ..Config::default()
+        },
+        7,
+    );
+    for i in 0..5000u32 {
+        let from = SocketAddr::from(([198, 51, 100, (i % 200) as u8 + 1], 1024 + (i / 200) as u16));
+        m.handle(
+            now,
+            from,
+            b"\xff\xff\xff\xffheartbeat QuakeArena-1\n",
+            &mut Outbox::new(),
+        );
+    }
+    assert!(
+        m.pending() <= m.config().max_pending_per_net,
+        "{}",
+        m.pending()
+    );
+    assert!(m.stats().dropped(Drop::PendingFull) > 4000);
+    let real = Server::new("198.51.100.250:27960", Some("Quake3Arena"), 68, 1, 8);
+    real.register(&mut m, now);
+    assert_eq!(m.len(), 1);
+}
+
+/// Heartbeats spoofed from a listed server's own address start at most one verification per
+/// interval: the server gets a bounded number of challenges and stays listed.
+#[test]
+fn heartbeats_spoofed_from_a_listed_address_are_limited_per_address() {
+    let now = Instant::now();
+    let mut m = Master::with_seed(Config::default(), 7);
+    let real = Server::new("203.0.113.7:27960", Some("Quake3Arena"), 68, 1, 8);
+    real.register(&mut m, now);
+    let mut challenges = 0;
+    let mut t = now;
+    for _ in 0..1000 {
+        t += Duration::from_millis(10);
+        let out = real.heartbeat(&mut m, t, "QuakeArena-1");
+        challenges += out.len();
+        real.answer(&mut m, t, &out);
+    }
+    // 10 s of heartbeats every 10 ms: one verification per 2 s.
+    assert!(challenges <= 6, "{challenges}");
+    assert_eq!(m.len(), 1);
+    assert!(m.stats().dropped(Drop::Rate) > 900);
 }

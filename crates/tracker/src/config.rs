@@ -15,6 +15,12 @@
 //! masters = ["master.ioquake3.org"]     # HOST[:PORT]; the game's master port by default
 //! servers = ["203.0.113.7:27960"]       # polled whether a master lists them or not
 //! ext = false                           # getserversExt where the game has it
+//!
+//! [web]                                 # the web server's guard (all optional)
+//! max_connections = 512                 # open at once
+//! max_per_ip = 16                       # open at once from one host (IPv4 address, IPv6 /64)
+//! connecting_ip_header = "X-Real-IP"    # behind a proxy: the client's IP, believed only
+//! trusted_proxies = ["127.0.0.1/32"]    # from these networks
 //! ```
 
 use std::net::SocketAddr;
@@ -54,6 +60,54 @@ pub struct Source {
     pub ext: bool,
 }
 
+/// The web server's guard: connection caps and, behind a proxy, where the client's address
+/// comes from.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Connections open at once from one host (IPv4 address, IPv6 /64); trusted proxies are
+    /// exempt.
+    pub max_per_ip: usize,
+    /// The header a TLS-terminating proxy sets to the client's IP.
+    pub connecting_ip_header: Option<String>,
+    /// Networks (CIDR) or addresses of the proxies whose header is believed.
+    pub trusted_proxies: Vec<String>,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        let l = fragstat_http_guard::Limits::default();
+        WebConfig {
+            max_connections: l.max_connections,
+            max_per_ip: l.max_per_ip,
+            connecting_ip_header: None,
+            trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+impl WebConfig {
+    /// The guard's limits.
+    pub fn limits(&self) -> fragstat_http_guard::Limits {
+        fragstat_http_guard::Limits {
+            max_connections: self.max_connections,
+            max_per_ip: self.max_per_ip,
+            ..fragstat_http_guard::Limits::default()
+        }
+    }
+
+    /// Where the client's address comes from.
+    pub fn client_ip(&self) -> Result<fragstat_http_guard::ClientIp, String> {
+        match &self.connecting_ip_header {
+            Some(h) => fragstat_http_guard::ClientIp::from_header(h, &self.trusted_proxies),
+            None if self.trusted_proxies.is_empty() => Ok(fragstat_http_guard::ClientIp::default()),
+            None => Err("trusted_proxies needs connecting_ip_header".into()),
+        }
+    }
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -90,6 +144,9 @@ pub struct Config {
     /// What to poll.
     #[serde(default, rename = "source")]
     pub sources: Vec<Source>,
+    /// The web server's guard.
+    #[serde(default)]
+    pub web: WebConfig,
 }
 
 fn default_true() -> bool {
@@ -130,9 +187,15 @@ impl Default for Config {
             rounds: 0,
             snapshot_records: true,
             sources: Vec::new(),
+            web: WebConfig::default(),
         }
     }
 }
+
+/// Longest round interval taken (a week).
+const MAX_INTERVAL_SECS: f64 = 7.0 * 86_400.0;
+/// Longest retention taken (a century).
+const MAX_RETENTION_HOURS: f64 = 100.0 * 366.0 * 24.0;
 
 impl Config {
     /// Parses and checks a `track.toml`.
@@ -166,16 +229,26 @@ impl Config {
                 )));
             }
         }
-        if !(self.interval_secs.is_finite() && self.interval_secs >= 0.05) {
-            return Err(ConfigError::Invalid(
-                "interval_secs must be at least 0.05".into(),
-            ));
+        // Bounded above too: a value that passed here must not panic in `interval()` or
+        // `retention()` later.
+        if !(self.interval_secs.is_finite()
+            && (0.05..=MAX_INTERVAL_SECS).contains(&self.interval_secs))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "interval_secs must be between 0.05 and {MAX_INTERVAL_SECS}"
+            )));
         }
-        if !(self.retention_hours.is_finite() && self.retention_hours >= 0.0) {
-            return Err(ConfigError::Invalid(
-                "retention_hours must be 0 or more".into(),
-            ));
+        if !(self.retention_hours.is_finite()
+            && (0.0..=MAX_RETENTION_HOURS).contains(&self.retention_hours))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "retention_hours must be between 0 and {MAX_RETENTION_HOURS}"
+            )));
         }
+        self.web.limits().check().map_err(ConfigError::Invalid)?;
+        self.web
+            .client_ip()
+            .map_err(|e| ConfigError::Invalid(format!("[web]: {e}")))?;
         if self.timeout_ms == 0 || self.concurrency == 0 {
             return Err(ConfigError::Invalid(
                 "timeout_ms and concurrency must be at least 1".into(),
@@ -224,5 +297,38 @@ mod tests {
             Config::from_toml(""),
             Err(ConfigError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn values_that_would_panic_later_are_refused() {
+        let src = "[[source]]\ngame = \"oa\"\nservers = [\"a\"]\n";
+        for bad in [
+            "interval_secs = 1e30\n",
+            "retention_hours = 1e20\n",
+            "interval_secs = -1\n",
+        ] {
+            let r = Config::from_toml(&format!("{bad}{src}"));
+            assert!(matches!(r, Err(ConfigError::Invalid(_))), "{bad}: {r:?}");
+        }
+        let c = Config::from_toml(&format!(
+            "interval_secs = 604800\nretention_hours = 876000\n{src}"
+        ))
+        .unwrap();
+        let _ = (c.interval(), c.retention());
+        // The web guard's options.
+        let c = Config::from_toml(&format!(
+            "{src}[web]\nmax_per_ip = 4\nconnecting_ip_header = \"X-Real-IP\"\ntrusted_proxies = [\"127.0.0.1/32\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(c.web.limits().max_per_ip, 4);
+        assert!(c.web.client_ip().unwrap().header.is_some());
+        for bad in [
+            "[web]\nmax_connections = 0\n",
+            "[web]\ntrusted_proxies = [\"10.0.0.0/8\"]\n",
+            "[web]\nconnecting_ip_header = \"X-Real-IP\"\n",
+            "[web]\nbogus = 1\n",
+        ] {
+            assert!(Config::from_toml(&format!("{src}{bad}")).is_err(), "{bad}");
+        }
     }
 }

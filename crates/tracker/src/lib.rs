@@ -121,13 +121,20 @@ impl Tracker {
         on_round: impl Fn(&RoundReport),
     ) -> Result<(), TrackError> {
         let (tx, mut rx) = tokio::sync::watch::channel(false);
-        let web = tokio::spawn(web::serve(listener, self.state(), async move {
-            while !*rx.borrow() {
-                if rx.changed().await.is_err() {
-                    break;
+        let client_ip = self.config.web.client_ip().map_err(std::io::Error::other)?;
+        let web = tokio::spawn(web::serve_guarded(
+            listener,
+            self.state(),
+            self.config.web.limits(),
+            client_ip,
+            async move {
+                while !*rx.borrow() {
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
                 }
-            }
-        }));
+            },
+        ));
         tokio::select! {
             () = round::run(&self.client, &self.store, &self.config, &self.metrics, on_round) => {}
             () = stop => {}

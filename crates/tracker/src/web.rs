@@ -56,15 +56,45 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `router(state)` on `listener` until `stop` resolves.
+/// Serves `router(state)` on `listener` until `stop` resolves, with the default guard (see
+/// [`serve_guarded`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(stop)
-        .await
+    serve_guarded(
+        listener,
+        state,
+        fragstat_http_guard::Limits::default(),
+        fragstat_http_guard::ClientIp::default(),
+        stop,
+    )
+    .await
+}
+
+/// Serves `router(state)` on `listener` until `stop` resolves, behind fragstat's HTTP guard:
+/// HTTP/1 only, header and request timeouts, a connection cap and a per-IP cap (`limits`),
+/// the client's address from a trusted proxy's header (`client_ip`).
+pub async fn serve_guarded(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    limits: fragstat_http_guard::Limits,
+    client_ip: fragstat_http_guard::ClientIp,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        fragstat_http_guard::warn_if_public_plain_http(addr, false, "the tracker's web server");
+    }
+    fragstat_http_guard::Server {
+        listener,
+        tls: None,
+        limits,
+        client_ip,
+        stats: std::sync::Arc::default(),
+    }
+    .serve(router(state), stop)
+    .await
 }
 
 /// Binds `addr` for [`serve`].
