@@ -355,8 +355,10 @@ pub struct Served {
     pub process: Process,
     /// Emulated game servers.
     pub servers: Vec<SocketAddr>,
-    /// The emulated master, when started with `--master`.
+    /// The emulated master, when started with `--master` (for an HTTP list, its listener).
     pub master: Option<SocketAddr>,
+    /// The HTTP list's URL, for games whose master is one (DDNet, ETQW).
+    pub master_url: Option<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -381,6 +383,7 @@ pub fn spawn_serve(fragstat: &Path, args: &[&str]) -> Served {
         process: Process::new(child, log),
         servers: Vec::new(),
         master: None,
+        master_url: None,
         _dir: dir,
     };
     loop {
@@ -392,6 +395,15 @@ pub fn spawn_serve(fragstat: &Path, args: &[&str]) -> Served {
         };
         match line.split_once(' ') {
             Some(("server", a)) => served.servers.push(a.parse().expect("server address")),
+            Some(("master", url)) if url.contains("://") => {
+                let host = url
+                    .split("://")
+                    .nth(1)
+                    .and_then(|r| r.split('/').next())
+                    .expect("master URL");
+                served.master = Some(host.parse().expect("master URL's address"));
+                served.master_url = Some(url.to_string());
+            }
             Some(("master", a)) => served.master = Some(a.parse().expect("master address")),
             _ if line == "ready" => return served,
             _ => {}

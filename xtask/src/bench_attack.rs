@@ -700,7 +700,11 @@ fn http_floods(bin: &Path) -> Result<Option<HttpResult>> {
             .map(str::to_string)
             .context(prefix.to_string())
     };
-    let base = field("ddnet ")?;
+    let list_url = field("ddnet ")?;
+    let base = list_url
+        .strip_suffix("servers.json")
+        .context("the DDNet list URL")?
+        .to_string();
     let metrics_url = field("metrics ")?;
     let addr_of = |url: &str| -> Result<SocketAddr> {
         Ok(url

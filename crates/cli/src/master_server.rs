@@ -266,7 +266,10 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         lines.push_str(&format!("metrics http://{m}/metrics\n"));
     }
     if let Some(d) = &ddnet {
-        lines.push_str(&format!("ddnet {}\n", d.url()));
+        // The list where `fragstat master ddnet` and clients read it, and where DDNet
+        // servers register (their `sv_register_url`).
+        lines.push_str(&format!("ddnet {}servers.json\n", d.url()));
+        lines.push_str(&format!("ddnet-register {}register\n", d.url()));
     }
     lines.push_str("ready\n");
     {

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use fragstat::core::model::Record;
-use fragstat::core::registry::{EmuMaster, EmuServer, EndMarker, GameRef};
+use fragstat::core::registry::{
+    EmuMaster, EmuServer, EndMarker, GameRef, MasterOptions, MasterQuery,
+};
 use fragstat::core::resolve::resolve;
 use fragstat::core::serve::run;
 use fragstat::core::service::{Outbox, Service};
@@ -82,7 +84,9 @@ pub struct ServeArgs {
     /// and answer its challenge.
     #[arg(long)]
     heartbeat: Option<String>,
-    /// Also run a master listing these servers.
+    /// Also run a master listing these servers: a UDP master, or for games whose master is
+    /// an HTTP list (DDNet's servers.json, the ETQW feed) that list, at the public list's path
+    /// (the `master` line gives the URL).
     #[arg(long)]
     master: bool,
     /// The master's address, HOST:PORT (default port: the game's master port).
@@ -252,7 +256,47 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         spawn(&mut tasks, socket, lossy, stop_rx.clone());
     }
-    if let Some(ml) = master_listen {
+    let http_list = match game.master_query(&MasterOptions::default()) {
+        Ok(MasterQuery::Http { default_url, .. }) => Some(default_url),
+        _ => None,
+    };
+    if let (Some(ml), Some(default_url)) = (master_listen, http_list) {
+        // Games whose master is an HTTP list (DDNet's servers.json, the ETQW feed): that
+        // list, at the public list's path.
+        let servers: Vec<(SocketAddr, EmuServer)> = (0u32..)
+            .zip(&listed)
+            .map(|(i, addr)| (*addr, config(&a, i, heartbeat)))
+            .collect();
+        let list = game
+            .emulated_http_list(&servers)
+            .map_err(|e| anyhow::anyhow!("master: {e}"))?;
+        let path = default_url
+            .and_then(|u| u.split_once("://"))
+            .and_then(|(_, rest)| rest.find('/').and_then(|i| rest.get(i..)))
+            .unwrap_or("/servers");
+        let listener = tokio::net::TcpListener::bind(ml)
+            .await
+            .with_context(|| format!("binding {ml}"))?;
+        lines.push_str(&format!("master http://{}{path}\n", listener.local_addr()?));
+        let content_type = list.content_type;
+        // Served many times without copying.
+        let body = axum::body::Bytes::from(list.body);
+        let app = axum::Router::new().route(
+            path,
+            axum::routing::get(move || {
+                let body = body.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, content_type)], body) }
+            }),
+        );
+        let server = fragstat_http_guard::Server {
+            listener,
+            tls: None,
+            limits: fragstat_http_guard::Limits::default(),
+            client_ip: fragstat_http_guard::ClientIp::default(),
+            stats: Arc::default(),
+        };
+        tasks.spawn(server.serve(app, shutdown_future(stop_rx.clone())));
+    } else if let Some(ml) = master_listen {
         let socket: Arc<dyn Transport> =
             Arc::new(UdpTransport::bind(ml).with_context(|| format!("binding {ml}"))?);
         lines.push_str(&format!("master {}\n", socket.local_addr()?));

@@ -343,3 +343,85 @@ fn ddnet_http_master_end_to_end() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `serve ddnet --master` serves DDNet's servers.json (each server with the info its emulator
+/// answers with) at the public list's path, and prints its URL: `master ddnet URL` reads it
+/// and `--probe` then asks every listed server.
+#[test]
+fn serve_ddnet_master_serves_servers_json() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "ddnet",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "3",
+            "--players",
+            "2",
+            "--name",
+            "Tee",
+            "--master",
+        ],
+    );
+    let url = served.master_url.clone().expect("the list's URL");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/ddnet/15/servers.json"),
+        "{url}"
+    );
+    let v = json_out(&run(&["master", "ddnet", &url, "--format", "json"]));
+    assert_eq!(v["masters"][0]["status"], "online", "{v}");
+    let servers = v["servers"].as_array().unwrap();
+    let mut got: Vec<String> = servers
+        .iter()
+        .map(|s| s["address"].as_str().unwrap().to_string())
+        .collect();
+    let mut want: Vec<String> = served.servers.iter().map(ToString::to_string).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    for s in servers {
+        let info = &s["info"];
+        assert!(
+            info["name"].as_str().unwrap().starts_with("Tee #"),
+            "{info}"
+        );
+        assert_eq!(info["players"].as_array().unwrap().len(), 2, "{info}");
+    }
+    // The servers it lists answer.
+    let out = run(&["master", "ddnet", &url, "--probe", "--format", "json"]);
+    let v = json_out(&out);
+    let probed = v["servers"].as_array().unwrap();
+    assert_eq!(probed.len(), 3, "{v}");
+    assert!(probed.iter().all(|s| s["status"] == "online"), "{v}");
+}
+
+/// `serve etqw --master` serves the ETQW feed (IP:port lines); `master etqw HOST:PORT` finds it
+/// at the standard path.
+#[test]
+fn serve_etqw_master_serves_the_feed_at_the_standard_path() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "etqw",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "2",
+            "--master",
+        ],
+    );
+    let url = served.master_url.clone().expect("the feed's URL");
+    assert!(url.ends_with("/ipgetter/"), "{url}");
+    let host_port = served.master.unwrap().to_string();
+    let v = json_out(&run(&["master", "etqw", &host_port, "--format", "json"]));
+    assert_eq!(v["masters"][0]["status"], "online", "{v}");
+    let got: Vec<&str> = v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["address"].as_str().unwrap())
+        .collect();
+    let want: Vec<String> = served.servers.iter().map(ToString::to_string).collect();
+    assert_eq!(got, want);
+}

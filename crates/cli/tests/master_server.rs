@@ -61,7 +61,11 @@ impl MasterServer {
             } else if let Some(m) = line.strip_prefix("metrics ") {
                 metrics = Some(m.to_string());
             } else if let Some(d) = line.strip_prefix("ddnet ") {
-                ddnet = Some(d.to_string());
+                // The full list URL; the tests want the base.
+                let base = d
+                    .strip_suffix("servers.json")
+                    .expect("the servers.json URL");
+                ddnet = Some(base.to_string());
             } else if line == "ready" {
                 break;
             }

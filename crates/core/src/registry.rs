@@ -319,6 +319,25 @@ pub trait Game: Send + Sync + fmt::Debug {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
     /// An emulated master.
     fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError>;
+    /// For games whose master is an HTTP list ([`MasterQuery::Http`]): the body that list
+    /// would have for these emulated servers (each with the configuration it was started
+    /// with), as `fragstat serve --master` serves it at the path of the public list's URL.
+    fn emulated_http_list(
+        &self,
+        servers: &[(SocketAddr, EmuServer)],
+    ) -> Result<HttpBody, EmuError> {
+        let _ = servers;
+        Err(EmuError(format!("{} has no HTTP master list", self.id())))
+    }
+}
+
+/// An HTTP response body an emulated HTTP master serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpBody {
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+    /// The bytes.
+    pub body: Vec<u8>,
 }
 
 /// A shared game object.

@@ -1,10 +1,12 @@
 //! ETQW in the game registry: `etqw` (qstat's `etqws`).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game, GameRef, MasterOptions, MasterQuery,
+    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game, GameRef, HttpBody, MasterOptions,
+    MasterQuery,
 };
 use fragstat_core::service::Service;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
@@ -175,9 +177,21 @@ impl Game for Etqw {
     fn emulated_master(&self, _config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
         Err(EmuError(
             "ETQW has no UDP master: its server list is an HTTP feed of IP:port lines \
-             (serve the servers' addresses over HTTP and use `fragstat master etqw URL`)"
+             (`fragstat serve etqw --master` serves one)"
                 .into(),
         ))
+    }
+
+    /// The feed: the servers' addresses, a line each.
+    fn emulated_http_list(
+        &self,
+        servers: &[(SocketAddr, EmuServer)],
+    ) -> Result<HttpBody, EmuError> {
+        let addrs: Vec<SocketAddr> = servers.iter().map(|(a, _)| *a).collect();
+        Ok(HttpBody {
+            content_type: "text/plain",
+            body: crate::feed::encode(&addrs).into_bytes(),
+        })
     }
 }
 

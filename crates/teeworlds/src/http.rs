@@ -161,6 +161,39 @@ fn has_cc(s: &str) -> bool {
 }
 
 impl Info {
+    /// What DDNet's master lists for a server running `c` (as DDNet's `register.cpp` sends
+    /// it: the server's own view of itself).
+    pub fn of_emulated(c: &crate::server::ServerConfig) -> Info {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        Info {
+            max_clients: i64::from(c.max_clients),
+            max_players: i64::from(c.max_players),
+            passworded: c.password,
+            game_type: text(&c.gametype),
+            name: text(&c.name),
+            map: Map {
+                name: text(&c.map),
+                sha256: None,
+                size: Some(u64::from(c.map_size)),
+            },
+            version: text(&c.version),
+            clients: c
+                .clients
+                .iter()
+                .map(|p| Client {
+                    name: text(&p.name),
+                    clan: text(&p.clan),
+                    country: i64::from(p.country),
+                    score: i64::from(p.score),
+                    is_player: p.player,
+                    afk: Some(false),
+                })
+                .collect(),
+            client_score_kind: Some("points".into()),
+            requires_login: None,
+        }
+    }
+
     /// The DDNet client's checks beyond the JSON types: no control characters.
     fn check(&self) -> Result<(), String> {
         for (field, s) in [

@@ -2,11 +2,12 @@
 //! replies accepted), `teeworlds07` (0.7 with the token handshake) and `ddnet` (the extended
 //! query and DDNet's HTTP master).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game as RegistryGame, GameRef,
+    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game as RegistryGame, GameRef, HttpBody,
     MasterOptions, MasterQuery,
 };
 use fragstat_core::service::Service;
@@ -355,6 +356,48 @@ impl RegistryGame for TeeworldsGame {
     }
 
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        Ok(Box::new(EmulatedServer::new(self.server_config(config)?)))
+    }
+
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        // DDNet's own master is HTTP ([`Self::emulated_http_list`]); the emulated UDP one is
+        // the 0.6 master DDNet used before it (read it as `teeworlds`).
+        Ok(Box::new(EmulatedMaster::new(
+            config.servers.clone(),
+            self.game == Game::Teeworlds07,
+        )))
+    }
+
+    /// DDNet's `servers.json`: each server with the info its emulator answers with.
+    fn emulated_http_list(
+        &self,
+        servers: &[(SocketAddr, EmuServer)],
+    ) -> Result<HttpBody, EmuError> {
+        if self.game != Game::Ddnet {
+            return Err(EmuError(format!(
+                "{}: the master is a UDP master (serve it without an HTTP list)",
+                self.game.id()
+            )));
+        }
+        let mut list = crate::http::List::default();
+        for (addr, config) in servers {
+            let c = self.server_config(config)?;
+            list.servers.push(crate::http::Server::new(
+                vec![format!("tw-0.6+udp://{addr}")],
+                Some("eu:de".into()),
+                &crate::http::Info::of_emulated(&c),
+            ));
+        }
+        Ok(HttpBody {
+            content_type: "application/json",
+            body: crate::http::render(&list),
+        })
+    }
+}
+
+impl TeeworldsGame {
+    /// The emulator's configuration for `config`, or why the protocol cannot carry it.
+    fn server_config(&self, config: &EmuServer) -> Result<ServerConfig, EmuError> {
         let flavor = self.game.flavor();
         let limit = flavor.max_clients();
         if config.players > limit {
@@ -396,16 +439,7 @@ impl RegistryGame for TeeworldsGame {
         c.max_players = config.max_players;
         c.password = config.password;
         c.set_clients(config.players, config.seed);
-        Ok(Box::new(EmulatedServer::new(c)))
-    }
-
-    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        // DDNet's own master is HTTP; the emulated one is the 0.6 UDP master DDNet used
-        // before it (read it as `teeworlds`).
-        Ok(Box::new(EmulatedMaster::new(
-            config.servers.clone(),
-            self.game == Game::Teeworlds07,
-        )))
+        Ok(c)
     }
 }
 
