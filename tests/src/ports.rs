@@ -8,6 +8,7 @@
 //!   child it starts), or reads the port the program printed;
 //! - a "dead" address is a [`SilentUdp`]: a socket that is bound for as long as the test
 //!   holds it and never answers, so queries to it time out and nobody else can take it;
+//! - a TCP port that refuses connections is a [`RefusingTcp`]: bound, never listening;
 //! - a third-party server that must be told a port is given one from [`pick_port`] (outside
 //!   the kernel's ephemeral range, so no port-0 bind of any test can hold it), and the port
 //!   it really bound is read from the kernel ([`udp_ports_of`], [`tcp_listeners_of`]: the
@@ -91,6 +92,38 @@ impl SilentUdp {
     /// The address as text (`127.0.0.1:PORT`).
     pub fn to_addr_string(&self) -> String {
         self.addr.to_string()
+    }
+}
+
+/// A TCP port on 127.0.0.1 that refuses every connection at once (connection refused): a
+/// socket bound there without listening (and without `SO_REUSEADDR`), so no other program can
+/// take the port while the test holds it.
+#[derive(Debug)]
+pub struct RefusingTcp {
+    /// Its address.
+    pub addr: SocketAddr,
+    _socket: socket2::Socket,
+}
+
+impl RefusingTcp {
+    /// Binds 127.0.0.1:0 without listening.
+    ///
+    /// # Panics
+    /// When no TCP socket can be bound.
+    pub fn v4() -> RefusingTcp {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("a TCP socket");
+        let any: SocketAddr = (Ipv4Addr::LOCALHOST, 0).into();
+        socket.bind(&any.into()).expect("binding 127.0.0.1:0");
+        let addr = socket
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .expect("its address");
+        RefusingTcp {
+            addr,
+            _socket: socket,
+        }
     }
 }
 

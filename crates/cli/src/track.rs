@@ -30,9 +30,10 @@ pub struct TrackArgs {
     /// Ask masters with the extended request (Quake III getserversExt).
     #[arg(long)]
     ext: bool,
-    /// Database: an SQLite file path (created when missing) or a postgres:// URL
-    /// (default fragstat-track.db).
-    #[arg(long)]
+    /// Database: an SQLite file path (created when missing) or a postgres:// URL. Without
+    /// it: $FRAGSTAT_DB, then the configuration file's `database`, then $DATABASE_URL, then
+    /// fragstat-track.db. A password is best given in the environment (never printed).
+    #[arg(long, env = "FRAGSTAT_DB", hide_env_values = true)]
     db: Option<String>,
     /// Web server address, HOST:PORT (default 127.0.0.1:8080; port 0: any free port).
     #[arg(long)]
@@ -57,14 +58,29 @@ pub struct TrackArgs {
 impl TrackArgs {
     /// The configuration: the file's, then the flags.
     fn config(&self) -> Result<Config, String> {
-        let mut c = match &self.config {
+        self.config_with(std::env::var("DATABASE_URL").ok())
+    }
+
+    /// [`Self::config`] with `database_url` as $DATABASE_URL.
+    fn config_with(&self, database_url: Option<String>) -> Result<Config, String> {
+        let (mut c, file_names_database) = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("reading {}: {e}", path.display()))?;
-                Config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?
+                let c = Config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let names = text
+                    .parse::<toml::Table>()
+                    .is_ok_and(|t| t.contains_key("database"));
+                (c, names)
             }
-            None => Config::default(),
+            None => (Config::default(), false),
         };
+        // $DATABASE_URL (shared with other programs) only where nothing more specific says.
+        if let (false, Some(url)) = (file_names_database, database_url) {
+            if !url.is_empty() {
+                c.database = url;
+            }
+        }
         if !self.masters.is_empty() || !self.servers.is_empty() {
             let Some(game) = &self.game else {
                 return Err("--master and --server need --game".into());
@@ -104,8 +120,8 @@ impl TrackArgs {
     }
 }
 
-/// One line per round on stdout.
-fn print_round(r: &RoundReport) {
+/// One line per round on stdout: its number and start time, then what it saw.
+fn print_round(number: u64, r: &RoundReport) {
     let online = r
         .data
         .records
@@ -131,8 +147,8 @@ fn print_round(r: &RoundReport) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "round {}: {online} of {} servers online, {players} players in {:.0} ms, written in {:.0} ms{}{}",
-        r.data.at,
+        "round {number} ({}): {online} of {} servers online, {players} players in {:.0} ms, written in {:.0} ms{}{}",
+        fragstat_tracker::web::time_text(r.data.at),
         r.data.records.len(),
         r.elapsed.as_secs_f64() * 1e3,
         r.write.as_secs_f64() * 1e3,
@@ -151,6 +167,7 @@ pub async fn run_tracker(config: Config) -> anyhow::Result<ExitCode> {
     let tracker = Tracker::open(config)
         .await
         .context("starting the tracker")?;
+    let database = fragstat_tracker::store::redact(&tracker.config().database);
     let listener = fragstat_tracker::web::bind(tracker.config().listen)
         .await
         .with_context(|| format!("binding {}", tracker.config().listen))?;
@@ -159,14 +176,17 @@ pub async fn run_tracker(config: Config) -> anyhow::Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
-            "tracking into {} ({:?}); browse http://{addr}/",
-            tracker.config().database,
+            "tracking into {database} ({}); browse http://{addr}/",
             tracker.store().backend()
         );
         let _ = out.flush();
     }
+    let rounds = std::cell::Cell::new(0u64);
     tracker
-        .run(listener, crate::serve::wait_for_signal(), print_round)
+        .run(listener, crate::serve::wait_for_signal(), |r| {
+            rounds.set(rounds.get() + 1);
+            print_round(rounds.get(), r);
+        })
         .await?;
     tracker.store().close().await;
     Ok(ExitCode::SUCCESS)

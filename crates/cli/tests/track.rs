@@ -353,3 +353,139 @@ fn track_config_errors_are_usage_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// How many times `needle` occurs in `hay`.
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+/// A PostgreSQL URL (from $FRAGSTAT_DB) whose port refuses connections: the tracker says so at
+/// once (not after the pool's 30 s), names the server, says why once, and never prints the
+/// password.
+#[test]
+fn an_unreachable_postgresql_is_said_at_once_without_the_password() {
+    let refusing = fragstat_testkit::RefusingTcp::v4();
+    let url = format!("postgres://fragstat:s3cret-pw@{}/tracker", refusing.addr);
+    let started = std::time::Instant::now();
+    let out = Command::new(bin())
+        .args(["track", "--game", "q3", "--server", "127.0.0.1:27960"])
+        .args(["--rounds", "1"])
+        .env("FRAGSTAT_DB", &url)
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "PostgreSQL at 127.0.0.1:{}, database \"tracker\", user \"fragstat\"",
+            refusing.addr.port()
+        )),
+        "{text}"
+    );
+    assert_eq!(count(&text, "connection refused"), 1, "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+    // Far under the pool's 30 s (the tracker gives up on a refused connection at once).
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    println!("unreachable PostgreSQL said in {took:?}: {text}");
+
+    // A server that takes the connection and never answers: said after the 2 s deadline.
+    let mute = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "postgres://fragstat:s3cret-pw@{}/tracker",
+        mute.local_addr().unwrap()
+    );
+    let out = Command::new(bin())
+        .args(["track", "--game", "q3", "--server", "127.0.0.1:27960"])
+        .args(["--db", &url])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(count(&text, "no answer within 2 s"), 1, "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+
+    // The same from $DATABASE_URL, and a URL with `?password=`.
+    let url = format!(
+        "postgres://fragstat@{}/tracker?password=s3cret-pw",
+        refusing.addr
+    );
+    let out = Command::new(bin())
+        .args(["track", "--game", "q3", "--server", "127.0.0.1:27960"])
+        .env("DATABASE_URL", &url)
+        .env_remove("FRAGSTAT_DB")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("connection refused"), "{text}");
+    assert!(!text.contains("s3cret"), "{text}");
+}
+
+/// A real PostgreSQL: a database that does not exist is named as such; a configuration file
+/// that names no database takes $DATABASE_URL, and the tracker says what it tracks into in
+/// words with the password hidden.
+#[test]
+fn postgresql_causes_and_database_url_from_the_environment() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    let base = format!("postgres://postgres:hunter2@127.0.0.1:{}", pg.port);
+    let out = Command::new(bin())
+        .args(["track", "--game", "q3", "--server", "127.0.0.1:27960"])
+        .args(["--db", &format!("{base}/no_such_db")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        count(&text, "database \"no_such_db\" does not exist"),
+        1,
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"), "{text}");
+
+    // A configuration file with no `database`: $DATABASE_URL is used.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("track.toml");
+    let silent = fragstat_testkit::SilentUdp::v4();
+    std::fs::write(
+        &path,
+        format!(
+            "[[source]]\ngame = \"q3\"\nservers = [\"{}\"]\n",
+            silent.addr
+        ),
+    )
+    .unwrap();
+    let mut tracker = Running::start(
+        &[
+            "track",
+            "--config",
+            path.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--timeout-ms",
+            "100",
+            "--retries",
+            "0",
+        ],
+        &[("DATABASE_URL", &format!("{base}/postgres"))],
+    );
+    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
+    assert!(
+        line.contains(&format!(
+            "tracking into postgres://postgres:***@127.0.0.1:{}/postgres (PostgreSQL)",
+            pg.port
+        )),
+        "{line}"
+    );
+    let round = tracker.wait_line("a round", |l| l.starts_with("round "));
+    // Named by number and time.
+    assert!(round.starts_with("round 1 (20"), "{round}");
+    assert!(round.contains("Z): 0 of 1 servers online"), "{round}");
+}

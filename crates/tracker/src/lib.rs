@@ -46,13 +46,27 @@ use crate::store::{Store, StoreError};
 pub enum TrackError {
     /// The configuration was refused.
     #[error("configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
     /// The database could not be opened or written.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A socket could not be bound, or the web server failed.
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+// By hand, not `#[from]`: the message already holds the cause, so it is no `source` (a report
+// of the chain would say it twice).
+impl From<ConfigError> for TrackError {
+    fn from(e: ConfigError) -> Self {
+        TrackError::Config(e)
+    }
+}
+
+impl From<std::io::Error> for TrackError {
+    fn from(e: std::io::Error) -> Self {
+        TrackError::Io(e)
+    }
 }
 
 /// A tracker: its configuration, database, client and metrics.

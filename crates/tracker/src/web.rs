@@ -163,7 +163,7 @@ fn name_html(t: &Text) -> Markup {
 }
 
 /// `2026-11-23T18:00:00Z` for a Unix-ms time.
-fn time_text(ms: i64) -> String {
+pub fn time_text(ms: i64) -> String {
     // humantime writes years 1970 to 9999 (its Display fails past that).
     let ms = ms.clamp(0, 253_402_300_799_000);
     let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
