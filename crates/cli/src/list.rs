@@ -32,6 +32,8 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
     let mut out = Vec::new();
     // A type applies to the next address, as in qstat's files (they may be on separate lines).
     let mut pending: Option<(GameRef, String, usize)> = None;
+    // A qstat master line (`q3m HOST`): reported, and its address not asked as a server.
+    let mut master: Option<(GameRef, String, usize)> = None;
     for (n, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_no = n + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -47,6 +49,26 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
             None => line,
         };
         for token in line.split_whitespace() {
+            if let Some((game, t, at)) = master.take() {
+                out.push(Entry::Bad {
+                    text: format!("{source}:{at}: {t} {token}"),
+                    reason: format!(
+                        "{t} is qstat's master type: list it with `fragstat master {} {token}` (--probe asks its servers)",
+                        game.id()
+                    ),
+                });
+                continue;
+            }
+            if let Some(game) = qstat_master_type(token) {
+                if let Some((_, t, at)) = pending.take() {
+                    out.push(Entry::Bad {
+                        text: format!("{source}:{at}: {t}"),
+                        reason: "a server type with no address after it".into(),
+                    });
+                }
+                master = Some((game, token.to_string(), line_no));
+                continue;
+            }
             if let Some(game) = type_of(token) {
                 if let Some((_, t, at)) = pending.take() {
                     out.push(Entry::Bad {
@@ -87,6 +109,15 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
             });
         }
     }
+    if let Some((game, t, at)) = master {
+        out.push(Entry::Bad {
+            text: format!("{source}:{at}: {t}"),
+            reason: format!(
+                "{t} is qstat's master type, with no address after it (`fragstat master {} ADDR`)",
+                game.id()
+            ),
+        });
+    }
     if let Some((_, t, at)) = pending {
         out.push(Entry::Bad {
             text: format!("{source}:{at}: {t}"),
@@ -94,6 +125,17 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
         });
     }
     out
+}
+
+/// The game of a qstat master type (`q3m`, `woetm`, `rwm`, `dm3m`, `teem`…): qstat names a
+/// game's master type as its server type with `m` for `s`.
+pub fn qstat_master_type(token: &str) -> Option<GameRef> {
+    if fragstat::game(token).is_some() {
+        return None;
+    }
+    let lower = token.to_ascii_lowercase();
+    let stem = lower.strip_suffix('m')?;
+    fragstat::game(&format!("{stem}s"))
 }
 
 /// The game a qstat type string (or a fragstat game id or alias) names.

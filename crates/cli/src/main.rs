@@ -135,6 +135,25 @@ pub fn usage(msg: impl std::fmt::Display) -> ExitCode {
 
 /// The game named on the command line, or a usage error.
 pub fn lookup_game(id: &str) -> Result<GameRef, ExitCode> {
+    if let Some(g) = list::qstat_master_type(id) {
+        return Err(usage(format!(
+            "{id} is qstat's master type: fragstat master {} ADDR lists a master (--probe asks its servers)",
+            g.id()
+        )));
+    }
+    unknown_game(id)
+}
+
+/// The game `id` names for `master`: a game id or alias, or qstat's master type of it (`q3m`,
+/// `woetm`, `rwm`, `dm3m`, `q4m`, `preym`, `openarenam`, `warsowm`, `nexuizm`, `teem`…).
+pub fn lookup_master_game(id: &str) -> Result<GameRef, ExitCode> {
+    match list::qstat_master_type(id) {
+        Some(g) => Ok(g),
+        None => unknown_game(id),
+    }
+}
+
+fn unknown_game(id: &str) -> Result<GameRef, ExitCode> {
     fragstat::game(id).ok_or_else(|| {
         let ids: Vec<String> = fragstat::games()
             .iter()

@@ -501,7 +501,7 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
     if let Err(code) = a.scan.check() {
         return Ok(code);
     }
-    let game = match lookup_game(&a.game) {
+    let game = match crate::lookup_master_game(&a.game) {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };

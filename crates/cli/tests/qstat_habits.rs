@@ -481,3 +481,66 @@ fn ndjson_is_still_a_stream() {
     args.extend(addrs.iter().map(String::as_str));
     assert_eq!(ndjson(&run(&args)).len(), 3);
 }
+
+/// qstat's master types: `master q3m ADDR` (and `openarenam`, `rwm`, `teem`…) name the game's
+/// master; `query q3m` says to use `master`; a `q3m ADDR` line of a server file is reported
+/// and its address not asked as a server.
+#[test]
+fn qstat_master_types() {
+    let served = spawn_serve(
+        bin(),
+        &["q3", "--listen", "127.0.0.1:0", "--count", "2", "--master"],
+    );
+    let master = served.master.unwrap().to_string();
+    for ty in ["q3m", "Q3M"] {
+        let v = json(&run(&["master", ty, &master, "--format", "json"]));
+        assert_eq!(v["masters"][0]["status"], "online", "{ty}: {v}");
+        assert_eq!(v["servers"].as_array().unwrap().len(), 2, "{ty}: {v}");
+    }
+    for (ty, id) in [
+        ("openarenam", "openarena"),
+        ("rwm", "rtcw"),
+        ("woetm", "et"),
+        ("dm3m", "doom3"),
+        ("teem", "teeworlds"),
+    ] {
+        // No master named: the usage error names the game, so the type was understood.
+        let out = run(&["master", ty]);
+        assert_eq!(out.status.code(), Some(2), "{ty}");
+        assert!(
+            !stderr_of(&out).contains("unknown game"),
+            "{ty}: {}",
+            stderr_of(&out)
+        );
+        let out = run(&["games", "--format", "json"]);
+        assert!(stdout(&out).contains(id));
+    }
+    let out = run(&["query", "q3m", &master]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("q3m is qstat's master type: fragstat master q3"),
+        "{}",
+        stderr_of(&out)
+    );
+    let file = temp_file(format!("q3m {master}\nq3s {}\n", served.servers[0]).as_bytes());
+    let v = json(&run(&[
+        "query",
+        "-f",
+        file.path().to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v:#}");
+    // In the file's order: the master line, then the server.
+    assert_eq!(rows[1]["status"], "online", "{v:#}");
+    assert_eq!(rows[1]["address"], served.servers[0].to_string());
+    assert_eq!(rows[0]["status"], "error", "{v:#}");
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("fragstat master q3 {master}")),
+        "{v:#}"
+    );
+}

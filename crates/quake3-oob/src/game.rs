@@ -191,8 +191,8 @@ impl FromStr for Game {
         match lower.as_str() {
             "q3" | "q3a" | "quake3" | "q3s" => Ok(Game::Quake3),
             "et" | "wolfet" | "woets" => Ok(Game::EnemyTerritory),
-            "openarena" | "oa" => Ok(Game::OpenArena),
-            "rtcw" | "rtcws" => Ok(Game::Rtcw),
+            "openarena" | "oa" | "openarenas" => Ok(Game::OpenArena),
+            "rtcw" | "rtcws" | "rws" => Ok(Game::Rtcw),
             _ => lower
                 .strip_prefix("oob:")
                 .and_then(|p| p.parse::<i32>().ok())

@@ -143,8 +143,8 @@ impl RegistryGame for Quake3Game {
         match self.game {
             Game::Quake3 => &["q3a", "quake3", "q3s"],
             Game::EnemyTerritory => &["wolfet", "woets"],
-            Game::OpenArena => &["oa"],
-            Game::Rtcw => &["rtcws"],
+            Game::OpenArena => &["oa", "openarenas"],
+            Game::Rtcw => &["rtcws", "rws"],
             _ => &[],
         }
     }

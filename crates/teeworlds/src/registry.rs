@@ -254,7 +254,7 @@ impl RegistryGame for TeeworldsGame {
 
     fn aliases(&self) -> &[&str] {
         match self.game {
-            Game::Teeworlds => &["tees", "teeworlds06", "tw"],
+            Game::Teeworlds => &["tees", "tee", "teeworlds06", "tw"],
             Game::Teeworlds07 => &["tw07", "teeworlds7"],
             Game::Ddnet => &["ddrace", "ddracenetwork"],
         }
