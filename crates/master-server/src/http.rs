@@ -31,6 +31,14 @@ pub fn tls_config(cert: &Path, key: &Path) -> std::io::Result<Arc<rustls::Server
         .map_err(|e| bad(&cert.display().to_string(), &e))?
         .collect::<Result<_, _>>()
         .map_err(|e| bad(&cert.display().to_string(), &e))?;
+    if let Some(first) = certs.first() {
+        match certificate_validity(first, std::time::SystemTime::now()) {
+            Ok(msg) => tracing::info!(cert = %cert.display(), "TLS certificate {msg}"),
+            Err(msg) => {
+                tracing::warn!(cert = %cert.display(), "TLS certificate {msg}: DDNet servers (libcurl) will refuse it and no registration will succeed")
+            }
+        }
+    }
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| bad(&key.display().to_string(), &e))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -41,6 +49,41 @@ pub fn tls_config(cert: &Path, key: &Path) -> std::io::Result<Arc<rustls::Server
         .map_err(|e| bad("TLS certificate", &e))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// Days before expiry from which a certificate is warned about.
+const EXPIRY_WARNING_DAYS: i64 = 14;
+
+/// Whether `cert` is valid at `now`, in words: `Ok("valid until …")`, or `Err` when it has
+/// expired, is not valid yet, expires within 14 days, or cannot be read.
+pub fn certificate_validity(
+    cert: &CertificateDer<'_>,
+    now: std::time::SystemTime,
+) -> Result<String, String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let validity = parsed.validity();
+    let now = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_secs()).ok())
+        .unwrap_or(0);
+    let (from, until) = (
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+    );
+    if now < from {
+        Err(format!("is not valid before {}", validity.not_before))
+    } else if now > until {
+        Err(format!("expired on {}", validity.not_after))
+    } else if until - now < EXPIRY_WARNING_DAYS * 86_400 {
+        Err(format!(
+            "expires on {}, in less than {EXPIRY_WARNING_DAYS} days",
+            validity.not_after
+        ))
+    } else {
+        Ok(format!("valid until {}", validity.not_after))
+    }
 }
 
 #[derive(Clone)]
@@ -262,5 +305,52 @@ impl DdnetBound {
         let r = server.serve(app, shutdown).await;
         expire.abort();
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    /// A self-signed certificate valid from `from` to `until` (Unix seconds).
+    fn cert(from: i64, until: i64) -> CertificateDer<'static> {
+        let mut p = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        p.not_before = rcgen::date_time_ymd(1970, 1, 1) + Duration::from_secs(from as u64);
+        p.not_after = rcgen::date_time_ymd(1970, 1, 1) + Duration::from_secs(until as u64);
+        let key = rcgen::KeyPair::generate().unwrap();
+        p.self_signed(&key).unwrap().der().clone()
+    }
+
+    #[test]
+    fn expired_early_and_soon_expiring_certificates_are_warned_about() {
+        let day = 86_400;
+        let now_s = 1_800_000_000;
+        let now = UNIX_EPOCH + Duration::from_secs(now_s as u64);
+        let ok = certificate_validity(&cert(now_s - day, now_s + 90 * day), now);
+        assert!(
+            ok.as_ref().is_ok_and(|m| m.starts_with("valid until")),
+            "{ok:?}"
+        );
+        let expired = certificate_validity(&cert(now_s - 90 * day, now_s - day), now);
+        assert!(
+            expired.as_ref().is_err_and(|m| m.starts_with("expired on")),
+            "{expired:?}"
+        );
+        let early = certificate_validity(&cert(now_s + day, now_s + 90 * day), now);
+        assert!(
+            early
+                .as_ref()
+                .is_err_and(|m| m.starts_with("is not valid before")),
+            "{early:?}"
+        );
+        let soon = certificate_validity(&cert(now_s - day, now_s + 3 * day), now);
+        assert!(
+            soon.as_ref()
+                .is_err_and(|m| m.contains("less than 14 days")),
+            "{soon:?}"
+        );
+        let junk = certificate_validity(&CertificateDer::from(vec![1u8, 2, 3]), SystemTime::now());
+        assert!(junk.is_err());
     }
 }
