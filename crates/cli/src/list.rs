@@ -48,6 +48,7 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
             Some(i) => line.get(..i).unwrap_or_default(),
             None => line,
         };
+        let line_start = out.len();
         for token in line.split_whitespace() {
             if let Some((game, t, at)) = master.take() {
                 out.push(Entry::Bad {
@@ -108,6 +109,7 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
                 text: token.to_string(),
             });
         }
+        merge_junk(&mut out, line_start, line.trim(), source, line_no);
     }
     if let Some((game, t, at)) = master {
         out.push(Entry::Bad {
@@ -125,6 +127,35 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
         });
     }
     out
+}
+
+/// A line of several words none of which is an address or a type is one bad entry, not one
+/// per word.
+fn merge_junk(out: &mut Vec<Entry>, start: usize, line: &str, source: &str, line_no: usize) {
+    let junk =
+        |e: &Entry| matches!(e, Entry::Bad { reason, .. } if reason.contains("not an address"));
+    let tail = out.get(start..).unwrap_or_default();
+    if tail.iter().filter(|e| junk(e)).count() < 2 {
+        return;
+    }
+    let Some(first) = tail.iter().position(junk) else {
+        return;
+    };
+    let merged = Entry::Bad {
+        text: line.to_string(),
+        reason: format!(
+            "{source}:{line_no}: words that are not addresses or server types fragstat knows"
+        ),
+    };
+    let mut kept: Vec<Entry> = Vec::new();
+    for (i, e) in out.drain(start..).enumerate() {
+        if i == first {
+            kept.push(merged.clone());
+        } else if !junk(&e) {
+            kept.push(e);
+        }
+    }
+    out.extend(kept);
 }
 
 /// The game of a qstat master type (`q3m`, `woetm`, `rwm`, `dm3m`, `teem`…): qstat names a
@@ -160,6 +191,9 @@ fn looks_like_address(token: &str) -> bool {
             h
         }
         Some(_) => return false,
+        // A bare word is junk, not a host to look up (`localhost` aside): a name in a list
+        // has a dot or a port.
+        None if !token.contains('.') => return token.eq_ignore_ascii_case("localhost"),
         None => token,
     };
     !host.is_empty()
@@ -208,5 +242,36 @@ mod tests {
         let q3 = fragstat::game("q3").unwrap();
         let e = read(b"2.3.4.5\nwoets 5.6.7.8 1.1.1.1\r\n", Some(&q3), "-");
         assert_eq!(ids(&e), ["q3 2.3.4.5", "et 5.6.7.8", "q3 1.1.1.1"]);
+    }
+
+    /// Bare words are junk, never host names to look up (`localhost` and names with a dot or
+    /// a port aside); a line of junk words is one entry; a qstat master line is reported and
+    /// its address not asked.
+    #[test]
+    fn junk_words_are_not_looked_up_and_master_lines_are_not_asked() {
+        let q3 = fragstat::game("q3").unwrap();
+        let e = read(
+            b"this is junk
+localhost
+LAN-box:27960
+foo
+q3m 1.2.3.4 q3s 5.6.7.8
+woetm
+",
+            Some(&q3),
+            "f",
+        );
+        assert_eq!(
+            ids(&e),
+            [
+                "BAD this is junk",
+                "q3 localhost",
+                "q3 LAN-box:27960",
+                "BAD foo",
+                "BAD f:5: q3m 1.2.3.4",
+                "q3 5.6.7.8",
+                "BAD f:6: woetm",
+            ]
+        );
     }
 }

@@ -117,7 +117,8 @@ enum Command {
 pub enum Format {
     /// A browser table.
     Table,
-    /// One JSON array at the end.
+    /// One JSON document at the end: `query`, an array of servers; `master`, an object with
+    /// `masters` and `servers`; `games`, an array of games.
     Json,
     /// One JSON object per line, as each server answers.
     Ndjson,
@@ -310,23 +311,31 @@ pub(crate) fn color_stdout() -> bool {
 fn generate(what: &str) -> ExitCode {
     use clap_complete::Shell;
     let mut cmd = Cli::command();
-    let mut out = std::io::stdout();
+    use std::io::Write;
+    // Made whole first, then written: a reader that stops early (`| head`) ends the program
+    // quietly, as for every other output.
+    let mut text = Vec::new();
     if what == "man" {
-        return match clap_mangen::Man::new(cmd).render(&mut out) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
+        if let Err(e) = clap_mangen::Man::new(cmd).render(&mut text) {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    } else {
+        let Ok(shell) = what.parse::<Shell>() else {
+            return usage(format!(
+                "{what:?}: bash, zsh, fish, elvish, powershell or man"
+            ));
         };
+        clap_complete::generate(shell, &mut cmd, "fragstat", &mut text);
     }
-    let Ok(shell) = what.parse::<Shell>() else {
-        return usage(format!(
-            "{what:?}: bash, zsh, fish, elvish, powershell or man"
-        ));
-    };
-    clap_complete::generate(shell, &mut cmd, "fragstat", &mut out);
-    ExitCode::SUCCESS
+    let mut out = std::io::stdout().lock();
+    match out.write_all(&text).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 fn games(format: Format) -> anyhow::Result<ExitCode> {

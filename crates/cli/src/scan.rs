@@ -51,8 +51,8 @@ pub struct ScanArgs {
     /// Colours in the table: auto (a terminal, and NO_COLOR not set), always, never.
     #[arg(long, value_enum, default_value = "auto")]
     color: When,
-    /// A progress bar on stderr: auto (a terminal, ten servers or more), always (a line a
-    /// second when stderr is not a terminal), never.
+    /// A progress bar on stderr: auto (a terminal, ten servers or more), always (when
+    /// stderr is not a terminal, a line at most once a second as servers answer), never.
     #[arg(long, value_enum, default_value = "auto")]
     progress: When,
     /// Milliseconds to wait for a reply to one attempt: the upper bound of the adaptive
@@ -537,7 +537,12 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
     };
     for r in list.reports() {
         if let Some(e) = &r.error {
-            eprintln!("master {}: {e}", r.master);
+            // An HTTP error names its URL first: not twice when the master was given as one.
+            let text = e.to_string();
+            match text.strip_prefix(&format!("{}: ", r.master)) {
+                Some(rest) => eprintln!("master {}: {rest}", r.master),
+                None => eprintln!("master {}: {text}", r.master),
+            }
         }
         for w in &r.warnings {
             eprintln!("master {}: {w}", r.master);

@@ -10,7 +10,8 @@ use fragstat::core::model::{Record, Status};
 /// When to do something that depends on the terminal.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug, Default)]
 pub enum When {
-    /// When the output is a terminal (colours: and `NO_COLOR` is not set).
+    /// When it goes to a terminal (for colours, also when `NO_COLOR` is not set; for
+    /// progress, with ten servers or more).
     #[default]
     Auto,
     /// Always.

@@ -391,6 +391,15 @@ fn serve_ddnet_master_serves_servers_json() {
         );
         assert_eq!(info["players"].as_array().unwrap().len(), 2, "{info}");
     }
+    // HOST:PORT means the public list's https: a plain-HTTP list says how to ask it.
+    let host_port = served.master.unwrap().to_string();
+    let out = run(&["master", "ddnet", &host_port]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("if it serves plain HTTP, give {url}")),
+        "{err}"
+    );
     // The servers it lists answer.
     let out = run(&["master", "ddnet", &url, "--probe", "--format", "json"]);
     let v = json_out(&out);

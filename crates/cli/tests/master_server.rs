@@ -866,9 +866,18 @@ fn a_list_arrives_whole_over_a_path_mtu_of_1280() {
     ]));
     farm.wait_line("the farm ready", |l| l == "ready");
     let count = || {
-        let out = inside(&[bin_s, "master", "q3", &m, "--format", "json"])
-            .output()
-            .unwrap();
+        let out = inside(&[
+            bin_s,
+            "master",
+            "q3",
+            &m,
+            "--format",
+            "json",
+            "--max-per-ip",
+            "1000",
+        ])
+        .output()
+        .unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         v["servers"].as_array().map_or(0, Vec::len)
     };

@@ -41,7 +41,17 @@ pub(crate) async fn fetch(
                 "not a URL fragstat can fetch (http:// or https://)".into(),
             )
         } else {
-            http_err(None, error_chain(&e))
+            let mut reason = error_chain(&e);
+            // A TLS handshake answered in plain text: the list is plain HTTP.
+            if url.starts_with("https://")
+                && (reason.contains("InvalidContentType") || reason.contains("corrupt message"))
+            {
+                let plain = url.replacen("https://", "http://", 1);
+                reason.push_str(&format!(
+                    " (the server does not speak TLS: if it serves plain HTTP, give {plain})"
+                ));
+            }
+            http_err(None, reason)
         }
     })?;
     let status = resp.status();
@@ -86,9 +96,13 @@ pub(crate) async fn fetch(
 
 /// An error and its causes, one line (reqwest's own message is often just "error sending
 /// request").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
+fn error_chain(e: &reqwest::Error) -> String {
+    use std::error::Error as _;
+    // reqwest's own line repeats the URL, which the error already names: start below it.
+    let (mut out, mut cur) = match e.source() {
+        Some(s) if e.url().is_some() => (s.to_string(), s.source()),
+        _ => (e.to_string(), e.source()),
+    };
     while let Some(s) = cur {
         let text = s.to_string();
         if !out.contains(&text) {
