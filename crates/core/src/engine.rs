@@ -1538,6 +1538,9 @@ async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
         while let Some(rest) = list.get(done..).filter(|r| !r.is_empty()) {
             let pairs: SmallVec<[(SocketAddr, &[u8]); SEND_BATCH]> =
                 rest.iter().map(|&(_, a, d)| (a, d)).collect();
+            // Stamped just before the call: a reply can be received (on another thread)
+            // before the call returns, and its RTT must not come out negative (zero).
+            let before = Instant::now();
             let sent = match t.try_send_batch(&pairs) {
                 Ok(n) if n > 0 => n,
                 Ok(_) => 0,
@@ -1577,8 +1580,7 @@ async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
                 continue;
             }
             // Stamped as they leave: a later datagram of the batch may wait for room.
-            let now = Instant::now();
-            stamps.extend(rest.iter().take(sent).map(|&(i, _, _)| (i, now)));
+            stamps.extend(rest.iter().take(sent).map(|&(i, _, _)| (i, before)));
             for _ in 0..sent {
                 tokio::task::consume_budget().await;
             }
