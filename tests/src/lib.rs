@@ -26,7 +26,7 @@ pub mod postgres;
 pub mod process;
 pub mod wait;
 
-pub use ports::{require_ipv6, RefusingTcp, SilentUdp};
+pub use ports::{require_ipv6, RefusingTcp, RefusingUdp, SilentUdp};
 pub use process::{Lines, Process};
 
 /// Where the server record's JSON Schema lives (docs/json.md describes the same fields).

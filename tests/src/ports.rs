@@ -8,7 +8,8 @@
 //!   child it starts), or reads the port the program printed;
 //! - a "dead" address is a [`SilentUdp`]: a socket that is bound for as long as the test
 //!   holds it and never answers, so queries to it time out and nobody else can take it;
-//! - a TCP port that refuses connections is a [`RefusingTcp`]: bound, never listening;
+//! - a TCP port that refuses connections is a [`RefusingTcp`]: bound, never listening; a
+//!   closed UDP port (ICMP port unreachable) is a [`RefusingUdp`];
 //! - a third-party server that must be told a port is given one from [`pick_port`] (outside
 //!   the kernel's ephemeral range, so no port-0 bind of any test can hold it), and the port
 //!   it really bound is read from the kernel ([`udp_ports_of`], [`tcp_listeners_of`]: the
@@ -92,6 +93,34 @@ impl SilentUdp {
     /// The address as text (`127.0.0.1:PORT`).
     pub fn to_addr_string(&self) -> String {
         self.addr.to_string()
+    }
+}
+
+/// A UDP port on 127.0.0.1 where nothing listens, held so no other program can take it: a
+/// socket bound on the wildcard address (no reuse) and connected elsewhere, so the kernel
+/// answers a datagram from anyone else with ICMP port unreachable (a `down` server).
+#[derive(Debug)]
+pub struct RefusingUdp {
+    /// Its address (127.0.0.1).
+    pub addr: SocketAddr,
+    _socket: UdpSocket,
+}
+
+impl RefusingUdp {
+    /// Binds 0.0.0.0:0 and connects to 127.0.0.1:1.
+    ///
+    /// # Panics
+    /// When no UDP socket can be bound.
+    pub fn v4() -> RefusingUdp {
+        let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).expect("binding 0.0.0.0:0");
+        socket
+            .connect((Ipv4Addr::LOCALHOST, 1))
+            .expect("connecting the held socket");
+        let port = socket.local_addr().expect("its address").port();
+        RefusingUdp {
+            addr: (Ipv4Addr::LOCALHOST, port).into(),
+            _socket: socket,
+        }
     }
 }
 

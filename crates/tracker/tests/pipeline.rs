@@ -26,7 +26,8 @@ struct Farm {
     servers: Vec<SocketAddr>,
     /// A Teeworlds server (not listed by the master) named [`HOSTILE_TW`], one player.
     tw: SocketAddr,
-    down: SocketAddr,
+    /// A listed address where nothing listens (held for the test): `down`.
+    down: fragstat_testkit::RefusingUdp,
     master: SocketAddr,
     stop: watch::Sender<bool>,
 }
@@ -65,12 +66,9 @@ async fn farm(servers: &[(&[u8], &str, usize)]) -> Farm {
     let tw = socket.local_addr().unwrap();
     let c = EmuServer::new(HOSTILE_TW.as_bytes().to_vec(), "dm1", 1).with_seed(9);
     spawn(socket, tw_game.emulated_server(&c).unwrap());
-    let down = UdpTransport::bind("127.0.0.1:0".parse().unwrap())
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let down = fragstat_testkit::RefusingUdp::v4();
     let mut listed = addrs.clone();
-    listed.push(down);
+    listed.push(down.addr);
     let socket: Arc<dyn Transport> =
         Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
     let master = socket.local_addr().unwrap();
@@ -170,18 +168,19 @@ async fn pipeline(database: &str) {
     assert_eq!(tw.name_raw.as_deref(), Some(HOSTILE_TW.as_bytes()));
     assert_eq!(tw.dialect.as_deref(), Some("plain"));
     let down = store
-        .server(&farm.down.to_string())
+        .server(&farm.down.addr.to_string())
         .await
         .unwrap()
         .expect("down server");
-    assert_eq!(down.status, "timeout");
+    // ICMP port unreachable: down at once, not a timeout.
+    assert_eq!(down.status, "down");
     assert_eq!(down.last_online, None);
 
     // Filters and sorts, hostile input included.
     let all = store.servers(&ServerFilter::default()).await.unwrap();
     assert_eq!(all.len(), 6);
     assert_eq!(all[0].num_players, Some(6));
-    assert_eq!(all[5].addr, farm.down.to_string(), "offline last");
+    assert_eq!(all[5].addr, farm.down.addr.to_string(), "offline last");
     let f = |name: &str| ServerFilter {
         name: Some(name.into()),
         ..ServerFilter::default()
@@ -354,7 +353,7 @@ async fn pipeline(database: &str) {
         metrics.contains("fragstat_tracker_rounds_total 3"),
         "{metrics}"
     );
-    assert!(metrics.contains("fragstat_tracker_servers{status=\"timeout\"} 1"));
+    assert!(metrics.contains("fragstat_tracker_servers{status=\"down\"} 1"));
     let _ = tx.send(true);
     web.await.unwrap().unwrap();
 
