@@ -21,6 +21,7 @@ pub mod fixtures;
 pub mod flood;
 pub mod games;
 pub mod mutate;
+pub mod netns;
 pub mod ports;
 pub mod postgres;
 pub mod process;

@@ -11,6 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::netns::is_root;
 use crate::ports::{pick_port, tcp_listeners_of};
 use crate::{in_ci, wait, Process};
 
@@ -44,13 +45,6 @@ pub fn bin_dir() -> Option<PathBuf> {
 fn id_of(user: &str, flag: &str) -> Option<u32> {
     let out = Command::new("id").arg(flag).arg(user).output().ok()?;
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 fn command(bin: &Path, user: Option<(u32, u32)>) -> Command {

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use fragstat_testkit::games::Nexuiz;
+use fragstat_testkit::netns::is_root;
 use fragstat_testkit::wait::{self, SETTLE};
 use fragstat_testkit::{in_ci, qstat_json, OpenArena, OpenArenaConfig};
 use serde_json::{json, Value};
@@ -333,13 +334,6 @@ fn an_unusable_state_file_is_moved_aside_and_the_master_starts_empty() {
             "ANSI escapes in a log file"
         );
     }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// What `fragstat master ddnet URL --format json` lists, trusting `bundle` (reqwest's native

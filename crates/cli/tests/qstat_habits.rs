@@ -4,9 +4,9 @@
 //! and `decode` of multi-datagram replies and saved HTTP lists.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use fragstat_testkit::netns::{private_netns, Netns};
 use fragstat_testkit::{repo_root, spawn_serve, SilentUdp};
 use serde_json::Value;
 
@@ -226,53 +226,19 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
     rows
 }
 
-const INNER: &str = "FRAGSTAT_CLOSED_PORT_NETNS";
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// A closed port answers ICMP port unreachable: `down` at once, not a 3-second timeout. In a
 /// network namespace of its own, where nothing listens but what the test starts (so the
 /// closed port is certainly closed).
 #[test]
 fn a_closed_port_is_down_within_a_second() {
-    if std::env::var_os(INNER).is_none() {
-        if !is_root() {
-            let msg = "needs root for a private network namespace (unshare -n)";
-            assert!(!fragstat_testkit::in_ci(), "{msg}");
-            eprintln!("SKIPPED (not in CI): {msg}");
+    match private_netns("a_closed_port_is_down_within_a_second") {
+        Netns::Inside => {}
+        Netns::Ran(text) => {
+            assert!(text.contains("closed port: down"), "{text}");
             return;
         }
-        let out = Command::new("unshare")
-            .arg("-n")
-            .arg("--")
-            .arg(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "a_closed_port_is_down_within_a_second",
-                "--nocapture",
-            ])
-            .env(INNER, "1")
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "{text}");
-        assert!(text.contains("closed port: down"), "{text}");
-        return;
+        Netns::Skipped => return,
     }
-    let up = Command::new("ip")
-        .args(["link", "set", "lo", "up"])
-        .status()
-        .unwrap();
-    assert!(up.success());
     let started = Instant::now();
     let out = run(&["query", "q3", "127.0.0.1:27960", "--format", "json"]);
     let took = started.elapsed();

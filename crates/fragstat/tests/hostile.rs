@@ -10,12 +10,12 @@ mod support;
 use std::collections::HashSet;
 use std::io;
 use std::net::SocketAddr;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fragstat::core::{RecvBatch, Transport, UdpTransport};
 use fragstat::{Client, FilterReason};
+use fragstat_testkit::netns::{private_netns, Netns};
 use futures_util::StreamExt;
 
 /// Records every destination it is asked to send to, then sends.
@@ -57,51 +57,17 @@ impl Transport for Recording {
     }
 }
 
-const INNER: &str = "FRAGSTAT_IN_PRIVATE_NETNS";
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 #[test]
 fn a_hostile_list_sends_nothing_to_filtered_addresses() {
-    if std::env::var_os(INNER).is_some() {
-        return inner();
-    }
-    if !is_root() {
-        let msg = "needs root for a private network namespace (unshare -n)";
-        assert!(!fragstat_testkit::in_ci(), "{msg}");
-        eprintln!("SKIPPED (not in CI): {msg}");
-        return;
-    }
     // This same test, in a network namespace with nothing but its own loopback.
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new("unshare")
-        .arg("-n")
-        .arg("--")
-        .arg(exe)
-        .args([
-            "--exact",
-            "a_hostile_list_sends_nothing_to_filtered_addresses",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(INNER, "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
-    assert!(
-        text.contains("inside a private network namespace"),
-        "{text}"
-    );
+    match private_netns("a_hostile_list_sends_nothing_to_filtered_addresses") {
+        Netns::Inside => inner(),
+        Netns::Ran(text) => assert!(
+            text.contains("inside a private network namespace"),
+            "{text}"
+        ),
+        Netns::Skipped => {}
+    }
 }
 
 /// The hostile addresses, each with the reason it must be left out.
@@ -129,22 +95,7 @@ fn hostile() -> Vec<(SocketAddr, FilterReason)> {
 }
 
 fn inner() {
-    // Nothing but loopback here (/proc/self/net is this process's namespace; /sys/class/net
-    // would still show the host's).
-    let ifaces: Vec<String> = std::fs::read_to_string("/proc/self/net/dev")
-        .unwrap()
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next())
-        .map(|n| n.trim().to_string())
-        .collect();
-    assert_eq!(ifaces, ["lo"], "not a fresh network namespace");
-    let up = Command::new("ip")
-        .args(["link", "set", "lo", "up"])
-        .status()
-        .unwrap();
-    assert!(up.success());
-    println!("inside a private network namespace (interfaces: {ifaces:?})");
+    println!("inside a private network namespace (loopback only)");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
