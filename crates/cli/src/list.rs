@@ -48,7 +48,9 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
             Some(i) => line.get(..i).unwrap_or_default(),
             None => line,
         };
-        let line_start = out.len();
+        // Words of this line that are neither addresses nor types: one entry for the line,
+        // where the first of them stood.
+        let mut junk: Option<(usize, Vec<&str>)> = None;
         for token in line.split_whitespace() {
             if let Some((game, t, at)) = master.take() {
                 out.push(Entry::Bad {
@@ -96,12 +98,9 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
                 },
             };
             if !looks_like_address(token) {
-                out.push(Entry::Bad {
-                    text: token.to_string(),
-                    reason: format!(
-                        "{source}:{line_no}: not an address or a server type fragstat knows"
-                    ),
-                });
+                junk.get_or_insert_with(|| (out.len(), Vec::new()))
+                    .1
+                    .push(token);
                 continue;
             }
             out.push(Entry::Server {
@@ -109,7 +108,23 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
                 text: token.to_string(),
             });
         }
-        merge_junk(&mut out, line_start, line.trim(), source, line_no);
+        if let Some((at, words)) = junk {
+            let entry = match words.as_slice() {
+                [word] => Entry::Bad {
+                    text: (*word).to_string(),
+                    reason: format!(
+                        "{source}:{line_no}: not an address or a server type fragstat knows"
+                    ),
+                },
+                _ => Entry::Bad {
+                    text: line.trim().to_string(),
+                    reason: format!(
+                        "{source}:{line_no}: words that are not addresses or server types fragstat knows"
+                    ),
+                },
+            };
+            out.insert(at, entry);
+        }
     }
     if let Some((game, t, at)) = master {
         out.push(Entry::Bad {
@@ -127,35 +142,6 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
         });
     }
     out
-}
-
-/// A line of several words none of which is an address or a type is one bad entry, not one
-/// per word.
-fn merge_junk(out: &mut Vec<Entry>, start: usize, line: &str, source: &str, line_no: usize) {
-    let junk =
-        |e: &Entry| matches!(e, Entry::Bad { reason, .. } if reason.contains("not an address"));
-    let tail = out.get(start..).unwrap_or_default();
-    if tail.iter().filter(|e| junk(e)).count() < 2 {
-        return;
-    }
-    let Some(first) = tail.iter().position(junk) else {
-        return;
-    };
-    let merged = Entry::Bad {
-        text: line.to_string(),
-        reason: format!(
-            "{source}:{line_no}: words that are not addresses or server types fragstat knows"
-        ),
-    };
-    let mut kept: Vec<Entry> = Vec::new();
-    for (i, e) in out.drain(start..).enumerate() {
-        if i == first {
-            kept.push(merged.clone());
-        } else if !junk(&e) {
-            kept.push(e);
-        }
-    }
-    out.extend(kept);
 }
 
 /// The game of a qstat master type (`q3m`, `woetm`, `rwm`, `dm3m`, `teem`…): qstat names a
