@@ -84,6 +84,11 @@ pub struct ServeArgs {
     /// and answer its challenge.
     #[arg(long)]
     heartbeat: Option<String>,
+    /// Seconds between heartbeats (default 300, the engines' period; at least 0.1). A shorter
+    /// period re-registers soon after a master restarts or drops a heartbeat.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0, requires = "heartbeat",
+          value_parser = heartbeat_seconds)]
+    heartbeat_every_s: f64,
     /// Also run a master listing these servers: a UDP master, or for games whose master is
     /// an HTTP list (DDNet's servers.json, the ETQW feed) that list, at the public list's path
     /// (the `master` line gives the URL).
@@ -172,6 +177,14 @@ async fn listen_addr(flag: &str, text: &str, default_port: u16) -> Result<Socket
         .map_err(|e| format!("{flag} {text:?}: {e}"))
 }
 
+/// A heartbeat period in seconds: 0.1 to one day.
+fn heartbeat_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.1..=86_400.0).contains(&v) => Ok(v),
+        _ => Err("a number of seconds from 0.1 to 86400".into()),
+    }
+}
+
 /// The emulator configuration of server `i` of `count`.
 fn config(a: &ServeArgs, i: u32, heartbeat: Option<SocketAddr>) -> EmuServer {
     let name = if a.count > 1 {
@@ -183,7 +196,8 @@ fn config(a: &ServeArgs, i: u32, heartbeat: Option<SocketAddr>) -> EmuServer {
         .with_seed(u64::from(i) + 1)
         .with_password(a.password)
         .with_gametype(a.gametype.clone())
-        .with_heartbeat_to(heartbeat);
+        .with_heartbeat_to(heartbeat)
+        .with_heartbeat_every(Duration::from_secs_f64(a.heartbeat_every_s));
     if let Some(m) = a.max_players {
         c = c.with_max_players(m);
     }

@@ -9,6 +9,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::exchange::{BoxError, Exchange};
 use crate::model::{ExtraRef, MasterEntry, ServerInfo};
@@ -165,6 +166,8 @@ pub struct EmuServer {
     /// A master to heartbeat (register with) at start and periodically, for games that
     /// register that way.
     pub heartbeat_to: Option<SocketAddr>,
+    /// How often to heartbeat (the engines' 5 minutes by default; at least 100 ms).
+    pub heartbeat_every: Duration,
 }
 
 impl Default for EmuServer {
@@ -178,6 +181,7 @@ impl Default for EmuServer {
             gametype: None,
             seed: 0,
             heartbeat_to: None,
+            heartbeat_every: crate::service::HEARTBEAT_INTERVAL,
         }
     }
 }
@@ -217,6 +221,17 @@ impl EmuServer {
     pub fn with_heartbeat_to(mut self, master: Option<SocketAddr>) -> Self {
         self.heartbeat_to = master;
         self
+    }
+
+    /// Heartbeats every `every` instead of every 5 minutes.
+    pub fn with_heartbeat_every(mut self, every: Duration) -> Self {
+        self.heartbeat_every = every;
+        self
+    }
+
+    /// The heartbeat schedule this configuration asks for.
+    pub fn heartbeats(&self) -> crate::service::Heartbeats {
+        crate::service::Heartbeats::new(self.heartbeat_to).every(self.heartbeat_every)
     }
 
     /// Sets the password flag.

@@ -4,7 +4,7 @@
 //! tests drive one directly.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Datagrams a service wants sent: `(destination, bytes)`.
 pub type Outbox = Vec<(SocketAddr, Vec<u8>)>;
@@ -50,6 +50,84 @@ pub trait Service: Send {
     /// due, and push anything to send onto `out`.
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         let _ = (now, out);
+    }
+}
+
+/// How often the engines heartbeat their masters: ioq3 and idTech 4 `HEARTBEAT_MSEC`, qfusion
+/// and DarkPlaces `HEARTBEAT_SECONDS`, all 5 minutes.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(300);
+
+/// The shortest heartbeat period a schedule takes (a shorter one is raised to it).
+pub const MIN_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// When a game server heartbeats its master: at start, then every period. The emulators of
+/// every family that registers by heartbeat keep one.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use fragstat_core::service::Heartbeats;
+///
+/// let master = "127.0.0.1:27950".parse().unwrap();
+/// let mut hb = Heartbeats::new(Some(master)).every(Duration::from_secs(2));
+/// let t0 = Instant::now();
+/// assert_eq!(hb.due(t0), Some(master));
+/// assert_eq!(hb.due(t0 + Duration::from_secs(1)), None);
+/// assert_eq!(hb.poll_timeout(), Some(t0 + Duration::from_secs(2)));
+/// assert_eq!(hb.due(t0 + Duration::from_secs(2)), Some(master));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heartbeats {
+    master: Option<SocketAddr>,
+    every: Duration,
+    next: Option<Instant>,
+}
+
+impl Default for Heartbeats {
+    fn default() -> Self {
+        Heartbeats::new(None)
+    }
+}
+
+impl Heartbeats {
+    /// Heartbeats to `master` (none: never) every [`HEARTBEAT_INTERVAL`].
+    pub fn new(master: Option<SocketAddr>) -> Self {
+        Heartbeats {
+            master,
+            every: HEARTBEAT_INTERVAL,
+            next: None,
+        }
+    }
+
+    /// Sets the period (at least [`MIN_HEARTBEAT_INTERVAL`]).
+    pub fn every(mut self, every: Duration) -> Self {
+        self.every = every.max(MIN_HEARTBEAT_INTERVAL);
+        self
+    }
+
+    /// The master heartbeated, if any.
+    pub fn master(&self) -> Option<SocketAddr> {
+        self.master
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.every
+    }
+
+    /// The master to heartbeat at `now`, if a heartbeat is due (the first call always is);
+    /// the next one is scheduled a period later.
+    pub fn due(&mut self, now: Instant) -> Option<SocketAddr> {
+        let master = self.master?;
+        if self.next.is_some_and(|t| t > now) {
+            return None;
+        }
+        self.next = Some(now + self.every);
+        Some(master)
+    }
+
+    /// When the next heartbeat is due (`None` before the first, or with no master).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next
     }
 }
 

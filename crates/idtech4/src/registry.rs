@@ -255,7 +255,7 @@ impl RegistryGame for Idtech4Game {
         for p in &mut c.players {
             p.ping = p.ping.saturating_add(shift);
         }
-        c.heartbeat_to = config.heartbeat_to;
+        c.heartbeats = config.heartbeats();
         EmulatedServer::new(c)
             .map(|s| Box::new(s) as Box<dyn Service>)
             .map_err(|e| EmuError(e.to_string()))

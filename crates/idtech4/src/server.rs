@@ -6,7 +6,7 @@ use std::net::{SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
 use fragstat_core::model::Rules;
-use fragstat_core::service::{Outbox, Service};
+use fragstat_core::service::{Heartbeats, Outbox, Service};
 
 use crate::dict::{Dict, EncodeError};
 use crate::game::{Game, Protocol};
@@ -14,9 +14,6 @@ use crate::master::encode_server_list;
 use crate::packet::{
     decode, Body, GetInfo, Heartbeat, InfoResponse, Packet, Player, ServerState, END_OF_PLAYERS,
 };
-
-/// How often an emulated server heartbeats its master (`HEARTBEAT_MSEC`, 5 minutes).
-pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(300);
 
 /// What an emulated server reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +28,8 @@ pub struct ServerConfig {
     pub players: Vec<Player>,
     /// The OS mask (7, as id's Linux servers send).
     pub os_mask: u32,
-    /// A master to heartbeat, if any.
-    pub heartbeat_to: Option<SocketAddr>,
+    /// The master to heartbeat, if any, and how often.
+    pub heartbeats: Heartbeats,
 }
 
 impl ServerConfig {
@@ -92,7 +89,7 @@ impl ServerConfig {
             info,
             players,
             os_mask: 7,
-            heartbeat_to: None,
+            heartbeats: Heartbeats::default(),
         }
     }
 
@@ -143,7 +140,6 @@ pub struct EmulatedServer {
     config: ServerConfig,
     /// The encoded reply after the challenge: only the challenge changes per request.
     tail: Vec<u8>,
-    next_heartbeat: Option<Instant>,
 }
 
 const INFO_HEAD: &[u8] = b"\xff\xffinfoResponse\0";
@@ -162,11 +158,7 @@ impl EmulatedServer {
         })
         .to_bytes()?;
         let tail = full.get(INFO_HEAD.len() + 4..).unwrap_or_default().to_vec();
-        Ok(EmulatedServer {
-            config,
-            tail,
-            next_heartbeat: None,
-        })
+        Ok(EmulatedServer { config, tail })
     }
 
     /// The configuration.
@@ -201,9 +193,8 @@ impl EmulatedServer {
 
 impl Service for EmulatedServer {
     fn start(&mut self, now: Instant, out: &mut Outbox) {
-        if let Some(master) = self.config.heartbeat_to {
+        if let Some(master) = self.config.heartbeats.due(now) {
             out.extend(self.heartbeat().map(|h| (master, h)));
-            self.next_heartbeat = Some(now + HEARTBEAT_INTERVAL);
         }
     }
 
@@ -214,16 +205,11 @@ impl Service for EmulatedServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.next_heartbeat
+        self.config.heartbeats.poll_timeout()
     }
 
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
-        if let (Some(master), Some(due)) = (self.config.heartbeat_to, self.next_heartbeat) {
-            if now >= due {
-                out.extend(self.heartbeat().map(|h| (master, h)));
-                self.next_heartbeat = Some(now + HEARTBEAT_INTERVAL);
-            }
-        }
+        self.start(now, out);
     }
 }
 
@@ -327,6 +313,7 @@ impl Service for EmulatedMaster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fragstat_core::service::HEARTBEAT_INTERVAL;
 
     #[test]
     fn spliced_reply_equals_the_encoded_one() {
@@ -354,7 +341,7 @@ mod tests {
         let mut m = EmulatedMaster::new(game, vec![(other, Protocol::new(2, 64))]);
         let server: SocketAddr = "127.0.0.1:28004".parse().unwrap();
         let mut emu = EmulatedServer::new(ServerConfig::sample(game, b"x", b"", 1, 8)).unwrap();
-        emu.config.heartbeat_to = Some("127.0.0.1:27650".parse().unwrap());
+        emu.config.heartbeats = Heartbeats::new(Some("127.0.0.1:27650".parse().unwrap()));
         let now = Instant::now();
         let mut out = Outbox::new();
         emu.start(now, &mut out);

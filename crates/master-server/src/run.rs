@@ -454,8 +454,13 @@ pub async fn bind(config: RunConfig) -> std::io::Result<Bound> {
     bind_with(config, Vec::new()).await
 }
 
-/// A UDP socket on `addr` (IPv6 sockets IPv6-only), blocking until the master's thread takes
-/// it.
+/// The receive buffer the master asks for: room for a burst of about 4,000 heartbeats or
+/// challenge replies while a list is being sent (the kernel grants at most
+/// `net.core.rmem_max`; Linux defaults to 208 KiB, about 400 small datagrams on loopback).
+pub const RECV_BUFFER: usize = 4 << 20;
+
+/// A UDP socket on `addr` (IPv6 sockets IPv6-only, receive buffer [`RECV_BUFFER`]), blocking
+/// until the master's thread takes it.
 fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let domain = if addr.is_ipv4() {
@@ -467,6 +472,8 @@ fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;
     }
+    // Best effort: a smaller buffer (capped by the system) still works, drops sooner.
+    let _ = socket.set_recv_buffer_size(RECV_BUFFER);
     socket.bind(&addr.into())?;
     Ok(socket.into())
 }

@@ -297,7 +297,7 @@ impl RegistryGame for Quake3Game {
             })?;
         }
         Ok(Box::new(
-            EmulatedServer::new(c).with_master(config.heartbeat_to),
+            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
         ))
     }
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use fragstat_core::service::{Outbox, Service};
+use fragstat_core::service::{Heartbeats, Outbox, Service};
 
 use crate::game::Game;
 use crate::info::InfoString;
@@ -86,12 +86,8 @@ pub struct EmulatedServer {
     info_wire: Option<Vec<u8>>,
     status_wire: Option<Vec<u8>>,
     /// The master it heartbeats, and when next.
-    master: Option<SocketAddr>,
-    next_heartbeat: Option<Instant>,
+    heartbeats: Heartbeats,
 }
-
-/// How often a server heartbeats its master (ioq3 `HEARTBEAT_MSEC`).
-pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(300);
 
 const STATUS_HEAD: &[u8] = b"\xff\xff\xff\xffstatusResponse\n";
 
@@ -103,8 +99,7 @@ impl EmulatedServer {
             challenge_counter: 0x1234_5678,
             info_wire: None,
             status_wire: None,
-            master: None,
-            next_heartbeat: None,
+            heartbeats: Heartbeats::default(),
         };
         s.info_wire = Packet::InfoResponse(s.info_response(None)).to_bytes().ok();
         s.status_wire = Packet::StatusResponse(s.status_response(None))
@@ -140,10 +135,15 @@ impl EmulatedServer {
         Some(out)
     }
 
-    /// Heartbeats `master` when started and every [`HEARTBEAT_INTERVAL`] (as a `dedicated 2`
+    /// Heartbeats `master` when started and every [`HEARTBEAT_INTERVAL`](fragstat_core::service::HEARTBEAT_INTERVAL) (as a `dedicated 2`
     /// server does), and answers its `getinfo` challenge like any other.
-    pub fn with_master(mut self, master: Option<SocketAddr>) -> Self {
-        self.master = master;
+    pub fn with_master(self, master: Option<SocketAddr>) -> Self {
+        self.with_heartbeats(Heartbeats::new(master))
+    }
+
+    /// Heartbeats on `schedule` (a master and a period).
+    pub fn with_heartbeats(mut self, schedule: Heartbeats) -> Self {
+        self.heartbeats = schedule;
         self
     }
 
@@ -268,9 +268,8 @@ pub const MAX_PENDING: usize = 4096;
 
 impl Service for EmulatedServer {
     fn start(&mut self, now: Instant, out: &mut Outbox) {
-        if let (Some(m), Some(hb)) = (self.master, self.heartbeat()) {
-            out.push((m, hb));
-            self.next_heartbeat = Some(now + HEARTBEAT_INTERVAL);
+        if let Some(m) = self.heartbeats.due(now) {
+            out.extend(self.heartbeat().map(|hb| (m, hb)));
         }
     }
 
@@ -281,7 +280,7 @@ impl Service for EmulatedServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.next_heartbeat
+        self.heartbeats.poll_timeout()
     }
 
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
@@ -486,6 +485,33 @@ mod tests {
             .info_reply(None)
             .unwrap()
             .starts_with(b"\xff\xff\xff\xffinfoResponse\n"));
+    }
+    #[test]
+    fn heartbeats_at_start_and_then_every_period() {
+        let master: SocketAddr = "127.0.0.1:27950".parse().unwrap();
+        let every = Duration::from_secs(2);
+        let mut s = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0))
+            .with_heartbeats(Heartbeats::new(Some(master)).every(every));
+        let t0 = Instant::now();
+        let mut out = Outbox::new();
+        s.start(t0, &mut out);
+        assert_eq!(
+            out,
+            vec![(master, b"\xff\xff\xff\xffheartbeat QuakeArena-1\n".to_vec())]
+        );
+        assert_eq!(s.poll_timeout(), Some(t0 + every));
+        out.clear();
+        s.handle_timeout(t0 + Duration::from_secs(1), &mut out);
+        assert!(out.is_empty(), "not due yet");
+        s.handle_timeout(t0 + every, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(s.poll_timeout(), Some(t0 + every + every));
+        // Without a master: nothing, and no timer.
+        let mut quiet = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0));
+        out.clear();
+        quiet.start(t0, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(quiet.poll_timeout(), None);
     }
 
     #[test]

@@ -185,7 +185,7 @@ impl RegistryGame for WarsowFamilyGame {
         c.password = config.password;
         c.set_players(config.players, config.seed);
         Ok(Box::new(
-            EmulatedServer::new(c).with_master(config.heartbeat_to),
+            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
         ))
     }
 

@@ -7,9 +7,9 @@
 //! (`NetConn_BuildStatusResponse`); a real Nexuiz 2.5.2 server's replies.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use fragstat_core::service::{Outbox, Service};
+use fragstat_core::service::{Heartbeats, Outbox, Service};
 use fragstat_quake3_oob::{Heartbeat, Packet as Oob};
 
 use crate::game::Game;
@@ -165,15 +165,11 @@ pub fn default_map(game: Game) -> &'static [u8] {
     }
 }
 
-/// How often qfusion and DarkPlaces heartbeat their masters (qfusion `HEARTBEAT_SECONDS`).
-pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(300);
-
 /// An emulated game server.
 #[derive(Debug, Clone)]
 pub struct EmulatedServer {
     config: ServerConfig,
-    master: Option<SocketAddr>,
-    next_heartbeat: Option<Instant>,
+    heartbeats: Heartbeats,
 }
 
 fn kv(out: &mut Vec<u8>, k: &str, v: impl AsRef<[u8]>) {
@@ -188,14 +184,18 @@ impl EmulatedServer {
     pub fn new(config: ServerConfig) -> Self {
         EmulatedServer {
             config,
-            master: None,
-            next_heartbeat: None,
+            heartbeats: Heartbeats::default(),
         }
     }
 
-    /// Heartbeats `master` at start and every [`HEARTBEAT_INTERVAL`].
-    pub fn with_master(mut self, master: Option<SocketAddr>) -> Self {
-        self.master = master;
+    /// Heartbeats `master` at start and every [`HEARTBEAT_INTERVAL`](fragstat_core::service::HEARTBEAT_INTERVAL).
+    pub fn with_master(self, master: Option<SocketAddr>) -> Self {
+        self.with_heartbeats(Heartbeats::new(master))
+    }
+
+    /// Heartbeats on `schedule` (a master and a period).
+    pub fn with_heartbeats(mut self, schedule: Heartbeats) -> Self {
+        self.heartbeats = schedule;
         self
     }
 
@@ -359,7 +359,7 @@ impl EmulatedServer {
     }
 
     fn heartbeat(&mut self, now: Instant, out: &mut Outbox) {
-        if let Some(m) = self.master {
+        if let Some(m) = self.heartbeats.due(now) {
             if let Ok(b) = Oob::Heartbeat(Heartbeat {
                 name: self.config.game.heartbeat().as_bytes().to_vec(),
             })
@@ -367,7 +367,6 @@ impl EmulatedServer {
             {
                 out.push((m, b));
             }
-            self.next_heartbeat = Some(now + HEARTBEAT_INTERVAL);
         }
     }
 }
@@ -384,19 +383,18 @@ impl Service for EmulatedServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.next_heartbeat
+        self.heartbeats.poll_timeout()
     }
 
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
-        if self.next_heartbeat.is_some_and(|t| t <= now) {
-            self.heartbeat(now, out);
-        }
+        self.heartbeat(now, out);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fragstat_core::service::HEARTBEAT_INTERVAL;
     use fragstat_quake3_oob::{Game as Q3Game, ServerReply};
 
     fn status(s: &EmulatedServer, bytes: &[u8]) -> fragstat_quake3_oob::StatusResponse {
