@@ -33,12 +33,12 @@ struct Recording<E> {
 impl<E: Exchange> Exchange for Recording<E> {
     type Output = E::Output;
 
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
-        let requests = self.inner.requests(attempt);
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, fragstat::core::EncodeError> {
+        let requests = self.inner.requests(attempt)?;
         if let Ok(mut log) = self.log.lock() {
             log.sent.extend(requests.iter().cloned());
         }
-        requests
+        Ok(requests)
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output> {

@@ -582,7 +582,7 @@ impl Engine {
     /// # struct Ping;
     /// # impl Exchange for Ping {
     /// #     type Output = ();
-    /// #     fn requests(&mut self, _: u32) -> Vec<Vec<u8>> { vec![b"ping".to_vec()] }
+    /// #     fn requests(&mut self, _: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> { Ok(vec![b"ping".to_vec()]) }
     /// #     fn on_datagram(&mut self, _: &[u8]) -> Verdict<()> { Verdict::Ignore("") }
     /// # }
     /// # #[tokio::main(flavor = "current_thread")]
@@ -1251,7 +1251,13 @@ impl<E: Exchange> Driver<E> {
                     continue;
                 };
                 let attempt = slot.attempts;
-                let datagrams = slot.ex.requests(attempt);
+                let datagrams = match slot.ex.requests(attempt) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        self.finish(id, Err(QueryError::Encode(e)));
+                        continue;
+                    }
+                };
                 if let Some(iv) = interval {
                     let n = u32::try_from(datagrams.len().max(1)).unwrap_or(u32::MAX);
                     self.next_send = later(self.next_send, iv.saturating_mul(n));

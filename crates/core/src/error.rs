@@ -33,6 +33,10 @@ pub enum QueryError {
     /// The server replied, but the reply could not be decoded (and nothing better came).
     #[error("{0}")]
     Decode(#[source] BoxError),
+    /// The request could not be encoded (a challenge or name the protocol cannot carry):
+    /// nothing was sent.
+    #[error("the request cannot be encoded: {0}")]
+    Encode(#[source] crate::encode::EncodeError),
     /// The engine has no socket for the address family.
     #[error("no socket for the address family of {0}")]
     Unsupported(SocketAddr),

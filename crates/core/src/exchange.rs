@@ -2,6 +2,8 @@
 
 use std::error::Error as StdError;
 
+use crate::encode::EncodeError;
+
 /// A boxed error from a protocol crate (usually its decode error).
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
@@ -19,7 +21,9 @@ pub trait Exchange: Send + 'static {
 
     /// The datagrams to send for `attempt` (0 for the first, 1 for the first retry…) of the
     /// current step. Called again on every retry; a reply to any earlier attempt still counts.
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>>;
+    /// An error ends the query at once with [`QueryError::Encode`](crate::QueryError::Encode)
+    /// (nothing is sent).
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError>;
 
     /// A datagram arrived from this query's address.
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output>;
@@ -95,7 +99,7 @@ pub enum Verdict<O> {
 
 impl<E: Exchange + ?Sized> Exchange for Box<E> {
     type Output = E::Output;
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
         (**self).requests(attempt)
     }
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output> {
@@ -137,7 +141,7 @@ where
     U: Send + 'static,
 {
     type Output = U;
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
         self.inner.requests(attempt)
     }
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<U> {

@@ -13,8 +13,8 @@
 //! struct Ping(String);
 //! impl Exchange for Ping {
 //!     type Output = ();
-//!     fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
-//!         vec![format!("ping {}", self.0).into_bytes()]
+//!     fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
+//!         Ok(vec![format!("ping {}", self.0).into_bytes()])
 //!     }
 //!     fn on_datagram(&mut self, d: &[u8]) -> Verdict<()> {
 //!         if d == format!("pong {}", self.0).as_bytes() {
@@ -52,6 +52,7 @@
 
 mod de;
 #[cfg(feature = "runtime")]
+mod encode;
 mod engine;
 mod error;
 mod exchange;
@@ -77,7 +78,7 @@ pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
 #[cfg(feature = "runtime")]
 pub use transport::{RecvBatch, Transport, UdpTransport};
-pub use wire::DecodeError;
+pub use wire::{DecodeError, Encode, EncodeError};
 
 /// Largest datagram the engine receives (UDP's maximum payload).
 pub const MAX_DATAGRAM: usize = 65_535;

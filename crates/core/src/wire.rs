@@ -16,6 +16,8 @@
 //! # Ok::<(), DecodeError>(())
 //! ```
 
+pub use crate::encode::{Encode, EncodeError};
+
 /// Why a datagram could not be decoded. Offsets are absolute byte positions in the datagram.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

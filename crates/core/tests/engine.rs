@@ -41,8 +41,8 @@ struct Text {
 
 impl Exchange for Text {
     type Output = String;
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
-        vec![format!("q {}-{attempt}", self.challenge).into_bytes()]
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
+        Ok(vec![format!("q {}-{attempt}", self.challenge).into_bytes()])
     }
     fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
         let s = String::from_utf8_lossy(d);
@@ -129,6 +129,44 @@ async fn text_challenge_survives_loss_duplication_reordering_and_forgery() {
         all.iter().any(|o| o.attempts > 1),
         "loss must have caused retries"
     );
+}
+
+/// An exchange that cannot encode its retry: the first attempt goes out, the second is an
+/// encode error.
+struct FailsOnRetry;
+
+impl Exchange for FailsOnRetry {
+    type Output = String;
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
+        if attempt == 0 {
+            Ok(vec![b"q first".to_vec()])
+        } else {
+            Err(fragstat_core::EncodeError::forbidden("retry challenge"))
+        }
+    }
+    fn on_datagram(&mut self, _: &[u8]) -> Verdict<String> {
+        Verdict::Ignore("never answers")
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_encode_failure_ends_the_query_with_nothing_sent() {
+    let net = SimNet::new(Faults::default(), 1);
+    let o = engine(&net)
+        .query(addr(9), FailsOnRetry, opts(100, 3))
+        .await;
+    let Err(QueryError::Encode(e)) = &o.result else {
+        panic!("{:?}", o.result);
+    };
+    assert_eq!(e.kind(), "forbidden");
+    assert!(o
+        .result
+        .unwrap_err()
+        .to_string()
+        .contains("retry challenge"));
+    let sent = net.sent();
+    assert_eq!(sent.len(), 1, "only the first attempt was sent");
+    assert_eq!(sent[0].data, b"q first");
 }
 
 #[tokio::test(start_paused = true)]
@@ -334,7 +372,7 @@ impl Drop for Counted {
 
 impl Exchange for Counted {
     type Output = String;
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
         self.inner.requests(attempt)
     }
     fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
@@ -505,10 +543,10 @@ struct Binary<const N: usize> {
 
 impl<const N: usize> Exchange for Binary<N> {
     type Output = Vec<u8>;
-    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, _: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
         let mut r = b"\xff\xffgetInfo\0".to_vec();
         r.extend_from_slice(&self.challenge);
-        vec![r]
+        Ok(vec![r])
     }
     fn on_datagram(&mut self, d: &[u8]) -> Verdict<Vec<u8>> {
         match d
@@ -592,12 +630,12 @@ struct Token {
 
 impl Exchange for Token {
     type Output = String;
-    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, _: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
         let mut r = b"xe".to_vec();
         r.extend_from_slice(&self.extra.to_be_bytes());
         r.extend_from_slice(b"\0\0\xff\xff\xff\xffgie3");
         r.push(self.basic);
-        vec![r]
+        Ok(vec![r])
     }
     fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
         let Some(rest) = d.strip_prefix(b"iext".as_slice()) else {
@@ -686,8 +724,8 @@ impl Multi {
 
 impl Exchange for Multi {
     type Output = Vec<String>;
-    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
-        vec![b"list".to_vec()]
+    fn requests(&mut self, _: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
+        Ok(vec![b"list".to_vec()])
     }
     fn on_datagram(&mut self, d: &[u8]) -> Verdict<Vec<String>> {
         let s = String::from_utf8_lossy(d).into_owned();
@@ -806,10 +844,10 @@ struct Handshake {
 
 impl Exchange for Handshake {
     type Output = String;
-    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, _: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
         match self.token {
-            None => vec![b"token?".to_vec()],
-            Some(t) => vec![format!("info {t}").into_bytes()],
+            None => Ok(vec![b"token?".to_vec()]),
+            Some(t) => Ok(vec![format!("info {t}").into_bytes()]),
         }
     }
     fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
@@ -1063,8 +1101,8 @@ struct Endless {
 
 impl Exchange for Endless {
     type Output = usize;
-    fn requests(&mut self, _: u32) -> Vec<Vec<u8>> {
-        vec![b"list".to_vec()]
+    fn requests(&mut self, _: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
+        Ok(vec![b"list".to_vec()])
     }
     fn on_datagram(&mut self, _: &[u8]) -> Verdict<usize> {
         let n = self.seen.fetch_add(1, Ordering::SeqCst);
@@ -1562,11 +1600,11 @@ struct Two {
 
 impl Exchange for Two {
     type Output = String;
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
-        vec![
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
+        Ok(vec![
             format!("a {} {attempt}", self.tag).into_bytes(),
             format!("b {} {attempt}", self.tag).into_bytes(),
-        ]
+        ])
     }
     fn on_datagram(&mut self, d: &[u8]) -> Verdict<String> {
         let s = String::from_utf8_lossy(d).into_owned();

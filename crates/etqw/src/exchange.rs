@@ -1,5 +1,7 @@
 //! The sans-IO server query: `getInfo` or `getInfoEx` with an 8-byte challenge.
 
+use crate::Encode;
+use crate::EncodeError;
 use fragstat_core::{Exchange, Verdict};
 
 use crate::packet::{decode, GetInfo, InfoResponse, Packet};
@@ -53,14 +55,12 @@ impl ServerExchange {
 impl Exchange for ServerExchange {
     type Output = Reply;
 
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
-        Packet::GetInfo(GetInfo {
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        let request = Packet::GetInfo(GetInfo {
             ex: self.ex,
             challenge: self.challenge(attempt).to_vec(),
-        })
-        .to_bytes()
-        .into_iter()
-        .collect()
+        });
+        Ok(vec![request.to_bytes()?])
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Reply> {
@@ -93,7 +93,7 @@ mod tests {
     fn echoed_nonce_names_the_attempt_and_opaque_echoes_are_accepted() {
         let emu = EmulatedServer::new(ServerConfig::sample(b"x", b"", 2, 8)).unwrap();
         let mut ex = ServerExchange::with_nonce(true, 0x1122_3344_5566_7788);
-        let req = ex.requests(2).remove(0);
+        let req = ex.requests(2).unwrap().remove(0);
         assert!(req.starts_with(b"\xff\xffgetInfoEx\0"));
         let Verdict::Done { output, attempt } = ex.on_datagram(&emu.respond(&req).unwrap()) else {
             panic!()

@@ -2,6 +2,7 @@
 //! of the stable API.
 
 use crate::packet::{decode, Packet};
+use crate::Encode;
 
 /// Decoding any bytes must not panic; an error names an offset inside (or just past) the
 /// input; a packet that decodes and re-encodes decodes to the same packet (compared through

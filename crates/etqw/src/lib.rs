@@ -39,8 +39,9 @@ pub mod server;
 pub mod view;
 
 pub use exchange::{Reply, ServerExchange};
+pub use fragstat_core::wire::{Encode, EncodeError};
 pub use fragstat_core::DecodeError;
-pub use fragstat_idtech4::{EncodeError, Protocol};
+pub use fragstat_idtech4::Protocol;
 pub use packet::{
     decode, known_protocol, Body, Decoded, ExPlayer, Extended, GetInfo, InfoResponse, Packet,
     Player, PostPlayers, ServerType, PROTOCOL_1_4, PROTOCOL_1_5,

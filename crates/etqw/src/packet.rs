@@ -15,9 +15,11 @@
 //!        infoExResponse: { u8 slot; f32 xp; str team; i32 kills; i32 deaths }* 32
 //! ```
 
+use crate::Encode;
+use crate::EncodeError;
 use fragstat_core::wire::{excerpt, Reader};
 use fragstat_core::DecodeError;
-use fragstat_idtech4::dict::{put_str, read_dict, write_dict, Dict, EncodeError};
+use fragstat_idtech4::dict::{put_str, read_dict, write_dict, Dict};
 use fragstat_idtech4::{Protocol, END_OF_PLAYERS, HEADER};
 
 /// ETQW 1.4's protocol, 10.19.
@@ -383,7 +385,10 @@ fn write_body(out: &mut Vec<u8>, r: &InfoResponse) -> Result<(), EncodeError> {
     let mut previous: Option<u8> = None;
     for p in &d.players {
         if p.slot >= END_OF_PLAYERS || previous.is_some_and(|q| p.slot <= q) {
-            return Err(EncodeError::Slot { slot: p.slot });
+            return Err(EncodeError::OutOfRange {
+                field: "player slot (below 32, increasing)",
+                value: i64::from(p.slot),
+            });
         }
         previous = Some(p.slot);
         out.push(p.slot);
@@ -429,7 +434,10 @@ fn write_body(out: &mut Vec<u8>, r: &InfoResponse) -> Result<(), EncodeError> {
             let mut previous: Option<u8> = None;
             for p in list {
                 if p.slot >= END_OF_PLAYERS || previous.is_some_and(|q| p.slot <= q) {
-                    return Err(EncodeError::Slot { slot: p.slot });
+                    return Err(EncodeError::OutOfRange {
+                        field: "player slot (below 32, increasing)",
+                        value: i64::from(p.slot),
+                    });
                 }
                 previous = Some(p.slot);
                 out.push(p.slot);
@@ -462,9 +470,9 @@ fn write_body(out: &mut Vec<u8>, r: &InfoResponse) -> Result<(), EncodeError> {
     Ok(())
 }
 
-impl Packet {
+impl Encode for Packet {
     /// Appends the datagram. An `InfoResponse` whose `size` is `None` gets the true size.
-    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         out.extend_from_slice(&HEADER);
         match self {
             Packet::GetInfo(g) => {
@@ -487,13 +495,6 @@ impl Packet {
             }
         }
         Ok(())
-    }
-
-    /// The datagram as bytes.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::new();
-        self.encode(&mut out)?;
-        Ok(out)
     }
 }
 

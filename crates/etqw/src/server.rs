@@ -1,12 +1,14 @@
 //! A sans-IO emulated ETQW 1.5 server answering `getInfo` and `getInfoEx` as the game does,
 //! so that real clients (qstat `-etqws`) can be pointed at it.
 
+use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use crate::EncodeError;
 use fragstat_core::model::Rules;
 use fragstat_core::service::{Outbox, Service};
-use fragstat_idtech4::dict::{Dict, EncodeError};
+use fragstat_idtech4::dict::Dict;
 use fragstat_idtech4::{Protocol, END_OF_PLAYERS};
 
 use crate::packet::{

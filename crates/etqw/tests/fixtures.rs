@@ -8,6 +8,7 @@
 //! - The size field equals the bytes after it in every real reply.
 //! - Every `err` datagram passes the fuzzing oracle.
 
+use fragstat_etqw::Encode;
 use std::path::{Path, PathBuf};
 
 use fragstat_etqw::fuzzing::check_decode;

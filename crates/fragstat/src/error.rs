@@ -48,6 +48,10 @@ pub enum Error {
     /// the field and byte offset.
     #[error("{0}")]
     Decode(#[source] DecodeError),
+    /// The request could not be encoded (a challenge, name or option the protocol cannot
+    /// carry): nothing was sent.
+    #[error("the request cannot be encoded: {0}")]
+    Encode(#[source] fragstat_core::EncodeError),
     /// A bound was reached: a server sent too many datagrams or bytes for one query, a
     /// query ran past its lifetime, an HTTP list was too large.
     #[error("{0}")]
@@ -141,6 +145,7 @@ impl From<QueryError> for Error {
                 Ok(d) => Error::Decode(*d),
                 Err(other) => Error::Protocol(other.to_string()),
             },
+            QueryError::Encode(e) => Error::Encode(e),
             QueryError::Unsupported(a) => Error::Unsupported(a),
             QueryError::Cancelled => Error::Cancelled,
             QueryError::Io(e) => Error::Io(e),

@@ -8,30 +8,7 @@
 use fragstat_core::model::Rules;
 use fragstat_core::wire::Reader;
 use fragstat_core::DecodeError;
-
-/// Why a value cannot be encoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EncodeError {
-    /// A string holds a NUL byte (strings are NUL-terminated on the wire).
-    #[error("{field} contains a NUL byte")]
-    Nul {
-        /// Which string.
-        field: &'static str,
-    },
-    /// A dictionary key is empty (an empty key ends the dictionary).
-    #[error("a server-info key is empty")]
-    EmptyKey,
-    /// Player slots must be below 32 (32 ends the list) and strictly increasing.
-    #[error("player slot {slot} is not below 32 or not above the previous slot")]
-    Slot {
-        /// The slot.
-        slot: u8,
-    },
-    /// The value does not fit the protocol (too many entries, a value out of range).
-    #[error("{0}")]
-    Invalid(&'static str),
-}
+use fragstat_core::EncodeError;
 
 /// A decoded dictionary: the pairs in wire order and any deleted keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,7 +46,7 @@ pub fn read_dict(r: &mut Reader<'_>) -> Result<Dict, DecodeError> {
 /// Appends `s` and its NUL, refusing a string that holds a NUL.
 pub fn put_str(out: &mut Vec<u8>, s: &[u8], field: &'static str) -> Result<(), EncodeError> {
     if s.contains(&0) {
-        return Err(EncodeError::Nul { field });
+        return Err(EncodeError::forbidden(field));
     }
     out.extend_from_slice(s);
     out.push(0);
@@ -80,7 +57,9 @@ pub fn put_str(out: &mut Vec<u8>, s: &[u8], field: &'static str) -> Result<(), E
 pub fn write_dict(out: &mut Vec<u8>, dict: &Dict) -> Result<(), EncodeError> {
     for (k, v) in dict.pairs.pairs() {
         if k.is_empty() {
-            return Err(EncodeError::EmptyKey);
+            return Err(EncodeError::Empty {
+                field: "server-info key",
+            });
         }
         put_str(out, k, "info key")?;
         put_str(out, v, "info value")?;
@@ -88,7 +67,9 @@ pub fn write_dict(out: &mut Vec<u8>, dict: &Dict) -> Result<(), EncodeError> {
     out.push(0);
     for k in &dict.deleted {
         if k.is_empty() {
-            return Err(EncodeError::EmptyKey);
+            return Err(EncodeError::Empty {
+                field: "server-info key",
+            });
         }
         put_str(out, k, "deleted key")?;
     }

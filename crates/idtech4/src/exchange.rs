@@ -1,6 +1,8 @@
 //! The sans-IO exchanges: `getInfo` to a server, `getServers` to a master. They compile
 //! without the `client` feature; the engine (or any caller) drives them.
 
+use crate::Encode;
+use crate::EncodeError;
 use std::collections::HashSet;
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -42,14 +44,12 @@ impl ServerExchange {
 impl Exchange for ServerExchange {
     type Output = InfoResponse;
 
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
-        Packet::GetInfo(GetInfo {
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        let request = Packet::GetInfo(GetInfo {
             challenge: Some(self.challenge(attempt)),
             trailing: Vec::new(),
-        })
-        .to_bytes()
-        .into_iter()
-        .collect()
+        });
+        Ok(vec![request.to_bytes()?])
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<InfoResponse> {
@@ -114,8 +114,8 @@ impl MasterExchange {
 impl Exchange for MasterExchange {
     type Output = Vec<SocketAddrV4>;
 
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
-        vec![self.request.clone()]
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        Ok(vec![self.request.clone()])
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Vec<SocketAddrV4>> {
@@ -152,8 +152,8 @@ mod tests {
     fn server_exchange_matches_its_nonce_and_names_the_attempt() {
         let emu = EmulatedServer::new(ServerConfig::sample(Game::Quake4, b"x", b"", 2, 8)).unwrap();
         let mut ex = ServerExchange::with_nonce(Game::Quake4, 0xabcd_ef00);
-        let first = ex.requests(0).remove(0);
-        let second = ex.requests(1).remove(0);
+        let first = ex.requests(0).unwrap().remove(0);
+        let second = ex.requests(1).unwrap().remove(0);
         // Another query's reply is ignored; a reply to the first attempt, arriving after the
         // retry, still completes the query and names attempt 0.
         assert!(matches!(

@@ -3,6 +3,7 @@
 
 use crate::game::Game;
 use crate::packet::decode;
+use crate::Encode;
 
 /// For every game: decoding any bytes must not panic; an error names an offset inside (or
 /// just past) the input; a packet that decodes and re-encodes decodes to the same value, and

@@ -41,8 +41,9 @@ pub mod registry;
 pub mod server;
 pub mod view;
 
-pub use dict::{Dict, EncodeError};
+pub use dict::Dict;
 pub use exchange::{MasterExchange, ServerExchange, DEFAULT_SETTLE};
+pub use fragstat_core::wire::{Encode, EncodeError};
 pub use fragstat_core::DecodeError;
 pub use game::{Game, Layout, Protocol};
 pub use master::{encode_server_list, GetServers, ServerList};

@@ -16,9 +16,10 @@ use std::net::SocketAddrV4;
 use fragstat_core::wire::Reader;
 use fragstat_core::DecodeError;
 
-use crate::dict::{put_str, EncodeError};
+use crate::dict::put_str;
 use crate::game::Game;
 use crate::packet::{entry, HEADER};
+use crate::EncodeError;
 
 /// `getServers`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -194,6 +195,7 @@ pub fn encode_server_list(servers: &[SocketAddrV4]) -> Vec<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::packet::{decode, Packet};
+    use crate::Encode;
 
     #[test]
     fn qstat_requests_decode() {

@@ -4,13 +4,15 @@
 //! `ProcessInfoResponseMessage`, `ProcessServersListMessage`); the Quake 4 1.0 binary
 //! (`idAsyncServer::WriteInfo`, `idAsyncClient::GetNETServers`); qstat doom3.c.
 
+use crate::Encode;
 use std::net::SocketAddrV4;
 
 use fragstat_core::wire::{excerpt, Reader};
 use fragstat_core::DecodeError;
 
-use crate::dict::{put_str, read_dict, write_dict, Dict, EncodeError};
+use crate::dict::{put_str, read_dict, write_dict, Dict};
 use crate::game::{Game, Layout, Protocol};
+use crate::EncodeError;
 
 /// Every idTech 4 connectionless packet starts with these two bytes (`CONNECTIONLESS_MESSAGE_ID`,
 /// a short −1).
@@ -207,7 +209,10 @@ fn write_state(out: &mut Vec<u8>, s: &ServerState) -> Result<(), EncodeError> {
             let mut previous: Option<u8> = None;
             for p in players {
                 if p.slot >= END_OF_PLAYERS || previous.is_some_and(|q| p.slot <= q) {
-                    return Err(EncodeError::Slot { slot: p.slot });
+                    return Err(EncodeError::OutOfRange {
+                        field: "player slot (below 32, increasing)",
+                        value: i64::from(p.slot),
+                    });
                 }
                 previous = Some(p.slot);
                 out.push(p.slot);
@@ -286,9 +291,9 @@ pub fn decode(game: Game, datagram: &[u8]) -> Result<Packet, DecodeError> {
     }
 }
 
-impl Packet {
+impl Encode for Packet {
     /// Appends the datagram.
-    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         out.extend_from_slice(&HEADER);
         match self {
             Packet::GetInfo(g) => {
@@ -325,13 +330,6 @@ impl Packet {
             }
         }
         Ok(())
-    }
-
-    /// The datagram as bytes.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::new();
-        self.encode(&mut out)?;
-        Ok(out)
     }
 }
 

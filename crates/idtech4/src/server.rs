@@ -1,6 +1,7 @@
 //! Sans-IO emulated server and master, built on the encoders, answering as the engines do so
 //! that real clients (qstat) can be pointed at them.
 
+use crate::Encode;
 use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
@@ -8,12 +9,13 @@ use std::time::{Duration, Instant};
 use fragstat_core::model::Rules;
 use fragstat_core::service::{Heartbeats, Outbox, Service};
 
-use crate::dict::{Dict, EncodeError};
+use crate::dict::Dict;
 use crate::game::{Game, Protocol};
 use crate::master::encode_server_list;
 use crate::packet::{
     decode, Body, GetInfo, Heartbeat, InfoResponse, Packet, Player, ServerState, END_OF_PLAYERS,
 };
+use crate::EncodeError;
 
 /// What an emulated server reports.
 #[derive(Debug, Clone, PartialEq, Eq)]

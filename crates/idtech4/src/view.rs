@@ -4,6 +4,7 @@
 //! server sent stays in `rules`; the OS mask, protocol, any bytes after the OS mask and any
 //! undecoded player block go into [`ServerExtra`] and, where they are oddities, `warnings`.
 
+use crate::Encode;
 use fragstat_core::model::{Dialect, Player as ModelPlayer, ServerInfo, Text};
 use fragstat_core::text::decode_lossless;
 use serde::Serialize;

@@ -6,6 +6,7 @@
 //!   `missing` error at or before the cut — never a shorter player list.
 //! - Every `err` datagram passes the fuzzing oracle.
 
+use fragstat_idtech4::Encode;
 use std::path::{Path, PathBuf};
 
 use fragstat_idtech4::fuzzing::check_decode;

@@ -1,6 +1,7 @@
 //! The sans-IO master driven directly: registration by challenge, spoofing, flatlines,
 //! filters, limits and amplification, bounds, expiry and restore.
 
+use fragstat_core::Encode;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 

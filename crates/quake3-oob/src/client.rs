@@ -149,7 +149,7 @@ impl Client {
         master: SocketAddr,
         request: &GetServers,
     ) -> Result<Timed<Vec<SocketAddr>>, QueryError> {
-        let ex = MasterExchange::new(request).map_err(|e| QueryError::Decode(Box::new(e)))?;
+        let ex = MasterExchange::new(request).map_err(QueryError::Encode)?;
         let o = self.engine.query(master, ex, self.options.clone()).await;
         Ok(Timed {
             reply: o.result?,
@@ -172,6 +172,7 @@ mod tests {
     use crate::exchange::{challenge, check_challenge};
     use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
     use crate::server::{EmulatedServer, ServerConfig};
+    use crate::Encode;
     use crate::Game;
     use fragstat_core::testing::{Faults, SimNet};
     use fragstat_core::{Exchange, Transport, Verdict};
@@ -239,7 +240,11 @@ mod tests {
                 (Ask::Both, vec![info, status]),
             ] {
                 let mut ex = ServerExchange::with_nonce(ask, nonce);
-                assert_eq!(ex.requests(attempt), want, "{ask:?} {nonce} {attempt}");
+                assert_eq!(
+                    ex.requests(attempt).unwrap(),
+                    want,
+                    "{ask:?} {nonce} {attempt}"
+                );
             }
         }
         assert!(crate::valid_challenge(&challenge(u64::MAX, u32::MAX)));

@@ -2,6 +2,7 @@
 //! master. They compile without the `client` feature; the engine (or the registry's callers)
 //! drive them.
 
+use crate::{Encode, EncodeError};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -202,7 +203,7 @@ impl ServerExchange {
 impl Exchange for ServerExchange {
     type Output = ServerReply;
 
-    fn requests(&mut self, attempt: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
         let mut out = Vec::with_capacity(2);
         if self.wants_info() {
             out.push(request(b"getinfo", self.nonce, attempt));
@@ -210,7 +211,7 @@ impl Exchange for ServerExchange {
         if self.wants_status() {
             out.push(request(b"getstatus", self.nonce, attempt));
         }
-        out
+        Ok(out)
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerReply> {
@@ -311,8 +312,8 @@ pub const DEFAULT_SETTLE: Duration = Duration::from_millis(100);
 impl Exchange for MasterExchange {
     type Output = Vec<SocketAddr>;
 
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
-        vec![self.request.clone()]
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        Ok(vec![self.request.clone()])
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Vec<SocketAddr>> {

@@ -1,6 +1,7 @@
 //! Oracles shared by the cargo-fuzz targets (`fuzz/`) and the seeded mutation test, so both
 //! check the same properties. Not part of the stable API.
 
+use crate::Encode;
 use fragstat_core::model::Record;
 
 use crate::{decode, Game, InfoString, Packet};

@@ -1,5 +1,6 @@
 //! Infostrings: `\key\value\key\value…`, kept in wire order with raw bytes.
 
+use crate::EncodeError;
 use fragstat_core::model::Rules;
 
 use crate::DecodeError;
@@ -108,12 +109,15 @@ impl InfoString {
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         for (k, v) in self.pairs() {
             if k.is_empty() {
-                return Err(EncodeError::EmptyKey);
+                return Err(EncodeError::Empty {
+                    field: "infostring key",
+                });
             }
             if k.iter().chain(v).any(|&b| b == b'\\' || b == 0) {
-                return Err(EncodeError::Forbidden {
-                    key: String::from_utf8_lossy(k).into_owned(),
-                });
+                return Err(EncodeError::forbidden(format!(
+                    "infostring pair {:?}",
+                    String::from_utf8_lossy(k)
+                )));
             }
             out.push(b'\\');
             out.extend_from_slice(k);
@@ -128,30 +132,6 @@ impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for InfoString {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
         InfoString(iter.into_iter().collect())
     }
-}
-
-/// Why a value could not be encoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EncodeError {
-    /// An infostring key or value holds `\` or NUL.
-    #[error("infostring pair {key:?} contains '\\' or NUL")]
-    Forbidden {
-        /// The key of the offending pair (lossy UTF-8).
-        key: String,
-    },
-    /// An infostring key is empty.
-    #[error("infostring key is empty")]
-    EmptyKey,
-    /// A player name contains `"` or a newline, or another text field a byte it cannot carry.
-    #[error("{field} contains a byte the protocol cannot carry")]
-    BadText {
-        /// The field.
-        field: &'static str,
-    },
-    /// A challenge does not satisfy the rules every engine accepts.
-    #[error("challenge must be 1-64 printable ASCII bytes without \\ / ; \" %")]
-    BadChallenge,
 }
 
 #[cfg(test)]

@@ -49,9 +49,10 @@ pub mod client;
 
 pub use exchange::{Ask, MasterExchange, ServerExchange, ServerReply};
 pub use fragstat_core::text;
+pub use fragstat_core::wire::{Encode, EncodeError};
 pub use fragstat_core::DecodeError;
 pub use game::Game;
-pub use info::{EncodeError, InfoString};
+pub use info::InfoString;
 pub use master::{encode_server_list, EotStyle, GetServers, ServerList, Terminator};
 pub use packet::{
     decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player,

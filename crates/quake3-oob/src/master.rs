@@ -9,8 +9,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use binrw::{BinRead, BinWrite};
 
-use crate::info::EncodeError;
 use crate::DecodeError;
+use crate::EncodeError;
 use fragstat_core::wire::{decimal_i32 as parse_i32, Reader};
 
 /// Largest datagram a master sends (dpmaster `MAX_PACKET_SIZE_OUT`).
@@ -140,9 +140,9 @@ impl ServerList {
         // Right after the command word, a letter or digit would be read as part of the command.
         let glued = self.servers.is_empty() && self.terminator.is_none();
         if glued && self.trailing.first().is_some_and(u8::is_ascii_alphanumeric) {
-            return Err(EncodeError::BadText {
-                field: "trailing bytes (would extend the command word)",
-            });
+            return Err(EncodeError::forbidden(
+                "trailing bytes (would extend the command word)",
+            ));
         }
         out.extend_from_slice(if self.ext {
             b"getserversExtResponse"
@@ -327,17 +327,17 @@ impl GetServers {
         };
         if let Some(g) = &self.game {
             if bad(g) {
-                return Err(EncodeError::BadText { field: "game name" });
+                return Err(EncodeError::forbidden("game name"));
             }
             out.push(b' ');
             out.extend_from_slice(g);
         } else if self.ext {
-            return Err(EncodeError::BadText { field: "game name" });
+            return Err(EncodeError::forbidden("game name"));
         }
         out.extend_from_slice(format!(" {}", self.protocol).as_bytes());
         for o in &self.options {
             if bad(o) {
-                return Err(EncodeError::BadText { field: "option" });
+                return Err(EncodeError::forbidden("option"));
             }
             out.push(b' ');
             out.extend_from_slice(o);
@@ -350,6 +350,7 @@ impl GetServers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Encode;
     use crate::{decode, Packet};
 
     fn list(bytes: &[u8]) -> ServerList {

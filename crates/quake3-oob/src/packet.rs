@@ -4,9 +4,10 @@
 //! `code/server/sv_client.c` (`SV_GetChallenge`), `code/client/cl_main.c`
 //! (`CL_ServersResponsePacket`); W:ET `src/server/sv_main.c`; dpmaster `doc/techinfo.txt`.
 
-use crate::info::{EncodeError, InfoString};
+use crate::info::InfoString;
 use crate::master::{GetServers, ServerList};
 use crate::DecodeError;
+use crate::{Encode, EncodeError};
 use fragstat_core::wire::{decimal_i32 as parse_i32, excerpt, Reader};
 
 /// The out-of-band marker every datagram starts with.
@@ -425,14 +426,14 @@ pub fn valid_challenge(c: &[u8]) -> bool {
 
 fn check_text(t: &[u8], field: &'static str, forbidden: &[u8]) -> Result<(), EncodeError> {
     if t.iter().any(|b| forbidden.contains(b)) {
-        return Err(EncodeError::BadText { field });
+        return Err(EncodeError::forbidden(field));
     }
     Ok(())
 }
 
-impl Packet {
+impl Encode for Packet {
     /// Appends the datagram to `out` (ending requests in `\n`, as qstat and GameQ do).
-    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         out.extend_from_slice(&OOB_HEADER);
         match self {
             Packet::GetInfo { challenge } => encode_request(out, b"getinfo", challenge.as_deref())?,
@@ -456,9 +457,7 @@ impl Packet {
                     .next_back()
                     .is_some_and(|(_, v)| v.ends_with(b"\n") || v.ends_with(b"\0"))
                 {
-                    return Err(EncodeError::BadText {
-                        field: "last infoResponse value",
-                    });
+                    return Err(EncodeError::forbidden("last infoResponse value"));
                 }
                 out.extend_from_slice(b"infoResponse\n");
                 i.info.encode(out)?;
@@ -488,13 +487,6 @@ impl Packet {
         }
         Ok(())
     }
-
-    /// Encodes into a fresh buffer.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::with_capacity(64);
-        self.encode(&mut out)?;
-        Ok(out)
-    }
 }
 
 fn encode_request(
@@ -505,7 +497,9 @@ fn encode_request(
     out.extend_from_slice(cmd);
     if let Some(c) = challenge {
         if !valid_challenge(c) {
-            return Err(EncodeError::BadChallenge);
+            return Err(EncodeError::Invalid(
+                "challenge must be 1-64 printable ASCII bytes without \\ / ; \" %",
+            ));
         }
         out.push(b' ');
         out.extend_from_slice(c);
@@ -520,9 +514,9 @@ impl StatusResponse {
         let start = out.len();
         self.info.encode(out)?;
         if !newlines_read_back(out.get(start..).unwrap_or_default()) {
-            return Err(EncodeError::BadText {
-                field: "status infostring (a newline that would end it early)",
-            });
+            return Err(EncodeError::forbidden(
+                "status infostring (a newline that would end it early)",
+            ));
         }
         out.push(b'\n');
         for p in &self.players {
@@ -537,9 +531,9 @@ impl StatusResponse {
                 match (p.score, p.team) {
                     (Some(_), Some(t)) => line.push_str(&format!("{t} ")),
                     _ => {
-                        return Err(EncodeError::BadText {
-                            field: "player team before the name (needs a score and a team)",
-                        })
+                        return Err(EncodeError::forbidden(
+                            "player team before the name (needs a score and a team)",
+                        ))
                     }
                 }
             }

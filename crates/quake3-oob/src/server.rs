@@ -4,6 +4,7 @@
 //! clients such as qstat can be pointed at them. No sockets here: feed datagrams to
 //! [`EmulatedServer::handle`] / [`EmulatedMaster::handle`] and send what they return.
 
+use crate::Encode;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

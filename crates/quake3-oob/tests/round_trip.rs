@@ -8,6 +8,7 @@
 //!   (`view.rs`): where a case's hand-checked `expected.info` has a `challenge`, it is checked
 //!   here, on the packet.
 
+use fragstat_quake3_oob::Encode;
 use std::path::{Path, PathBuf};
 
 use fragstat_quake3_oob::fuzzing::check_decode;

@@ -4,6 +4,8 @@
 //! Tokens are random per query and kept over retries, so a late answer to an earlier attempt
 //! still counts; anything with another token is ignored (it answers someone else).
 
+use crate::Encode;
+use crate::EncodeError;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
@@ -106,8 +108,8 @@ impl Query6 {
 impl Exchange for Query6 {
     type Output = ServerInfo;
 
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
-        self.request().to_bytes().ok().into_iter().collect()
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        Ok(vec![self.request().to_bytes()?])
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerInfo> {
@@ -239,7 +241,7 @@ fn ours(client_token: u32, server_token: Option<u32>, token: u32, response_token
 impl Exchange for Query7 {
     type Output = ServerInfo;
 
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
         let p = match self.server_token {
             None => seven::Packet::token_request(self.client_token),
             Some(server) => seven::Packet::Connless {
@@ -250,7 +252,7 @@ impl Exchange for Query7 {
                 },
             },
         };
-        p.to_bytes().ok().into_iter().collect()
+        Ok(vec![p.to_bytes()?])
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerInfo> {
@@ -353,10 +355,10 @@ impl Master6 {
 impl Exchange for Master6 {
     type Output = Vec<MasterEntry>;
 
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
         [six::Packet::GetCount, six::Packet::GetList]
             .iter()
-            .filter_map(|p| p.to_bytes().ok())
+            .map(Encode::to_bytes)
             .collect()
     }
 
@@ -408,23 +410,20 @@ impl Default for Master7 {
 impl Exchange for Master7 {
     type Output = Vec<MasterEntry>;
 
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
         match self.server_token {
-            None => seven::Packet::token_request(self.client_token)
-                .to_bytes()
-                .ok()
-                .into_iter()
-                .collect(),
+            None => Ok(vec![
+                seven::Packet::token_request(self.client_token).to_bytes()?
+            ]),
             Some(server) => [Body::GetCount, Body::GetList]
                 .into_iter()
-                .filter_map(|body| {
+                .map(|body| {
                     seven::Packet::Connless {
                         token: server,
                         response_token: self.client_token,
                         body,
                     }
                     .to_bytes()
-                    .ok()
                 })
                 .collect(),
         }
@@ -508,7 +507,7 @@ mod tests {
     fn extended_assembles_drops_duplicates_and_ignores_other_tokens() {
         let mut q = Query6::with_token(Mode::Extended, 0x12342a);
         assert_eq!(
-            q.requests(0),
+            q.requests(0).unwrap(),
             vec![b"xe\x12\x34\x00\x00\xff\xff\xff\xffgie3\x2a".to_vec()]
         );
         let t = 0x12342a;
@@ -566,7 +565,7 @@ mod tests {
     #[test]
     fn seven_handshake_then_info() {
         let mut q = Query7::with_tokens(0x0badbeef, 77);
-        assert_eq!(q.requests(0)[0].len(), 519);
+        assert_eq!(q.requests(0).unwrap()[0].len(), 519);
         let other = seven::Packet::Token { to: 1, token: 2 }.to_bytes().unwrap();
         assert!(matches!(q.on_datagram(&other), Verdict::Ignore(_)));
         let tok = seven::Packet::Token {
@@ -576,7 +575,7 @@ mod tests {
         .to_bytes()
         .unwrap();
         assert!(matches!(q.on_datagram(&tok), Verdict::Advance));
-        assert!(q.requests(0)[0].starts_with(b"\x21\x11\x22\x33\x44\x0b\xad\xbe\xef"));
+        assert!(q.requests(0).unwrap()[0].starts_with(b"\x21\x11\x22\x33\x44\x0b\xad\xbe\xef"));
         let reply = |token, response_token, browse| {
             seven::Packet::Connless {
                 token,

@@ -1,6 +1,7 @@
 //! Oracles shared by the cargo-fuzz targets (`fuzz/fuzz_targets/teeworlds_*.rs`) and the
 //! seeded mutation test. Not part of the stable API.
 
+use crate::Encode;
 use crate::{http, registry, seven, six};
 
 /// Decoding any bytes as 0.6, 0.7 or through the registry must not panic; errors must name

@@ -19,7 +19,7 @@
 //! use fragstat_teeworlds::six;
 //! use fragstat_core::{Exchange, Verdict};
 //! let mut q = Query6::with_token(Mode::Extended, 0x12342a);
-//! assert_eq!(q.requests(0)[0], b"xe\x12\x34\0\0\xff\xff\xff\xffgie3\x2a");
+//! assert_eq!(q.requests(0).unwrap()[0], b"xe\x12\x34\0\0\xff\xff\xff\xffgie3\x2a");
 //! // A vanilla 0.6 server answers with its inf3 and the token byte.
 //! let reply = b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xffinf3\
 //!     42\x000.6.4\0My server\0dm1\0DM\x000\x001\x0016\x001\x0016\0tee\0\0-1\x007\x001\0";
@@ -44,6 +44,6 @@ pub mod seven;
 pub mod six;
 pub mod view;
 
-pub use fragstat_core::DecodeError;
+pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
 pub use registry::{decode, Game, TeeworldsGame, FAMILY};
 pub use view::{TeePlayer, TeeworldsExtra};

@@ -9,6 +9,7 @@
 //! vanilla reply at 16 clients with the real count in the name; 0.7 servers answer nothing
 //! without the handshake and a token request under 512 bytes of data.
 
+use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -618,7 +619,7 @@ mod tests {
     /// Runs an exchange against a responder until it finishes.
     fn drive<E: Exchange>(ex: &mut E, mut respond: impl FnMut(&[u8]) -> Vec<Vec<u8>>) -> E::Output {
         for _ in 0..4 {
-            for req in ex.requests(0) {
+            for req in ex.requests(0).unwrap() {
                 for reply in respond(&req) {
                     match ex.on_datagram(&reply) {
                         Verdict::Done { output, .. } => return output.unwrap(),

@@ -13,12 +13,14 @@
 //!   then `FF FF FF FF` + a 4-letter type and the payload. Integers in the payload are
 //!   variable-length ([`fragstat_core::wire::Reader::varint`]).
 
+use crate::Encode;
 use std::net::SocketAddr;
 
 use fragstat_core::wire::{bounded, excerpt, put_varint, Reader};
 
-use crate::six::{list_entries, put_list_entries, types, EncodeError, MAX_CLIENTS_PER_PACKET};
+use crate::six::{list_entries, put_list_entries, types, MAX_CLIENTS_PER_PACKET};
 use crate::DecodeError;
+use crate::EncodeError;
 
 /// The token of "no token yet" (`NET_TOKEN_NONE`).
 pub const TOKEN_NONE: u32 = 0xFFFF_FFFF;
@@ -288,7 +290,7 @@ pub fn decode(datagram: &[u8]) -> Result<Packet, DecodeError> {
 
 fn put_str(out: &mut Vec<u8>, s: &[u8], field: &'static str) -> Result<(), EncodeError> {
     if s.contains(&0) {
-        return Err(EncodeError(field));
+        return Err(EncodeError::forbidden(field));
     }
     out.extend_from_slice(s);
     out.push(0);
@@ -303,9 +305,11 @@ impl Packet {
             padded: true,
         }
     }
+}
 
+impl Encode for Packet {
     /// Appends the datagram to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         match self {
             Packet::TokenRequest { token, padded } => {
                 out.extend_from_slice(&[CONTROL, 0, 0]);
@@ -319,7 +323,7 @@ impl Packet {
             }
             Packet::Token { to, token } => {
                 if *to == TOKEN_NONE {
-                    return Err(EncodeError("a token reply to NET_TOKEN_NONE"));
+                    return Err(EncodeError::Invalid("a token reply to NET_TOKEN_NONE"));
                 }
                 out.extend_from_slice(&[CONTROL, 0, 0]);
                 out.extend_from_slice(&to.to_be_bytes());
@@ -341,7 +345,7 @@ impl Packet {
                     }
                     Body::Info(i) => {
                         if i.truncated {
-                            return Err(EncodeError("a truncated reply"));
+                            return Err(EncodeError::Invalid("a truncated reply"));
                         }
                         out.extend_from_slice(&types::INFO);
                         put_varint(out, i.token);
@@ -382,13 +386,6 @@ impl Packet {
             }
         }
         Ok(())
-    }
-
-    /// Encodes into a fresh buffer.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::with_capacity(64);
-        self.encode(&mut out)?;
-        Ok(out)
     }
 }
 

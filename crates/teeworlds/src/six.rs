@@ -13,6 +13,7 @@
 //! and `iext` spreads its clients over several datagrams. Clients are read until the datagram
 //! ends; a datagram cut inside a client keeps the complete ones and says it was cut.
 
+use crate::{Encode, EncodeError};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 use fragstat_core::wire::{bounded, excerpt, put_varint, Reader};
@@ -461,14 +462,9 @@ pub fn decode(datagram: &[u8]) -> Result<Packet, DecodeError> {
     })
 }
 
-/// Why a value cannot be written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot encode {0}")]
-pub struct EncodeError(pub &'static str);
-
 fn put_str(out: &mut Vec<u8>, s: &[u8], field: &'static str) -> Result<(), EncodeError> {
     if s.contains(&0) {
-        return Err(EncodeError(field));
+        return Err(EncodeError::forbidden(field));
     }
     out.extend_from_slice(s);
     out.push(0);
@@ -494,7 +490,9 @@ pub(crate) fn put_clients(
         match (extended, &c.reserved) {
             (true, Some(r)) => put_str(out, r, "client reserved")?,
             (true, None) => out.push(0),
-            (false, Some(_)) => return Err(EncodeError("reserved field outside iext/iex+")),
+            (false, Some(_)) => {
+                return Err(EncodeError::Invalid("reserved field outside iext/iex+"))
+            }
             (false, None) => {}
         }
     }
@@ -507,10 +505,18 @@ fn put_info(out: &mut Vec<u8>, i: &Info, form: Form) -> Result<(), EncodeError> 
     put_str(out, &i.name, "name")?;
     put_str(out, &i.map, "map")?;
     if form == Form::Extended {
-        put_int(out, i.map_crc.ok_or(EncodeError("iext without map_crc"))?);
-        put_int(out, i.map_size.ok_or(EncodeError("iext without map_size"))?);
+        put_int(
+            out,
+            i.map_crc
+                .ok_or(EncodeError::Invalid("iext without map_crc"))?,
+        );
+        put_int(
+            out,
+            i.map_size
+                .ok_or(EncodeError::Invalid("iext without map_size"))?,
+        );
     } else if i.map_crc.is_some() || i.map_size.is_some() {
-        return Err(EncodeError("map_crc/map_size outside iext"));
+        return Err(EncodeError::Invalid("map_crc/map_size outside iext"));
     }
     put_str(out, &i.gametype, "gametype")?;
     for v in [
@@ -524,25 +530,29 @@ fn put_info(out: &mut Vec<u8>, i: &Info, form: Form) -> Result<(), EncodeError> 
     }
     match form {
         Form::Extended => put_str(out, i.reserved.as_deref().unwrap_or_default(), "reserved")?,
-        Form::Legacy64 => put_varint(out, i.offset.ok_or(EncodeError("dtsf without offset"))?),
+        Form::Legacy64 => put_varint(
+            out,
+            i.offset
+                .ok_or(EncodeError::Invalid("dtsf without offset"))?,
+        ),
         Form::Vanilla => {
             if i.reserved.is_some() || i.offset.is_some() {
-                return Err(EncodeError("reserved/offset in inf3"));
+                return Err(EncodeError::Invalid("reserved/offset in inf3"));
             }
         }
     }
     if form != Form::Extended && i.clients.iter().any(|c| c.reserved.is_some()) {
-        return Err(EncodeError("client reserved field outside iext"));
+        return Err(EncodeError::Invalid("client reserved field outside iext"));
     }
     if i.truncated {
-        return Err(EncodeError("a truncated reply"));
+        return Err(EncodeError::Invalid("a truncated reply"));
     }
     put_clients(out, &i.clients, form == Form::Extended)
 }
 
-impl Packet {
+impl Encode for Packet {
     /// Appends the datagram (header included) to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         match self {
             Packet::GetInfo {
                 extra_token: Some(e),
@@ -577,14 +587,18 @@ impl Packet {
             }
             Packet::InfoMore(m) => {
                 if !(1..=MAX_PACKET_NO).contains(&m.packet_no) || m.truncated {
-                    return Err(EncodeError("iex+ packet number or a truncated reply"));
+                    return Err(EncodeError::Invalid(
+                        "iex+ packet number or a truncated reply",
+                    ));
                 }
                 out.extend_from_slice(&types::INFO_EXTENDED_MORE);
                 put_int(out, m.token);
                 put_int(out, m.packet_no);
                 put_str(out, &m.reserved, "reserved")?;
                 if m.clients.iter().any(|c| c.reserved.is_none()) {
-                    return Err(EncodeError("iex+ client without its reserved field"));
+                    return Err(EncodeError::Invalid(
+                        "iex+ client without its reserved field",
+                    ));
                 }
                 put_clients(out, &m.clients, true)?;
             }
@@ -603,7 +617,7 @@ impl Packet {
                 out.extend_from_slice(&types::LIST_05);
                 for s in servers {
                     let SocketAddr::V4(a) = s else {
-                        return Err(EncodeError("an IPv6 address in a 0.5 list"));
+                        return Err(EncodeError::Invalid("an IPv6 address in a 0.5 list"));
                     };
                     out.extend_from_slice(&a.ip().octets());
                     out.extend_from_slice(&a.port().to_le_bytes());
@@ -615,13 +629,6 @@ impl Packet {
             }
         }
         Ok(())
-    }
-
-    /// Encodes into a fresh buffer.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::with_capacity(64);
-        self.encode(&mut out)?;
-        Ok(out)
     }
 }
 

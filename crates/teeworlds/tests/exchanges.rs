@@ -3,6 +3,7 @@
 //! token mismatches of the `err/` cases (each names, in its `exchange` block, the query that
 //! must ignore it).
 
+use fragstat_teeworlds::Encode;
 use std::path::{Path, PathBuf};
 
 use fragstat_core::{Exchange, Verdict};

@@ -4,6 +4,7 @@
 //! Decoders must never panic, errors must point inside the datagram, and what decodes and
 //! re-encodes must decode to the same packet.
 
+use fragstat_teeworlds::Encode;
 use std::net::SocketAddr;
 
 use fragstat_teeworlds::fuzzing::{check_decode, check_http};

@@ -54,6 +54,6 @@ pub async fn master(
     ext: bool,
     options: Options,
 ) -> Result<Outcome<Vec<MasterEntry>>, QueryError> {
-    let ex = master_query(game, ext, None).map_err(QueryError::Decode)?;
+    let ex = master_query(game, ext, None).map_err(QueryError::Encode)?;
     Ok(engine.query(addr, ex, options).await)
 }

@@ -2,8 +2,10 @@
 //! checked, through [`fragstat_quake3_oob::ServerExchange`]), the short `info` query, and a
 //! master's list (`getservers <name> <protocol>`).
 
+use crate::Encode;
+use crate::EncodeError;
 use fragstat_core::model::{MasterEntry, ServerInfo};
-use fragstat_core::{BoxError, Exchange, ExchangeExt, Verdict};
+use fragstat_core::{Exchange, ExchangeExt, Verdict};
 use fragstat_quake3_oob::{Ask as Q3Ask, Game as Q3Game, MasterExchange, ServerExchange};
 
 use crate::game::Game;
@@ -33,7 +35,7 @@ pub fn master_query(
     game: Game,
     ext: bool,
     gamename: Option<&str>,
-) -> Result<Box<dyn Exchange<Output = Vec<MasterEntry>>>, BoxError> {
+) -> Result<Box<dyn Exchange<Output = Vec<MasterEntry>>>, EncodeError> {
     let ex = MasterExchange::new(&game.getservers(ext, gamename))?
         .map_output(|list| list.into_iter().map(MasterEntry::new).collect());
     Ok(Box::new(ex))
@@ -58,12 +60,8 @@ impl ShortInfoExchange {
 impl Exchange for ShortInfoExchange {
     type Output = ShortInfo;
 
-    fn requests(&mut self, _attempt: u32) -> Vec<Vec<u8>> {
-        Packet::Info(self.request.clone())
-            .to_bytes()
-            .ok()
-            .into_iter()
-            .collect()
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        Ok(vec![Packet::Info(self.request.clone()).to_bytes()?])
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ShortInfo> {
@@ -86,7 +84,7 @@ mod tests {
     fn short_exchange_takes_the_reply() {
         let mut ex = ShortInfoExchange::new(22);
         assert_eq!(
-            ex.requests(0),
+            ex.requests(0).unwrap(),
             vec![b"\xff\xff\xff\xffinfo 22 full empty\n".to_vec()]
         );
         assert!(matches!(

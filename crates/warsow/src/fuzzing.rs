@@ -1,6 +1,7 @@
 //! Oracles shared by the cargo-fuzz target (`fuzz/fuzz_targets/warsow_decode.rs`) and the
 //! seeded mutation test. Not part of the stable API.
 
+use crate::Encode;
 use std::sync::Arc;
 
 use fragstat_core::registry::Game as _;

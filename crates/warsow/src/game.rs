@@ -116,6 +116,7 @@ impl fmt::Display for Game {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Encode;
     use fragstat_quake3_oob::Packet;
 
     #[test]

@@ -46,7 +46,7 @@ pub mod server;
 pub mod short;
 pub mod view;
 
-pub use fragstat_core::DecodeError;
+pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
 pub use game::Game;
 pub use matchstate::{MatchTime, TeamScore};
 pub use packet::{decode, Packet};

@@ -1,11 +1,13 @@
 //! Datagrams of the family: the short `info` query and reply of qfusion, and every Quake III
 //! out-of-band packet (decoded by [`fragstat_quake3_oob`]).
 
+use crate::Encode;
 use fragstat_core::wire::Reader;
 use fragstat_quake3_oob::{Packet as Oob, OOB_HEADER};
 
-use crate::short::{EncodeError, InfoRequest, ShortInfo};
+use crate::short::{InfoRequest, ShortInfo};
 use crate::DecodeError;
+use crate::EncodeError;
 
 /// One datagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,9 +46,9 @@ pub fn decode(datagram: &[u8]) -> Result<Packet, DecodeError> {
     fragstat_quake3_oob::decode(datagram).map(Packet::Oob)
 }
 
-impl Packet {
+impl Encode for Packet {
     /// Appends the datagram to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         match self {
             Packet::Info(r) => {
                 out.extend_from_slice(&OOB_HEADER);
@@ -59,15 +61,8 @@ impl Packet {
             }
             Packet::Oob(p) => p
                 .encode(out)
-                .map_err(|_| EncodeError("out-of-band packet cannot be written back")),
+                .map_err(|_| EncodeError::Invalid("out-of-band packet cannot be written back")),
         }
-    }
-
-    /// Encodes into a fresh buffer.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::with_capacity(64);
-        self.encode(&mut out)?;
-        Ok(out)
     }
 }
 

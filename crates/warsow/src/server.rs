@@ -6,6 +6,7 @@
 //! `SVC_InfoResponse`, `SV_ShortInfoString`, `SV_MasterHeartbeat`); DarkPlaces `netconn.c`
 //! (`NetConn_BuildStatusResponse`); a real Nexuiz 2.5.2 server's replies.
 
+use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
 

@@ -9,6 +9,7 @@
 //! clients/slots (bots included), `g` game type, `mo` mod directory, `ig` instagib, `s` skill
 //! level, `p` password, `b` bots, `mm` matchmaking. A missing `p` or `b` means 0.
 
+use crate::EncodeError;
 use fragstat_core::model::Rules;
 use fragstat_core::wire::{decimal_i32, Reader};
 
@@ -183,16 +184,18 @@ impl ShortInfo {
             b"\\\\"
         };
         if self.pairs.is_empty() && !self.terminated {
-            return Err(EncodeError(
+            return Err(EncodeError::Invalid(
                 "an empty short info without EOT cannot be read back",
             ));
         }
         for (k, v) in self.pairs.pairs() {
             if k.is_empty() || k == b"EOT" {
-                return Err(EncodeError("short info key is empty or EOT"));
+                return Err(EncodeError::Invalid("short info key is empty or EOT"));
             }
             if k.iter().chain(v).any(|&b| matches!(b, b'\\' | 0 | b'\n')) {
-                return Err(EncodeError("short info pair holds '\\', NUL or a newline"));
+                return Err(EncodeError::Invalid(
+                    "short info pair holds '\\', NUL or a newline",
+                ));
             }
             out.extend_from_slice(sep);
             out.extend_from_slice(k);
@@ -210,7 +213,7 @@ impl ShortInfo {
         {
             // `\\k\\` would read back as a reply cut after its key, `\\k\\EOT` as a
             // terminated one.
-            return Err(EncodeError(
+            return Err(EncodeError::Invalid(
                 "an unterminated short info cannot end in an empty value or EOT",
             ));
         }
@@ -332,11 +335,6 @@ fn pad(v: &[u8], width: usize) -> Vec<u8> {
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
-
-/// Why a packet could not be encoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot encode: {0}")]
-pub struct EncodeError(pub &'static str);
 
 #[cfg(test)]
 mod tests {

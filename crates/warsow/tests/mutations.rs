@@ -6,6 +6,7 @@
 use fragstat_testkit::mutate::{fixture_corpus, Mutator};
 use fragstat_warsow::fuzzing::check_decode;
 use fragstat_warsow::server::{EmulatedServer, ServerConfig};
+use fragstat_warsow::Encode;
 use fragstat_warsow::Game;
 
 const WARSOW: Mutator<'static> = Mutator {
