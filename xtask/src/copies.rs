@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::{ensure_packages, ensure_twbots, flag, root};
+use crate::test::{ensure_packages, ensure_twbots};
+use crate::{flag, root};
 
 /// The packages whose integration tests start real servers and processes.
 const PACKAGES: [&str; 3] = ["fragstat-testkit", "fragstat-cli", "fragstat-tracker"];

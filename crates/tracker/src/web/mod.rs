@@ -1,0 +1,157 @@
+//! The web side: a server browser (`/`), a server page with its player-count chart (`/server/{addr}`),
+//! a player search (`/players?q=`), the JSON API (`/api/servers`, `/api/servers/{addr}`,
+//! `/api/servers/{addr}/history`, `/api/players`, described by `/api/openapi.json`) and
+//! Prometheus `/metrics`.
+//!
+//! Pages are rendered on the server with maud, which escapes every string it is given; names
+//! are shown with their colours as `<span style="color:#rrggbb">` runs whose colours come
+//! from [`fragstat::core::text::runs`], never from the name's bytes. The browser page
+//! refreshes its rows from `/api/servers` with a few lines of vanilla JavaScript that build
+//! the DOM with `textContent` only.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::metrics::Metrics;
+use crate::store::{Store, StoreError};
+
+mod api;
+mod chart;
+mod pages;
+
+pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
+pub use chart::chart;
+
+use api::{api_history, api_players, api_rounds, api_server, api_servers};
+use pages::{browser, players_page, server_page};
+
+/// The OpenAPI 3.1 description of the JSON API, served at `/api/openapi.json`.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// What the handlers share.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The database.
+    pub store: Store,
+    /// The metrics.
+    pub metrics: Arc<Metrics>,
+    /// Seconds between the browser page's refreshes.
+    pub refresh_secs: f64,
+}
+
+/// The router: every page and API.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(browser))
+        .route("/server/{addr}", get(server_page))
+        .route("/players", get(players_page))
+        .route("/api/servers", get(api_servers))
+        .route("/api/servers/{addr}", get(api_server))
+        .route("/api/servers/{addr}/history", get(api_history))
+        .route("/api/players", get(api_players))
+        .route("/api/rounds", get(api_rounds))
+        .route("/api/openapi.json", get(openapi))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+/// Serves `router(state)` on `listener` until `stop` resolves, with the default guard (see
+/// [`serve_guarded`]).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_guarded(
+        listener,
+        state,
+        fragstat_http_guard::Limits::default(),
+        fragstat_http_guard::ClientIp::default(),
+        stop,
+    )
+    .await
+}
+
+/// Serves `router(state)` on `listener` until `stop` resolves, behind fragstat's HTTP guard:
+/// HTTP/1 only, header and request timeouts, a connection cap and a per-IP cap (`limits`),
+/// the client's address from a trusted proxy's header (`client_ip`).
+pub async fn serve_guarded(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    limits: fragstat_http_guard::Limits,
+    client_ip: fragstat_http_guard::ClientIp,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        fragstat_http_guard::warn_if_public_plain_http(addr, false, "the tracker's web server");
+    }
+    fragstat_http_guard::Server {
+        listener,
+        tls: None,
+        limits,
+        client_ip,
+        stats: std::sync::Arc::default(),
+    }
+    .serve(router(state), stop)
+    .await
+}
+
+/// Binds `addr` for [`serve`].
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+/// A handler's failure: a database error becomes a 500 with the message as plain text.
+struct WebError(StatusCode, String);
+
+impl From<StoreError> for WebError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!("web: {e}");
+        WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            self.1,
+        )
+            .into_response()
+    }
+}
+
+/// `2026-11-23T18:00:00Z` for a Unix-ms time.
+pub fn time_text(ms: i64) -> String {
+    // humantime writes years 1970 to 9999 (its Display fails past that).
+    let ms = ms.clamp(0, 253_402_300_799_000);
+    let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+fn not_found(what: &str) -> WebError {
+    WebError(StatusCode::NOT_FOUND, format!("no such {what}"))
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+async fn metrics(State(st): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        st.metrics.encode(),
+    )
+        .into_response()
+}

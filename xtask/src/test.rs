@@ -1,0 +1,238 @@
+//! `cargo xtask test`: the Debian packages and the fake DDNet clients the real-server tests
+//! need, `cargo test --workspace`, the check that the core and every codec stay free of tokio,
+//! and the fuzz targets' build.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use fragstat_testkit::{in_ci, which};
+
+use crate::{root, run};
+
+/// Programs the real-server tests need, and the Debian packages that provide them.
+const PACKAGES: &[(&str, &str)] = &[
+    ("quakestat", "qstat"),
+    ("openarena-server", "openarena-server"),
+    ("DDNet-Server", "ddnet-server"),
+    ("teeworlds-server", "teeworlds-server"),
+    ("nexuiz-server", "nexuiz-server"),
+    // Fake DDNet clients (tests/bots/ddnet-clients.js) run on node with an npm package.
+    ("node", "nodejs"),
+    ("npm", "npm"),
+    // The tracker's end-to-end test renders its pages in headless Chromium.
+    ("chromium", "chromium"),
+];
+
+/// The npm package the fake DDNet clients use, and where `cargo xtask test` installs it
+/// (passed to the tests as `FRAGSTAT_TWBOTS`).
+const TWBOTS_PACKAGE: &str = "teeworlds@2.6.1";
+
+/// Installs the fake clients' npm package under `target/twbots` when it is missing; the
+/// `node_modules` folder to give the tests, or `None` when npm is not there.
+pub(crate) fn ensure_twbots() -> Result<Option<PathBuf>> {
+    let prefix = root().join("target/twbots");
+    let modules = prefix.join("node_modules");
+    if modules.join("teeworlds").is_dir() {
+        return Ok(Some(modules));
+    }
+    if which("npm").is_none() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&prefix)?;
+    run(Command::new("npm")
+        .args(["install", "--no-save", "--prefix"])
+        .arg(&prefix)
+        .arg(TWBOTS_PACKAGE))?;
+    Ok(Some(modules))
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Installs missing Debian packages when root; otherwise says exactly what to install.
+pub(crate) fn ensure_packages() -> Result<()> {
+    let mut missing: Vec<&str> = PACKAGES
+        .iter()
+        .filter(|(p, _)| which(p).is_none())
+        .map(|(_, pkg)| *pkg)
+        .collect();
+    // The tracker's tests start a PostgreSQL server (its programs are not on PATH).
+    if fragstat_testkit::postgres::bin_dir().is_none() {
+        missing.push("postgresql");
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if is_root() && which("apt-get").is_some() {
+        eprintln!("xtask: installing {}", missing.join(" "));
+        run(Command::new("apt-get").arg("update").arg("-qq"))?;
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-qq"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+        return Ok(());
+    }
+    let msg = format!(
+        "real-server tests need: sudo apt-get update && sudo apt-get install -y {}",
+        missing.join(" ")
+    );
+    if in_ci() {
+        bail!("{msg}");
+    }
+    eprintln!("xtask: WARNING: {msg}\nxtask: those tests will print SKIPPED until then");
+    Ok(())
+}
+
+/// A workspace package as `cargo metadata` describes it.
+pub(crate) struct Package {
+    pub(crate) name: String,
+    pub(crate) features: Vec<String>,
+    /// `(kind, name)` of each target (`lib`, `bench`…).
+    pub(crate) targets: Vec<(String, String)>,
+}
+
+/// The workspace's packages (`cargo metadata --no-deps`).
+pub(crate) fn workspace_packages() -> Result<Vec<Package>> {
+    let out = Command::new("cargo")
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(root())
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let packages = meta["packages"].as_array().context("no packages")?;
+    Ok(packages
+        .iter()
+        .map(|p| Package {
+            name: p["name"].as_str().unwrap_or_default().to_string(),
+            features: p["features"]
+                .as_object()
+                .map(|f| f.keys().cloned().collect())
+                .unwrap_or_default(),
+            targets: p["targets"]
+                .as_array()
+                .map(|ts| {
+                    ts.iter()
+                        .flat_map(|t| {
+                            let name = t["name"].as_str().unwrap_or_default().to_string();
+                            strings(&t["kind"])
+                                .into_iter()
+                                .map(move |k| (k, name.clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// The family codec crates: workspace members named `fragstat-*` with a `client` feature
+/// (the codec is sans-IO without it).
+pub(crate) fn codec_crates(packages: &[Package]) -> Vec<&Package> {
+    packages
+        .iter()
+        .filter(|p| p.name.starts_with("fragstat-") && p.features.iter().any(|f| f == "client"))
+        .collect()
+}
+
+/// Whether tokio is in `package`'s normal dependency tree (with or without its default
+/// features), and how many crates the tree has.
+fn tokio_in_tree(package: &str, default_features: bool) -> Result<(bool, usize)> {
+    let mut cmd = Command::new("cargo");
+    cmd.args(["tree", "-e", "normal", "-p", package, "--prefix", "none"]);
+    if !default_features {
+        cmd.arg("--no-default-features");
+    }
+    let out = cmd.current_dir(root()).output()?;
+    if !out.status.success() {
+        bail!(
+            "cargo tree -p {package} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let tree = String::from_utf8_lossy(&out.stdout);
+    Ok((
+        tree.lines().any(|l| l.starts_with("tokio ")),
+        tree.lines().count(),
+    ))
+}
+
+/// Fails when `package` without its default features has tokio in its normal dependencies.
+fn check_no_tokio(package: &str) -> Result<()> {
+    let (tokio, crates) = tokio_in_tree(package, false)?;
+    if tokio {
+        bail!(
+            "{package} --no-default-features must not depend on tokio (see `cargo tree -e normal --no-default-features -p {package} -i tokio`)"
+        );
+    }
+    eprintln!("xtask: {package} (no default features) has no tokio ({crates} crates)");
+    Ok(())
+}
+
+pub(crate) fn test() -> Result<()> {
+    ensure_packages()?;
+    let mut cargo = Command::new("cargo");
+    cargo.args(["test", "--workspace"]);
+    if let Some(modules) = ensure_twbots()? {
+        cargo.env("FRAGSTAT_TWBOTS", modules);
+    }
+    run(&mut cargo)?;
+    // The core and every codec must stay sans-IO: no tokio in their normal dependency tree.
+    let packages = workspace_packages()?;
+    let codecs = codec_crates(&packages);
+    if codecs.is_empty() {
+        bail!("no family codec crates found (workspace fragstat-* crates with a client feature)");
+    }
+    check_no_tokio("fragstat-core")?;
+    for p in codecs {
+        check_no_tokio(&p.name)?;
+    }
+    // The fuzz targets must keep building (they are outside the workspace).
+    run(Command::new("cargo").args([
+        "check",
+        "--manifest-path",
+        "fuzz/Cargo.toml",
+        "--bins",
+        "--quiet",
+    ]))?;
+    eprintln!("xtask: all tests passed");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_codec_crates_and_sees_tokio_where_it_is() {
+        let packages = workspace_packages().unwrap();
+        let codecs: Vec<&str> = codec_crates(&packages)
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert!(codecs.contains(&"fragstat-quake3-oob"), "{codecs:?}");
+        assert!(!codecs.contains(&"fragstat-core") && !codecs.contains(&"fragstat"));
+        // The check can fail: with its client feature, the codec pulls in tokio.
+        assert!(tokio_in_tree("fragstat-quake3-oob", true).unwrap().0);
+        assert!(!tokio_in_tree("fragstat-quake3-oob", false).unwrap().0);
+    }
+}
