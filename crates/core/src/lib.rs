@@ -50,8 +50,9 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod de;
 #[cfg(feature = "runtime")]
+pub mod collect;
+mod de;
 mod encode;
 mod engine;
 mod error;

@@ -255,6 +255,47 @@ impl Rules {
         keys.iter().find_map(|k| self.get(k))
     }
 
+    /// Sets `key` to `value`: the first pair whose key is exactly `key` gets the value and
+    /// keeps its place; without one, the pair is appended.
+    ///
+    /// ```
+    /// use fragstat_core::model::Rules;
+    /// let mut r: Rules = [("a", "1"), ("b", "2")].into_iter().collect();
+    /// r.set("a", "9");
+    /// r.set("c", "3");
+    /// assert_eq!(r, [("a", "9"), ("b", "2"), ("c", "3")].into_iter().collect());
+    /// ```
+    pub fn set(&mut self, key: &str, value: impl AsRef<[u8]>) {
+        self.set_where(key, value.as_ref(), |k| k == key.as_bytes());
+    }
+
+    /// [`Rules::set`] with keys matched ASCII case-insensitively, as idTech 4's dictionaries
+    /// match them; the existing key keeps its spelling.
+    ///
+    /// ```
+    /// use fragstat_core::model::Rules;
+    /// let mut r: Rules = [("si_Name", "x")].into_iter().collect();
+    /// r.set_ci("si_name", "y");
+    /// assert_eq!(r, [("si_Name", "y")].into_iter().collect());
+    /// ```
+    pub fn set_ci(&mut self, key: &str, value: impl AsRef<[u8]>) {
+        self.set_where(key, value.as_ref(), |k| {
+            k.eq_ignore_ascii_case(key.as_bytes())
+        });
+    }
+
+    fn set_where(&mut self, key: &str, value: &[u8], matches: impl Fn(&[u8]) -> bool) {
+        let Some(at) = self.pairs().position(|(k, _)| matches(k)) else {
+            self.push(key, value);
+            return;
+        };
+        let mut out = Rules::with_capacity(self.buf.len() + value.len());
+        for (i, (k, v)) in self.pairs().enumerate() {
+            out.push(k, if i == at { value } else { v });
+        }
+        *self = out;
+    }
+
     /// Appends a pair at the end (wire order).
     ///
     /// # Panics

@@ -288,6 +288,40 @@ impl EmuMaster {
 #[error("{0}")]
 pub struct EmuError(pub String);
 
+impl EmuError {
+    /// Checks a text an emulator is asked to send: at most `max` bytes and none of
+    /// `forbidden` (the bytes the protocol's `format` cannot carry, as `"a Quake III
+    /// infostring"` names it in the message).
+    ///
+    /// ```
+    /// use fragstat_core::registry::EmuError;
+    /// let e = EmuError::check_text("map", b"a\\b", b"\\\0", 63, "an infostring").unwrap_err();
+    /// assert_eq!(e.0, "map contains '\\\\', which an infostring cannot carry");
+    /// assert!(EmuError::check_text("map", &[b'x'; 64], b"", 63, "an infostring").is_err());
+    /// ```
+    pub fn check_text(
+        field: &str,
+        value: &[u8],
+        forbidden: &[u8],
+        max: usize,
+        format: &str,
+    ) -> Result<(), EmuError> {
+        if let Some(b) = value.iter().find(|b| forbidden.contains(b)) {
+            return Err(EmuError(format!(
+                "{field} contains {:?}, which {format} cannot carry",
+                char::from(*b)
+            )));
+        }
+        if value.len() > max {
+            return Err(EmuError(format!(
+                "{field} is {} bytes long, at most {max}",
+                value.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// One game of a family, as the registry, the facade and the CLI see it.
 pub trait Game: Send + Sync + fmt::Debug {
     /// The short name used on the command line and in JSON (`q3`, `et`, `doom3`…).

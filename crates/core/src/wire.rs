@@ -330,10 +330,7 @@ macro_rules! fixed {
     ($($(#[$doc:meta])* $name:ident -> $ty:ty, $n:literal, $conv:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(&mut self, field: &'static str) -> Result<$ty, DecodeError> {
-            let bytes = self.take(field, $n)?;
-            let mut a = [0u8; $n];
-            a.copy_from_slice(bytes);
-            Ok(<$ty>::$conv(a))
+            Ok(<$ty>::$conv(self.array::<$n>(field)?))
         }
     )*};
 }
@@ -393,6 +390,32 @@ impl<'a> Reader<'a> {
                 available: self.remaining(),
             }),
         }
+    }
+
+    /// Takes exactly `N` bytes as an array (a fixed-size field: an address, a port, a
+    /// challenge) or fails naming `field`.
+    pub fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+        match self.rest().first_chunk::<N>() {
+            Some(a) => {
+                self.pos += N;
+                Ok(*a)
+            }
+            None => Err(DecodeError::Truncated {
+                field,
+                offset: self.offset(),
+                needed: N,
+                available: self.remaining(),
+            }),
+        }
+    }
+
+    /// Takes the next `len` bytes as a reader of their own (a length-prefixed block): it
+    /// cannot read past the block, and its offsets stay absolute. Fails naming `field` when
+    /// fewer than `len` bytes are left.
+    pub fn sub(&mut self, field: &'static str, len: usize) -> Result<Reader<'a>, DecodeError> {
+        let base = self.offset();
+        let block = self.take(field, len)?;
+        Ok(Reader::with_base(block, base))
     }
 
     /// Takes everything that is left.
@@ -569,6 +592,39 @@ impl<'a> Reader<'a> {
         let n = self.u8(field)?;
         bounded(u64::from(n), max, field, start)
     }
+
+    /// A little-endian 16-bit count, checked against `max` before use.
+    pub fn count_u16_le(&mut self, field: &'static str, max: u64) -> Result<usize, DecodeError> {
+        let start = self.offset();
+        let n = self.u16_le(field)?;
+        bounded(u64::from(n), max, field, start)
+    }
+
+    /// A little-endian 32-bit count, checked against `max` before use.
+    pub fn count_u32_le(&mut self, field: &'static str, max: u64) -> Result<usize, DecodeError> {
+        let start = self.offset();
+        let n = self.u32_le(field)?;
+        bounded(u64::from(n), max, field, start)
+    }
+
+    /// A count read by `read` (a varint, a decimal string…) that must not be negative; the
+    /// error's offset is the count's first byte, not the byte after it.
+    pub fn non_negative(
+        &mut self,
+        field: &'static str,
+        read: impl FnOnce(&mut Self, &'static str) -> Result<i32, DecodeError>,
+    ) -> Result<i32, DecodeError> {
+        let start = self.offset();
+        let v = read(self, field)?;
+        if v < 0 {
+            return Err(DecodeError::Invalid {
+                field,
+                offset: start,
+                reason: "negative count",
+            });
+        }
+        Ok(v)
+    }
 }
 
 /// Encodes `v` as a Teeworlds 0.7 variable-length integer (the inverse of [`Reader::varint`]).
@@ -588,6 +644,39 @@ pub fn put_varint(out: &mut Vec<u8>, v: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arrays_blocks_and_counts_name_the_field_at_its_start() {
+        let mut r = Reader::new(b"\x01\x02\x03\x04\x05\x06");
+        assert_eq!(r.array::<4>("ip").unwrap(), [1, 2, 3, 4]);
+        let e = r.array::<4>("port").unwrap_err();
+        assert_eq!(
+            (e.kind(), e.field(), e.offset()),
+            ("truncated", Some("port"), 4)
+        );
+        let mut r = Reader::with_base(b"ab\x03xyzq", 10);
+        r.take("head", 2).unwrap();
+        let n = r.count_u8("len", 8).unwrap();
+        let mut block = r.sub("block", n).unwrap();
+        assert_eq!(block.offset(), 13);
+        assert_eq!(block.take_rest(), b"xyz");
+        assert!(block.u8("past the block").is_err());
+        assert_eq!(r.rest(), b"q");
+        let e = Reader::with_base(b"\x10\x00", 5)
+            .count_u16_le("n", 8)
+            .unwrap_err();
+        assert_eq!((e.kind(), e.offset()), ("too_many", 5));
+        assert_eq!(Reader::new(b"\x07\0\0\0").count_u32_le("n", 8).unwrap(), 7);
+        let mut r = Reader::new(b"x-3\0");
+        r.take("x", 1).unwrap();
+        let e = r
+            .non_negative("num_players", Reader::decimal_cstr)
+            .unwrap_err();
+        assert_eq!(
+            (e.kind(), e.field(), e.offset()),
+            ("invalid", Some("num_players"), 1)
+        );
+    }
 
     #[test]
     fn varints_round_trip_and_refuse_overlong() {

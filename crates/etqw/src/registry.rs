@@ -53,18 +53,7 @@ struct GetInfoFields {
 const MAX_TEXT: usize = 256;
 
 fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
-    if value.contains(&0) {
-        return Err(EmuError(format!(
-            "{field} contains a NUL byte, which an ETQW string cannot carry"
-        )));
-    }
-    if value.len() > MAX_TEXT {
-        return Err(EmuError(format!(
-            "{field} is {} bytes long, at most {MAX_TEXT}",
-            value.len()
-        )));
-    }
-    Ok(())
+    EmuError::check_text(field, value, b"\0", MAX_TEXT, "an ETQW string")
 }
 
 impl Game for Etqw {

@@ -3,10 +3,10 @@
 
 use crate::Encode;
 use crate::EncodeError;
-use std::collections::HashSet;
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
+use fragstat_core::collect::ListCollector;
 use fragstat_core::{BoxError, Exchange, Verdict};
 
 use crate::game::Game;
@@ -72,17 +72,14 @@ impl Exchange for ServerExchange {
 
 /// One `getServers` query: a list spanning any number of `servers` datagrams with no count
 /// and no end marker. A datagram with room for more entries is probably the last: the
-/// exchange then lingers [`DEFAULT_SETTLE`] for datagrams it overtook; after a full one it
-/// waits the attempt timeout. Duplicates are listed once; entries with port 0 or address
-/// 0.0.0.0 are left out.
+/// exchange then lingers [`DEFAULT_SETTLE`] for datagrams it overtook, and only that long
+/// after any later one; until such a datagram, each full one restarts the attempt timeout.
+/// Duplicates are listed once; entries with port 0 or address 0.0.0.0 are left out.
 #[derive(Debug)]
 pub struct MasterExchange {
     game: Game,
     request: Vec<u8>,
-    servers: Vec<SocketAddrV4>,
-    seen: HashSet<SocketAddrV4>,
-    datagrams: u32,
-    settle: Duration,
+    list: ListCollector<SocketAddrV4>,
 }
 
 /// How long to wait after a datagram that is not full (see [`MasterExchange`]).
@@ -97,16 +94,13 @@ impl MasterExchange {
         Ok(MasterExchange {
             game,
             request: Packet::GetServers(request.clone()).to_bytes()?,
-            servers: Vec::new(),
-            seen: HashSet::new(),
-            datagrams: 0,
-            settle: DEFAULT_SETTLE,
+            list: ListCollector::new(DEFAULT_SETTLE),
         })
     }
 
     /// Sets the wait after a datagram that is not full.
     pub fn with_settle(mut self, settle: Duration) -> Self {
-        self.settle = settle;
+        self.list = self.list.with_settle(settle);
         self
     }
 }
@@ -124,22 +118,17 @@ impl Exchange for MasterExchange {
             Ok(_) => return Verdict::Ignore("not a server list"),
             Err(e) => return Verdict::Invalid(Box::new(e)),
         };
-        self.datagrams += 1;
         // An entry with port 0 or address 0.0.0.0 cannot be queried (decode keeps it).
-        for s in list.servers {
-            if s.port() != 0 && !s.ip().is_unspecified() && self.seen.insert(s) {
-                self.servers.push(s);
-            }
-        }
-        let wait = (datagram.len() < FULL).then_some(self.settle);
-        Verdict::Progress {
-            attempt: None,
-            wait,
-        }
+        self.list.add(
+            list.servers
+                .into_iter()
+                .filter(|s| s.port() != 0 && !s.ip().is_unspecified()),
+        );
+        self.list.progress(datagram.len() < FULL)
     }
 
     fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddrV4>, BoxError>> {
-        (self.datagrams > 0).then(|| Ok(std::mem::take(&mut self.servers)))
+        self.list.on_timeout()
     }
 }
 
@@ -187,7 +176,14 @@ mod tests {
         assert_eq!(grams.len(), 2);
         let mut ex = MasterExchange::new(Game::Doom3, &GetServers::new(Game::Doom3, 0)).unwrap();
         assert_eq!(ex.on_timeout(false).map(|r| r.is_ok()), None, "nothing yet");
-        // The last (short) datagram overtakes the first: a short wait, then the full one.
+        // A full datagram: more may follow.
+        let mut first = MasterExchange::new(Game::Doom3, &GetServers::new(Game::Doom3, 0)).unwrap();
+        let Verdict::Progress { wait, .. } = first.on_datagram(&grams[0]) else {
+            panic!()
+        };
+        assert_eq!(wait, None, "a full datagram: more may follow");
+        // The last (short) datagram overtakes the first: a short wait, and only a short one
+        // for the datagram it overtook.
         let Verdict::Progress { wait, .. } = ex.on_datagram(&grams[1]) else {
             panic!()
         };
@@ -195,7 +191,11 @@ mod tests {
         let Verdict::Progress { wait, .. } = ex.on_datagram(&grams[0]) else {
             panic!()
         };
-        assert_eq!(wait, None, "a full datagram: more may follow");
+        assert_eq!(
+            wait,
+            Some(DEFAULT_SETTLE),
+            "the list has ended: it was overtaken"
+        );
         let _ = ex.on_datagram(&grams[1]);
         let junk = b"\xff\xffservers\0\x0a\0\0\x01\0\0\0\0\0\0\x87\x6c";
         let _ = ex.on_datagram(junk);

@@ -160,9 +160,7 @@ pub const MAX_ENTRIES: usize = (1400 - HEADER.len() - b"servers\0".len()) / ENTR
 
 pub(crate) fn read_servers(r: &mut Reader<'_>) -> ServerList {
     let mut list = ServerList::default();
-    while r.remaining() >= ENTRY {
-        let mut e = [0u8; ENTRY];
-        e.copy_from_slice(r.take("server", ENTRY).unwrap_or(&[0; ENTRY]));
+    while let Ok(e) = r.array::<ENTRY>("server") {
         list.servers.push(entry(e));
     }
     list.trailing = r.take_rest().to_vec();

@@ -97,20 +97,7 @@ impl ServerConfig {
 
     /// Sets a server-info value, replacing the key's first occurrence (or appending it).
     pub fn set(&mut self, key: &str, value: impl AsRef<[u8]>) {
-        let mut out = Rules::new();
-        let mut done = false;
-        for (k, v) in self.info.pairs() {
-            if !done && k.eq_ignore_ascii_case(key.as_bytes()) {
-                out.push(k, value.as_ref());
-                done = true;
-            } else {
-                out.push(k, v);
-            }
-        }
-        if !done {
-            out.push(key, value.as_ref());
-        }
-        self.info = out;
+        self.info.set_ci(key, value);
     }
 
     /// The state every reply carries.

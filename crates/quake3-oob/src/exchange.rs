@@ -3,10 +3,10 @@
 //! drive them.
 
 use crate::{Encode, EncodeError};
-use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use fragstat_core::collect::ListCollector;
 use fragstat_core::{BoxError, Exchange, Verdict};
 
 use crate::game::Game;
@@ -278,12 +278,7 @@ impl Exchange for ServerExchange {
 #[derive(Debug)]
 pub struct MasterExchange {
     request: Vec<u8>,
-    servers: Vec<SocketAddr>,
-    seen: HashSet<SocketAddr>,
-    datagrams: u32,
-    settle: Duration,
-    /// A final marker (on a datagram that is not full) has arrived.
-    ended: bool,
+    list: ListCollector<SocketAddr>,
 }
 
 impl MasterExchange {
@@ -291,17 +286,13 @@ impl MasterExchange {
     pub fn new(request: &GetServers) -> Result<Self, crate::EncodeError> {
         Ok(MasterExchange {
             request: Packet::GetServers(request.clone()).to_bytes()?,
-            servers: Vec::new(),
-            seen: HashSet::new(),
-            datagrams: 0,
-            settle: DEFAULT_SETTLE,
-            ended: false,
+            list: ListCollector::new(DEFAULT_SETTLE),
         })
     }
 
     /// How long to wait after an end marker for datagrams it overtook (default 100 ms).
     pub fn with_settle(mut self, settle: Duration) -> Self {
-        self.settle = settle;
+        self.list = self.list.with_settle(settle);
         self
     }
 }
@@ -322,26 +313,15 @@ impl Exchange for MasterExchange {
             Ok(_) => return Verdict::Ignore("not a server list"),
             Err(e) => return Verdict::Invalid(Box::new(e)),
         };
-        self.datagrams += 1;
-        for s in list.servers {
-            if self.seen.insert(s) {
-                self.servers.push(s);
-            }
-        }
         // Room for fewer than two more entries: the master filled this datagram, and an old
         // master marks every datagram, so more may follow.
         let full = datagram.len() + 14 > MAX_MASTER_PACKET;
-        // Even a final marker may overtake earlier datagrams of the list: linger briefly, and
-        // only briefly for every datagram after it.
-        self.ended |= list.terminator.is_some() && !full;
-        let wait = self.ended.then_some(self.settle);
-        Verdict::Progress {
-            attempt: None,
-            wait,
-        }
+        let ends = list.terminator.is_some() && !full;
+        self.list.add(list.servers);
+        self.list.progress(ends)
     }
 
     fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddr>, BoxError>> {
-        (self.datagrams > 0).then(|| Ok(std::mem::take(&mut self.servers)))
+        self.list.on_timeout()
     }
 }

@@ -6,9 +6,10 @@
 
 use crate::Encode;
 use crate::EncodeError;
-use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::time::Duration;
 
+use fragstat_core::collect::ListCollector;
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::{BoxError, Exchange, Verdict};
 
@@ -286,55 +287,52 @@ impl Exchange for Query7 {
 }
 
 /// A master's list being collected: `siz2` gives the count, `lis2` datagrams the servers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ListState {
-    seen: HashSet<SocketAddr>,
-    servers: Vec<SocketAddr>,
+    list: ListCollector<SocketAddr>,
     count: Option<u16>,
-    datagrams: u32,
+}
+
+impl Default for ListState {
+    fn default() -> Self {
+        ListState {
+            // No end marker: the count or the master's silence ends the list.
+            list: ListCollector::new(Duration::ZERO),
+            count: None,
+        }
+    }
 }
 
 impl ListState {
     fn count(&mut self, n: u16) {
-        self.datagrams += 1;
+        self.list.add_empty();
         self.count = Some(n);
     }
 
     fn add(&mut self, servers: Vec<SocketAddr>) {
-        self.datagrams += 1;
-        for s in servers {
-            if self.seen.insert(s) {
-                self.servers.push(s);
-            }
-        }
+        self.list.add(servers);
     }
 
     fn verdict(&mut self) -> Verdict<Vec<MasterEntry>> {
         // The count says when the list is whole; without it, the master's silence does.
         if self
             .count
-            .is_some_and(|c| self.servers.len() >= usize::from(c))
+            .is_some_and(|c| self.list.len() >= usize::from(c))
         {
             return Verdict::Done {
                 output: Ok(self.take()),
                 attempt: None,
             };
         }
-        Verdict::Progress {
-            attempt: None,
-            wait: None,
-        }
+        self.list.progress(false)
     }
 
     fn take(&mut self) -> Vec<MasterEntry> {
-        std::mem::take(&mut self.servers)
-            .into_iter()
-            .map(MasterEntry::new)
-            .collect()
+        self.list.take().into_iter().map(MasterEntry::new).collect()
     }
 
     fn on_timeout(&mut self) -> Option<Result<Vec<MasterEntry>, BoxError>> {
-        (self.datagrams > 0).then(|| Ok(self.take()))
+        (self.list.datagrams() > 0).then(|| Ok(self.take()))
     }
 }
 

@@ -172,26 +172,12 @@ fn info(r: &mut Reader<'_>) -> Result<Info, DecodeError> {
         gametype: r.cstr("gametype")?.to_vec(),
         flags: r.varint("flags")?,
         skill_level: r.varint("skill_level")?,
-        num_players: r.varint("num_players")?,
-        max_players: r.varint("max_players")?,
-        num_clients: r.varint("num_clients")?,
-        max_clients: r.varint("max_clients")?,
+        num_players: r.non_negative("num_players", Reader::varint)?,
+        max_players: r.non_negative("max_players", Reader::varint)?,
+        num_clients: r.non_negative("num_clients", Reader::varint)?,
+        max_clients: r.non_negative("max_clients", Reader::varint)?,
         ..Info::default()
     };
-    for (field, v) in [
-        ("num_players", i.num_players),
-        ("max_players", i.max_players),
-        ("num_clients", i.num_clients),
-        ("max_clients", i.max_clients),
-    ] {
-        if v < 0 {
-            return Err(DecodeError::Invalid {
-                field,
-                offset: r.offset(),
-                reason: "negative count",
-            });
-        }
-    }
     while !r.is_empty() {
         let at = r.offset();
         bounded(

@@ -268,34 +268,21 @@ fn info(r: &mut Reader<'_>, form: Form) -> Result<Info, DecodeError> {
     }
     i.gametype = r.cstr("gametype")?.to_vec();
     i.flags = int(r, "flags")?;
-    i.num_players = int(r, "num_players")?;
-    i.max_players = int(r, "max_players")?;
-    i.num_clients = int(r, "num_clients")?;
-    i.max_clients = int(r, "max_clients")?;
+    i.num_players = r.non_negative("num_players", int)?;
+    i.max_players = r.non_negative("max_players", int)?;
+    i.num_clients = r.non_negative("num_clients", int)?;
+    i.max_clients = r.non_negative("max_clients", int)?;
+    let offset_at = r.offset();
     match form {
         Form::Extended => i.reserved = Some(r.cstr("reserved")?.to_vec()),
         Form::Legacy64 => i.offset = Some(r.varint("offset")?),
         Form::Vanilla => {}
     }
-    for (field, v) in [
-        ("num_players", i.num_players),
-        ("max_players", i.max_players),
-        ("num_clients", i.num_clients),
-        ("max_clients", i.max_clients),
-    ] {
-        if v < 0 {
-            return Err(DecodeError::Invalid {
-                field,
-                offset: r.offset(),
-                reason: "negative count",
-            });
-        }
-    }
     if let Some(o) = i.offset {
         if !(0..=i32::from(u8::MAX)).contains(&o) {
             return Err(DecodeError::Invalid {
                 field: "offset",
-                offset: r.offset(),
+                offset: offset_at,
                 reason: "client offset out of range",
             });
         }

@@ -68,22 +68,7 @@ struct InfoRequestFields {
 const MAX_TEXT: usize = 63;
 
 fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
-    if let Some(b) = value
-        .iter()
-        .find(|&&b| matches!(b, b'\\' | b'"' | b'\n' | b'\r' | 0 | b';'))
-    {
-        return Err(EmuError(format!(
-            "{field} contains {:?}, which an infostring cannot carry",
-            char::from(*b)
-        )));
-    }
-    if value.len() > MAX_TEXT {
-        return Err(EmuError(format!(
-            "{field} is {} bytes long, at most {MAX_TEXT}",
-            value.len()
-        )));
-    }
-    Ok(())
+    EmuError::check_text(field, value, b"\\\"\n\r\0;", MAX_TEXT, "an infostring")
 }
 
 impl RegistryGame for WarsowFamilyGame {

@@ -9,7 +9,6 @@
 //! the retry schedule ([`Config::max_pending`], at most [`Config::max_pending_per_net`] per
 //! network): when that is full, the challenge still goes out, once.
 
-use fragstat_core::Encode;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

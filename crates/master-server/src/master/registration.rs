@@ -1,6 +1,7 @@
 //! Registration: heartbeats answered with stateless challenges, the retry schedule, and
 //! the infoResponses that list (or verify) a server.
 
+use fragstat_core::Encode;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
