@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use fragstat::core::model::{Player, Record, ServerInfo, Status, Text};
+use fragstat::core::model::{Player, ServerInfo, Text};
+use fragstat::core::record::{Record, Status};
 use fragstat::core::registry::{Decoded, DecodedJson};
 use fragstat::core::DecodeError;
 use fragstat_testkit::fixtures::{self, Case, Kind};

@@ -9,7 +9,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use fragstat::core::model::{MasterEntry, Record};
+use fragstat::core::model::MasterEntry;
+use fragstat::core::record::Record;
 
 use crate::view::{Filter, SortKey};
 use crate::Format;

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use fragstat::core::model::{MasterEntry, Record, Status};
+use fragstat::core::model::MasterEntry;
+use fragstat::core::record::{Record, Status};
 use fragstat::core::registry::{Ask, GameRef, MasterQuery};
 use fragstat::{defaults, Client};
 use futures_util::StreamExt;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use fragstat::core::model::Record;
+use fragstat::core::record::Record;
 use fragstat::core::registry::{
     EmuMaster, EmuServer, EndMarker, GameRef, MasterOptions, MasterQuery,
 };

@@ -2,7 +2,7 @@
 //! under their server with a header, rules under the server with `--rules`, and a `…` where
 //! a long map name is clipped.
 
-use fragstat::core::model::{Record, Status};
+use fragstat::core::record::{Record, Status};
 use fragstat::core::text;
 
 /// Widest map column before clipping (with a `…` marker).

@@ -126,7 +126,7 @@ fn print_round(number: u64, r: &RoundReport) {
         .data
         .records
         .iter()
-        .filter(|r| r.status == fragstat::core::model::Status::Online)
+        .filter(|r| r.status == fragstat::core::record::Status::Online)
         .count();
     let players: u64 = r
         .data

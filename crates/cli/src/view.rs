@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::io::IsTerminal;
 
 use clap::ValueEnum;
-use fragstat::core::model::{Record, Status};
+use fragstat::core::record::{Record, Status};
 
 /// When to do something that depends on the terminal.
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug, Default)]

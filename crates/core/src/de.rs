@@ -14,9 +14,8 @@ use std::sync::Arc;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
-use crate::model::{
-    Dialect, ExtraRef, MasterEntry, Player, Record, Rules, ServerInfo, Status, Text,
-};
+use crate::model::{Dialect, ExtraRef, MasterEntry, Player, Rules, ServerInfo, Text};
+use crate::record::{Record, Status};
 
 impl<'de> Deserialize<'de> for Dialect {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -16,7 +16,8 @@
 
 use std::borrow::Cow;
 
-use crate::model::{Dialect, ExtraRef, Player, Record, Rules, ServerInfo, Status, Text};
+use crate::model::{Dialect, ExtraRef, Player, Rules, ServerInfo, Text};
+use crate::record::{Record, Status};
 use crate::text;
 
 const ONES: u64 = 0x0101_0101_0101_0101;

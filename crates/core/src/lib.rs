@@ -50,15 +50,16 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(feature = "runtime")]
 pub mod collect;
 mod de;
 mod encode;
+#[cfg(feature = "runtime")]
 mod engine;
 mod error;
 mod exchange;
 mod json;
 pub mod model;
+pub mod record;
 pub mod registry;
 #[cfg(feature = "runtime")]
 pub mod resolve;

@@ -476,7 +476,7 @@ impl serde::Serialize for DecodedJson<'_> {
         use serde::ser::SerializeMap;
         match self.decoded {
             Decoded::Server(info) => {
-                crate::model::Record::online(None, self.game, (**info).clone(), None).serialize(s)
+                crate::record::Record::online(None, self.game, (**info).clone(), None).serialize(s)
             }
             Decoded::Servers { servers, details } => {
                 let mut m = s.serialize_map(Some(3))?;

@@ -455,9 +455,9 @@ pub struct Response {
 
 impl Response {
     /// The record every output format writes for it (docs/json.md).
-    pub fn record(self, game: &str) -> fragstat_core::model::Record {
-        fragstat_core::model::Record::online(
-            Some(fragstat_core::model::addr_text(self.addr)),
+    pub fn record(self, game: &str) -> fragstat_core::record::Record {
+        fragstat_core::record::Record::online(
+            Some(fragstat_core::record::addr_text(self.addr)),
             game,
             self.info,
             self.rtt,
@@ -471,8 +471,8 @@ pub fn record(
     game: &GameRef,
     addr: SocketAddr,
     result: Result<Response, Error>,
-) -> fragstat_core::model::Record {
-    use fragstat_core::model::{Record, Status};
+) -> fragstat_core::record::Record {
+    use fragstat_core::record::{Record, Status};
     match result {
         Ok(r) => r.record(game.id()),
         Err(e) => {
@@ -498,7 +498,7 @@ pub fn record(
                 }
             }
             Record::failed(
-                Some(fragstat_core::model::addr_text(addr)),
+                Some(fragstat_core::record::addr_text(addr)),
                 game.id(),
                 status,
                 text,

@@ -60,7 +60,8 @@ pub use master::{Listed, MasterList, MasterListRequest, MasterReport, MasterStre
 pub use scan::{Indexed, Scan, ScanItem};
 
 pub use fragstat_core as core;
-pub use fragstat_core::model::{MasterEntry, Player, Record, Rules, ServerInfo, Status, Text};
+pub use fragstat_core::model::{MasterEntry, Player, Rules, ServerInfo, Text};
+pub use fragstat_core::record::{Record, Status};
 pub use fragstat_core::registry::{Ask, Family, Game, GameRef, MasterOptions};
 pub use fragstat_core::{DecodeError, Engine, Options, QueryError};
 

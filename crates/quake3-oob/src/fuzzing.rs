@@ -2,7 +2,7 @@
 //! check the same properties. Not part of the stable API.
 
 use crate::Encode;
-use fragstat_core::model::Record;
+use fragstat_core::record::Record;
 
 use crate::{decode, Game, InfoString, Packet};
 

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fragstat::core::model::{Record, Status};
+use fragstat::core::record::{Record, Status};
 use fragstat::core::registry::{Ask, GameRef};
 use fragstat::Client;
 use futures_util::StreamExt;

@@ -396,7 +396,8 @@ async fn retention(database: &str) {
 /// Names and maps with NUL and invalid UTF-8 bytes are written (PostgreSQL's TEXT refuses
 /// U+0000) and read back byte for byte.
 async fn odd_bytes(database: &str) {
-    use fragstat::core::model::{Dialect, Record, Text};
+    use fragstat::core::model::{Dialect, Text};
+    use fragstat::core::record::Record;
     let store = Store::open(database).await.unwrap();
     let mut info = fragstat::ServerInfo::default();
     info.name = Text::new(b"nul\0name \xff\xfe ^1x".to_vec(), Dialect::Quake);

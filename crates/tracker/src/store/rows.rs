@@ -2,7 +2,8 @@
 
 use std::str::FromStr;
 
-use fragstat::core::model::{Dialect, Record};
+use fragstat::core::model::Dialect;
+use fragstat::core::record::Record;
 use serde::Serialize;
 
 /// What one round saw.

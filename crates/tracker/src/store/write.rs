@@ -1,6 +1,7 @@
 //! Writing: a round in one transaction, in multi-row statements; pruning old rows.
 
-use fragstat::core::model::{Dialect, Status};
+use fragstat::core::model::Dialect;
+use fragstat::core::record::Status;
 
 use super::{RoundData, Store, StoreError};
 
