@@ -167,6 +167,39 @@ pub fn cases(root: &Path) -> Result<Vec<Case>, Vec<String>> {
     }
 }
 
+/// Every datagram of `tests/fixtures/<family>/<kind>` (`kind`: `ok` or `err`), sorted by
+/// name, with its path: for a family's own tests over its fixtures.
+///
+/// # Panics
+/// When the folder cannot be read or holds no `.bin`.
+pub fn datagrams(family: &str, kind: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = root().join(family).join(kind);
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no cases in {}", dir.display());
+    paths
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// The `.json` beside a fixture's `.bin`, parsed.
+///
+/// # Panics
+/// When it is missing or not JSON.
+pub fn metadata(bin: &Path) -> serde_json::Value {
+    let path = bin.with_extension("json");
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -234,6 +234,36 @@ impl EmuServer {
         crate::service::Heartbeats::new(self.heartbeat_to).every(self.heartbeat_every)
     }
 
+    /// Checks the players fit the slots, at most `limit` players, and with `slots_too` at most
+    /// `limit` slots as well (`game` names the limit in the message: `"an ETQW server"`).
+    ///
+    /// ```
+    /// use fragstat_core::registry::EmuServer;
+    /// assert!(EmuServer::new("x", "", 4).check_slots(32, true, "a server").is_ok());
+    /// let e = EmuServer::new("x", "", 33).check_slots(32, true, "a server").unwrap_err();
+    /// assert_eq!(e.0, "33 players in 33 slots: a server has at most 32");
+    /// let many_slots = EmuServer::new("x", "", 3).with_max_players(40);
+    /// assert!(many_slots.check_slots(32, false, "a reply").is_ok());
+    /// let e = EmuServer::new("x", "", 9).with_max_players(8).check_slots(32, true, "a server");
+    /// assert_eq!(e.unwrap_err().0, "8 player slots cannot hold 9 players");
+    /// ```
+    pub fn check_slots(&self, limit: u32, slots_too: bool, game: &str) -> Result<(), EmuError> {
+        let slots_over = slots_too && self.max_players > limit;
+        if slots_over || self.players > limit as usize {
+            return Err(EmuError(format!(
+                "{} players in {} slots: {game} has at most {limit}",
+                self.players, self.max_players
+            )));
+        }
+        if u64::from(self.max_players) < self.players as u64 {
+            return Err(EmuError(format!(
+                "{} player slots cannot hold {} players",
+                self.max_players, self.players
+            )));
+        }
+        Ok(())
+    }
+
     /// Sets the password flag.
     pub fn with_password(mut self, password: bool) -> Self {
         self.password = password;

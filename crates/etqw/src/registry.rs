@@ -126,19 +126,7 @@ impl Game for Etqw {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
-        let slots = u32::from(END_OF_PLAYERS);
-        if config.max_players > slots || config.players > END_OF_PLAYERS as usize {
-            return Err(EmuError(format!(
-                "{} players in {} slots: an ETQW server has at most {slots}",
-                config.players, config.max_players
-            )));
-        }
-        if u64::from(config.max_players) < config.players as u64 {
-            return Err(EmuError(format!(
-                "{} player slots cannot hold {} players",
-                config.max_players, config.players
-            )));
-        }
+        config.check_slots(u32::from(END_OF_PLAYERS), true, "an ETQW server")?;
         let mut c = ServerConfig::sample(
             &config.name,
             &config.map,

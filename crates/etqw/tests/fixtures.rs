@@ -9,29 +9,13 @@
 //! - Every `err` datagram passes the fuzzing oracle.
 
 use fragstat_etqw::Encode;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fragstat_etqw::fuzzing::check_decode;
 use fragstat_etqw::{decode, server_info, Body, Extended, Packet};
 
 fn cases(kind: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/etqw")
-        .join(kind);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no cases in {}", dir.display());
-    paths
-        .into_iter()
-        .map(|p| {
-            let b = std::fs::read(&p).unwrap();
-            (p, b)
-        })
-        .collect()
+    fragstat_testkit::fixtures::datagrams("etqw", kind)
 }
 
 #[test]

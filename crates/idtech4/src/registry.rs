@@ -214,19 +214,11 @@ impl RegistryGame for Idtech4Game {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
-        let slots = u32::from(END_OF_PLAYERS);
-        if config.max_players > slots || config.players > END_OF_PLAYERS as usize {
-            return Err(EmuError(format!(
-                "{} players in {} slots: an idTech 4 server has at most {slots} (MAX_ASYNC_CLIENTS)",
-                config.players, config.max_players
-            )));
-        }
-        if u64::from(config.max_players) < config.players as u64 {
-            return Err(EmuError(format!(
-                "{} player slots cannot hold {} players",
-                config.max_players, config.players
-            )));
-        }
+        config.check_slots(
+            u32::from(END_OF_PLAYERS),
+            true,
+            "an idTech 4 server (MAX_ASYNC_CLIENTS)",
+        )?;
         let mut c = ServerConfig::sample(
             self.game,
             &config.name,

@@ -7,34 +7,22 @@
 //! - Every `err` datagram passes the fuzzing oracle.
 
 use fragstat_idtech4::Encode;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fragstat_idtech4::fuzzing::check_decode;
 use fragstat_idtech4::{decode, Body, Game, Packet};
 
 fn cases(kind: &str) -> Vec<(PathBuf, Vec<u8>, Game)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/idtech4")
-        .join(kind);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no cases in {}", dir.display());
-    paths
+    fragstat_testkit::fixtures::datagrams("idtech4", kind)
         .into_iter()
-        .map(|p| {
-            let meta: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(p.with_extension("json")).unwrap()).unwrap();
-            let game = match meta["game"].as_str().unwrap() {
-                "doom3" => Game::Doom3,
-                "quake4" => Game::Quake4,
-                "prey" => Game::Prey,
-                other => panic!("{}: game {other}", p.display()),
+        .map(|(p, bytes)| {
+            let game = match fragstat_testkit::fixtures::metadata(&p)["game"].as_str() {
+                Some("doom3") => Game::Doom3,
+                Some("quake4") => Game::Quake4,
+                Some("prey") => Game::Prey,
+                other => panic!("{}: game {other:?}", p.display()),
             };
-            (p.clone(), std::fs::read(&p).unwrap(), game)
+            (p, bytes, game)
         })
         .collect()
 }

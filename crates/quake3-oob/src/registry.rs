@@ -262,18 +262,7 @@ impl RegistryGame for Quake3Game {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
-        if config.players > 256 {
-            return Err(EmuError(format!(
-                "{} players: a Quake III status reply lists at most 256",
-                config.players
-            )));
-        }
-        if u64::from(config.max_players) < config.players as u64 {
-            return Err(EmuError(format!(
-                "{} player slots cannot hold {} players",
-                config.max_players, config.players
-            )));
-        }
+        config.check_slots(256, false, "a Quake III status reply")?;
         let mut c = ServerConfig::sample(self.game, &config.name, config.players);
         if !config.map.is_empty() {
             c.map = config.map.clone();

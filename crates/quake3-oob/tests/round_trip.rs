@@ -9,7 +9,7 @@
 //!   here, on the packet.
 
 use fragstat_quake3_oob::Encode;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fragstat_quake3_oob::fuzzing::check_decode;
 use fragstat_quake3_oob::{decode, Packet};
@@ -17,22 +17,10 @@ use serde_json::Value;
 
 /// Every `.bin` of `tests/fixtures/quake3/<kind>`, sorted, with its `.json`.
 fn cases(kind: &str) -> Vec<(PathBuf, Vec<u8>, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/quake3")
-        .join(kind);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no cases in {}", dir.display());
-    paths
+    fragstat_testkit::fixtures::datagrams("quake3", kind)
         .into_iter()
-        .map(|p| {
-            let bytes = std::fs::read(&p).unwrap();
-            let meta = serde_json::from_slice(&std::fs::read(p.with_extension("json")).unwrap())
-                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        .map(|(p, bytes)| {
+            let meta = fragstat_testkit::fixtures::metadata(&p);
             (p, bytes, meta)
         })
         .collect()

@@ -134,18 +134,7 @@ impl RegistryGame for WarsowFamilyGame {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
-        if config.players > 256 {
-            return Err(EmuError(format!(
-                "{} players: the emulator lists at most 256",
-                config.players
-            )));
-        }
-        if u64::from(config.max_players) < config.players as u64 {
-            return Err(EmuError(format!(
-                "{} player slots cannot hold {} players",
-                config.max_players, config.players
-            )));
-        }
+        config.check_slots(256, false, "the emulator")?;
         if config.password && !self.game.is_qfusion() {
             return Err(EmuError(
                 "a DarkPlaces server does not say whether it needs a password".into(),
