@@ -19,7 +19,7 @@ use crate::Encode;
 use crate::EncodeError;
 use fragstat_core::wire::{excerpt, Reader};
 use fragstat_core::DecodeError;
-use fragstat_idtech4::dict::{put_str, read_dict, write_dict, Dict};
+use fragstat_idtech4::dict::{put_slot, put_str, read_dict, write_dict, Dict};
 use fragstat_idtech4::{Protocol, END_OF_PLAYERS, HEADER};
 
 /// ETQW 1.4's protocol, 10.19.
@@ -433,14 +433,7 @@ fn write_body(out: &mut Vec<u8>, r: &InfoResponse) -> Result<(), EncodeError> {
         ) => {
             let mut previous: Option<u8> = None;
             for p in list {
-                if p.slot >= END_OF_PLAYERS || previous.is_some_and(|q| p.slot <= q) {
-                    return Err(EncodeError::OutOfRange {
-                        field: "player slot (below 32, increasing)",
-                        value: i64::from(p.slot),
-                    });
-                }
-                previous = Some(p.slot);
-                out.push(p.slot);
+                put_slot(out, &mut previous, p.slot)?;
                 out.extend_from_slice(&p.xp.to_le_bytes());
                 put_str(out, &p.team, "team")?;
                 out.extend_from_slice(&p.kills.to_le_bytes());

@@ -43,6 +43,20 @@ pub fn read_dict(r: &mut Reader<'_>) -> Result<Dict, DecodeError> {
     Ok(dict)
 }
 
+/// Writes a player's slot byte, checking it is below 32 (32 ends the list) and above the
+/// `previous` slot written (which it then becomes).
+pub fn put_slot(out: &mut Vec<u8>, previous: &mut Option<u8>, slot: u8) -> Result<(), EncodeError> {
+    if slot >= crate::END_OF_PLAYERS || previous.is_some_and(|q| slot <= q) {
+        return Err(EncodeError::OutOfRange {
+            field: "player slot (below 32, increasing)",
+            value: i64::from(slot),
+        });
+    }
+    *previous = Some(slot);
+    out.push(slot);
+    Ok(())
+}
+
 /// Appends `s` and its NUL, refusing a string that holds a NUL.
 pub fn put_str(out: &mut Vec<u8>, s: &[u8], field: &'static str) -> Result<(), EncodeError> {
     if s.contains(&0) {

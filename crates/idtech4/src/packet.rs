@@ -10,7 +10,7 @@ use std::net::SocketAddrV4;
 use fragstat_core::wire::{excerpt, Reader};
 use fragstat_core::DecodeError;
 
-use crate::dict::{put_str, read_dict, write_dict, Dict};
+use crate::dict::{put_slot, put_str, read_dict, write_dict, Dict};
 use crate::game::{Game, Layout, Protocol};
 use crate::EncodeError;
 
@@ -208,14 +208,7 @@ fn write_state(out: &mut Vec<u8>, s: &ServerState) -> Result<(), EncodeError> {
         } => {
             let mut previous: Option<u8> = None;
             for p in players {
-                if p.slot >= END_OF_PLAYERS || previous.is_some_and(|q| p.slot <= q) {
-                    return Err(EncodeError::OutOfRange {
-                        field: "player slot (below 32, increasing)",
-                        value: i64::from(p.slot),
-                    });
-                }
-                previous = Some(p.slot);
-                out.push(p.slot);
+                put_slot(out, &mut previous, p.slot)?;
                 out.extend_from_slice(&p.ping.to_le_bytes());
                 out.extend_from_slice(&p.rate.to_le_bytes());
                 put_str(out, &p.name, "player name")?;
