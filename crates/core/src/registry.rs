@@ -490,7 +490,7 @@ pub fn find_in(games: Vec<GameRef>, id: &str) -> Option<GameRef> {
 }
 
 /// How `fragstat decode` writes a [`Decoded`] datagram as JSON: a server reply is a
-/// [`crate::model::Record`] (docs/json.md) with a null address; a list is
+/// [`crate::record::Record`] (docs/json.md) with a null address; a list is
 /// `{"packet": "servers", "servers": [...], "details": {...}}`; any other packet
 /// `{"packet": KIND, "fields": {...}}`.
 #[derive(Debug)]
