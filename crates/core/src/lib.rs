@@ -51,8 +51,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod de;
-#[cfg(feature = "runtime")]
 mod encode;
+#[cfg(feature = "runtime")]
 mod engine;
 mod error;
 mod exchange;
@@ -62,6 +62,7 @@ pub mod registry;
 #[cfg(feature = "runtime")]
 pub mod resolve;
 pub mod rto;
+pub mod scheduler;
 #[cfg(feature = "runtime")]
 pub mod serve;
 pub mod service;
@@ -73,9 +74,10 @@ mod transport;
 pub mod wire;
 
 #[cfg(feature = "runtime")]
-pub use engine::{Batch, Engine, Options, Outcome, DATAGRAM_QUEUE, OUTCOME_QUEUE};
+pub use engine::{Batch, Engine, DATAGRAM_QUEUE, OUTCOME_QUEUE};
 pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
+pub use scheduler::{Options, Outcome};
 #[cfg(feature = "runtime")]
 pub use transport::{RecvBatch, Transport, UdpTransport};
 pub use wire::{DecodeError, Encode, EncodeError};
