@@ -64,6 +64,7 @@ pub mod registry;
 #[cfg(feature = "runtime")]
 pub mod resolve;
 pub mod rto;
+pub mod scheduler;
 #[cfg(feature = "runtime")]
 pub mod serve;
 pub mod service;
@@ -75,9 +76,10 @@ mod transport;
 pub mod wire;
 
 #[cfg(feature = "runtime")]
-pub use engine::{Batch, Engine, Options, Outcome, DATAGRAM_QUEUE, OUTCOME_QUEUE};
+pub use engine::{Batch, Engine, DATAGRAM_QUEUE, OUTCOME_QUEUE};
 pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
+pub use scheduler::{Options, Outcome};
 #[cfg(feature = "runtime")]
 pub use transport::{RecvBatch, Transport, UdpTransport};
 pub use wire::{DecodeError, Encode, EncodeError};
