@@ -81,7 +81,7 @@ pub use error::QueryError;
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
 pub use scheduler::{Options, Outcome};
 #[cfg(feature = "runtime")]
-pub use transport::{RecvBatch, Transport, UdpTransport};
+pub use transport::{udp_socket, RecvBatch, Transport, UdpTransport};
 pub use wire::{DecodeError, Encode, EncodeError};
 
 /// Largest datagram the engine receives (UDP's maximum payload).

@@ -134,6 +134,27 @@ pub struct UdpTransport {
 /// Socket buffer size asked for: a scan of thousands of servers receives replies in bursts.
 const SOCKET_BUFFER: usize = 8 << 20;
 
+/// A UDP socket bound to `addr` (blocking; IPv6 sockets IPv6-only, so each family has a
+/// socket of its own), asking for receive and send buffers of `buffer` bytes. The kernel
+/// caps those at `net.core.{r,w}mem_max`; a smaller grant still works, and drops a burst
+/// sooner.
+pub fn udp_socket(addr: SocketAddr, buffer: usize) -> io::Result<std::net::UdpSocket> {
+    let domain = if addr.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    // Best effort (see above).
+    let _ = socket.set_recv_buffer_size(buffer);
+    let _ = socket.set_send_buffer_size(buffer);
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
 impl UdpTransport {
     /// The tokio socket, for batched I/O beside the [`Transport`] calls (e.g. `recvmmsg` and
     /// UDP GSO through quinn-udp, as the master server does).
@@ -150,21 +171,9 @@ impl UdpTransport {
     /// Binds `addr`. IPv6 sockets are IPv6-only, so each family has its own socket.
     /// Receive and send buffers are enlarged (as far as the OS allows) for bursts of replies.
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let domain = if addr.is_ipv4() {
-            Domain::IPV4
-        } else {
-            Domain::IPV6
-        };
-        let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
-        if addr.is_ipv6() {
-            socket.set_only_v6(true)?;
-        }
-        // Best effort: the kernel caps these at net.core.{r,w}mem_max.
-        let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
-        let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+        let socket = udp_socket(addr, SOCKET_BUFFER)?;
         socket.set_nonblocking(true)?;
-        socket.bind(&addr.into())?;
-        let socket = tokio::net::UdpSocket::from_std(socket.into())?;
+        let socket = tokio::net::UdpSocket::from_std(socket)?;
         Ok(UdpTransport {
             socket,
             recverr: false,
@@ -384,6 +393,23 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use tokio::time::Instant;
+
+    #[test]
+    fn a_socket_gets_the_buffers_it_asks_for_as_far_as_the_system_allows() {
+        let rmem_max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        let asked = 1 << 20;
+        let socket = udp_socket("127.0.0.1:0".parse().unwrap(), asked).unwrap();
+        let got = socket2::SockRef::from(&socket).recv_buffer_size().unwrap();
+        // Linux reports twice what it grants; the grant is capped at rmem_max.
+        assert!(
+            got >= asked.min(rmem_max),
+            "{got} of {asked} (rmem_max {rmem_max})"
+        );
+        assert!(socket.local_addr().unwrap().port() != 0);
+    }
 
     /// A batch of real datagrams through recvmmsg: every datagram whole, in order, with its
     /// sender, the empty one and one of the largest size included; then a single receive.

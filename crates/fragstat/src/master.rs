@@ -615,7 +615,7 @@ impl Merge {
                 report.over_entry_cap = report.listed - n;
                 break;
             }
-            entry.addr = canonical(entry.addr);
+            entry.addr = fragstat_core::canonical(entry.addr);
             if let Some(&at) = self.seen.get(&entry.addr) {
                 report.duplicates += 1;
                 if let Some(l) = self.entries.get_mut(at) {
@@ -651,17 +651,6 @@ impl Merge {
             entries: self.entries,
             reports: self.reports,
         }
-    }
-}
-
-/// The unmapped form of an IPv4-mapped IPv6 address.
-fn canonical(a: SocketAddr) -> SocketAddr {
-    match a {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
-            None => a,
-        },
-        v4 => v4,
     }
 }
 

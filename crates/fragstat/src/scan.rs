@@ -242,7 +242,7 @@ impl Scan {
         let ask = self.ask;
         let dedupe = self.dedupe;
         let mut seen: HashSet<SocketAddr, foldhash::fast::RandomState> = HashSet::default();
-        let mut first = move |a: SocketAddr| !dedupe || seen.insert(canonical(a));
+        let mut first = move |a: SocketAddr| !dedupe || seen.insert(fragstat_core::canonical(a));
         match input {
             Input::Iter(iter) => {
                 let (games, shared) = match &self.one_game {
@@ -341,17 +341,6 @@ impl Scan {
                 State::Done => return Poll::Ready(None),
             }
         }
-    }
-}
-
-/// The unmapped form of an IPv4-mapped IPv6 address (as the engine reports addresses).
-fn canonical(a: SocketAddr) -> SocketAddr {
-    match a {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
-            None => a,
-        },
-        v4 => v4,
     }
 }
 

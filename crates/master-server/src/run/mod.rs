@@ -117,23 +117,10 @@ pub async fn bind(config: RunConfig) -> std::io::Result<Bound> {
 /// `net.core.rmem_max`; Linux defaults to 208 KiB, about 400 small datagrams on loopback).
 pub const RECV_BUFFER: usize = 4 << 20;
 
-/// A UDP socket on `addr` (IPv6 sockets IPv6-only, receive buffer [`RECV_BUFFER`]), blocking
+/// A UDP socket on `addr` (IPv6 sockets IPv6-only, buffers of [`RECV_BUFFER`]), blocking
 /// until the master's thread takes it.
 fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    let domain = if addr.is_ipv4() {
-        Domain::IPV4
-    } else {
-        Domain::IPV6
-    };
-    let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
-    // Best effort: a smaller buffer (capped by the system) still works, drops sooner.
-    let _ = socket.set_recv_buffer_size(RECV_BUFFER);
-    socket.bind(&addr.into())?;
-    Ok(socket.into())
+    fragstat_core::udp_socket(addr, RECV_BUFFER)
 }
 
 /// [`bind`], also listening on `inherited`: UDP sockets bound by whoever started the

@@ -146,3 +146,21 @@ fn unknown_types_and_headers() {
     let e = decode(b"xe\x00\x01\x00\x00\xff\xff\xff\xffinf3").unwrap_err();
     assert_eq!(e.field(), Some("header"));
 }
+
+#[test]
+fn a_negative_count_is_reported_at_its_own_first_byte() {
+    let mut i = sample();
+    i.num_clients = -2;
+    let bytes = Packet::InfoExtended(i).to_bytes().unwrap();
+    // The count is the decimal string `-2` after `num_players` and `max_players`.
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"\0-2\0")
+        .expect("the count on the wire")
+        + 1;
+    let e = decode(&bytes).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.field(), e.offset()),
+        ("invalid", Some("num_clients"), at)
+    );
+}
