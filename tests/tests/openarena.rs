@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use fragstat::quake3::client::Client;
-use fragstat::quake3::{text, Game, Packet};
+use fragstat::quake3::{text, Packet, Quake3Game};
 use fragstat_testkit::{udp_ask, OpenArena, OpenArenaConfig};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -47,7 +47,7 @@ async fn library_reads_a_real_server() {
         .await
         .unwrap()
         .reply
-        .into_server_info(Game::OpenArena);
+        .into_server_info(Quake3Game::OpenArena);
     assert_eq!(both.name.as_bytes(), b"My ^1OA^7 Server");
     assert_eq!(text::display(both.name.as_bytes()), "My OA Server");
     assert_eq!(both.map.as_bytes(), b"oa_dm1");
@@ -83,7 +83,7 @@ async fn ipv6_which_qstat_cannot_do() {
         .await
         .unwrap()
         .reply
-        .into_server_info(Game::OpenArena);
+        .into_server_info(Quake3Game::OpenArena);
     assert_eq!(s.map.as_bytes(), b"oa_dm1");
     assert_eq!(s.players.map_or(0, |p| p.len()), 1);
 }
@@ -114,7 +114,7 @@ fn challenge_response_and_scan_of_several_real_servers() {
         panic!("{reply:?}")
     };
     assert_eq!(c.client_challenge.as_deref(), Some(&b"12345"[..]));
-    assert_eq!(c.protocol, Some(Game::OpenArena.protocol()));
+    assert_eq!(c.protocol, Some(Quake3Game::OpenArena.protocol()));
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -124,7 +124,11 @@ fn challenge_response_and_scan_of_several_real_servers() {
             .collect_sorted()
             .await;
         for (o, s) in all.iter().zip(&servers) {
-            let sum = o.result.as_ref().unwrap().server_info(Game::OpenArena);
+            let sum = o
+                .result
+                .as_ref()
+                .unwrap()
+                .server_info(Quake3Game::OpenArena);
             assert_eq!(sum.name.as_bytes(), format!("OA {}", s.bots[0]).as_bytes());
             assert_eq!(sum.players.map_or(0, |p| p.len()), 1);
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use fragstat::core::model::{Player, ServerInfo};
 use fragstat::core::registry::Ask;
 use fragstat::teeworlds::exchange::{Mode, Query6, Query7};
-use fragstat::teeworlds::{TeePlayer, TeeworldsExtra};
+use fragstat::teeworlds::{PlayerExtra, ServerExtra};
 use fragstat::{Engine, Options};
 use fragstat_testkit::games::{crc32, Ddnet, DdnetConfig, FakeClient, FakeClients, Teeworlds7};
 
@@ -33,15 +33,14 @@ fn clients(n: usize) -> Vec<FakeClient> {
         .collect()
 }
 
-fn extra(info: &ServerInfo) -> &TeeworldsExtra {
-    info.extra_as::<TeeworldsExtra>()
-        .expect("a Teeworlds extra")
+fn extra(info: &ServerInfo) -> &ServerExtra {
+    info.extra_as::<ServerExtra>().expect("a Teeworlds extra")
 }
 
 fn country(p: &Player) -> i32 {
     p.extra
         .as_ref()
-        .and_then(|e| e.as_any().downcast_ref::<TeePlayer>())
+        .and_then(|e| e.as_any().downcast_ref::<PlayerExtra>())
         .expect("a Teeworlds player extra")
         .country
 }

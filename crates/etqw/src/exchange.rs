@@ -87,7 +87,7 @@ impl Exchange for ServerExchange {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::{EmulatedServer, ServerConfig};
+    use crate::emulate::{EmulatedServer, ServerConfig};
 
     #[test]
     fn echoed_nonce_names_the_attempt_and_opaque_echoes_are_accepted() {

@@ -9,8 +9,8 @@
 //!
 //! ```
 //! use fragstat_etqw::{decode, feed, Packet};
-//! let reply = fragstat_etqw::server::EmulatedServer::new(
-//!     fragstat_etqw::server::ServerConfig::sample(b"^2My Server", b"valley", 3, 24))?;
+//! let reply = fragstat_etqw::emulate::EmulatedServer::new(
+//!     fragstat_etqw::emulate::ServerConfig::sample(b"^2My Server", b"valley", 3, 24))?;
 //! let bytes = reply.respond(b"\xff\xffgetInfoEx\0\x01\x02\x03\x04\x05\x06\x07\x08").unwrap();
 //! let Packet::InfoResponse(r) = decode(&bytes)? else { unreachable!() };
 //! let info = fragstat_etqw::server_info(&r, bytes.len());
@@ -29,13 +29,13 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
-mod exchange;
+pub mod emulate;
+pub mod exchange;
 pub mod feed;
 #[doc(hidden)]
 pub mod fuzzing;
-mod packet;
+pub mod packet;
 pub mod registry;
-pub mod server;
 pub mod view;
 
 pub use exchange::{Reply, ServerExchange};
@@ -43,8 +43,8 @@ pub use fragstat_core::wire::{Encode, EncodeError};
 pub use fragstat_core::DecodeError;
 pub use fragstat_idtech4::Protocol;
 pub use packet::{
-    decode, known_protocol, Body, Decoded, ExPlayer, Extended, GetInfo, InfoResponse, Packet,
-    Player, PostPlayers, ServerType, PROTOCOL_1_4, PROTOCOL_1_5,
+    decode, known_protocol, Body, ExPlayer, Extended, GetInfo, InfoPlayer, InfoResponse, KnownBody,
+    Packet, PostPlayers, ServerType, PROTOCOL_1_4, PROTOCOL_1_5,
 };
-pub use registry::{Etqw, FAMILY};
+pub use registry::{EtqwEntry, FAMILY};
 pub use view::server_info;

@@ -73,7 +73,7 @@ impl GetInfo {
 
 /// One player.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Player {
+pub struct InfoPlayer {
     /// Client slot, 0–31; not contiguous.
     pub slot: u8,
     /// Ping in ms.
@@ -156,9 +156,9 @@ pub enum Extended {
 
 /// Everything after the dictionary, for a known protocol.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decoded {
+pub struct KnownBody {
     /// Players in slot order.
-    pub players: Vec<Player>,
+    pub players: Vec<InfoPlayer>,
     /// The block after them.
     pub post: PostPlayers,
     /// The extended block (`infoExResponse` only).
@@ -171,7 +171,7 @@ pub struct Decoded {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
     /// A known protocol.
-    Decoded(Decoded),
+    Known(KnownBody),
     /// An unknown protocol: the bytes, not decoded with a guessed layout.
     Undecoded {
         /// The bytes.
@@ -212,7 +212,7 @@ impl InfoResponse {
     }
 }
 
-fn read_players(r: &mut Reader<'_>) -> Result<Vec<Player>, DecodeError> {
+fn read_players(r: &mut Reader<'_>) -> Result<Vec<InfoPlayer>, DecodeError> {
     let mut players = Vec::new();
     let mut previous: Option<u8> = None;
     loop {
@@ -223,7 +223,7 @@ fn read_players(r: &mut Reader<'_>) -> Result<Vec<Player>, DecodeError> {
         }
         check_slot(slot, previous, at, "player slot")?;
         previous = Some(slot);
-        players.push(Player {
+        players.push(InfoPlayer {
             slot,
             ping: r.u16_le("player ping")?,
             name: r.cstr("player name")?.to_vec(),
@@ -352,7 +352,7 @@ pub fn decode(datagram: &[u8]) -> Result<Packet, DecodeError> {
             }
             _ => None,
         };
-        Body::Decoded(Decoded {
+        Body::Known(KnownBody {
             players,
             post,
             extended,
@@ -380,7 +380,7 @@ fn write_body(out: &mut Vec<u8>, r: &InfoResponse) -> Result<(), EncodeError> {
             out.extend_from_slice(bytes);
             return Ok(());
         }
-        Body::Decoded(d) => d,
+        Body::Known(d) => d,
     };
     let mut previous: Option<u8> = None;
     for p in &d.players {
@@ -515,7 +515,7 @@ mod tests {
 
     #[test]
     fn tv_and_unknown_server_types() {
-        use crate::server::ServerConfig;
+        use crate::emulate::ServerConfig;
         let mut c = ServerConfig::sample(b"tv", b"", 2, 8);
         c.post.server_type = ServerType::Tv {
             viewers: 70_000,
@@ -536,7 +536,7 @@ mod tests {
         // Type 7: what follows is unknown, kept as trailing bytes, no extended block read.
         c.post.server_type = ServerType::Unknown(7);
         let mut r = c.response(true, [1; 8]);
-        if let Body::Decoded(d) = &mut r.body {
+        if let Body::Known(d) = &mut r.body {
             d.extended = None;
             d.trailing = vec![1, 2, 3];
         }

@@ -14,9 +14,9 @@ use fragstat_idtech4::dict::hex;
 use fragstat_idtech4::END_OF_PLAYERS;
 use serde::Serialize;
 
+use crate::emulate::{EmulatedServer, ServerConfig};
 use crate::exchange::ServerExchange;
 use crate::packet::{decode, Packet};
-use crate::server::{EmulatedServer, ServerConfig};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
@@ -28,7 +28,7 @@ pub const FAMILY: Family = Family {
 };
 
 fn games() -> Vec<GameRef> {
-    vec![Arc::new(Etqw)]
+    vec![Arc::new(EtqwEntry)]
 }
 
 fn find(id: &str) -> Option<GameRef> {
@@ -37,7 +37,7 @@ fn find(id: &str) -> Option<GameRef> {
 
 /// Enemy Territory: Quake Wars as a registry [`Game`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Etqw;
+pub struct EtqwEntry;
 
 /// Default query port (qstat `ETQW_DEFAULT_PORT`; gamedig).
 pub const DEFAULT_PORT: u16 = 27733;
@@ -56,7 +56,7 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
     EmuError::check_text(field, value, b"\0", MAX_TEXT, "an ETQW string")
 }
 
-impl Game for Etqw {
+impl Game for EtqwEntry {
     fn id(&self) -> &str {
         "etqw"
     }
@@ -180,7 +180,7 @@ mod tests {
     fn registry_entry() {
         assert_eq!(find("ETQWS").unwrap().id(), "etqw");
         assert!(find("doom3").is_none());
-        let g = Etqw;
+        let g = EtqwEntry;
         assert!(matches!(
             g.master_query(&MasterOptions::default()).unwrap(),
             MasterQuery::Http { default_url: Some(u), .. } if u.starts_with("http://")

@@ -16,7 +16,7 @@ use fragstat_core::text::decode_lossless;
 use fragstat_idtech4::dict::{get_ci, get_int_ci, hex};
 use serde::Serialize;
 
-use crate::packet::{Body, ExPlayer, Extended, InfoResponse, Player, ServerType};
+use crate::packet::{Body, ExPlayer, Extended, InfoPlayer, InfoResponse, ServerType};
 
 /// The game state bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -124,7 +124,7 @@ pub fn gametype_name(rules: &[u8]) -> String {
     }
 }
 
-fn player(p: &Player, ex: Option<&ExPlayer>) -> ModelPlayer {
+fn player(p: &InfoPlayer, ex: Option<&ExPlayer>) -> ModelPlayer {
     let mut m = ModelPlayer::new(quake(&p.name));
     m.clan = Some(quake(&p.clan));
     m.ping = Some(i32::from(p.ping));
@@ -202,7 +202,7 @@ pub fn server_info(reply: &InfoResponse, datagram_len: usize) -> ServerInfo {
             ));
             extra.undecoded = Some(hex(bytes));
         }
-        Body::Decoded(d) => {
+        Body::Known(d) => {
             let post = &d.post;
             extra.os_mask = Some(format!("0x{:08x}", post.os_mask));
             extra.ranked = Some(post.ranked != 0);

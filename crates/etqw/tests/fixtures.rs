@@ -48,7 +48,7 @@ fn cuts_error_before_the_extended_block_and_flag_inside_it() {
         let Packet::InfoResponse(r) = decode(&bytes).unwrap() else {
             panic!()
         };
-        let Body::Decoded(d) = &r.body else { panic!() };
+        let Body::Known(d) = &r.body else { panic!() };
         let ex_len = match &d.extended {
             Some(Extended::Players(list)) => {
                 1 + list

@@ -9,26 +9,26 @@ use std::time::Duration;
 use fragstat_core::collect::ListCollector;
 use fragstat_core::{BoxError, Exchange, Verdict};
 
-use crate::game::Game;
+use crate::game::Idtech4Game;
 use crate::master::{GetServers, ENTRY};
-use crate::packet::{decode, GetInfo, InfoResponse, Packet};
+use crate::packet::{decode_as, GetInfo, InfoResponse, Packet};
 
 /// One `getInfo` query. The challenge is a random 24-bit nonce with the attempt number in its
 /// low byte: a reply must echo this query's nonce, and says which attempt it answers.
 #[derive(Debug)]
 pub struct ServerExchange {
-    game: Game,
+    game: Idtech4Game,
     nonce: i32,
 }
 
 impl ServerExchange {
     /// A query of a `game` server with a random challenge.
-    pub fn new(game: Game) -> Self {
+    pub fn new(game: Idtech4Game) -> Self {
         Self::with_nonce(game, fastrand::u32(..))
     }
 
     /// A query with a given nonce (its low byte is replaced by the attempt).
-    pub fn with_nonce(game: Game, nonce: u32) -> Self {
+    pub fn with_nonce(game: Idtech4Game, nonce: u32) -> Self {
         ServerExchange {
             game,
             nonce: i32::from_le_bytes((nonce & !0xff).to_le_bytes()),
@@ -53,7 +53,7 @@ impl Exchange for ServerExchange {
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<InfoResponse> {
-        match decode(self.game, datagram) {
+        match decode_as(self.game, datagram) {
             Ok(Packet::InfoResponse(r)) => {
                 if r.challenge & !0xff != self.nonce {
                     return Verdict::Ignore("wrong challenge");
@@ -77,7 +77,7 @@ impl Exchange for ServerExchange {
 /// Duplicates are listed once; entries with port 0 or address 0.0.0.0 are left out.
 #[derive(Debug)]
 pub struct MasterExchange {
-    game: Game,
+    game: Idtech4Game,
     request: Vec<u8>,
     list: ListCollector<SocketAddrV4>,
 }
@@ -90,7 +90,7 @@ const FULL: usize = 1400 - ENTRY;
 
 impl MasterExchange {
     /// A query sending `request` to a `game` master.
-    pub fn new(game: Game, request: &GetServers) -> Result<Self, crate::EncodeError> {
+    pub fn new(game: Idtech4Game, request: &GetServers) -> Result<Self, crate::EncodeError> {
         Ok(MasterExchange {
             game,
             request: Packet::GetServers(request.clone()).to_bytes()?,
@@ -113,7 +113,7 @@ impl Exchange for MasterExchange {
     }
 
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Vec<SocketAddrV4>> {
-        let list = match decode(self.game, datagram) {
+        let list = match decode_as(self.game, datagram) {
             Ok(Packet::Servers(l)) => l,
             Ok(_) => return Verdict::Ignore("not a server list"),
             Err(e) => return Verdict::Invalid(Box::new(e)),
@@ -135,12 +135,13 @@ impl Exchange for MasterExchange {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::{EmulatedServer, ServerConfig};
+    use crate::emulate::{EmulatedServer, ServerConfig};
 
     #[test]
     fn server_exchange_matches_its_nonce_and_names_the_attempt() {
-        let emu = EmulatedServer::new(ServerConfig::sample(Game::Quake4, b"x", b"", 2, 8)).unwrap();
-        let mut ex = ServerExchange::with_nonce(Game::Quake4, 0xabcd_ef00);
+        let emu = EmulatedServer::new(ServerConfig::sample(Idtech4Game::Quake4, b"x", b"", 2, 8))
+            .unwrap();
+        let mut ex = ServerExchange::with_nonce(Idtech4Game::Quake4, 0xabcd_ef00);
         let first = ex.requests(0).unwrap().remove(0);
         let second = ex.requests(1).unwrap().remove(0);
         // Another query's reply is ignored; a reply to the first attempt, arriving after the
@@ -174,10 +175,14 @@ mod tests {
             .collect();
         let grams = crate::master::encode_server_list(&servers);
         assert_eq!(grams.len(), 2);
-        let mut ex = MasterExchange::new(Game::Doom3, &GetServers::new(Game::Doom3, 0)).unwrap();
+        let mut ex =
+            MasterExchange::new(Idtech4Game::Doom3, &GetServers::new(Idtech4Game::Doom3, 0))
+                .unwrap();
         assert_eq!(ex.on_timeout(false).map(|r| r.is_ok()), None, "nothing yet");
         // A full datagram: more may follow.
-        let mut first = MasterExchange::new(Game::Doom3, &GetServers::new(Game::Doom3, 0)).unwrap();
+        let mut first =
+            MasterExchange::new(Idtech4Game::Doom3, &GetServers::new(Idtech4Game::Doom3, 0))
+                .unwrap();
         let Verdict::Progress { wait, .. } = first.on_datagram(&grams[0]) else {
             panic!()
         };

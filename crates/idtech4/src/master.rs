@@ -17,7 +17,7 @@ use fragstat_core::wire::Reader;
 use fragstat_core::DecodeError;
 
 use crate::dict::put_str;
-use crate::game::Game;
+use crate::game::{Idtech4Game, Protocol};
 use crate::packet::{entry, HEADER};
 use crate::EncodeError;
 
@@ -41,7 +41,7 @@ pub struct GetServers {
 impl GetServers {
     /// The request `game`'s own client sends for protocol `protocol` with no filters (Quake 4
     /// with empty player and clan filters).
-    pub fn new(game: Game, protocol: u32) -> Self {
+    pub fn new(game: Idtech4Game, protocol: u32) -> Self {
         let q4 = game.master_filters_players();
         GetServers {
             protocol,
@@ -100,10 +100,14 @@ impl GetServers {
     }
 }
 
-pub(crate) fn read_get_servers(r: &mut Reader<'_>, game: Game) -> Result<GetServers, DecodeError> {
+pub(crate) fn read_get_servers(
+    r: &mut Reader<'_>,
+    game: Option<Idtech4Game>,
+) -> Result<GetServers, DecodeError> {
     let protocol = r.u32_le("protocol")?;
     let mod_name = r.cstr("fs_game")?.to_vec();
-    let (player, clan) = if game.master_filters_players() {
+    let game = game.or(Idtech4Game::of_protocol(Protocol(protocol)));
+    let (player, clan) = if game.is_some_and(Idtech4Game::master_filters_players) {
         (
             Some(r.cstr("player filter")?.to_vec()),
             Some(r.cstr("clan filter")?.to_vec()),
@@ -192,25 +196,25 @@ pub fn encode_server_list(servers: &[SocketAddrV4]) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{decode, Packet};
+    use crate::packet::{decode_as, Packet};
     use crate::Encode;
 
     #[test]
     fn qstat_requests_decode() {
         // qstat doom3.c `doom3_master_query` / `quake4_master_query` (with the literal's NUL).
         let d3 = b"\xFF\xFFgetServers\x00\x00\x00\x00\x00\x00\x00";
-        let Packet::GetServers(g) = decode(Game::Doom3, d3).unwrap() else {
+        let Packet::GetServers(g) = decode_as(Idtech4Game::Doom3, d3).unwrap() else {
             panic!()
         };
-        assert_eq!(g, GetServers::new(Game::Doom3, 0));
+        assert_eq!(g, GetServers::new(Idtech4Game::Doom3, 0));
         let q4 = b"\xFF\xFFgetServers\x00\x00\x00\x00\x00\x00\x00\x00\x00";
-        let Packet::GetServers(g) = decode(Game::Quake4, q4).unwrap() else {
+        let Packet::GetServers(g) = decode_as(Idtech4Game::Quake4, q4).unwrap() else {
             panic!()
         };
-        assert_eq!(g, GetServers::new(Game::Quake4, 0));
+        assert_eq!(g, GetServers::new(Idtech4Game::Quake4, 0));
         assert_eq!(Packet::GetServers(g).to_bytes().unwrap(), q4);
         // qstat with `-q4m host,2.85 -status notfull`-like options: bit 31 and filter bits.
-        let mut req = GetServers::new(Game::Quake4, 0x8002_0055);
+        let mut req = GetServers::new(Idtech4Game::Quake4, 0x8002_0055);
         req.filter = Some(0x04 | 0x30);
         assert_eq!(req.protocol_version(), 0x20055);
         assert_eq!((req.players_filter(), req.gametype_filter()), (1, 3));
@@ -219,7 +223,7 @@ mod tests {
     #[test]
     fn list_entries_port_little_endian() {
         let d = b"\xff\xffservers\0\x7f\x00\x00\x01\x92\x6c\x0a\x00\x00\x02\x01\x00\xaa";
-        let Packet::Servers(l) = decode(Game::Doom3, d).unwrap() else {
+        let Packet::Servers(l) = decode_as(Idtech4Game::Doom3, d).unwrap() else {
             panic!()
         };
         assert_eq!(
@@ -238,7 +242,7 @@ mod tests {
         assert!(grams.iter().all(|g| g.len() <= 1400));
         let back: Vec<SocketAddrV4> = grams
             .iter()
-            .flat_map(|g| match decode(Game::Quake4, g).unwrap() {
+            .flat_map(|g| match decode_as(Idtech4Game::Quake4, g).unwrap() {
                 Packet::Servers(l) => l.servers,
                 _ => panic!(),
             })

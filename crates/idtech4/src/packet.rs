@@ -11,7 +11,7 @@ use fragstat_core::wire::{excerpt, Reader};
 use fragstat_core::DecodeError;
 
 use crate::dict::{put_slot, put_str, read_dict, write_dict, Dict};
-use crate::game::{Game, Layout, Protocol};
+use crate::game::{Idtech4Game, Layout, Protocol};
 use crate::EncodeError;
 
 /// Every idTech 4 connectionless packet starts with these two bytes (`CONNECTIONLESS_MESSAGE_ID`,
@@ -50,7 +50,7 @@ pub struct GetInfo {
 
 /// One player of an `infoResponse`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Player {
+pub struct InfoPlayer {
     /// Client slot, 0–31; not contiguous.
     pub slot: u8,
     /// Ping in ms (`WriteShort`, signed).
@@ -71,7 +71,7 @@ pub enum Body {
         /// The layout used.
         layout: Layout,
         /// Players in slot order.
-        players: Vec<Player>,
+        players: Vec<InfoPlayer>,
         /// `fileSystem->GetOSMask()` (dhewm3 always sends −1).
         os_mask: u32,
         /// Bytes after the OS mask (Quake 4 1.4.2 sends 5 of unknown meaning).
@@ -127,7 +127,7 @@ pub struct Heartbeat {
 fn read_players(
     r: &mut Reader<'_>,
     layout: Layout,
-) -> Result<(Vec<Player>, u32, Vec<u8>), DecodeError> {
+) -> Result<(Vec<InfoPlayer>, u32, Vec<u8>), DecodeError> {
     let mut players = Vec::new();
     let mut previous: Option<u8> = None;
     loop {
@@ -159,7 +159,7 @@ fn read_players(
             Layout::Doom3 => None,
             Layout::Quake4 => Some(r.cstr("player clan")?.to_vec()),
         };
-        players.push(Player {
+        players.push(InfoPlayer {
             slot,
             ping,
             rate,
@@ -172,10 +172,11 @@ fn read_players(
 }
 
 /// Reads protocol, dictionary and body for `game`.
-fn read_state(r: &mut Reader<'_>, game: Game) -> Result<ServerState, DecodeError> {
+fn read_state(r: &mut Reader<'_>, game: Option<Idtech4Game>) -> Result<ServerState, DecodeError> {
     let protocol = Protocol(r.u32_le("protocol")?);
     let dict = read_dict(r)?;
-    let body = match game.layout(protocol) {
+    let game = game.or(Idtech4Game::of_protocol(protocol));
+    let body = match game.and_then(|g| g.layout(protocol)) {
         Some(layout) => {
             let (players, os_mask, trailing) = read_players(r, layout)?;
             Body::Players {
@@ -246,8 +247,23 @@ pub(crate) fn read_command<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], DecodeErr
     r.cstr("command")
 }
 
-/// Decodes one datagram of `game`.
-pub fn decode(game: Game, datagram: &[u8]) -> Result<Packet, DecodeError> {
+/// Decodes one datagram, each packet read as the game its protocol major names: an
+/// `infoResponse`'s player list with that game's layout (left undecoded for a major no game
+/// uses), a `getServers` with Quake 4's player and clan filters when its major is Quake 4's.
+/// A request with no major (qstat sends 0) is read as Doom 3's; the master of a known game
+/// uses [`decode_as`].
+pub fn decode(datagram: &[u8]) -> Result<Packet, DecodeError> {
+    decode_with(None, datagram)
+}
+
+/// Decodes one datagram as `game`'s own client, server and master read it: a player list
+/// only in `game`'s layout (a reply of another game's major is left undecoded, never
+/// guessed), a `getServers` with Quake 4's filters exactly when `game` is Quake 4.
+pub fn decode_as(game: Idtech4Game, datagram: &[u8]) -> Result<Packet, DecodeError> {
+    decode_with(Some(game), datagram)
+}
+
+fn decode_with(game: Option<Idtech4Game>, datagram: &[u8]) -> Result<Packet, DecodeError> {
     let mut r = Reader::new(datagram);
     let command = read_command(&mut r)?;
     let is = |name: &str| command.eq_ignore_ascii_case(name.as_bytes());
@@ -339,7 +355,7 @@ mod tests {
 
     #[test]
     fn getinfo_challenge_forms() {
-        let p = decode(Game::Doom3, b"\xff\xffgetInfo\0PiNGPoNG\0").unwrap();
+        let p = decode_as(Idtech4Game::Doom3, b"\xff\xffgetInfo\0PiNGPoNG\0").unwrap();
         assert_eq!(
             p,
             Packet::GetInfo(GetInfo {
@@ -347,7 +363,7 @@ mod tests {
                 trailing: b"PoNG\0".to_vec()
             })
         );
-        let p = decode(Game::Doom3, b"\xff\xffgetinfo\0").unwrap();
+        let p = decode_as(Idtech4Game::Doom3, b"\xff\xffgetinfo\0").unwrap();
         assert_eq!(p, Packet::GetInfo(GetInfo::default()));
         assert_eq!(
             p.to_bytes().unwrap(),
@@ -358,17 +374,17 @@ mod tests {
 
     #[test]
     fn q3_header_and_unknown_commands_fail() {
-        let e = decode(Game::Doom3, b"\xff\xff\xff\xffinfoResponse\n").unwrap_err();
+        let e = decode_as(Idtech4Game::Doom3, b"\xff\xff\xff\xffinfoResponse\n").unwrap_err();
         assert_eq!(e.kind(), "bad_header");
-        let e = decode(Game::Doom3, b"\xff\xffrcon\0x").unwrap_err();
+        let e = decode_as(Idtech4Game::Doom3, b"\xff\xffrcon\0x").unwrap_err();
         assert_eq!((e.kind(), e.offset()), ("unknown_command", 2));
-        let e = decode(Game::Doom3, b"\xff").unwrap_err();
+        let e = decode_as(Idtech4Game::Doom3, b"\xff").unwrap_err();
         assert_eq!(e.kind(), "bad_header");
-        let e = decode(Game::Doom3, b"\xff\xffinfoResp").unwrap_err();
+        let e = decode_as(Idtech4Game::Doom3, b"\xff\xffinfoResp").unwrap_err();
         assert_eq!((e.kind(), e.field()), ("missing", Some("command")));
     }
 
-    fn reply(game: Game, protocol: Protocol, players: &[u8]) -> Vec<u8> {
+    fn reply(game: Idtech4Game, protocol: Protocol, players: &[u8]) -> Vec<u8> {
         let mut b = b"\xff\xffinfoResponse\0\x01\x00\x00\x00".to_vec();
         b.extend_from_slice(&protocol.0.to_le_bytes());
         b.extend_from_slice(b"si_name\0x\0\0\0");
@@ -381,8 +397,8 @@ mod tests {
     fn bad_slots_are_errors() {
         let p = Protocol::new(1, 41);
         // Slot 40.
-        let b = reply(Game::Doom3, p, b"\x28");
-        let e = decode(Game::Doom3, &b).unwrap_err();
+        let b = reply(Idtech4Game::Doom3, p, b"\x28");
+        let e = decode_as(Idtech4Game::Doom3, &b).unwrap_err();
         assert_eq!(
             (e.kind(), e.field(), e.offset()),
             ("invalid", Some("player slot"), 35)
@@ -390,23 +406,23 @@ mod tests {
         // Slot 3 then slot 3 again.
         let mut pl = b"\x03\x10\x00\x00\x10\x00\x00a\0".to_vec();
         pl.extend_from_slice(b"\x03\x10\x00\x00\x10\x00\x00b\0\x20\x07\0\0\0");
-        let e = decode(Game::Doom3, &reply(Game::Doom3, p, &pl)).unwrap_err();
+        let e = decode_as(Idtech4Game::Doom3, &reply(Idtech4Game::Doom3, p, &pl)).unwrap_err();
         assert_eq!((e.kind(), e.offset()), ("invalid", 44));
     }
 
     #[test]
     fn unknown_protocol_keeps_the_body_undecoded() {
         let b = reply(
-            Game::Doom3,
+            Idtech4Game::Doom3,
             Protocol::new(2, 85),
             b"\x00\x10\x00\x00\x10\x00\x00a\0c\0\x20\x07\0\0\0",
         );
-        let Packet::InfoResponse(i) = decode(Game::Doom3, &b).unwrap() else {
+        let Packet::InfoResponse(i) = decode_as(Idtech4Game::Doom3, &b).unwrap() else {
             panic!()
         };
         assert!(matches!(&i.state.body, Body::Undecoded { bytes } if bytes.len() == 16));
         // The same bytes as Quake 4 decode with the clan.
-        let Packet::InfoResponse(i) = decode(Game::Quake4, &b).unwrap() else {
+        let Packet::InfoResponse(i) = decode_as(Idtech4Game::Quake4, &b).unwrap() else {
             panic!()
         };
         let Body::Players {

@@ -14,11 +14,11 @@ use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
 use crate::dict::hex;
+use crate::emulate::{EmulatedMaster, EmulatedServer, ServerConfig};
 use crate::exchange::{MasterExchange, ServerExchange};
-use crate::game::{Game, Protocol};
+use crate::game::{Idtech4Game, Protocol};
 use crate::master::GetServers;
-use crate::packet::{decode, Packet, END_OF_PLAYERS};
-use crate::server::{EmulatedMaster, EmulatedServer, ServerConfig};
+use crate::packet::{decode_as, Packet, END_OF_PLAYERS};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
@@ -30,9 +30,9 @@ pub const FAMILY: Family = Family {
 };
 
 fn games() -> Vec<GameRef> {
-    Game::ALL
+    Idtech4Game::ALL
         .into_iter()
-        .map(|g| Arc::new(Idtech4Game::new(g)) as GameRef)
+        .map(|g| Arc::new(Idtech4Entry::new(g)) as GameRef)
         .collect()
 }
 
@@ -42,18 +42,18 @@ fn find(id: &str) -> Option<GameRef> {
 
 /// An idTech 4 game as a registry [`RegistryGame`].
 #[derive(Debug, Clone)]
-pub struct Idtech4Game {
-    game: Game,
+pub struct Idtech4Entry {
+    game: Idtech4Game,
 }
 
-impl Idtech4Game {
+impl Idtech4Entry {
     /// The registry object of `game`.
-    pub fn new(game: Game) -> Self {
-        Idtech4Game { game }
+    pub fn new(game: Idtech4Game) -> Self {
+        Idtech4Entry { game }
     }
 
     /// The game.
-    pub fn game(&self) -> Game {
+    pub fn game(&self) -> Idtech4Game {
         self.game
     }
 }
@@ -104,7 +104,7 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
     EmuError::check_text(field, value, b"\0", MAX_TEXT, "an idTech 4 string")
 }
 
-impl RegistryGame for Idtech4Game {
+impl RegistryGame for Idtech4Entry {
     fn id(&self) -> &str {
         self.game.id()
     }
@@ -158,7 +158,7 @@ impl RegistryGame for Idtech4Game {
 
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         let game = self.game;
-        Ok(match decode(game, datagram)? {
+        Ok(match decode_as(game, datagram)? {
             Packet::InfoResponse(r) => Decoded::Server(Box::new(server_info(game, &r))),
             Packet::Servers(l) => Decoded::Servers {
                 details: Some(Arc::new(ListDetails {
@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn refuses_what_the_protocol_cannot_carry() {
-        let g = Idtech4Game::new(Game::Doom3);
+        let g = Idtech4Entry::new(Idtech4Game::Doom3);
         let err = g
             .emulated_server(&EmuServer::new("x", "a\0b", 0))
             .err()

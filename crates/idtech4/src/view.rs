@@ -10,8 +10,8 @@ use fragstat_core::text::decode_lossless;
 use serde::Serialize;
 
 use crate::dict::{get_ci, get_int_ci, hex};
-use crate::game::Game;
-use crate::packet::{Body, InfoResponse, Packet, Player};
+use crate::game::Idtech4Game;
+use crate::packet::{Body, InfoPlayer, InfoResponse, Packet};
 
 /// The idTech 4 part of a record (`extra` in the JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,7 +49,7 @@ fn quake(bytes: &[u8]) -> Text {
 }
 
 /// One player in the shared model.
-pub fn player(p: &Player) -> ModelPlayer {
+pub fn player(p: &InfoPlayer) -> ModelPlayer {
     let mut m = ModelPlayer::new(quake(&p.name));
     m.clan = p.clan.as_deref().map(quake);
     m.ping = Some(i32::from(p.ping));
@@ -62,7 +62,7 @@ pub fn player(p: &Player) -> ModelPlayer {
 }
 
 /// The record of `reply` from a server of `game`.
-pub fn server_info(game: Game, reply: &InfoResponse) -> ServerInfo {
+pub fn server_info(game: Idtech4Game, reply: &InfoResponse) -> ServerInfo {
     let state = &reply.state;
     let rules = &state.dict.pairs;
     let mut out = ServerInfo::default();

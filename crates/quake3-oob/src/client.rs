@@ -2,20 +2,20 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use fragstat_quake3_oob::{client::Client, Game};
+//! use fragstat_quake3_oob::{client::Client, Quake3Game};
 //!
 //! let client = Client::new().await?;
 //! // One server: getinfo and getstatus in one exchange.
 //! let server = client.server("127.0.0.1:27960".parse()?).await?;
-//! let s = server.reply.server_info(Game::Quake3);
+//! let s = server.reply.server_info(Quake3Game::Quake3);
 //! println!("{} on {} ({}/{}) in {:?}", s.name, s.map, s.num_players, s.max_players, server.rtt);
 //!
 //! // A master's list, then every server on it, streamed as each answers.
-//! let list = client.master("127.0.0.1:27950".parse()?, &Game::Quake3.getservers()).await?;
+//! let list = client.master("127.0.0.1:27950".parse()?, &Quake3Game::Quake3.getservers()).await?;
 //! let mut batch = client.scan(list.reply, true);
 //! while let Some(outcome) = batch.next().await {
 //!     if let Ok(reply) = outcome.result {
-//!         println!("{} {}", outcome.addr, reply.server_info(Game::Quake3).name);
+//!         println!("{} {}", outcome.addr, reply.server_info(Quake3Game::Quake3).name);
 //!     }
 //! }
 //! # Ok(()) }
@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use fragstat_core::{Batch, Engine, Options, QueryError};
 
-pub use crate::exchange::{Ask, MasterExchange, ServerExchange, ServerReply, DEFAULT_SETTLE};
+pub use crate::exchange::{MasterExchange, Request, ServerExchange, ServerReply, DEFAULT_SETTLE};
 use crate::master::GetServers;
 use crate::packet::{InfoResponse, StatusResponse};
 use crate::DecodeError;
@@ -98,7 +98,7 @@ impl Client {
         &self.engine
     }
 
-    async fn one(&self, addr: SocketAddr, ask: Ask) -> Result<Timed<ServerReply>, QueryError> {
+    async fn one(&self, addr: SocketAddr, ask: Request) -> Result<Timed<ServerReply>, QueryError> {
         let o = self
             .engine
             .query(addr, ServerExchange::new(ask), self.options.clone())
@@ -112,31 +112,35 @@ impl Client {
 
     /// `getinfo`.
     pub async fn info(&self, addr: SocketAddr) -> Result<Timed<InfoResponse>, QueryError> {
-        self.one(addr, Ask::Info)
+        self.one(addr, Request::Info)
             .await?
             .take(|r| r.info, "infoResponse")
     }
 
     /// `getstatus`.
     pub async fn status(&self, addr: SocketAddr) -> Result<Timed<StatusResponse>, QueryError> {
-        self.one(addr, Ask::Status)
+        self.one(addr, Request::Status)
             .await?
             .take(|r| r.status, "statusResponse")
     }
 
     /// `getinfo` and `getstatus` together.
     pub async fn server(&self, addr: SocketAddr) -> Result<Timed<ServerReply>, QueryError> {
-        self.one(addr, Ask::Both).await
+        self.one(addr, Request::Both).await
     }
 
     /// Queries many servers; outcomes stream out as each finishes. `players` asks for the
-    /// player list too ([`Ask::Both`]), otherwise only `getinfo` is sent.
+    /// player list too ([`Request::Both`]), otherwise only `getinfo` is sent.
     pub fn scan(
         &self,
         addrs: impl IntoIterator<Item = SocketAddr>,
         players: bool,
     ) -> Batch<ServerReply> {
-        let ask = if players { Ask::Both } else { Ask::Info };
+        let ask = if players {
+            Request::Both
+        } else {
+            Request::Info
+        };
         self.engine.run(
             addrs.into_iter().map(|a| (a, ServerExchange::new(ask))),
             self.options.clone(),
@@ -169,11 +173,11 @@ fn missing(what: &'static str) -> QueryError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emulate::{EmulatedServer, ServerConfig};
     use crate::exchange::{challenge, check_challenge};
     use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
-    use crate::server::{EmulatedServer, ServerConfig};
     use crate::Encode;
-    use crate::Game;
+    use crate::Quake3Game;
     use fragstat_core::testing::{Faults, SimNet};
     use fragstat_core::{Exchange, Transport, Verdict};
     use std::sync::{Arc, Mutex};
@@ -235,9 +239,9 @@ mod tests {
                 .to_bytes()
                 .unwrap();
             for (ask, want) in [
-                (Ask::Info, vec![info.clone()]),
-                (Ask::Status, vec![status.clone()]),
-                (Ask::Both, vec![info, status]),
+                (Request::Info, vec![info.clone()]),
+                (Request::Status, vec![status.clone()]),
+                (Request::Both, vec![info, status]),
             ] {
                 let mut ex = ServerExchange::with_nonce(ask, nonce);
                 assert_eq!(
@@ -256,7 +260,7 @@ mod tests {
     #[test]
     fn a_reply_without_our_challenge_is_ignored_unless_unverified_is_accepted() {
         let forged = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\forged\n";
-        let mut ex = ServerExchange::with_nonce(Ask::Status, 0xabc);
+        let mut ex = ServerExchange::with_nonce(Request::Status, 0xabc);
         assert!(
             matches!(ex.on_datagram(forged), Verdict::Ignore(_)),
             "a challenge-less reply completed the query"
@@ -271,15 +275,15 @@ mod tests {
         assert_eq!(attempt, Some(0));
         assert!(!reply.unverified);
         // A game whose servers echo nothing: taken, and marked.
-        let mut ex = ServerExchange::with_nonce(Ask::Status, 0xabc).accept_unverified(true);
+        let mut ex = ServerExchange::with_nonce(Request::Status, 0xabc).accept_unverified(true);
         let Verdict::Done { output, attempt } = ex.on_datagram(forged) else {
             panic!("accepted unverified")
         };
         let reply = output.unwrap();
         assert!(reply.unverified && attempt.is_none());
-        assert!(reply.server_info(Game::Quake3).unverified);
+        assert!(reply.server_info(Quake3Game::Quake3).unverified);
         // Someone else's challenge is never taken, even then.
-        let mut ex = ServerExchange::with_nonce(Ask::Status, 0xabc).accept_unverified(true);
+        let mut ex = ServerExchange::with_nonce(Request::Status, 0xabc).accept_unverified(true);
         assert!(matches!(ex.on_datagram(wrong), Verdict::Ignore(_)));
     }
 
@@ -296,7 +300,7 @@ mod tests {
         );
         let server = addr(27960);
         let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
-            Game::Quake3,
+            Quake3Game::Quake3,
             b"the real one",
             3,
         )));
@@ -318,7 +322,7 @@ mod tests {
         let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
         let client = Client::with_engine(engine);
         let t = client.server(server).await.unwrap();
-        let info = t.reply.server_info(Game::Quake3);
+        let info = t.reply.server_info(Quake3Game::Quake3);
         assert_eq!(info.name.as_bytes(), b"the real one");
         assert_eq!(info.players.as_ref().map(Vec::len), Some(3));
         assert!(!info.unverified);
@@ -337,7 +341,7 @@ mod tests {
         );
         for p in 0..50u16 {
             let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
-                Game::Quake3,
+                Quake3Game::Quake3,
                 format!("s{p}").as_bytes(),
                 usize::from(p % 5),
             )));
@@ -357,7 +361,11 @@ mod tests {
             .collect_sorted()
             .await;
         for (p, o) in all.iter().enumerate() {
-            let s = o.result.as_ref().unwrap().server_info(crate::Game::Quake3);
+            let s = o
+                .result
+                .as_ref()
+                .unwrap()
+                .server_info(crate::Quake3Game::Quake3);
             assert_eq!(s.name.as_bytes(), format!("s{p}").as_bytes());
             assert_eq!(s.num_players as usize, p % 5);
             assert_eq!(s.players.as_ref().map_or(0, Vec::len), p % 5);
@@ -368,7 +376,7 @@ mod tests {
     async fn a_server_whose_status_never_arrives_is_online_without_players() {
         let net = SimNet::new(Faults::default(), 1);
         let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
-            Game::Quake3,
+            Quake3Game::Quake3,
             b"info only",
             2,
         )));
@@ -388,7 +396,7 @@ mod tests {
         let t = client.server(addr(27960)).await.unwrap();
         assert!(t.reply.status.is_none());
         assert_eq!(
-            t.reply.server_info(crate::Game::Quake3).num_players,
+            t.reply.server_info(crate::Quake3Game::Quake3).num_players,
             2,
             "from the info clients count"
         );
@@ -419,7 +427,7 @@ mod tests {
             );
             for p in 0..=10u16 {
                 let emu = Mutex::new(EmulatedServer::new(ServerConfig::sample(
-                    Game::Quake3,
+                    Quake3Game::Quake3,
                     format!("s{p}").as_bytes(),
                     2,
                 )));
@@ -498,7 +506,7 @@ mod tests {
         let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
         let start = tokio::time::Instant::now();
         let got = Client::with_engine(engine)
-            .master(addr(27950), &Game::Quake3.getservers())
+            .master(addr(27950), &Quake3Game::Quake3.getservers())
             .await
             .unwrap()
             .reply;
@@ -525,7 +533,7 @@ mod tests {
             },
             2,
         );
-        let master = crate::server::EmulatedMaster::new(
+        let master = crate::emulate::EmulatedMaster::new(
             servers.iter().map(|s| (*s, 68)).collect(),
             EotStyle::LastPacket,
         );
@@ -555,7 +563,7 @@ mod tests {
         assert_eq!(got, want, "IPv4 and IPv6 entries over several datagrams");
         // The plain request lists IPv4 only.
         let got = client
-            .master(addr(27950), &Game::Quake3.getservers())
+            .master(addr(27950), &Quake3Game::Quake3.getservers())
             .await
             .unwrap()
             .reply;
@@ -586,7 +594,7 @@ mod tests {
             let engine = Engine::with_transports(Some(net.clone() as Arc<dyn Transport>), None);
             let client = Client::with_engine(engine);
             let got = client
-                .master(addr(27950), &Game::Quake3.getservers())
+                .master(addr(27950), &Quake3Game::Quake3.getservers())
                 .await
                 .unwrap()
                 .reply;

@@ -9,13 +9,13 @@ use std::time::Duration;
 use fragstat_core::collect::ListCollector;
 use fragstat_core::{BoxError, Exchange, Verdict};
 
-use crate::game::Game;
+use crate::game::Quake3Game;
 use crate::master::{GetServers, MAX_MASTER_PACKET};
 use crate::packet::{decode, InfoResponse, Packet, StatusResponse, OOB_HEADER};
 
 /// What to ask a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ask {
+pub enum Request {
     /// `getinfo` only: name, map, counts (one small datagram each way).
     Info,
     /// `getstatus` only: every cvar and the player list.
@@ -42,14 +42,14 @@ pub struct ServerReply {
 
 impl ServerReply {
     /// The shared record of this reply (see [`crate::view::server_info`]), copying it.
-    pub fn server_info(&self, game: Game) -> fragstat_core::model::ServerInfo {
+    pub fn server_info(&self, game: Quake3Game) -> fragstat_core::model::ServerInfo {
         let mut info = crate::view::server_info(game, self.info.clone(), self.status.clone());
         info.unverified = self.unverified;
         info
     }
 
     /// The shared record of this reply, consuming it (no copies).
-    pub fn into_server_info(self, game: Game) -> fragstat_core::model::ServerInfo {
+    pub fn into_server_info(self, game: Quake3Game) -> fragstat_core::model::ServerInfo {
         let mut info = crate::view::server_info(game, self.info, self.status);
         info.unverified = self.unverified;
         info
@@ -149,7 +149,7 @@ fn lower_hex(mut n: u64, buf: &mut [u8; 16]) -> &[u8] {
 /// [`ServerReply::unverified`].
 #[derive(Debug)]
 pub struct ServerExchange {
-    ask: Ask,
+    ask: Request,
     nonce: u64,
     /// Replies without a challenge are taken (and marked).
     accept_unverified: bool,
@@ -160,12 +160,12 @@ pub struct ServerExchange {
 
 impl ServerExchange {
     /// A query with a random challenge.
-    pub fn new(ask: Ask) -> Self {
+    pub fn new(ask: Request) -> Self {
         Self::with_nonce(ask, fastrand::u64(..))
     }
 
     /// A query with a given challenge nonce (for tests).
-    pub fn with_nonce(ask: Ask, nonce: u64) -> Self {
+    pub fn with_nonce(ask: Request, nonce: u64) -> Self {
         ServerExchange {
             ask,
             nonce,
@@ -184,11 +184,11 @@ impl ServerExchange {
     }
 
     fn wants_info(&self) -> bool {
-        self.ask != Ask::Status && self.reply.as_ref().is_none_or(|r| r.info.is_none())
+        self.ask != Request::Status && self.reply.as_ref().is_none_or(|r| r.info.is_none())
     }
 
     fn wants_status(&self) -> bool {
-        self.ask != Ask::Info && self.reply.as_ref().is_none_or(|r| r.status.is_none())
+        self.ask != Request::Info && self.reply.as_ref().is_none_or(|r| r.status.is_none())
     }
 
     fn take_reply(&mut self) -> ServerReply {
@@ -262,7 +262,7 @@ impl Exchange for ServerExchange {
             .as_ref()
             .map_or((false, false), |r| (r.info.is_some(), r.status.is_some()));
         let partial = status || (exhausted && info);
-        (self.ask == Ask::Both && partial).then(|| Ok(self.take_reply()))
+        (self.ask == Request::Both && partial).then(|| Ok(self.take_reply()))
     }
 }
 

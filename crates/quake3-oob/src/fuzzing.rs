@@ -4,7 +4,7 @@
 use crate::Encode;
 use fragstat_core::record::Record;
 
-use crate::{decode, Game, InfoString, Packet};
+use crate::{decode, InfoString, Packet, Quake3Game};
 
 /// Decoding any bytes must not panic; an error names an offset inside (or just past) the
 /// datagram; a packet that decodes and re-encodes must decode to the same value. Status
@@ -26,12 +26,12 @@ pub fn check_decode(data: &[u8]) {
     // A reply's record writes as JSON exactly as serde_json writes it (the scan's NDJSON).
     let info = match &packet {
         Packet::InfoResponse(i) => Some(crate::view::server_info(
-            Game::Quake3,
+            Quake3Game::Quake3,
             Some(i.clone()),
             None,
         )),
         Packet::StatusResponse(s) => Some(crate::view::server_info(
-            Game::EnemyTerritory,
+            Quake3Game::EnemyTerritory,
             None,
             Some(s.clone()),
         )),

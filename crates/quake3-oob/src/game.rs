@@ -11,7 +11,7 @@ use crate::master::GetServers;
 /// A Quake III out-of-band game.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Game {
+pub enum Quake3Game {
     /// Quake III Arena, protocol 68.
     Quake3,
     /// Wolfenstein: Enemy Territory, protocol 84.
@@ -24,45 +24,45 @@ pub enum Game {
     Other(i32),
 }
 
-impl Game {
+impl Quake3Game {
     /// Every named game.
-    pub const ALL: [Game; 4] = [
-        Game::Quake3,
-        Game::EnemyTerritory,
-        Game::OpenArena,
-        Game::Rtcw,
+    pub const ALL: [Quake3Game; 4] = [
+        Quake3Game::Quake3,
+        Quake3Game::EnemyTerritory,
+        Quake3Game::OpenArena,
+        Quake3Game::Rtcw,
     ];
 
     /// The short name used on the command line and in JSON (`q3`, `et`, `openarena`, `rtcw`, `oob:NN`).
     pub fn id(&self) -> String {
         match self {
-            Game::Quake3 => "q3".into(),
-            Game::EnemyTerritory => "et".into(),
-            Game::OpenArena => "openarena".into(),
-            Game::Rtcw => "rtcw".into(),
-            Game::Other(p) => format!("oob:{p}"),
+            Quake3Game::Quake3 => "q3".into(),
+            Quake3Game::EnemyTerritory => "et".into(),
+            Quake3Game::OpenArena => "openarena".into(),
+            Quake3Game::Rtcw => "rtcw".into(),
+            Quake3Game::Other(p) => format!("oob:{p}"),
         }
     }
 
     /// A human title.
     pub fn title(&self) -> &'static str {
         match self {
-            Game::Quake3 => "Quake III Arena",
-            Game::EnemyTerritory => "Wolfenstein: Enemy Territory",
-            Game::OpenArena => "OpenArena",
-            Game::Rtcw => "Return to Castle Wolfenstein",
-            Game::Other(_) => "Quake III protocol game",
+            Quake3Game::Quake3 => "Quake III Arena",
+            Quake3Game::EnemyTerritory => "Wolfenstein: Enemy Territory",
+            Quake3Game::OpenArena => "OpenArena",
+            Quake3Game::Rtcw => "Return to Castle Wolfenstein",
+            Quake3Game::Other(_) => "Quake III protocol game",
         }
     }
 
     /// The network protocol number servers report (`protocol` key) and masters filter on.
     pub fn protocol(&self) -> i32 {
         match self {
-            Game::Quake3 => 68,
-            Game::EnemyTerritory => 84,
-            Game::OpenArena => 71,
-            Game::Rtcw => 60,
-            Game::Other(p) => *p,
+            Quake3Game::Quake3 => 68,
+            Quake3Game::EnemyTerritory => 84,
+            Quake3Game::OpenArena => 71,
+            Quake3Game::Rtcw => 60,
+            Quake3Game::Other(p) => *p,
         }
     }
 
@@ -79,30 +79,30 @@ impl Game {
     /// The `com_gamename` dpmaster knows the game by (for `getserversExt`).
     pub fn master_gamename(&self) -> Option<&'static str> {
         match self {
-            Game::Quake3 => Some("Quake3Arena"),
-            Game::EnemyTerritory => Some("et"),
-            Game::OpenArena => Some("Quake3Arena"),
-            Game::Rtcw => Some("wolfmp"),
-            Game::Other(_) => None,
+            Quake3Game::Quake3 => Some("Quake3Arena"),
+            Quake3Game::EnemyTerritory => Some("et"),
+            Quake3Game::OpenArena => Some("Quake3Arena"),
+            Quake3Game::Rtcw => Some("wolfmp"),
+            Quake3Game::Other(_) => None,
         }
     }
 
     /// The heartbeat string the server sends its master.
     pub fn heartbeat(&self) -> &'static str {
         match self {
-            Game::Quake3 | Game::Other(_) => "QuakeArena-1",
-            Game::EnemyTerritory => "EnemyTerritory-1",
+            Quake3Game::Quake3 | Quake3Game::Other(_) => "QuakeArena-1",
+            Quake3Game::EnemyTerritory => "EnemyTerritory-1",
             // ioq3 with com_gamename other than Quake3Arena sends "DarkPlaces"; OpenArena's is Quake3Arena.
-            Game::OpenArena => "QuakeArena-1",
-            Game::Rtcw => "Wolfenstein-1",
+            Quake3Game::OpenArena => "QuakeArena-1",
+            Quake3Game::Rtcw => "Wolfenstein-1",
         }
     }
 
     /// The shutdown heartbeat, for games that send one (ioq3 games repeat the normal heartbeat).
     pub fn flatline(&self) -> Option<&'static str> {
         match self {
-            Game::EnemyTerritory => Some("ETFlatline-1"),
-            Game::Rtcw => Some("WolfFlatline-1"),
+            Quake3Game::EnemyTerritory => Some("ETFlatline-1"),
+            Quake3Game::Rtcw => Some("WolfFlatline-1"),
             _ => None,
         }
     }
@@ -161,10 +161,10 @@ impl Game {
             "capture_and_hold",
         ];
         let table: &[&str] = match self {
-            Game::EnemyTerritory => &ET,
-            Game::Rtcw => &RTCW,
-            Game::OpenArena => &OA,
-            Game::Quake3 | Game::Other(_) => &Q3,
+            Quake3Game::EnemyTerritory => &ET,
+            Quake3Game::Rtcw => &RTCW,
+            Quake3Game::OpenArena => &OA,
+            Quake3Game::Quake3 | Quake3Game::Other(_) => &Q3,
         };
         usize::try_from(value)
             .ok()
@@ -173,7 +173,7 @@ impl Game {
     }
 }
 
-impl fmt::Display for Game {
+impl fmt::Display for Quake3Game {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.id())
     }
@@ -184,20 +184,20 @@ impl fmt::Display for Game {
 #[error("unknown Quake III game {0:?}: expected q3, et, openarena, rtcw or oob:PROTOCOL")]
 pub struct UnknownGame(pub String);
 
-impl FromStr for Game {
+impl FromStr for Quake3Game {
     type Err = UnknownGame;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let lower = s.to_ascii_lowercase();
         match lower.as_str() {
-            "q3" | "q3a" | "quake3" | "q3s" => Ok(Game::Quake3),
-            "et" | "wolfet" | "woets" => Ok(Game::EnemyTerritory),
-            "openarena" | "oa" | "openarenas" => Ok(Game::OpenArena),
-            "rtcw" | "rtcws" | "rws" => Ok(Game::Rtcw),
+            "q3" | "q3a" | "quake3" | "q3s" => Ok(Quake3Game::Quake3),
+            "et" | "wolfet" | "woets" => Ok(Quake3Game::EnemyTerritory),
+            "openarena" | "oa" | "openarenas" => Ok(Quake3Game::OpenArena),
+            "rtcw" | "rtcws" | "rws" => Ok(Quake3Game::Rtcw),
             _ => lower
                 .strip_prefix("oob:")
                 .and_then(|p| p.parse::<i32>().ok())
                 .filter(|p| *p >= 0)
-                .map(Game::Other)
+                .map(Quake3Game::Other)
                 .ok_or_else(|| UnknownGame(s.to_string())),
         }
     }
@@ -210,7 +210,7 @@ pub mod keys {
     pub const NAME: &[&str] = &["sv_hostname", "hostname"];
     /// Map.
     pub const MAP: &[&str] = &["mapname"];
-    /// Game type.
+    /// Quake3Game type.
     pub const GAMETYPE: &[&str] = &["g_gametype", "gametype"];
     /// Maximum clients. statusResponse has the full `sv_maxclients`; infoResponse subtracts private slots.
     pub const MAX_PLAYERS: &[&str] = &["sv_maxclients"];
@@ -232,10 +232,10 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for g in Game::ALL.into_iter().chain([Game::Other(43)]) {
-            assert_eq!(g.id().parse::<Game>().unwrap(), g);
+        for g in Quake3Game::ALL.into_iter().chain([Quake3Game::Other(43)]) {
+            assert_eq!(g.id().parse::<Quake3Game>().unwrap(), g);
         }
-        assert!("doom3".parse::<Game>().is_err());
-        assert!("oob:x".parse::<Game>().is_err());
+        assert!("doom3".parse::<Quake3Game>().is_err());
+        assert!("oob:x".parse::<Quake3Game>().is_err());
     }
 }

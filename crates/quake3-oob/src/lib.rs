@@ -33,30 +33,30 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
-mod exchange;
+pub mod emulate;
+pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod game;
 mod info;
 pub mod master;
-mod packet;
+pub mod packet;
 pub mod registry;
-pub mod server;
 pub mod view;
 
 #[cfg(feature = "client")]
 pub mod client;
 
-pub use exchange::{Ask, MasterExchange, ServerExchange, ServerReply};
+pub use exchange::{MasterExchange, Request, ServerExchange, ServerReply};
 pub use fragstat_core::text;
 pub use fragstat_core::wire::{Encode, EncodeError};
 pub use fragstat_core::DecodeError;
-pub use game::Game;
+pub use game::Quake3Game;
 pub use info::InfoString;
 pub use master::{encode_server_list, EotStyle, GetServers, ServerList, Terminator};
 pub use packet::{
-    decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, Player,
-    SkippedLine, StatusResponse, OOB_HEADER,
+    decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, SkippedLine,
+    StatusPlayer, StatusResponse, OOB_HEADER,
 };
-pub use registry::{Quake3Game, FAMILY};
+pub use registry::{Quake3Entry, FAMILY};
 pub use view::server_info;

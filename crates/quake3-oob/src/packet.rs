@@ -59,7 +59,7 @@ pub struct StatusResponse {
     /// The serverinfo cvars in wire order.
     pub info: InfoString,
     /// Players in the order the server listed them.
-    pub players: Vec<Player>,
+    pub players: Vec<StatusPlayer>,
     /// Lines after the infostring that are not player lines (kept, not silently dropped).
     pub skipped: Vec<SkippedLine>,
     /// True when the last line had no terminating newline and could not be read as a player:
@@ -78,7 +78,7 @@ pub struct SkippedLine {
 
 /// One player line: `score ping "name"` and any fields after the name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Player {
+pub struct StatusPlayer {
     /// Score (frags). `None` for the two-field `ping "name"` form (Medal of Honor).
     pub score: Option<i32>,
     /// Ping in milliseconds as the server reports it (bots usually 0, connecting players 999).
@@ -337,7 +337,7 @@ fn newlines_read_back(info: &[u8]) -> bool {
 
 /// Parses `score ping "name" [fields…]` or `ping "name"`; the name runs from the first to the
 /// last `"` on the line, so names containing `"` survive.
-pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
+pub(crate) fn parse_player(line: &[u8]) -> Option<StatusPlayer> {
     let open = memchr::memchr(b'"', line)?;
     let close = memchr::memrchr(b'"', line)?;
     if close <= open {
@@ -387,7 +387,7 @@ pub(crate) fn parse_player(line: &[u8]) -> Option<Player> {
         (None, [t]) => parse_i32(t, "team", 0).ok(),
         _ => None,
     };
-    Some(Player {
+    Some(StatusPlayer {
         score,
         ping,
         name,

@@ -12,11 +12,11 @@ use fragstat_core::text::latin1;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
-use crate::exchange::{Ask as Q3Ask, MasterExchange, ServerExchange};
-use crate::game::Game;
+use crate::emulate::{EmulatedMaster, EmulatedServer, ServerConfig};
+use crate::exchange::{MasterExchange, Request, ServerExchange};
+use crate::game::Quake3Game;
 use crate::master::{EotStyle, GetServers, Terminator};
 use crate::packet::{decode, Packet};
-use crate::server::{EmulatedMaster, EmulatedServer, ServerConfig};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
@@ -28,36 +28,36 @@ pub const FAMILY: Family = Family {
 };
 
 fn games() -> Vec<GameRef> {
-    Game::ALL
+    Quake3Game::ALL
         .into_iter()
-        .map(|g| Arc::new(Quake3Game::new(g)) as GameRef)
+        .map(|g| Arc::new(Quake3Entry::new(g)) as GameRef)
         .collect()
 }
 
 fn find(id: &str) -> Option<GameRef> {
-    id.parse::<Game>()
+    id.parse::<Quake3Game>()
         .ok()
-        .map(|g| Arc::new(Quake3Game::new(g)) as GameRef)
+        .map(|g| Arc::new(Quake3Entry::new(g)) as GameRef)
 }
 
 /// A Quake III protocol game as a registry [`RegistryGame`].
 #[derive(Debug, Clone)]
-pub struct Quake3Game {
-    game: Game,
+pub struct Quake3Entry {
+    game: Quake3Game,
     id: String,
 }
 
-impl Quake3Game {
+impl Quake3Entry {
     /// The registry object of `game`.
-    pub fn new(game: Game) -> Self {
-        Quake3Game {
+    pub fn new(game: Quake3Game) -> Self {
+        Quake3Entry {
             game,
             id: game.id(),
         }
     }
 
     /// The game.
-    pub fn game(&self) -> Game {
+    pub fn game(&self) -> Quake3Game {
         self.game
     }
 }
@@ -121,7 +121,7 @@ fn terminator_name(t: Terminator) -> &'static str {
     }
 }
 
-impl RegistryGame for Quake3Game {
+impl RegistryGame for Quake3Entry {
     fn id(&self) -> &str {
         &self.id
     }
@@ -132,10 +132,10 @@ impl RegistryGame for Quake3Game {
 
     fn aliases(&self) -> &[&str] {
         match self.game {
-            Game::Quake3 => &["q3a", "quake3", "q3s"],
-            Game::EnemyTerritory => &["wolfet", "woets"],
-            Game::OpenArena => &["oa", "openarenas"],
-            Game::Rtcw => &["rtcws", "rws"],
+            Quake3Game::Quake3 => &["q3a", "quake3", "q3s"],
+            Quake3Game::EnemyTerritory => &["wolfet", "woets"],
+            Quake3Game::OpenArena => &["oa", "openarenas"],
+            Quake3Game::Rtcw => &["rtcws", "rws"],
             _ => &[],
         }
     }
@@ -162,11 +162,11 @@ impl RegistryGame for Quake3Game {
         // (`rules`) means both replies, so the bot count comes with --rules
         // (docs/benchmarks.md: getinfo costs the server farm nearly as much as getstatus).
         let q3 = if ask.rules {
-            Q3Ask::Both
+            Request::Both
         } else if ask.players {
-            Q3Ask::Status
+            Request::Status
         } else {
-            Q3Ask::Info
+            Request::Info
         };
         let game = self.game;
         ServerExchange::new(q3)
@@ -180,7 +180,7 @@ impl RegistryGame for Quake3Game {
     /// it as a challenge"); for a protocol named only by its number (`oob:NN`) nothing is
     /// known, so a reply without one is taken and marked unverified.
     fn echoes_challenge(&self) -> bool {
-        !matches!(self.game, Game::Other(_))
+        !matches!(self.game, Quake3Game::Other(_))
     }
 
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn refuses_unservable_text() {
-        let g = Quake3Game::new(Game::Quake3);
+        let g = Quake3Entry::new(Quake3Game::Quake3);
         let err = g
             .emulated_server(&EmuServer::new("x", "a\\b", 0))
             .err()

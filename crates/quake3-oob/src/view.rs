@@ -9,8 +9,8 @@
 
 use fragstat_core::model::{Dialect, Player as ModelPlayer, Rules, ServerInfo, Text};
 
-use crate::game::{keys, Game};
-use crate::packet::{InfoResponse, Player, StatusResponse};
+use crate::game::{keys, Quake3Game};
+use crate::packet::{InfoResponse, StatusPlayer, StatusResponse};
 
 fn count(v: Option<i64>) -> Option<u32> {
     v.and_then(|n| u32::try_from(n).ok())
@@ -39,12 +39,12 @@ fn lookup<'a, const N: usize>(rules: &'a Rules, groups: [&[&str]; N]) -> [Option
 
 /// One player line in the shared model. Quake III says nothing reliable about bots or
 /// spectators per player, so those stay unknown (Warsow's team 0 is a spectator).
-pub fn player(game: Game, p: &Player) -> ModelPlayer {
+pub fn player(game: Quake3Game, p: &StatusPlayer) -> ModelPlayer {
     model_player(game, p, quake(&p.name))
 }
 
 /// [`player`] with the name already made (moved out of a reply the caller owns).
-fn model_player(game: Game, p: &Player, name: Text) -> ModelPlayer {
+fn model_player(game: Quake3Game, p: &StatusPlayer, name: Text) -> ModelPlayer {
     let mut m = ModelPlayer::new(name);
     m.score = p.score;
     m.ping = Some(p.ping);
@@ -55,7 +55,7 @@ fn model_player(game: Game, p: &Player, name: Text) -> ModelPlayer {
 
 /// The record of a server from whatever replies are at hand.
 pub fn server_info(
-    game: Game,
+    game: Quake3Game,
     info: Option<InfoResponse>,
     status: Option<StatusResponse>,
 ) -> ServerInfo {
@@ -145,14 +145,14 @@ pub fn server_info(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::{EmulatedServer, ServerConfig};
+    use crate::emulate::{EmulatedServer, ServerConfig};
 
     #[test]
     fn merges_info_and_status() {
-        let emu = EmulatedServer::new(ServerConfig::sample(Game::OpenArena, b"^1Emu", 4));
+        let emu = EmulatedServer::new(ServerConfig::sample(Quake3Game::OpenArena, b"^1Emu", 4));
         let info = emu.info_response(Some(b"c1"));
         let status = emu.status_response(Some(b"c2"));
-        let s = server_info(Game::OpenArena, Some(info.clone()), Some(status));
+        let s = server_info(Quake3Game::OpenArena, Some(info.clone()), Some(status));
         assert_eq!(s.name.as_bytes(), b"^1Emu");
         assert_eq!((s.num_players, s.max_players, s.num_bots), (4, 8, Some(2)));
         assert_eq!(s.password, Some(false));
@@ -168,7 +168,7 @@ mod tests {
             Some(&b"2"[..]),
             "info-only keys are kept"
         );
-        let only_info = server_info(Game::OpenArena, Some(info), None);
+        let only_info = server_info(Quake3Game::OpenArena, Some(info), None);
         assert_eq!((only_info.num_players, only_info.players), (4, None));
     }
 
@@ -206,7 +206,7 @@ mod tests {
                 .into_iter()
                 .collect(),
         };
-        let s = server_info(Game::OpenArena, Some(info), Some(status));
+        let s = server_info(Quake3Game::OpenArena, Some(info), Some(status));
         assert_eq!(s.rules.get("gamename"), Some(&b"baseoa"[..]));
         assert_eq!(s.rules.get("info:gamename"), Some(&b"Quake3Arena"[..]));
         assert_eq!(s.rules.get("hostname"), Some(&b"x"[..]));

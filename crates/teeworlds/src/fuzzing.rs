@@ -9,7 +9,7 @@ use crate::{http, registry, seven, six};
 /// same packet.
 pub fn check_decode(data: &[u8]) {
     // A reply's record writes as JSON exactly as serde_json writes it (the scan's NDJSON).
-    if let Ok(fragstat_core::registry::Decoded::Server(info)) = registry::decode(data) {
+    if let Ok(fragstat_core::registry::Decoded::Server(info)) = registry::decoded(data) {
         fragstat_core::record::Record::online(None, "ddnet", *info, None).check_write_json();
     }
     match six::decode(data) {

@@ -26,7 +26,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::view::{http_player, TeeworldsExtra};
+use crate::view::{http_player, ServerExtra};
 use crate::DecodeError;
 
 /// The public list (DDNet client `DEFAULT_SERVERLIST_URLS`).
@@ -91,7 +91,7 @@ pub struct Info {
     pub max_players: i64,
     /// A password is needed.
     pub passworded: bool,
-    /// Game type.
+    /// TeeworldsGame type.
     pub game_type: String,
     /// Server name.
     pub name: String,
@@ -163,7 +163,7 @@ fn has_cc(s: &str) -> bool {
 impl Info {
     /// What DDNet's master lists for a server running `c` (as DDNet's `register.cpp` sends
     /// it: the server's own view of itself).
-    pub fn of_emulated(c: &crate::server::ServerConfig) -> Info {
+    pub fn of_emulated(c: &crate::emulate::ServerConfig) -> Info {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         Info {
             max_clients: i64::from(c.max_clients),
@@ -251,7 +251,7 @@ impl Info {
                 })
                 .collect(),
         );
-        out.set_extra(TeeworldsExtra {
+        out.set_extra(ServerExtra {
             protocol: "http",
             num_players: u32::try_from(playing).unwrap_or(u32::MAX),
             max_players: count(self.max_players),
@@ -267,7 +267,7 @@ impl Info {
             }),
             location: location.map(str::to_string),
             requires_login: self.requires_login,
-            ..TeeworldsExtra::default()
+            ..ServerExtra::default()
         });
         out
     }
@@ -405,13 +405,13 @@ mod tests {
             (2, 64, Some(1))
         );
         assert_eq!(i.password, Some(true));
-        let x = i.extra_as::<TeeworldsExtra>().unwrap();
+        let x = i.extra_as::<ServerExtra>().unwrap();
         assert_eq!((x.num_players, x.max_players), (1, 48));
         assert_eq!(x.score_kind.as_deref(), Some("time"));
         assert_eq!(x.location.as_deref(), Some("eu:de"));
         let players = i.players.as_ref().unwrap();
         let p1 = players[1].extra.as_ref().unwrap().as_any();
-        let p1 = p1.downcast_ref::<crate::view::TeePlayer>().unwrap();
+        let p1 = p1.downcast_ref::<crate::view::PlayerExtra>().unwrap();
         assert_eq!((p1.country, p1.afk), (-1, None));
         assert_eq!(list.servers[1].addr, "[2001:db8::1]:8303".parse().unwrap());
     }

@@ -34,16 +34,18 @@
 pub mod assemble;
 #[cfg(feature = "client")]
 pub mod client;
+pub mod emulate;
 pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
+pub mod packet;
 pub mod registry;
-pub mod server;
 pub mod seven;
 pub mod six;
 pub mod view;
 
 pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
-pub use registry::{decode, Game, TeeworldsGame, FAMILY};
-pub use view::{TeePlayer, TeeworldsExtra};
+pub use packet::{decode, Packet};
+pub use registry::{TeeworldsEntry, TeeworldsGame, FAMILY};
+pub use view::{PlayerExtra, ServerExtra};

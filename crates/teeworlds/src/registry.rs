@@ -14,8 +14,9 @@ use fragstat_core::service::Service;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
+use crate::emulate::{EmulatedMaster, EmulatedServer, Flavor, ServerConfig};
 use crate::exchange::{Master6, Master7, Mode, Query6, Query7};
-use crate::server::{decode_any, Either, EmulatedMaster, EmulatedServer, Flavor, ServerConfig};
+use crate::packet::{decode, Packet};
 use crate::seven::{self, Body};
 use crate::six;
 use crate::view::{from_seven, from_six, Form};
@@ -31,7 +32,7 @@ pub const FAMILY: Family = Family {
 /// A game of the family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Game {
+pub enum TeeworldsGame {
     /// Teeworlds 0.6 servers (and DDNet's 0.6 side): DDNet's extended request, which vanilla
     /// servers answer with their `inf3`; the 0.6 UDP master.
     Teeworlds,
@@ -41,32 +42,36 @@ pub enum Game {
     Ddnet,
 }
 
-impl Game {
+impl TeeworldsGame {
     /// Every game.
-    pub const ALL: [Game; 3] = [Game::Teeworlds, Game::Teeworlds07, Game::Ddnet];
+    pub const ALL: [TeeworldsGame; 3] = [
+        TeeworldsGame::Teeworlds,
+        TeeworldsGame::Teeworlds07,
+        TeeworldsGame::Ddnet,
+    ];
 
     /// The registry id.
     pub fn id(&self) -> &'static str {
         match self {
-            Game::Teeworlds => "teeworlds",
-            Game::Teeworlds07 => "teeworlds07",
-            Game::Ddnet => "ddnet",
+            TeeworldsGame::Teeworlds => "teeworlds",
+            TeeworldsGame::Teeworlds07 => "teeworlds07",
+            TeeworldsGame::Ddnet => "ddnet",
         }
     }
 
     fn flavor(&self) -> Flavor {
         match self {
-            Game::Teeworlds => Flavor::Vanilla06,
-            Game::Teeworlds07 => Flavor::Teeworlds07,
-            Game::Ddnet => Flavor::Ddnet,
+            TeeworldsGame::Teeworlds => Flavor::Vanilla06,
+            TeeworldsGame::Teeworlds07 => Flavor::Teeworlds07,
+            TeeworldsGame::Ddnet => Flavor::Ddnet,
         }
     }
 }
 
 fn games() -> Vec<GameRef> {
-    Game::ALL
+    TeeworldsGame::ALL
         .into_iter()
-        .map(|g| Arc::new(TeeworldsGame::new(g)) as GameRef)
+        .map(|g| Arc::new(TeeworldsEntry::new(g)) as GameRef)
         .collect()
 }
 
@@ -76,18 +81,18 @@ fn find(id: &str) -> Option<GameRef> {
 
 /// A game of the family as a registry [`RegistryGame`].
 #[derive(Debug, Clone, Copy)]
-pub struct TeeworldsGame {
-    game: Game,
+pub struct TeeworldsEntry {
+    game: TeeworldsGame,
 }
 
-impl TeeworldsGame {
+impl TeeworldsEntry {
     /// The registry object of `game`.
-    pub fn new(game: Game) -> Self {
-        TeeworldsGame { game }
+    pub fn new(game: TeeworldsGame) -> Self {
+        TeeworldsEntry { game }
     }
 
     /// The game.
-    pub fn game(&self) -> Game {
+    pub fn game(&self) -> TeeworldsGame {
         self.game
     }
 }
@@ -165,9 +170,9 @@ fn complete(i: &six::Info) -> bool {
 }
 
 /// Decodes any datagram of the family into what `fragstat decode` shows.
-pub fn decode(datagram: &[u8]) -> Result<Decoded, DecodeError> {
-    Ok(match decode_any(datagram)? {
-        Either::Six(p) => match p {
+pub(crate) fn decoded(datagram: &[u8]) -> Result<Decoded, DecodeError> {
+    Ok(match decode(datagram)? {
+        Packet::Six(p) => match p {
             six::Packet::Info(i) => Decoded::Server(Box::new(from_six(&i, Form::Vanilla, 1, true))),
             six::Packet::InfoExtended(i) => {
                 let c = complete(&i);
@@ -210,7 +215,7 @@ pub fn decode(datagram: &[u8]) -> Result<Decoded, DecodeError> {
             six::Packet::GetList5 => packet("reqt", request(None, None)),
             six::Packet::Heartbeat { port } => packet("bea2", PortFields { port }),
         },
-        Either::Seven(p) => match p {
+        Packet::Seven(p) => match p {
             seven::Packet::TokenRequest { token, padded } => packet(
                 "token request",
                 TokenFields {
@@ -239,24 +244,24 @@ pub fn decode(datagram: &[u8]) -> Result<Decoded, DecodeError> {
     })
 }
 
-impl RegistryGame for TeeworldsGame {
+impl RegistryGame for TeeworldsEntry {
     fn id(&self) -> &str {
         self.game.id()
     }
 
     fn title(&self) -> &str {
         match self.game {
-            Game::Teeworlds => "Teeworlds 0.6",
-            Game::Teeworlds07 => "Teeworlds 0.7",
-            Game::Ddnet => "DDraceNetwork",
+            TeeworldsGame::Teeworlds => "Teeworlds 0.6",
+            TeeworldsGame::Teeworlds07 => "Teeworlds 0.7",
+            TeeworldsGame::Ddnet => "DDraceNetwork",
         }
     }
 
     fn aliases(&self) -> &[&str] {
         match self.game {
-            Game::Teeworlds => &["tees", "tee", "teeworlds06", "tw"],
-            Game::Teeworlds07 => &["tw07", "teeworlds7"],
-            Game::Ddnet => &["ddrace", "ddracenetwork"],
+            TeeworldsGame::Teeworlds => &["tees", "tee", "teeworlds06", "tw"],
+            TeeworldsGame::Teeworlds07 => &["tw07", "teeworlds7"],
+            TeeworldsGame::Ddnet => &["ddrace", "ddracenetwork"],
         }
     }
 
@@ -267,8 +272,10 @@ impl RegistryGame for TeeworldsGame {
     /// 0.6 (and DDNet) and 0.7 servers do not answer each other's queries.
     fn unanswered_hint(&self) -> Option<&'static str> {
         Some(match self.game {
-            Game::Teeworlds | Game::Ddnet => "a Teeworlds 0.7 server? query it as teeworlds07",
-            Game::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
+            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => {
+                "a Teeworlds 0.7 server? query it as teeworlds07"
+            }
+            TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
         })
     }
 
@@ -279,18 +286,18 @@ impl RegistryGame for TeeworldsGame {
     fn master_port(&self) -> Option<u16> {
         match self.game {
             // teeworlds 0.6 mastersrv.h MASTERSERVER_PORT.
-            Game::Teeworlds => Some(8300),
+            TeeworldsGame::Teeworlds => Some(8300),
             // teeworlds 0.7 mastersrv.h MASTERSERVER_PORT.
-            Game::Teeworlds07 => Some(8283),
-            Game::Ddnet => None,
+            TeeworldsGame::Teeworlds07 => Some(8283),
+            TeeworldsGame::Ddnet => None,
         }
     }
 
     fn server_query(&self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
         // Every reply carries the clients: nothing to ask for separately.
         match self.game {
-            Game::Teeworlds07 => Query7::new().boxed(),
-            Game::Teeworlds | Game::Ddnet => Query6::new(Mode::Extended).boxed(),
+            TeeworldsGame::Teeworlds07 => Query7::new().boxed(),
+            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => Query6::new(Mode::Extended).boxed(),
         }
     }
 
@@ -303,9 +310,9 @@ impl RegistryGame for TeeworldsGame {
             .into());
         }
         Ok(match self.game {
-            Game::Teeworlds => MasterQuery::Udp(Master6::new().boxed()),
-            Game::Teeworlds07 => MasterQuery::Udp(Master7::new().boxed()),
-            Game::Ddnet => MasterQuery::Http {
+            TeeworldsGame::Teeworlds => MasterQuery::Udp(Master6::new().boxed()),
+            TeeworldsGame::Teeworlds07 => MasterQuery::Udp(Master7::new().boxed()),
+            TeeworldsGame::Ddnet => MasterQuery::Http {
                 default_url: Some(crate::http::DEFAULT_URL),
                 parse: crate::http::parse,
             },
@@ -313,7 +320,7 @@ impl RegistryGame for TeeworldsGame {
     }
 
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
-        decode(datagram)
+        decoded(datagram)
     }
 
     /// DDNet's extended info (`iext` + `iex+`) and legacy 64-client info (`dtsf` parts) are
@@ -322,16 +329,16 @@ impl RegistryGame for TeeworldsGame {
         let mut assembly = crate::assemble::Assembly::new();
         let mut form = None;
         for d in datagrams {
-            match decode_any(d)? {
-                Either::Six(six::Packet::InfoExtended(i)) => {
+            match decode(d)? {
+                Packet::Six(six::Packet::InfoExtended(i)) => {
                     assembly.add_main(i);
                     form = Some(Form::Extended);
                 }
-                Either::Six(six::Packet::InfoMore(m)) => {
+                Packet::Six(six::Packet::InfoMore(m)) => {
                     assembly.add_more(m);
                     form = form.or(Some(Form::Extended));
                 }
-                Either::Six(six::Packet::Info64(i)) => {
+                Packet::Six(six::Packet::Info64(i)) => {
                     assembly.add_legacy(i);
                     form = Some(Form::Legacy64);
                 }
@@ -364,7 +371,7 @@ impl RegistryGame for TeeworldsGame {
         // the 0.6 master DDNet used before it (read it as `teeworlds`).
         Ok(Box::new(EmulatedMaster::new(
             config.servers.clone(),
-            self.game == Game::Teeworlds07,
+            self.game == TeeworldsGame::Teeworlds07,
         )))
     }
 
@@ -373,7 +380,7 @@ impl RegistryGame for TeeworldsGame {
         &self,
         servers: &[(SocketAddr, EmuServer)],
     ) -> Result<HttpBody, EmuError> {
-        if self.game != Game::Ddnet {
+        if self.game != TeeworldsGame::Ddnet {
             return Err(EmuError(format!(
                 "{}: the master is a UDP master (serve it without an HTTP list)",
                 self.game.id()
@@ -395,7 +402,7 @@ impl RegistryGame for TeeworldsGame {
     }
 }
 
-impl TeeworldsGame {
+impl TeeworldsEntry {
     /// The emulator's configuration for `config`, or why the protocol cannot carry it.
     fn server_config(&self, config: &EmuServer) -> Result<ServerConfig, EmuError> {
         let flavor = self.game.flavor();
@@ -457,7 +464,7 @@ mod tests {
 
     #[test]
     fn ddnet_lists_over_http() {
-        let g = TeeworldsGame::new(Game::Ddnet);
+        let g = TeeworldsEntry::new(TeeworldsGame::Ddnet);
         assert!(matches!(
             g.master_query(&MasterOptions::default()).unwrap(),
             MasterQuery::Http {
@@ -469,7 +476,7 @@ mod tests {
             .master_query(&MasterOptions::default().with_ext(true))
             .is_err());
         assert!(g.emulated_server(&EmuServer::new("x", "", 129)).is_err());
-        assert!(TeeworldsGame::new(Game::Teeworlds)
+        assert!(TeeworldsEntry::new(TeeworldsGame::Teeworlds)
             .emulated_server(&EmuServer::new("x", "", 17).with_max_players(20))
             .is_err());
     }

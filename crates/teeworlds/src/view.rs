@@ -2,7 +2,7 @@
 //!
 //! `num_players` and `max_players` are the **clients** and **client slots** (what browsers
 //! show); the players that are not spectating and their slots are kept in
-//! [`TeeworldsExtra`], and `num_spectators` is their difference. Names and clans are UTF-8
+//! [`ServerExtra`], and `num_spectators` is their difference. Names and clans are UTF-8
 //! without colour codes ([`Dialect::Plain`]). The header fields are also listed as `rules`
 //! (Teeworlds has no server variables on the wire), so `--rules` shows them raw.
 
@@ -15,7 +15,7 @@ use crate::{seven, six};
 
 /// What only Teeworlds says, in the record's `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct TeeworldsExtra {
+pub struct ServerExtra {
     /// Which reply this came from: `0.6` (`inf3`), `0.6 extended` (DDNet `iext`/`iex+`),
     /// `0.6 legacy 64` (`dtsf`), `0.7`, `http` (DDNet's master list).
     pub protocol: &'static str,
@@ -44,7 +44,7 @@ pub struct TeeworldsExtra {
 
 /// Per-player fields, in the player's `extra`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct TeePlayer {
+pub struct PlayerExtra {
     /// ISO 3166-1 numeric country code, −1 for none.
     pub country: i32,
     /// Away from keyboard (DDNet's master list only).
@@ -68,7 +68,7 @@ fn player(name: &[u8], clan: &[u8], country: i32, score: i32, spectator: bool) -
     p.clan = Some(plain(clan));
     p.score = Some(score);
     p.is_spectator = Some(spectator);
-    p.extra = Some(Arc::new(TeePlayer { country, afk: None }));
+    p.extra = Some(Arc::new(PlayerExtra { country, afk: None }));
     p
 }
 
@@ -142,7 +142,7 @@ pub fn from_six(info: &six::Info, form: Form, datagrams: u32, complete: bool) ->
             info.num_players, info.max_players, info.num_clients, info.max_clients
         ));
     }
-    out.set_extra(TeeworldsExtra {
+    out.set_extra(ServerExtra {
         protocol: match form {
             Form::Vanilla => "0.6",
             Form::Extended => "0.6 extended",
@@ -154,7 +154,7 @@ pub fn from_six(info: &six::Info, form: Form, datagrams: u32, complete: bool) ->
         map_crc: info.map_crc.map(|c| c as u32),
         map_size: info.map_size.and_then(|s| u32::try_from(s).ok()),
         datagrams: Some(datagrams),
-        ..TeeworldsExtra::default()
+        ..ServerExtra::default()
     });
     out
 }
@@ -216,7 +216,7 @@ pub fn from_seven(info: &seven::Info) -> ServerInfo {
         out.warnings
             .push(format!("{listed} of {} clients listed", info.num_clients));
     }
-    out.set_extra(TeeworldsExtra {
+    out.set_extra(ServerExtra {
         protocol: "0.7",
         num_players: count(info.num_players),
         max_players: count(info.max_players),
@@ -231,14 +231,14 @@ pub fn from_seven(info: &seven::Info) -> ServerInfo {
             .into(),
         ),
         datagrams: Some(1),
-        ..TeeworldsExtra::default()
+        ..ServerExtra::default()
     });
     out
 }
 
 /// Sets a player's `afk` (DDNet's master list).
 pub(crate) fn with_afk(mut p: Player, country: i32, afk: Option<bool>) -> Player {
-    p.extra = Some(Arc::new(TeePlayer { country, afk }));
+    p.extra = Some(Arc::new(PlayerExtra { country, afk }));
     p
 }
 

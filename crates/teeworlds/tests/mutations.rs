@@ -7,8 +7,8 @@
 use fragstat_teeworlds::Encode;
 use std::net::SocketAddr;
 
+use fragstat_teeworlds::emulate::{EmulatedServer, Flavor, ServerConfig};
 use fragstat_teeworlds::fuzzing::{check_decode, check_http};
-use fragstat_teeworlds::server::{EmulatedServer, Flavor, ServerConfig};
 use fragstat_teeworlds::seven;
 use fragstat_testkit::mutate::{fixture_corpus, Mutator};
 

@@ -4,10 +4,10 @@
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use fragstat_core::{Engine, Options};
-//! use fragstat_warsow::{client, Game};
+//! use fragstat_warsow::{client, WarsowGame};
 //! let engine = Engine::bind().await?;
-//! let full = client::server(&engine, "127.0.0.1:44400".parse()?, Game::Warsow, true, Options::default()).await;
-//! let short = client::short_info(&engine, "127.0.0.1:44400".parse()?, Game::Warsow, Options::default()).await;
+//! let full = client::server(&engine, "127.0.0.1:44400".parse()?, WarsowGame::Warsow, true, Options::default()).await;
+//! let short = client::short_info(&engine, "127.0.0.1:44400".parse()?, WarsowGame::Warsow, Options::default()).await;
 //! println!("{:?} {:?}", full.result.map(|s| s.num_players), short.result.map(|i| i.clients()));
 //! # Ok(()) }
 //! ```
@@ -19,13 +19,13 @@ use fragstat_core::{Engine, Options, Outcome, QueryError};
 
 use crate::exchange::{master_query, server_query, ShortInfoExchange};
 use crate::short::ShortInfo;
-use crate::Game;
+use crate::WarsowGame;
 
 /// One server: `getstatus` with `players` (players and every variable), else `getinfo`.
 pub async fn server(
     engine: &Engine,
     addr: SocketAddr,
-    game: Game,
+    game: WarsowGame,
     players: bool,
     options: Options,
 ) -> Outcome<ServerInfo> {
@@ -38,7 +38,7 @@ pub async fn server(
 pub async fn short_info(
     engine: &Engine,
     addr: SocketAddr,
-    game: Game,
+    game: WarsowGame,
     options: Options,
 ) -> Outcome<ShortInfo> {
     engine
@@ -50,7 +50,7 @@ pub async fn short_info(
 pub async fn master(
     engine: &Engine,
     addr: SocketAddr,
-    game: Game,
+    game: WarsowGame,
     ext: bool,
     options: Options,
 ) -> Result<Outcome<Vec<MasterEntry>>, QueryError> {

@@ -6,9 +6,11 @@ use crate::Encode;
 use crate::EncodeError;
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::{Exchange, ExchangeExt, Verdict};
-use fragstat_quake3_oob::{Ask as Q3Ask, Game as Q3Game, MasterExchange, ServerExchange};
+use fragstat_quake3_oob::{
+    MasterExchange, Quake3Game as Q3Game, Request as Q3Request, ServerExchange,
+};
 
-use crate::game::Game;
+use crate::game::WarsowGame;
 use crate::packet::{decode, Packet};
 use crate::short::{InfoRequest, ShortInfo};
 use crate::view::adapt;
@@ -17,11 +19,14 @@ use crate::view::adapt;
 /// when players or rules are asked for (a qfusion or DarkPlaces status carries every key the
 /// info has, so one request suffices; DarkPlaces also drops a second query from the same
 /// address within its flood-blocking time).
-pub fn server_query(game: Game, players_or_rules: bool) -> Box<dyn Exchange<Output = ServerInfo>> {
+pub fn server_query(
+    game: WarsowGame,
+    players_or_rules: bool,
+) -> Box<dyn Exchange<Output = ServerInfo>> {
     let ask = if players_or_rules {
-        Q3Ask::Status
+        Q3Request::Status
     } else {
-        Q3Ask::Info
+        Q3Request::Info
     };
     let q3 = Q3Game::Other(game.protocol());
     ServerExchange::new(ask)
@@ -32,7 +37,7 @@ pub fn server_query(game: Game, players_or_rules: bool) -> Box<dyn Exchange<Outp
 /// A query of a master: `getservers <name> <protocol> full empty`, or `getserversExt … ipv4
 /// ipv6` with `ext`.
 pub fn master_query(
-    game: Game,
+    game: WarsowGame,
     ext: bool,
     gamename: Option<&str>,
 ) -> Result<Box<dyn Exchange<Output = Vec<MasterEntry>>>, EncodeError> {

@@ -11,7 +11,7 @@ use fragstat_quake3_oob::GetServers;
 /// A game of the family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Game {
+pub enum WarsowGame {
     /// Warsow 2.1 (qfusion), protocol 22 (Warsow 2.0 and 2.01 used 21).
     Warsow,
     /// Warfork (the qfusion fork on Steam), protocol 22.
@@ -20,40 +20,40 @@ pub enum Game {
     Nexuiz,
 }
 
-impl Game {
+impl WarsowGame {
     /// Every game.
-    pub const ALL: [Game; 3] = [Game::Warsow, Game::Warfork, Game::Nexuiz];
+    pub const ALL: [WarsowGame; 3] = [WarsowGame::Warsow, WarsowGame::Warfork, WarsowGame::Nexuiz];
 
     /// The registry id.
     pub fn id(&self) -> &'static str {
         match self {
-            Game::Warsow => "warsow",
-            Game::Warfork => "warfork",
-            Game::Nexuiz => "nexuiz",
+            WarsowGame::Warsow => "warsow",
+            WarsowGame::Warfork => "warfork",
+            WarsowGame::Nexuiz => "nexuiz",
         }
     }
 
     /// A human title.
     pub fn title(&self) -> &'static str {
         match self {
-            Game::Warsow => "Warsow",
-            Game::Warfork => "Warfork",
-            Game::Nexuiz => "Nexuiz",
+            WarsowGame::Warsow => "Warsow",
+            WarsowGame::Warfork => "Warfork",
+            WarsowGame::Nexuiz => "Nexuiz",
         }
     }
 
     /// Other names accepted on the command line (qstat's type names among them).
     pub fn aliases(&self) -> &'static [&'static str] {
         match self {
-            Game::Warsow => &["warsows", "qfusion"],
-            Game::Warfork => &["warforks"],
-            Game::Nexuiz => &["nexuizs"],
+            WarsowGame::Warsow => &["warsows", "qfusion"],
+            WarsowGame::Warfork => &["warforks"],
+            WarsowGame::Nexuiz => &["nexuizs"],
         }
     }
 
     /// True for the qfusion engines (Warsow, Warfork); false for DarkPlaces.
     pub fn is_qfusion(&self) -> bool {
-        matches!(self, Game::Warsow | Game::Warfork)
+        matches!(self, WarsowGame::Warsow | WarsowGame::Warfork)
     }
 
     /// The network protocol (`protocol` key; masters filter on it; the short `info` query
@@ -61,26 +61,26 @@ impl Game {
     /// (Warsow 2.0 and 2.01: 21); Warfork: 22 (its 2.1.5 sources say 26); DarkPlaces: 3.
     pub fn protocol(&self) -> i32 {
         match self {
-            Game::Warsow => 22,
-            Game::Warfork => 22,
-            Game::Nexuiz => 3,
+            WarsowGame::Warsow => 22,
+            WarsowGame::Warfork => 22,
+            WarsowGame::Nexuiz => 3,
         }
     }
 
     /// The game name masters know it by (`getservers <name> <protocol>`; the `gamename` key).
     pub fn master_gamename(&self) -> &'static str {
         match self {
-            Game::Warsow => "Warsow",
-            Game::Warfork => "Warfork",
-            Game::Nexuiz => "Nexuiz",
+            WarsowGame::Warsow => "Warsow",
+            WarsowGame::Warfork => "Warfork",
+            WarsowGame::Nexuiz => "Nexuiz",
         }
     }
 
     /// The default game server port (qfusion `PORT_SERVER` 44400; DarkPlaces 26000).
     pub fn default_port(&self) -> u16 {
         match self {
-            Game::Warsow | Game::Warfork => 44400,
-            Game::Nexuiz => 26000,
+            WarsowGame::Warsow | WarsowGame::Warfork => 44400,
+            WarsowGame::Nexuiz => 26000,
         }
     }
 
@@ -107,7 +107,7 @@ impl Game {
     }
 }
 
-impl fmt::Display for Game {
+impl fmt::Display for WarsowGame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())
     }
@@ -121,18 +121,18 @@ mod tests {
 
     #[test]
     fn master_requests_as_the_games_send_them() {
-        let bytes = Packet::GetServers(Game::Warsow.getservers(false, None))
+        let bytes = Packet::GetServers(WarsowGame::Warsow.getservers(false, None))
             .to_bytes()
             .unwrap();
         assert_eq!(bytes, b"\xff\xff\xff\xffgetservers Warsow 22 full empty\n");
-        let bytes = Packet::GetServers(Game::Warfork.getservers(true, None))
+        let bytes = Packet::GetServers(WarsowGame::Warfork.getservers(true, None))
             .to_bytes()
             .unwrap();
         assert_eq!(
             bytes,
             b"\xff\xff\xff\xffgetserversExt Warfork 22 empty full ipv4 ipv6\n"
         );
-        let bytes = Packet::GetServers(Game::Nexuiz.getservers(false, Some("Xonotic")))
+        let bytes = Packet::GetServers(WarsowGame::Nexuiz.getservers(false, Some("Xonotic")))
             .to_bytes()
             .unwrap();
         assert_eq!(bytes, b"\xff\xff\xff\xffgetservers Xonotic 3 full empty\n");

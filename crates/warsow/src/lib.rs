@@ -10,7 +10,7 @@
 //!   yellow in Warsow 0.x; 2 and 3 alpha and beta in Warsow 2). Connecting players have ping
 //!   −9999.
 //! * `g_match_time` and `g_match_score` say what the match is doing: [`MatchTime`],
-//!   [`TeamScore`], in the record's `extra` ([`WarsowExtra`]).
+//!   [`TeamScore`], in the record's `extra` ([`ServerExtra`]).
 //! * The short `info <protocol> [full] [empty]` query and its `info\n\\n\\NAME\\…\\EOT` reply
 //!   with space-padded values ([`ShortInfo`]).
 //! * DarkPlaces (Nexuiz) puts the team **before** the name (`score ping team "name"`), marks
@@ -35,6 +35,7 @@
 
 #[cfg(feature = "client")]
 pub mod client;
+pub mod emulate;
 pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -42,14 +43,13 @@ pub mod game;
 pub mod matchstate;
 pub mod packet;
 pub mod registry;
-pub mod server;
 pub mod short;
 pub mod view;
 
 pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
-pub use game::Game;
+pub use game::WarsowGame;
 pub use matchstate::{MatchTime, TeamScore};
 pub use packet::{decode, Packet};
-pub use registry::{WarsowFamilyGame, FAMILY};
+pub use registry::{WarsowEntry, FAMILY};
 pub use short::{InfoRequest, ShortInfo};
-pub use view::{adapt, QcStatus, WarsowExtra, WarsowPlayer};
+pub use view::{adapt, PlayerExtra, QcStatus, ServerExtra};

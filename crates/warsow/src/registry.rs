@@ -9,14 +9,14 @@ use fragstat_core::registry::{
 };
 use fragstat_core::service::Service;
 use fragstat_core::{BoxError, DecodeError, Exchange};
-use fragstat_quake3_oob::server::EmulatedMaster;
-use fragstat_quake3_oob::{EotStyle, Game as Q3Game, Quake3Game};
+use fragstat_quake3_oob::emulate::EmulatedMaster;
+use fragstat_quake3_oob::{EotStyle, Quake3Entry, Quake3Game as Q3Game};
 use serde::Serialize;
 
+use crate::emulate::{default_map, EmulatedServer, ServerConfig};
 use crate::exchange::{master_query, server_query};
-use crate::game::Game;
+use crate::game::WarsowGame;
 use crate::packet::{decode, Packet};
-use crate::server::{default_map, EmulatedServer, ServerConfig};
 use crate::view::{adapt, short_info};
 
 /// The family as the facade registers it.
@@ -28,9 +28,9 @@ pub const FAMILY: Family = Family {
 };
 
 fn games() -> Vec<GameRef> {
-    Game::ALL
+    WarsowGame::ALL
         .into_iter()
-        .map(|g| Arc::new(WarsowFamilyGame::new(g)) as GameRef)
+        .map(|g| Arc::new(WarsowEntry::new(g)) as GameRef)
         .collect()
 }
 
@@ -40,18 +40,18 @@ fn find(id: &str) -> Option<GameRef> {
 
 /// A game of the family as a registry [`RegistryGame`].
 #[derive(Debug, Clone, Copy)]
-pub struct WarsowFamilyGame {
-    game: Game,
+pub struct WarsowEntry {
+    game: WarsowGame,
 }
 
-impl WarsowFamilyGame {
+impl WarsowEntry {
     /// The registry object of `game`.
-    pub fn new(game: Game) -> Self {
-        WarsowFamilyGame { game }
+    pub fn new(game: WarsowGame) -> Self {
+        WarsowEntry { game }
     }
 
     /// The game.
-    pub fn game(&self) -> Game {
+    pub fn game(&self) -> WarsowGame {
         self.game
     }
 }
@@ -71,7 +71,7 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
     EmuError::check_text(field, value, b"\\\"\n\r\0;", MAX_TEXT, "an infostring")
 }
 
-impl RegistryGame for WarsowFamilyGame {
+impl RegistryGame for WarsowEntry {
     fn id(&self) -> &str {
         self.game.id()
     }
@@ -122,7 +122,7 @@ impl RegistryGame for WarsowFamilyGame {
             // Everything else is a Quake III packet: decoded the same way, then read with
             // this engine's meanings.
             Packet::Oob(_) => {
-                let q3 = Quake3Game::new(Q3Game::Other(self.game.protocol()));
+                let q3 = Quake3Entry::new(Q3Game::Other(self.game.protocol()));
                 Ok(match q3.decode(datagram)? {
                     Decoded::Server(info) => Decoded::Server(Box::new(adapt(self.game, *info))),
                     other => other,
@@ -192,12 +192,12 @@ mod tests {
 
     #[test]
     fn refuses_what_cannot_be_served() {
-        let w = WarsowFamilyGame::new(Game::Warsow);
+        let w = WarsowEntry::new(WarsowGame::Warsow);
         assert!(w.emulated_server(&EmuServer::new("a\\b", "", 0)).is_err());
         assert!(w
             .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("a:b".into())))
             .is_err());
-        let n = WarsowFamilyGame::new(Game::Nexuiz);
+        let n = WarsowEntry::new(WarsowGame::Nexuiz);
         assert!(n
             .emulated_server(&EmuServer::new("x", "", 0).with_password(true))
             .is_err());

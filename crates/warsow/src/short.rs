@@ -235,7 +235,7 @@ impl ShortInfo {
         self.get("m").map(trimmed)
     }
 
-    /// Game type (`g`), padding removed.
+    /// WarsowGame type (`g`), padding removed.
     pub fn gametype(&self) -> Option<&[u8]> {
         self.get("g").map(trimmed)
     }

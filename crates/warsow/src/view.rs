@@ -7,7 +7,7 @@
 //!   `bots` is sent only when there are bots (absent = 0, qfusion `SV_LongInfoString`). The
 //!   game type is a name (`ca`, `bomb`), never a number. Team 0 is a spectator; ping −9999 is
 //!   a player still connecting (its ping is then unknown). `g_match_time`, `g_match_score`,
-//!   `g_instagib`, `sv_skilllevel` and `g_race_gametype` go into [`WarsowExtra`].
+//!   `g_instagib`, `sv_skilllevel` and `g_race_gametype` go into [`ServerExtra`].
 //! * DarkPlaces (Nexuiz): `clients` and `bots` are always sent; bots have ping 0 and humans at
 //!   least 1 (netconn.c `pingvalue = bound(1, …, 9999)` only with a connection); score −666
 //!   or team 0 is a spectator; the game type and version come from `qcstatus`
@@ -16,13 +16,13 @@
 use fragstat_core::model::{Dialect, ServerInfo, Text};
 use serde::Serialize;
 
-use crate::game::Game;
+use crate::game::WarsowGame;
 use crate::matchstate::{MatchTime, TeamScore};
 use crate::short::ShortInfo;
 
 /// What a qfusion server says about its match, in the record's `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct WarsowExtra {
+pub struct ServerExtra {
     /// `g_match_time` parsed (`None` when not sent or empty).
     pub match_time: Option<MatchTime>,
     /// `g_match_score` parsed: the teams' scores (empty outside team play); `None` when the
@@ -38,7 +38,7 @@ pub struct WarsowExtra {
 
 /// Per-player fields of qfusion, in the player's `extra`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct WarsowPlayer {
+pub struct PlayerExtra {
     /// Still connecting (sent with ping −9999; the ping is then left unknown).
     pub connecting: bool,
 }
@@ -47,9 +47,9 @@ pub struct WarsowPlayer {
 /// `P<pure>:S<slots>:F<flags>:M<modifications>` and score columns).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct QcStatus {
-    /// Game type short name (`dm`, `ctf`…).
+    /// WarsowGame type short name (`dm`, `ctf`…).
     pub gametype: String,
-    /// Game version (`2.5.2`).
+    /// WarsowGame version (`2.5.2`).
     pub version: String,
     /// Everything after the version, raw.
     pub rest: String,
@@ -84,7 +84,7 @@ fn count(v: Option<i64>) -> Option<u32> {
 }
 
 /// Applies the engine's meanings to a record the Quake III view made (see the module docs).
-pub fn adapt(game: Game, mut info: ServerInfo) -> ServerInfo {
+pub fn adapt(game: WarsowGame, mut info: ServerInfo) -> ServerInfo {
     let clients = count(info.rules.get_int(&["clients"]));
     let bots = count(info.rules.get_int(&["bots"]));
     if let Some(c) = clients {
@@ -96,7 +96,7 @@ pub fn adapt(game: Game, mut info: ServerInfo) -> ServerInfo {
             .rules
             .get_any(&["gametype", "g_gametype"])
             .map(|g| String::from_utf8_lossy(g).trim().to_string());
-        let extra = WarsowExtra {
+        let extra = ServerExtra {
             match_time: info.rules.get("g_match_time").and_then(MatchTime::parse),
             scores: info
                 .rules
@@ -117,7 +117,7 @@ pub fn adapt(game: Game, mut info: ServerInfo) -> ServerInfo {
                     p.ping = None;
                 }
                 p.is_spectator = p.team.map(|t| t == 0);
-                p.extra = Some(std::sync::Arc::new(WarsowPlayer { connecting }));
+                p.extra = Some(std::sync::Arc::new(PlayerExtra { connecting }));
             }
         }
     } else {
@@ -172,10 +172,10 @@ pub fn short_info(info: &ShortInfo) -> ServerInfo {
         out.warnings
             .push("short info reply without its EOT terminator".into());
     }
-    out.set_extra(WarsowExtra {
+    out.set_extra(ServerExtra {
         instagib: Some(info.instagib()),
         skill_level: info.skill_level(),
-        ..WarsowExtra::default()
+        ..ServerExtra::default()
     });
     out
 }
@@ -183,9 +183,9 @@ pub fn short_info(info: &ShortInfo) -> ServerInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fragstat_quake3_oob::{decode, Game as Q3Game, Packet, ServerReply};
+    use fragstat_quake3_oob::{decode, Packet, Quake3Game as Q3Game, ServerReply};
 
-    fn status(game: Game, bytes: &[u8]) -> ServerInfo {
+    fn status(game: WarsowGame, bytes: &[u8]) -> ServerInfo {
         let Packet::StatusResponse(st) = decode(bytes).unwrap() else {
             panic!()
         };
@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn qfusion_connecting_players_and_spectators() {
         let s = status(
-            Game::Warsow,
+            WarsowGame::Warsow,
             b"\xff\xff\xff\xffstatusResponse\n\\challenge\\1\\sv_hostname\\x\\g_match_time\\12:01 / 20:00 overtime (in timeout)\\g_match_score\\ RED: 1 BLUE: 2\\gametype\\ctf\\bots\\1\\clients\\3\n5 40 \"a\" 2\n0 -9999 \"b\" 0\n1 0 \"bot\" 3\n",
         );
         assert_eq!(
@@ -211,11 +211,11 @@ mod tests {
         assert_eq!(players[1].ping, None, "still connecting");
         let b = players[1].extra.as_ref().unwrap().as_any();
         assert_eq!(
-            b.downcast_ref::<WarsowPlayer>(),
-            Some(&WarsowPlayer { connecting: true })
+            b.downcast_ref::<PlayerExtra>(),
+            Some(&PlayerExtra { connecting: true })
         );
         assert_eq!(players[1].is_spectator, Some(true));
-        let x = s.extra_as::<WarsowExtra>().unwrap();
+        let x = s.extra_as::<ServerExtra>().unwrap();
         assert_eq!(
             x.match_time,
             Some(MatchTime::Playing {
@@ -233,7 +233,7 @@ mod tests {
     #[test]
     fn darkplaces_bots_and_spectators() {
         let s = status(
-            Game::Nexuiz,
+            WarsowGame::Nexuiz,
             b"\xff\xff\xff\xffstatusResponse\n\\gamename\\Nexuiz\\clients\\3\\bots\\1\\qcstatus\\ctf:2.5.2::score!!\\challenge\\x\n3 0 1 \"[BOT]a\"\n-666 55 0 \"spec\"\n7 31 2 \"human\"\n",
         );
         assert_eq!(

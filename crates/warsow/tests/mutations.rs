@@ -4,10 +4,10 @@
 //! must never panic, and what decodes and re-encodes must decode to the same packet.
 
 use fragstat_testkit::mutate::{fixture_corpus, Mutator};
+use fragstat_warsow::emulate::{EmulatedServer, ServerConfig};
 use fragstat_warsow::fuzzing::check_decode;
-use fragstat_warsow::server::{EmulatedServer, ServerConfig};
 use fragstat_warsow::Encode;
-use fragstat_warsow::Game;
+use fragstat_warsow::WarsowGame;
 
 const WARSOW: Mutator<'static> = Mutator {
     bytes: &[b'\\', b'"', b'\n', 0, b':', b' ', b'-', 0xff, b'/'],
@@ -24,7 +24,7 @@ const WARSOW: Mutator<'static> = Mutator {
 
 fn corpus() -> Vec<Vec<u8>> {
     let mut out = fixture_corpus("warsow");
-    for game in Game::ALL {
+    for game in WarsowGame::ALL {
         let s = EmulatedServer::new(ServerConfig::sample(game, b"^1Mut^7ant", 5));
         out.push(s.reply(true, Some(b"c1")));
         out.push(s.reply(false, None));

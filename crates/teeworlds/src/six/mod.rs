@@ -69,7 +69,7 @@ pub struct Info {
     pub map_crc: Option<i32>,
     /// Map size in bytes (`iext` only).
     pub map_size: Option<i32>,
-    /// Game type (`DM`, `CTF`, `DDraceNetwork`…).
+    /// TeeworldsGame type (`DM`, `CTF`, `DDraceNetwork`…).
     pub gametype: Vec<u8>,
     /// Flags: 1 password.
     pub flags: i32,

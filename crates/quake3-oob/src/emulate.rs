@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 
 use fragstat_core::service::{Heartbeats, Outbox, Service};
 
-use crate::game::Game;
+use crate::game::Quake3Game;
 use crate::info::InfoString;
 use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
-use crate::packet::{decode, ChallengeResponse, InfoResponse, Packet, Player, StatusResponse};
+use crate::packet::{
+    decode, ChallengeResponse, InfoResponse, Packet, StatusPlayer, StatusResponse,
+};
 
 /// A player the emulated server reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +35,7 @@ pub struct EmuPlayer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// The game (protocol number, game name).
-    pub game: Game,
+    pub game: Quake3Game,
     /// `sv_hostname`, raw (colour codes allowed).
     pub hostname: Vec<u8>,
     /// `mapname`.
@@ -53,7 +55,7 @@ pub struct ServerConfig {
 impl ServerConfig {
     /// A server named `hostname` on `map` with `players` generated players (`Player1`…, every
     /// second one a bot), for demos and benchmarks.
-    pub fn sample(game: Game, hostname: &[u8], players: usize) -> Self {
+    pub fn sample(game: Quake3Game, hostname: &[u8], players: usize) -> Self {
         ServerConfig {
             game,
             hostname: hostname.to_vec(),
@@ -65,7 +67,7 @@ impl ServerConfig {
                 .map(|i| {
                     let n = i32::try_from(i).unwrap_or(i32::MAX);
                     EmuPlayer {
-                        name: format!("^{}Player^7{}", n % 8 + 1, n + 1).into_bytes(),
+                        name: format!("^{}StatusPlayer^7{}", n % 8 + 1, n + 1).into_bytes(),
                         score: 30 - n * 3,
                         ping: if i % 2 == 1 { 0 } else { 20 + n },
                         bot: i % 2 == 1,
@@ -208,7 +210,7 @@ impl EmulatedServer {
             players: c
                 .players
                 .iter()
-                .map(|p| Player {
+                .map(|p| StatusPlayer {
                     score: Some(p.score),
                     ping: p.ping,
                     name: p.name.clone(),
@@ -454,7 +456,7 @@ mod tests {
 
     #[test]
     fn server_answers_like_ioq3() {
-        let mut s = EmulatedServer::new(ServerConfig::sample(Game::OpenArena, b"My ^1OA", 3));
+        let mut s = EmulatedServer::new(ServerConfig::sample(Quake3Game::OpenArena, b"My ^1OA", 3));
         let reply = s.respond(b"\xff\xff\xff\xffgetinfo abc\n").unwrap();
         let Packet::InfoResponse(r) = decode(&reply).unwrap() else {
             panic!()
@@ -473,7 +475,7 @@ mod tests {
 
     #[test]
     fn spliced_replies_equal_the_built_ones() {
-        let s = EmulatedServer::new(ServerConfig::sample(Game::EnemyTerritory, b"^1x", 5));
+        let s = EmulatedServer::new(ServerConfig::sample(Quake3Game::EnemyTerritory, b"^1x", 5));
         for c in [None, Some(&b"abc-1"[..])] {
             let built = Packet::InfoResponse(s.info_response(c)).to_bytes().unwrap();
             assert_eq!(s.info_reply(c).unwrap(), built);
@@ -491,7 +493,7 @@ mod tests {
     fn heartbeats_at_start_and_then_every_period() {
         let master: SocketAddr = "127.0.0.1:27950".parse().unwrap();
         let every = Duration::from_secs(2);
-        let mut s = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0))
+        let mut s = EmulatedServer::new(ServerConfig::sample(Quake3Game::Quake3, b"x", 0))
             .with_heartbeats(Heartbeats::new(Some(master)).every(every));
         let t0 = Instant::now();
         let mut out = Outbox::new();
@@ -508,7 +510,7 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(s.poll_timeout(), Some(t0 + every + every));
         // Without a master: nothing, and no timer.
-        let mut quiet = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0));
+        let mut quiet = EmulatedServer::new(ServerConfig::sample(Quake3Game::Quake3, b"x", 0));
         out.clear();
         quiet.start(t0, &mut out);
         assert!(out.is_empty());
@@ -533,7 +535,7 @@ mod tests {
             panic!()
         };
         // A wrong challenge does not register.
-        let mut emu = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0));
+        let mut emu = EmulatedServer::new(ServerConfig::sample(Quake3Game::Quake3, b"x", 0));
         let wrong = Packet::InfoResponse(emu.info_response(Some(b"nope")))
             .to_bytes()
             .unwrap();
@@ -606,7 +608,7 @@ mod expiry {
         m.handle_timeout(now + CHALLENGE_RESEND, &mut out);
         // The same getinfo, to the same server (the first was dropped by its flood guard).
         assert_eq!(out, first);
-        let mut emu = EmulatedServer::new(ServerConfig::sample(Game::Quake3, b"x", 0));
+        let mut emu = EmulatedServer::new(ServerConfig::sample(Quake3Game::Quake3, b"x", 0));
         let reply = emu.respond(&out[0].1).unwrap();
         m.respond(now + CHALLENGE_RESEND * 2, server, &reply);
         assert_eq!(m.servers(), &[(server, 68)]);

@@ -12,7 +12,7 @@ use fragstat_idtech4::dict::Dict;
 use fragstat_idtech4::{Protocol, END_OF_PLAYERS};
 
 use crate::packet::{
-    decode, Body, Decoded, ExPlayer, Extended, InfoResponse, Packet, Player, PostPlayers,
+    decode, Body, ExPlayer, Extended, InfoPlayer, InfoResponse, KnownBody, Packet, PostPlayers,
     ServerType, PROTOCOL_1_5,
 };
 
@@ -24,7 +24,7 @@ pub struct ServerConfig {
     /// The server-info dictionary, in wire order.
     pub info: Rules,
     /// Players in slot order.
-    pub players: Vec<Player>,
+    pub players: Vec<InfoPlayer>,
     /// Their extended entries.
     pub extended: Vec<ExPlayer>,
     /// The block after the players.
@@ -68,14 +68,14 @@ impl ServerConfig {
             let n = u32::try_from(i).unwrap_or(0);
             let slot = u8::try_from(i + usize::from(i >= 1) * gap).unwrap_or(0);
             let bot = i % 2 == 1;
-            list.push(Player {
+            list.push(InfoPlayer {
                 slot,
                 ping: if bot {
                     0
                 } else {
                     u16::try_from(30 + 9 * n).unwrap_or(u16::MAX)
                 },
-                name: format!("^{}Player^7{}", n % 7 + 1, n + 1).into_bytes(),
+                name: format!("^{}InfoPlayer^7{}", n % 7 + 1, n + 1).into_bytes(),
                 clan_position: u8::from(i % 4 == 3),
                 clan: if i % 3 == 2 {
                     b"^1fs^7".to_vec()
@@ -129,7 +129,7 @@ impl ServerConfig {
                 pairs: self.info.clone(),
                 deleted: Vec::new(),
             },
-            body: Body::Decoded(Decoded {
+            body: Body::Known(KnownBody {
                 players: self.players.clone(),
                 post: self.post,
                 extended: ex.then(|| Extended::Players(self.extended.clone())),

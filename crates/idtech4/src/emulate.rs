@@ -10,10 +10,11 @@ use fragstat_core::model::Rules;
 use fragstat_core::service::{Heartbeats, Outbox, Service};
 
 use crate::dict::Dict;
-use crate::game::{Game, Protocol};
+use crate::game::{Idtech4Game, Protocol};
 use crate::master::encode_server_list;
 use crate::packet::{
-    decode, Body, GetInfo, Heartbeat, InfoResponse, Packet, Player, ServerState, END_OF_PLAYERS,
+    decode_as, Body, GetInfo, Heartbeat, InfoPlayer, InfoResponse, Packet, ServerState,
+    END_OF_PLAYERS,
 };
 use crate::EncodeError;
 
@@ -21,13 +22,13 @@ use crate::EncodeError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// The game (layout, protocol, key names).
-    pub game: Game,
+    pub game: Idtech4Game,
     /// The protocol sent (the game's by default).
     pub protocol: Protocol,
     /// The server-info dictionary, in wire order.
     pub info: Rules,
     /// Players in slot order.
-    pub players: Vec<Player>,
+    pub players: Vec<InfoPlayer>,
     /// The OS mask (7, as id's Linux servers send).
     pub os_mask: u32,
     /// The master to heartbeat, if any, and how often.
@@ -38,21 +39,36 @@ impl ServerConfig {
     /// A server of `game` named `name` on `map` (empty: the game's usual first map) with
     /// `players` generated players (`Player1`…; Quake 4 players get clan tags), slot 1 left
     /// free so the slots have a gap as on real servers.
-    pub fn sample(game: Game, name: &[u8], map: &[u8], players: usize, max_players: u32) -> Self {
+    pub fn sample(
+        game: Idtech4Game,
+        name: &[u8],
+        map: &[u8],
+        players: usize,
+        max_players: u32,
+    ) -> Self {
         let map: &[u8] = if map.is_empty() {
             game.default_map().as_bytes()
         } else {
             map
         };
         let version = match game {
-            Game::Doom3 => "DOOM 1.3.1.1304 linux-x86 Jan 16 2007 21:53:29 (fragstat emulator)",
-            Game::Quake4 => "Quake4  V1.4.2 linux-x86 Jun 15 2007 (fragstat emulator)",
-            Game::Prey => "PREY (fragstat emulator)",
+            Idtech4Game::Doom3 => {
+                "DOOM 1.3.1.1304 linux-x86 Jan 16 2007 21:53:29 (fragstat emulator)"
+            }
+            Idtech4Game::Quake4 => "Quake4  V1.4.2 linux-x86 Jun 15 2007 (fragstat emulator)",
+            Idtech4Game::Prey => "PREY (fragstat emulator)",
         };
         let mut info = Rules::new();
         info.push("si_version", version);
         info.push("fs_game_base", "");
-        info.push("fs_game", if game == Game::Quake4 { "q4mp" } else { "" });
+        info.push(
+            "fs_game",
+            if game == Idtech4Game::Quake4 {
+                "q4mp"
+            } else {
+                ""
+            },
+        );
         info.push("net_serverDedicated", "1");
         info.push("si_maxPlayers", max_players.to_string());
         info.push("si_spectators", "1");
@@ -70,12 +86,12 @@ impl ServerConfig {
             .map(|i| {
                 let n = u32::try_from(i).unwrap_or(0);
                 let slot = i + usize::from(i >= 1) * gap;
-                Player {
+                InfoPlayer {
                     slot: u8::try_from(slot).unwrap_or(0),
                     ping: i16::try_from(20 + 7 * n).unwrap_or(i16::MAX),
                     rate: if i % 2 == 0 { 25600 } else { 16000 },
-                    name: format!("^{}Player^7{}", n % 7 + 1, n + 1).into_bytes(),
-                    clan: (game == Game::Quake4).then(|| {
+                    name: format!("^{}InfoPlayer^7{}", n % 7 + 1, n + 1).into_bytes(),
+                    clan: (game == Idtech4Game::Quake4).then(|| {
                         if i % 3 == 0 {
                             Vec::new()
                         } else {
@@ -166,7 +182,7 @@ impl EmulatedServer {
 
     /// Answers one datagram; `None` for anything a server ignores.
     pub fn respond(&self, datagram: &[u8]) -> Option<Vec<u8>> {
-        match decode(self.config.game, datagram).ok()? {
+        match decode_as(self.config.game, datagram).ok()? {
             // A challenge shorter than 4 bytes reads as −1 (idBitMsg past the end).
             Packet::GetInfo(GetInfo { challenge, .. }) => Some(self.reply(challenge.unwrap_or(-1))),
             _ => None,
@@ -175,7 +191,7 @@ impl EmulatedServer {
 
     fn heartbeat(&self) -> Option<Vec<u8>> {
         // Doom 3 sends the bare command; Quake 4 appends its state (`WriteInfo`).
-        let state = (self.config.game == Game::Quake4).then(|| self.config.state());
+        let state = (self.config.game == Idtech4Game::Quake4).then(|| self.config.state());
         Packet::Heartbeat(Heartbeat { state }).to_bytes().ok()
     }
 }
@@ -217,7 +233,7 @@ pub const MAX_PENDING: usize = 4096;
 /// (the master does not follow servers' players).
 #[derive(Debug, Clone)]
 pub struct EmulatedMaster {
-    game: Game,
+    game: Idtech4Game,
     servers: Vec<(SocketAddrV4, Protocol)>,
     pending: HashMap<SocketAddr, (i32, Instant)>,
     counter: u32,
@@ -225,7 +241,7 @@ pub struct EmulatedMaster {
 
 impl EmulatedMaster {
     /// A `game` master listing `servers` with their protocols.
-    pub fn new(game: Game, servers: Vec<(SocketAddrV4, Protocol)>) -> Self {
+    pub fn new(game: Idtech4Game, servers: Vec<(SocketAddrV4, Protocol)>) -> Self {
         EmulatedMaster {
             game,
             servers,
@@ -247,7 +263,7 @@ impl EmulatedMaster {
     /// Handles one datagram from `from` at `now`.
     pub fn respond(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
         self.pending.retain(|_, (_, until)| *until > now);
-        match decode(self.game, datagram) {
+        match decode_as(self.game, datagram) {
             Ok(Packet::GetServers(req)) => {
                 let want = req.protocol_version();
                 let list: Vec<SocketAddrV4> = self
@@ -306,7 +322,7 @@ mod tests {
 
     #[test]
     fn spliced_reply_equals_the_encoded_one() {
-        for game in Game::ALL {
+        for game in Idtech4Game::ALL {
             let s = EmulatedServer::new(ServerConfig::sample(game, b"^1x", b"", 5, 8)).unwrap();
             let built = Packet::InfoResponse(InfoResponse {
                 challenge: -7,
@@ -325,7 +341,7 @@ mod tests {
 
     #[test]
     fn master_registers_after_challenge_and_filters_protocols() {
-        let game = Game::Quake4;
+        let game = Idtech4Game::Quake4;
         let other: SocketAddrV4 = "10.0.0.9:28004".parse().unwrap();
         let mut m = EmulatedMaster::new(game, vec![(other, Protocol::new(2, 64))]);
         let server: SocketAddr = "127.0.0.1:28004".parse().unwrap();
@@ -348,14 +364,14 @@ mod tests {
         let mut req = crate::master::GetServers::new(game, 0x8002_0055);
         let ask = Packet::GetServers(req.clone()).to_bytes().unwrap();
         m.respond(now, "127.0.0.1:5".parse().unwrap(), &ask, &mut out);
-        let Packet::Servers(l) = decode(game, &out.pop().unwrap().1).unwrap() else {
+        let Packet::Servers(l) = decode_as(game, &out.pop().unwrap().1).unwrap() else {
             panic!()
         };
         assert_eq!(l.servers, vec!["127.0.0.1:28004".parse().unwrap()]);
         req.protocol = 0;
         let ask = Packet::GetServers(req).to_bytes().unwrap();
         m.respond(now, "127.0.0.1:5".parse().unwrap(), &ask, &mut out);
-        let Packet::Servers(l) = decode(game, &out.pop().unwrap().1).unwrap() else {
+        let Packet::Servers(l) = decode_as(game, &out.pop().unwrap().1).unwrap() else {
             panic!()
         };
         assert_eq!(l.servers.len(), 2);
@@ -364,7 +380,7 @@ mod tests {
 
     #[test]
     fn spoofed_heartbeats_are_bounded_and_expire() {
-        let mut m = EmulatedMaster::new(Game::Doom3, Vec::new());
+        let mut m = EmulatedMaster::new(Idtech4Game::Doom3, Vec::new());
         let now = Instant::now();
         let mut out = Outbox::new();
         for port in 1..=(MAX_PENDING as u16 + 50) {

@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use fragstat_core::service::{Outbox, Service};
 
+use crate::http;
 use crate::seven::{self, Body};
 use crate::six::{self, Client, Info, More};
-use crate::{http, DecodeError};
 
 /// Which engine an emulated server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub struct ServerConfig {
     pub map_crc: u32,
     /// Map size (DDNet extended).
     pub map_size: u32,
-    /// Game type.
+    /// TeeworldsGame type.
     pub gametype: Vec<u8>,
     /// Version string (the 0.7 side of DDNet prefixes `0.7↔`).
     pub version: Vec<u8>,
@@ -591,23 +591,6 @@ impl Service for EmulatedMaster {
     fn handle(&mut self, _now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
         out.extend(self.respond(from, datagram).into_iter().map(|d| (from, d)));
     }
-}
-
-/// Decodes any Teeworlds datagram: 0.7 when it starts with a 0.7 header byte, else 0.6.
-pub fn decode_any(datagram: &[u8]) -> Result<Either, DecodeError> {
-    match datagram.first() {
-        Some(&seven::CONTROL | &seven::CONNLESS) => seven::decode(datagram).map(Either::Seven),
-        _ => six::decode(datagram).map(Either::Six),
-    }
-}
-
-/// A 0.6 or a 0.7 packet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Either {
-    /// 0.6.
-    Six(six::Packet),
-    /// 0.7.
-    Seven(seven::Packet),
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::time::Instant;
 use fragstat_core::service::{Heartbeats, Outbox, Service};
 use fragstat_quake3_oob::{Heartbeat, Packet as Oob};
 
-use crate::game::Game;
+use crate::game::WarsowGame;
 use crate::matchstate::{MatchTime, TeamScore};
 use crate::packet::{decode, Packet};
 use crate::short::ShortInfo;
@@ -38,12 +38,12 @@ pub struct EmuPlayer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// The game.
-    pub game: Game,
+    pub game: WarsowGame,
     /// Server name, raw (colour codes allowed).
     pub hostname: Vec<u8>,
     /// Map.
     pub map: Vec<u8>,
-    /// Game type name (`ca`, `dm`…).
+    /// WarsowGame type name (`ca`, `dm`…).
     pub gametype: Vec<u8>,
     /// Slots.
     pub max_clients: u32,
@@ -70,7 +70,7 @@ impl ServerConfig {
     /// A server named `hostname` with `players` generated clients: every second one a bot
     /// (ping 0), every fourth a spectator; in team game types the others alternate between
     /// the two teams.
-    pub fn sample(game: Game, hostname: &[u8], players: usize) -> Self {
+    pub fn sample(game: WarsowGame, hostname: &[u8], players: usize) -> Self {
         let gametype: &[u8] = if game.is_qfusion() { b"ca" } else { b"dm" };
         let mut c = ServerConfig {
             game,
@@ -158,11 +158,11 @@ impl ServerConfig {
 }
 
 /// The map a server of `game` starts on when none is given.
-pub fn default_map(game: Game) -> &'static [u8] {
+pub fn default_map(game: WarsowGame) -> &'static [u8] {
     match game {
-        Game::Warsow => b"wca1",
-        Game::Warfork => b"wfca1",
-        Game::Nexuiz => b"downer",
+        WarsowGame::Warsow => b"wca1",
+        WarsowGame::Warfork => b"wfca1",
+        WarsowGame::Nexuiz => b"downer",
     }
 }
 
@@ -216,7 +216,7 @@ impl EmulatedServer {
         kv(
             out,
             "fs_game",
-            if c.game == Game::Warfork {
+            if c.game == WarsowGame::Warfork {
                 "basewf"
             } else {
                 "basewsw"
@@ -396,7 +396,7 @@ impl Service for EmulatedServer {
 mod tests {
     use super::*;
     use fragstat_core::service::HEARTBEAT_INTERVAL;
-    use fragstat_quake3_oob::{Game as Q3Game, ServerReply};
+    use fragstat_quake3_oob::{Quake3Game as Q3Game, ServerReply};
 
     fn status(s: &EmulatedServer, bytes: &[u8]) -> fragstat_quake3_oob::StatusResponse {
         let reply = s.respond(bytes).unwrap();
@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn qfusion_puts_the_challenge_first_and_teams_last() {
-        let s = EmulatedServer::new(ServerConfig::sample(Game::Warsow, b"^1W", 4));
+        let s = EmulatedServer::new(ServerConfig::sample(WarsowGame::Warsow, b"^1W", 4));
         let reply = s.respond(b"\xff\xff\xff\xffgetinfo 123\n").unwrap();
         assert!(reply.starts_with(b"\xff\xff\xff\xffinfoResponse\n\\challenge\\123\\version\\"));
         assert!(
@@ -427,7 +427,7 @@ mod tests {
             [Some(2), Some(3), Some(2), Some(0)]
         );
         let info = crate::view::adapt(
-            Game::Warsow,
+            WarsowGame::Warsow,
             ServerReply {
                 info: None,
                 status: Some(st),
@@ -444,11 +444,11 @@ mod tests {
 
     #[test]
     fn short_info_follows_the_filters() {
-        let empty = EmulatedServer::new(ServerConfig::sample(Game::Warsow, b"e", 0));
+        let empty = EmulatedServer::new(ServerConfig::sample(WarsowGame::Warsow, b"e", 0));
         assert!(empty.respond(b"\xff\xff\xff\xffinfo 22 full").is_none());
         assert!(empty.respond(b"\xff\xff\xff\xffinfo 21 empty").is_none());
         assert!(empty.respond(b"\xff\xff\xff\xffinfo 22 empty").is_some());
-        let mut c = ServerConfig::sample(Game::Warsow, b"f", 8);
+        let mut c = ServerConfig::sample(WarsowGame::Warsow, b"f", 8);
         c.max_clients = 8;
         let full = EmulatedServer::new(c);
         assert!(full.respond(b"\xff\xff\xff\xffinfo 22 empty").is_none());
@@ -458,7 +458,7 @@ mod tests {
             panic!()
         };
         assert_eq!((i.clients(), i.bots()), (Some((8, 8)), Some(4)));
-        let nexuiz = EmulatedServer::new(ServerConfig::sample(Game::Nexuiz, b"n", 2));
+        let nexuiz = EmulatedServer::new(ServerConfig::sample(WarsowGame::Nexuiz, b"n", 2));
         assert!(nexuiz
             .respond(b"\xff\xff\xff\xffinfo 3 full empty")
             .is_none());
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn darkplaces_puts_the_challenge_last() {
-        let mut c = ServerConfig::sample(Game::Nexuiz, b"^1Nex", 4);
+        let mut c = ServerConfig::sample(WarsowGame::Nexuiz, b"^1Nex", 4);
         c.teamplay = true;
         let s = EmulatedServer::new(c);
         let reply = s.respond(b"\xff\xff\xff\xffgetinfo abc").unwrap();
@@ -480,7 +480,7 @@ mod tests {
     #[test]
     fn heartbeats_at_start_and_on_time() {
         let master: SocketAddr = "127.0.0.1:27950".parse().unwrap();
-        let mut s = EmulatedServer::new(ServerConfig::sample(Game::Warsow, b"h", 0))
+        let mut s = EmulatedServer::new(ServerConfig::sample(WarsowGame::Warsow, b"h", 0))
             .with_master(Some(master));
         let t0 = Instant::now();
         let mut out = Outbox::new();
