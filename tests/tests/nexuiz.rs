@@ -78,7 +78,11 @@ async fn a_real_nexuiz_server_registers_with_our_master() {
     let socket: Arc<dyn Transport> =
         Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
     let master_addr = socket.local_addr().unwrap();
-    let master = game.emulated_master(&EmuMaster::new(Vec::new())).unwrap();
+    let master = game
+        .emulator()
+        .expect("built with emulators")
+        .emulated_master(&EmuMaster::new(Vec::new()))
+        .unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(run(socket, master, async {
         let _ = stopped.await;

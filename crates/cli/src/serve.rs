@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use fragstat::core::record::Record;
 use fragstat::core::registry::{
-    EmuMaster, EmuServer, EndMarker, GameRef, MasterOptions, MasterQuery,
+    emulator, EmuMaster, EmuServer, EndMarker, GameRef, MasterOptions, MasterQuery,
 };
 use fragstat::core::resolve::resolve;
 use fragstat::core::serve::run;
@@ -245,8 +245,12 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         None => None,
     };
+    let emu = match emulator(&*game) {
+        Ok(emu) => emu,
+        Err(e) => return Ok(usage(format!("cannot serve {}: {e}", game.id()))),
+    };
     // The emulator refuses what the protocol cannot carry (a `\` in a Quake III map name…).
-    if let Err(e) = game.emulated_server(&config(&a, 0, heartbeat)) {
+    if let Err(e) = emu.emulated_server(&config(&a, 0, heartbeat)) {
         return Ok(usage(format!("cannot serve {}: {e}", game.id())));
     }
     // Thousands of emulated servers need thousands of sockets.
@@ -258,7 +262,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut lines = String::new();
     for (i, socket) in (0u32..).zip(sockets) {
         let addr = socket.local_addr()?;
-        let inner = game
+        let inner = emu
             .emulated_server(&config(&a, i, heartbeat))
             .map_err(|e| anyhow::anyhow!("server {}: {e}", i + 1))?;
         lines.push_str(&format!("server {addr}\n"));
@@ -281,7 +285,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             .zip(&listed)
             .map(|(i, addr)| (*addr, config(&a, i, heartbeat)))
             .collect();
-        let list = game
+        let list = emu
             .emulated_http_list(&servers)
             .map_err(|e| anyhow::anyhow!("master: {e}"))?;
         let path = default_url
@@ -314,7 +318,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let socket: Arc<dyn Transport> =
             Arc::new(UdpTransport::bind(ml).with_context(|| format!("binding {ml}"))?);
         lines.push_str(&format!("master {}\n", socket.local_addr()?));
-        let master = game
+        let master = emu
             .emulated_master(&EmuMaster::new(listed).with_end_marker(a.eot.into()))
             .map_err(|e| anyhow::anyhow!("master: {e}"))?;
         spawn(&mut tasks, socket, master, stop_rx.clone());
@@ -372,6 +376,7 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
         .context("no game compiled in")?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let emu = emulator(&*game)?;
     let loopback: SocketAddr = "127.0.0.1:0".parse()?;
     let mut listed = Vec::new();
     let n = u32::try_from(count).unwrap_or(500);
@@ -382,7 +387,7 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
             .with_seed(u64::from(i))
             .with_password(i % 4 == 3)
             .with_gametype(Some(if i % 3 == 2 { "4" } else { "0" }.into()));
-        let service = game
+        let service = emu
             .emulated_server(&c)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         listed.push(socket.local_addr()?);
@@ -394,7 +399,7 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
     listed.push(down_socket.local_addr()?);
     let master_socket: Arc<dyn Transport> = Arc::new(UdpTransport::bind(loopback)?);
     let master_addr = master_socket.local_addr()?;
-    let master = game
+    let master = emu
         .emulated_master(&EmuMaster::new(listed))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     spawn(&mut tasks, master_socket, master, stop_rx.clone());

@@ -6,6 +6,7 @@
 //! [`Service`]s) for tests and demos. Adding a family means one crate that implements this
 //! trait plus one line in the facade's table (docs/architecture.md).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -352,34 +353,118 @@ impl EmuError {
     }
 }
 
-/// One game of a family, as the registry, the facade and the CLI see it.
-pub trait Game: Send + Sync + fmt::Debug {
+/// What the registry knows of a game before any packet: its names, family, ports and how its
+/// servers answer. A family's registry entry builds one per game and hands it out from
+/// [`Game::meta`]; [`Game`]'s naming methods read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GameMeta {
     /// The short name used on the command line and in JSON (`q3`, `et`, `doom3`…).
-    fn id(&self) -> &str;
+    pub id: Cow<'static, str>,
     /// A human title.
-    fn title(&self) -> &str;
+    pub title: Cow<'static, str>,
+    /// Other names accepted for it on the command line (qstat's type names among them).
+    pub aliases: &'static [&'static str],
+    /// The family's id (`quake3`, `idtech4`…).
+    pub family: &'static str,
+    /// Default game server port.
+    pub default_port: u16,
+    /// Default master port, for games with UDP masters.
+    pub master_port: Option<u16>,
+    /// Whether its servers echo the query's challenge (or token) in their replies: see
+    /// [`Game::echoes_challenge`].
+    pub echoes_challenge: bool,
+    /// What to tell a user whose server did not answer: see [`Game::unanswered_hint`].
+    pub unanswered_hint: Option<&'static str>,
+}
+
+impl GameMeta {
+    /// A game of `family` called `id` (`title` for humans) whose servers listen on
+    /// `default_port`; no aliases, no master port, challenges echoed, no hint.
+    pub fn new(
+        family: &'static str,
+        id: impl Into<Cow<'static, str>>,
+        title: impl Into<Cow<'static, str>>,
+        default_port: u16,
+    ) -> Self {
+        GameMeta {
+            id: id.into(),
+            title: title.into(),
+            aliases: &[],
+            family,
+            default_port,
+            master_port: None,
+            echoes_challenge: true,
+            unanswered_hint: None,
+        }
+    }
+
+    /// Sets the aliases.
+    pub fn aliases(mut self, aliases: &'static [&'static str]) -> Self {
+        self.aliases = aliases;
+        self
+    }
+
+    /// Sets the master port.
+    pub fn master_port(mut self, port: impl Into<Option<u16>>) -> Self {
+        self.master_port = port.into();
+        self
+    }
+
+    /// Sets whether servers echo the challenge.
+    pub fn echoes_challenge(mut self, echoes: bool) -> Self {
+        self.echoes_challenge = echoes;
+        self
+    }
+
+    /// Sets the hint for an unanswered query.
+    pub fn unanswered_hint(mut self, hint: impl Into<Option<&'static str>>) -> Self {
+        self.unanswered_hint = hint.into();
+        self
+    }
+}
+
+/// One game of a family, as the registry, the facade and the CLI see it: its names and ports
+/// ([`GameMeta`]), its queries and its decoder. The emulators are apart, in [`Emulate`].
+pub trait Game: Send + Sync + fmt::Debug {
+    /// The game's names, family and ports.
+    fn meta(&self) -> &GameMeta;
+    /// The short name used on the command line and in JSON (`q3`, `et`, `doom3`…).
+    fn id(&self) -> &str {
+        &self.meta().id
+    }
+    /// A human title.
+    fn title(&self) -> &str {
+        &self.meta().title
+    }
     /// Other names accepted for it on the command line (qstat's type names among them).
     fn aliases(&self) -> &[&str] {
-        &[]
+        self.meta().aliases
     }
     /// The family's id (`quake3`, `idtech4`…).
-    fn family(&self) -> &'static str;
+    fn family(&self) -> &'static str {
+        self.meta().family
+    }
     /// Default game server port.
-    fn default_port(&self) -> u16;
+    fn default_port(&self) -> u16 {
+        self.meta().default_port
+    }
     /// Default master port, for games with UDP masters.
-    fn master_port(&self) -> Option<u16>;
+    fn master_port(&self) -> Option<u16> {
+        self.meta().master_port
+    }
     /// Whether this game's servers echo the query's challenge (or token) in their replies.
     /// When they do, a reply without it is ignored (it could be forged by anyone able to send
     /// from the server's address); when they do not, it is taken and its
     /// [`ServerInfo::unverified`] is set.
     fn echoes_challenge(&self) -> bool {
-        true
+        self.meta().echoes_challenge
     }
     /// What to tell a user whose server did not answer this game's query, or sent datagrams
     /// that were no answer to it (e.g. "a Teeworlds 0.7 server? query it as `teeworlds07`");
     /// `None` to say nothing more.
     fn unanswered_hint(&self) -> Option<&'static str> {
-        None
+        self.meta().unanswered_hint
     }
     /// A query of one server.
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
@@ -394,6 +479,17 @@ pub trait Game: Send + Sync + fmt::Debug {
     fn decode_parts(&self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
         decode_list_parts(self, datagrams)
     }
+    /// The game's emulators, when its crate was built with them (the family crates'
+    /// `emulate` feature); `None` otherwise.
+    fn emulator(&self) -> Option<&dyn Emulate> {
+        None
+    }
+}
+
+/// A game's emulated server and master (`fragstat serve`, tests, benchmarks): the part of a
+/// registry entry its family crate builds only with its `emulate` feature, reached through
+/// [`Game::emulator`].
+pub trait Emulate: Game {
     /// An emulated server.
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
     /// An emulated master.
@@ -408,6 +504,18 @@ pub trait Game: Send + Sync + fmt::Debug {
         let _ = servers;
         Err(EmuError(format!("{} has no HTTP master list", self.id())))
     }
+}
+
+/// The emulators of `game`, or an [`EmuError`] naming the game when its crate was built
+/// without them.
+pub fn emulator(game: &dyn Game) -> Result<&dyn Emulate, EmuError> {
+    game.emulator().ok_or_else(|| {
+        EmuError(format!(
+            "{}: built without emulators (the {} crate's `emulate` feature)",
+            game.id(),
+            game.family()
+        ))
+    })
 }
 
 /// An HTTP response body an emulated HTTP master serves.

@@ -1,6 +1,9 @@
 //! A sans-IO emulated ETQW 1.5 server answering `getInfo` and `getInfoEx` as the game does,
 //! so that real clients (qstat `-etqws`) can be pointed at it.
 
+use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, HttpBody};
+
+use crate::registry::EtqwEntry;
 use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -187,8 +190,74 @@ impl Service for EmulatedServer {
     }
 }
 
+/// Longest name or map an emulated server takes.
+const MAX_TEXT: usize = 256;
+
+fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
+    EmuError::check_text(field, value, b"\0", MAX_TEXT, "an ETQW string")
+}
+
+impl Emulate for EtqwEntry {
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        check_text("the server name", &config.name)?;
+        check_text("the map name", &config.map)?;
+        config.check_slots(u32::from(END_OF_PLAYERS), true, "an ETQW server")?;
+        let mut c = ServerConfig::sample(
+            &config.name,
+            &config.map,
+            config.players,
+            config.max_players,
+        );
+        c.set("si_needPass", if config.password { "1" } else { "0" });
+        if let Some(gt) = &config.gametype {
+            check_text("the game rules", gt.as_bytes())?;
+            c.set("si_rules", gt);
+        }
+        let shift = u16::try_from(config.seed % 11).unwrap_or(0);
+        for p in c.players.iter_mut().filter(|p| p.bot == 0) {
+            p.ping = p.ping.saturating_add(shift);
+        }
+        c.post.time_left = c
+            .post
+            .time_left
+            .saturating_sub(u32::try_from(config.seed % 60).unwrap_or(0) * 1000);
+        EmulatedServer::new(c)
+            .map(|s| Box::new(s) as Box<dyn Service>)
+            .map_err(|e| EmuError(e.to_string()))
+    }
+
+    fn emulated_master(&self, _config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        Err(EmuError(
+            "ETQW has no UDP master: its server list is an HTTP feed of IP:port lines \
+             (`fragstat serve etqw --master` serves one)"
+                .into(),
+        ))
+    }
+
+    /// The feed: the servers' addresses, a line each.
+    fn emulated_http_list(
+        &self,
+        servers: &[(SocketAddr, EmuServer)],
+    ) -> Result<HttpBody, EmuError> {
+        let addrs: Vec<SocketAddr> = servers.iter().map(|(a, _)| *a).collect();
+        Ok(HttpBody {
+            content_type: "text/plain",
+            body: crate::feed::encode(&addrs).into_bytes(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_registry_entry_emulates_servers_not_masters() {
+        let g = EtqwEntry::new();
+        assert!(g.emulated_master(&EmuMaster::default()).is_err());
+        assert!(g.emulated_server(&EmuServer::new("x", "", 33)).is_err());
+        assert!(g.emulated_server(&EmuServer::new("x", "", 32)).is_ok());
+    }
+
     use super::*;
 
     #[test]

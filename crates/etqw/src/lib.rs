@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+#[cfg(feature = "emulate")]
 pub mod emulate;
 pub mod exchange;
 pub mod feed;

@@ -1,20 +1,15 @@
 //! ETQW in the game registry: `etqw` (qstat's `etqws`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game, GameRef, HttpBody, MasterOptions,
-    MasterQuery,
+    Ask, Decoded, Family, Game, GameMeta, GameRef, MasterOptions, MasterQuery,
 };
-use fragstat_core::service::Service;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use fragstat_idtech4::dict::hex;
-use fragstat_idtech4::END_OF_PLAYERS;
 use serde::Serialize;
 
-use crate::emulate::{EmulatedServer, ServerConfig};
 use crate::exchange::ServerExchange;
 use crate::packet::{decode, Packet};
 use crate::view::server_info;
@@ -28,7 +23,7 @@ pub const FAMILY: Family = Family {
 };
 
 fn games() -> Vec<GameRef> {
-    vec![Arc::new(EtqwEntry)]
+    vec![Arc::new(EtqwEntry::new())]
 }
 
 fn find(id: &str) -> Option<GameRef> {
@@ -36,8 +31,34 @@ fn find(id: &str) -> Option<GameRef> {
 }
 
 /// Enemy Territory: Quake Wars as a registry [`Game`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct EtqwEntry;
+#[derive(Debug, Clone)]
+pub struct EtqwEntry {
+    meta: GameMeta,
+}
+
+impl EtqwEntry {
+    /// The registry object.
+    pub fn new() -> Self {
+        // Real ETQW servers echo something other than the challenge (captures answered a zero
+        // challenge with `000000ba…` and `00000002…`): a reply whose echo is not this query's
+        // is taken on its source address and marked unverified.
+        let meta = GameMeta::new(
+            FAMILY.id,
+            "etqw",
+            "Enemy Territory: Quake Wars",
+            DEFAULT_PORT,
+        )
+        .aliases(&["etqws", "quakewars"])
+        .echoes_challenge(false);
+        EtqwEntry { meta }
+    }
+}
+
+impl Default for EtqwEntry {
+    fn default() -> Self {
+        EtqwEntry::new()
+    }
+}
 
 /// Default query port (qstat `ETQW_DEFAULT_PORT`; gamedig).
 pub const DEFAULT_PORT: u16 = 27733;
@@ -49,43 +70,9 @@ struct GetInfoFields {
     echo: String,
 }
 
-/// Longest name or map an emulated server takes.
-const MAX_TEXT: usize = 256;
-
-fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
-    EmuError::check_text(field, value, b"\0", MAX_TEXT, "an ETQW string")
-}
-
 impl Game for EtqwEntry {
-    fn id(&self) -> &str {
-        "etqw"
-    }
-
-    fn title(&self) -> &str {
-        "Enemy Territory: Quake Wars"
-    }
-
-    fn aliases(&self) -> &[&str] {
-        &["etqws", "quakewars"]
-    }
-
-    fn family(&self) -> &'static str {
-        FAMILY.id
-    }
-
-    fn default_port(&self) -> u16 {
-        DEFAULT_PORT
-    }
-
-    fn master_port(&self) -> Option<u16> {
-        None
-    }
-
-    /// Real ETQW servers echo something other than the challenge (captures answered a zero
-    /// challenge with `000000ba…` and `00000002…`): a reply whose echo is not this query's
-    /// is taken on its source address and marked unverified.
-    fn echoes_challenge(&self) -> bool {
-        false
+    fn meta(&self) -> &GameMeta {
+        &self.meta
     }
 
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
@@ -123,52 +110,9 @@ impl Game for EtqwEntry {
         })
     }
 
-    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
-        check_text("the server name", &config.name)?;
-        check_text("the map name", &config.map)?;
-        config.check_slots(u32::from(END_OF_PLAYERS), true, "an ETQW server")?;
-        let mut c = ServerConfig::sample(
-            &config.name,
-            &config.map,
-            config.players,
-            config.max_players,
-        );
-        c.set("si_needPass", if config.password { "1" } else { "0" });
-        if let Some(gt) = &config.gametype {
-            check_text("the game rules", gt.as_bytes())?;
-            c.set("si_rules", gt);
-        }
-        let shift = u16::try_from(config.seed % 11).unwrap_or(0);
-        for p in c.players.iter_mut().filter(|p| p.bot == 0) {
-            p.ping = p.ping.saturating_add(shift);
-        }
-        c.post.time_left = c
-            .post
-            .time_left
-            .saturating_sub(u32::try_from(config.seed % 60).unwrap_or(0) * 1000);
-        EmulatedServer::new(c)
-            .map(|s| Box::new(s) as Box<dyn Service>)
-            .map_err(|e| EmuError(e.to_string()))
-    }
-
-    fn emulated_master(&self, _config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        Err(EmuError(
-            "ETQW has no UDP master: its server list is an HTTP feed of IP:port lines \
-             (`fragstat serve etqw --master` serves one)"
-                .into(),
-        ))
-    }
-
-    /// The feed: the servers' addresses, a line each.
-    fn emulated_http_list(
-        &self,
-        servers: &[(SocketAddr, EmuServer)],
-    ) -> Result<HttpBody, EmuError> {
-        let addrs: Vec<SocketAddr> = servers.iter().map(|(a, _)| *a).collect();
-        Ok(HttpBody {
-            content_type: "text/plain",
-            body: crate::feed::encode(&addrs).into_bytes(),
-        })
+    #[cfg(feature = "emulate")]
+    fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
+        Some(self)
     }
 }
 
@@ -180,13 +124,10 @@ mod tests {
     fn registry_entry() {
         assert_eq!(find("ETQWS").unwrap().id(), "etqw");
         assert!(find("doom3").is_none());
-        let g = EtqwEntry;
+        let g = EtqwEntry::new();
         assert!(matches!(
             g.master_query(&MasterOptions::default()).unwrap(),
             MasterQuery::Http { default_url: Some(u), .. } if u.starts_with("http://")
         ));
-        assert!(g.emulated_master(&EmuMaster::default()).is_err());
-        assert!(g.emulated_server(&EmuServer::new("x", "", 33)).is_err());
-        assert!(g.emulated_server(&EmuServer::new("x", "", 32)).is_ok());
     }
 }

@@ -7,7 +7,7 @@ use std::future::{Future, IntoFuture};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fragstat_core::model::MasterEntry;
 use fragstat_core::registry::{GameRef, HttpList, MasterOptions, MasterQuery};
@@ -324,6 +324,7 @@ struct Answer {
 
 /// The URL to fetch for an HTTP master given as `text`: a URL as is; `HOST[:PORT]` with the
 /// standard list's scheme and path.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) fn http_url(text: &str, default_url: Option<&str>) -> Result<String, Error> {
     if text.contains("://") {
         return Ok(text.to_string());
@@ -505,7 +506,7 @@ fn spawn_http(
         let tx = tx.clone();
         let addr = url_addr(&url);
         tokio::spawn(async move {
-            let t0 = Instant::now();
+            let t0 = std::time::Instant::now();
             let body = crate::http::fetch(&http, &url, max).await;
             let rtt = t0.elapsed();
             let (result, warnings) = match body.and_then(|b| parse(&b).map_err(Error::Decode)) {

@@ -1,6 +1,9 @@
 //! Sans-IO emulated server and master, built on the encoders, answering as the engines do so
 //! that real clients (qstat) can be pointed at them.
 
+use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate};
+
+use crate::registry::Idtech4Entry;
 use crate::Encode;
 use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4};
@@ -315,8 +318,84 @@ impl Service for EmulatedMaster {
     }
 }
 
+/// Longest name or map an emulated server takes (`MAX_STRING_CHARS` is 1024).
+const MAX_TEXT: usize = 256;
+
+fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
+    EmuError::check_text(field, value, b"\0", MAX_TEXT, "an idTech 4 string")
+}
+
+impl Emulate for Idtech4Entry {
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        check_text("the server name", &config.name)?;
+        check_text("the map name", &config.map)?;
+        config.check_slots(
+            u32::from(END_OF_PLAYERS),
+            true,
+            "an idTech 4 server (MAX_ASYNC_CLIENTS)",
+        )?;
+        let mut c = ServerConfig::sample(
+            self.game(),
+            &config.name,
+            &config.map,
+            config.players,
+            config.max_players,
+        );
+        c.set("si_usepass", if config.password { "1" } else { "0" });
+        if let Some(gt) = &config.gametype {
+            check_text("the game type", gt.as_bytes())?;
+            c.set("si_gameType", gt);
+        }
+        // Vary pings between servers, deterministically.
+        let shift = i16::try_from(config.seed % 11).unwrap_or(0);
+        for p in &mut c.players {
+            p.ping = p.ping.saturating_add(shift);
+        }
+        c.heartbeats = config.heartbeats();
+        EmulatedServer::new(c)
+            .map(|s| Box::new(s) as Box<dyn Service>)
+            .map_err(|e| EmuError(e.to_string()))
+    }
+
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        let mut servers = Vec::with_capacity(config.servers.len());
+        for a in &config.servers {
+            match a {
+                SocketAddr::V4(v4) => servers.push((*v4, self.game().protocol())),
+                SocketAddr::V6(_) => {
+                    return Err(EmuError(format!(
+                        "{a}: an idTech 4 master list carries IPv4 addresses only"
+                    )))
+                }
+            }
+        }
+        Ok(Box::new(EmulatedMaster::new(self.game(), servers)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn refuses_what_the_protocol_cannot_carry() {
+        let g = Idtech4Entry::new(Idtech4Game::Doom3);
+        let err = g
+            .emulated_server(&EmuServer::new("x", "a\0b", 0))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("map name"), "{err}");
+        let err = g
+            .emulated_server(&EmuServer::new("x", "", 33))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("at most 32"), "{err}");
+        assert!(g.emulated_server(&EmuServer::new("x", "", 32)).is_ok());
+        let err = g
+            .emulated_master(&EmuMaster::new(vec!["[::1]:1".parse().unwrap()]))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("IPv4"), "{err}");
+    }
+
     use super::*;
     use fragstat_core::service::HEARTBEAT_INTERVAL;
 

@@ -5,20 +5,17 @@ use std::sync::Arc;
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game as RegistryGame, GameRef,
-    MasterOptions, MasterQuery,
+    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
 };
-use fragstat_core::service::Service;
 use fragstat_core::text::latin1;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
 use crate::dict::hex;
-use crate::emulate::{EmulatedMaster, EmulatedServer, ServerConfig};
 use crate::exchange::{MasterExchange, ServerExchange};
 use crate::game::{Idtech4Game, Protocol};
 use crate::master::GetServers;
-use crate::packet::{decode_as, Packet, END_OF_PLAYERS};
+use crate::packet::{decode_as, Packet};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
@@ -44,12 +41,16 @@ fn find(id: &str) -> Option<GameRef> {
 #[derive(Debug, Clone)]
 pub struct Idtech4Entry {
     game: Idtech4Game,
+    meta: GameMeta,
 }
 
 impl Idtech4Entry {
     /// The registry object of `game`.
     pub fn new(game: Idtech4Game) -> Self {
-        Idtech4Entry { game }
+        let meta = GameMeta::new(FAMILY.id, game.id(), game.title(), game.default_port())
+            .aliases(game.aliases())
+            .master_port(game.master_port());
+        Idtech4Entry { game, meta }
     }
 
     /// The game.
@@ -97,36 +98,9 @@ fn opt_hex(b: &[u8]) -> Option<String> {
     (!b.is_empty()).then(|| hex(b))
 }
 
-/// Longest name or map an emulated server takes (`MAX_STRING_CHARS` is 1024).
-const MAX_TEXT: usize = 256;
-
-fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
-    EmuError::check_text(field, value, b"\0", MAX_TEXT, "an idTech 4 string")
-}
-
 impl RegistryGame for Idtech4Entry {
-    fn id(&self) -> &str {
-        self.game.id()
-    }
-
-    fn title(&self) -> &str {
-        self.game.title()
-    }
-
-    fn aliases(&self) -> &[&str] {
-        self.game.aliases()
-    }
-
-    fn family(&self) -> &'static str {
-        FAMILY.id
-    }
-
-    fn default_port(&self) -> u16 {
-        self.game.default_port()
-    }
-
-    fn master_port(&self) -> Option<u16> {
-        Some(self.game.master_port())
+    fn meta(&self) -> &GameMeta {
+        &self.meta
     }
 
     fn server_query(&self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
@@ -211,50 +185,9 @@ impl RegistryGame for Idtech4Entry {
         })
     }
 
-    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
-        check_text("the server name", &config.name)?;
-        check_text("the map name", &config.map)?;
-        config.check_slots(
-            u32::from(END_OF_PLAYERS),
-            true,
-            "an idTech 4 server (MAX_ASYNC_CLIENTS)",
-        )?;
-        let mut c = ServerConfig::sample(
-            self.game,
-            &config.name,
-            &config.map,
-            config.players,
-            config.max_players,
-        );
-        c.set("si_usepass", if config.password { "1" } else { "0" });
-        if let Some(gt) = &config.gametype {
-            check_text("the game type", gt.as_bytes())?;
-            c.set("si_gameType", gt);
-        }
-        // Vary pings between servers, deterministically.
-        let shift = i16::try_from(config.seed % 11).unwrap_or(0);
-        for p in &mut c.players {
-            p.ping = p.ping.saturating_add(shift);
-        }
-        c.heartbeats = config.heartbeats();
-        EmulatedServer::new(c)
-            .map(|s| Box::new(s) as Box<dyn Service>)
-            .map_err(|e| EmuError(e.to_string()))
-    }
-
-    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        let mut servers = Vec::with_capacity(config.servers.len());
-        for a in &config.servers {
-            match a {
-                SocketAddr::V4(v4) => servers.push((*v4, self.game.protocol())),
-                SocketAddr::V6(_) => {
-                    return Err(EmuError(format!(
-                        "{a}: an idTech 4 master list carries IPv4 addresses only"
-                    )))
-                }
-            }
-        }
-        Ok(Box::new(EmulatedMaster::new(self.game, servers)))
+    #[cfg(feature = "emulate")]
+    fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
+        Some(self)
     }
 }
 
@@ -269,26 +202,5 @@ mod tests {
         assert_eq!(find("preys").unwrap().id(), "prey");
         assert!(find("q3").is_none());
         assert_eq!(games().len(), 3);
-    }
-
-    #[test]
-    fn refuses_what_the_protocol_cannot_carry() {
-        let g = Idtech4Entry::new(Idtech4Game::Doom3);
-        let err = g
-            .emulated_server(&EmuServer::new("x", "a\0b", 0))
-            .err()
-            .unwrap();
-        assert!(err.0.contains("map name"), "{err}");
-        let err = g
-            .emulated_server(&EmuServer::new("x", "", 33))
-            .err()
-            .unwrap();
-        assert!(err.0.contains("at most 32"), "{err}");
-        assert!(g.emulated_server(&EmuServer::new("x", "", 32)).is_ok());
-        let err = g
-            .emulated_master(&EmuMaster::new(vec!["[::1]:1".parse().unwrap()]))
-            .err()
-            .unwrap();
-        assert!(err.0.contains("IPv4"), "{err}");
     }
 }

@@ -9,7 +9,10 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, EndMarker};
 use fragstat_core::service::{Heartbeats, Outbox, Service};
+
+use crate::registry::Quake3Entry;
 
 use crate::game::Quake3Game;
 use crate::info::InfoString;
@@ -449,8 +452,70 @@ impl EmulatedMaster {
     }
 }
 
+/// Longest map or server name an emulated server takes (ioq3 `MAX_INFO_VALUE` is 1024).
+const MAX_TEXT: usize = 256;
+
+fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
+    EmuError::check_text(
+        field,
+        value,
+        b"\\\"\n\r\0;",
+        MAX_TEXT,
+        "a Quake III infostring",
+    )
+}
+
+impl Emulate for Quake3Entry {
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        check_text("the server name", &config.name)?;
+        check_text("the map name", &config.map)?;
+        config.check_slots(256, false, "a Quake III status reply")?;
+        let mut c = ServerConfig::sample(self.game(), &config.name, config.players);
+        if !config.map.is_empty() {
+            c.map = config.map.clone();
+        }
+        c.max_clients = config.max_players;
+        c.needpass = config.password;
+        if let Some(gt) = &config.gametype {
+            c.gametype = gt.trim().parse().map_err(|_| {
+                EmuError(format!(
+                    "game type {gt:?}: a Quake III game type is a number"
+                ))
+            })?;
+        }
+        Ok(Box::new(
+            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
+        ))
+    }
+
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        let style = match config.end_marker {
+            EndMarker::Last => EotStyle::LastPacket,
+            EndMarker::Every => EotStyle::EveryPacket,
+            EndMarker::Alternative => EotStyle::EofLast,
+            _ => EotStyle::None,
+        };
+        let protocol = self.game().protocol();
+        Ok(Box::new(EmulatedMaster::new(
+            config.servers.iter().map(|a| (*a, protocol)).collect(),
+            style,
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn refuses_unservable_text() {
+        let g = Quake3Entry::new(Quake3Game::Quake3);
+        let err = g
+            .emulated_server(&EmuServer::new("x", "a\\b", 0))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("map name"), "{err}");
+        assert!(g.emulated_server(&EmuServer::new("x", "q3dm17", 2)).is_ok());
+    }
+
     use super::*;
     use crate::packet::Heartbeat;
 

@@ -44,6 +44,17 @@ impl Quake3Game {
         }
     }
 
+    /// Other names for it on the command line: qstat's server types and short forms.
+    pub fn aliases(&self) -> &'static [&'static str] {
+        match self {
+            Quake3Game::Quake3 => &["q3a", "quake3", "q3s"],
+            Quake3Game::EnemyTerritory => &["wolfet", "woets"],
+            Quake3Game::OpenArena => &["oa", "openarenas"],
+            Quake3Game::Rtcw => &["rtcws", "rws"],
+            Quake3Game::Other(_) => &[],
+        }
+    }
+
     /// A human title.
     pub fn title(&self) -> &'static str {
         match self {

@@ -4,18 +4,15 @@ use std::sync::Arc;
 
 use fragstat_core::model::MasterEntry;
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, EndMarker, Family, Game as RegistryGame, GameRef,
-    MasterOptions, MasterQuery,
+    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
 };
-use fragstat_core::service::Service;
 use fragstat_core::text::latin1;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
-use crate::emulate::{EmulatedMaster, EmulatedServer, ServerConfig};
 use crate::exchange::{MasterExchange, Request, ServerExchange};
 use crate::game::Quake3Game;
-use crate::master::{EotStyle, GetServers, Terminator};
+use crate::master::{GetServers, Terminator};
 use crate::packet::{decode, Packet};
 use crate::view::server_info;
 
@@ -44,35 +41,27 @@ fn find(id: &str) -> Option<GameRef> {
 #[derive(Debug, Clone)]
 pub struct Quake3Entry {
     game: Quake3Game,
-    id: String,
+    meta: GameMeta,
 }
 
 impl Quake3Entry {
     /// The registry object of `game`.
     pub fn new(game: Quake3Game) -> Self {
-        Quake3Entry {
-            game,
-            id: game.id(),
-        }
+        // The named games' servers echo the challenge in both replies (id's and ioq3's
+        // `SVC_Info`/`SVC_Status`: "echo back the parameter to status. so master servers can
+        // use it as a challenge"); for a protocol named only by its number (`oob:NN`) nothing
+        // is known, so a reply without one is taken and marked unverified.
+        let meta = GameMeta::new(FAMILY.id, game.id(), game.title(), game.default_port())
+            .aliases(game.aliases())
+            .master_port(game.master_port())
+            .echoes_challenge(!matches!(game, Quake3Game::Other(_)));
+        Quake3Entry { game, meta }
     }
 
     /// The game.
     pub fn game(&self) -> Quake3Game {
         self.game
     }
-}
-
-/// Longest map or server name an emulated server takes (ioq3 `MAX_INFO_VALUE` is 1024).
-const MAX_TEXT: usize = 256;
-
-fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
-    EmuError::check_text(
-        field,
-        value,
-        b"\\\"\n\r\0;",
-        MAX_TEXT,
-        "a Quake III infostring",
-    )
 }
 
 #[derive(Debug, PartialEq, Serialize)]
@@ -122,34 +111,8 @@ fn terminator_name(t: Terminator) -> &'static str {
 }
 
 impl RegistryGame for Quake3Entry {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn title(&self) -> &str {
-        self.game.title()
-    }
-
-    fn aliases(&self) -> &[&str] {
-        match self.game {
-            Quake3Game::Quake3 => &["q3a", "quake3", "q3s"],
-            Quake3Game::EnemyTerritory => &["wolfet", "woets"],
-            Quake3Game::OpenArena => &["oa", "openarenas"],
-            Quake3Game::Rtcw => &["rtcws", "rws"],
-            _ => &[],
-        }
-    }
-
-    fn family(&self) -> &'static str {
-        FAMILY.id
-    }
-
-    fn default_port(&self) -> u16 {
-        self.game.default_port()
-    }
-
-    fn master_port(&self) -> Option<u16> {
-        Some(self.game.master_port())
+    fn meta(&self) -> &GameMeta {
+        &self.meta
     }
 
     fn server_query(
@@ -173,14 +136,6 @@ impl RegistryGame for Quake3Entry {
             .accept_unverified(!self.echoes_challenge())
             .map_output(move |reply| reply.into_server_info(game))
             .boxed()
-    }
-
-    /// The named games' servers echo the challenge in both replies (id's and ioq3's
-    /// `SVC_Info`/`SVC_Status`: "echo back the parameter to status. so master servers can use
-    /// it as a challenge"); for a protocol named only by its number (`oob:NN`) nothing is
-    /// known, so a reply without one is taken and marked unverified.
-    fn echoes_challenge(&self) -> bool {
-        !matches!(self.game, Quake3Game::Other(_))
     }
 
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
@@ -259,40 +214,9 @@ impl RegistryGame for Quake3Entry {
         })
     }
 
-    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
-        check_text("the server name", &config.name)?;
-        check_text("the map name", &config.map)?;
-        config.check_slots(256, false, "a Quake III status reply")?;
-        let mut c = ServerConfig::sample(self.game, &config.name, config.players);
-        if !config.map.is_empty() {
-            c.map = config.map.clone();
-        }
-        c.max_clients = config.max_players;
-        c.needpass = config.password;
-        if let Some(gt) = &config.gametype {
-            c.gametype = gt.trim().parse().map_err(|_| {
-                EmuError(format!(
-                    "game type {gt:?}: a Quake III game type is a number"
-                ))
-            })?;
-        }
-        Ok(Box::new(
-            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
-        ))
-    }
-
-    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        let style = match config.end_marker {
-            EndMarker::Last => EotStyle::LastPacket,
-            EndMarker::Every => EotStyle::EveryPacket,
-            EndMarker::Alternative => EotStyle::EofLast,
-            _ => EotStyle::None,
-        };
-        let protocol = self.game.protocol();
-        Ok(Box::new(EmulatedMaster::new(
-            config.servers.iter().map(|a| (*a, protocol)).collect(),
-            style,
-        )))
+    #[cfg(feature = "emulate")]
+    fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
+        Some(self)
     }
 }
 
@@ -306,16 +230,5 @@ mod tests {
         assert_eq!(find("oob:43").unwrap().id(), "oob:43");
         assert!(find("doom3").is_none());
         assert_eq!(games().len(), 4);
-    }
-
-    #[test]
-    fn refuses_unservable_text() {
-        let g = Quake3Entry::new(Quake3Game::Quake3);
-        let err = g
-            .emulated_server(&EmuServer::new("x", "a\\b", 0))
-            .err()
-            .unwrap();
-        assert!(err.0.contains("map name"), "{err}");
-        assert!(g.emulated_server(&EmuServer::new("x", "q3dm17", 2)).is_ok());
     }
 }

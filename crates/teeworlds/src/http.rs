@@ -163,6 +163,7 @@ fn has_cc(s: &str) -> bool {
 impl Info {
     /// What DDNet's master lists for a server running `c` (as DDNet's `register.cpp` sends
     /// it: the server's own view of itself).
+    #[cfg(feature = "emulate")]
     pub fn of_emulated(c: &crate::emulate::ServerConfig) -> Info {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         Info {

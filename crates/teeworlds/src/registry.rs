@@ -2,19 +2,15 @@
 //! replies accepted), `teeworlds07` (0.7 with the token handshake) and `ddnet` (the extended
 //! query and DDNet's HTTP master).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, Family, Game as RegistryGame, GameRef, HttpBody,
-    MasterOptions, MasterQuery,
+    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
 };
-use fragstat_core::service::Service;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
-use crate::emulate::{EmulatedMaster, EmulatedServer, Flavor, ServerConfig};
 use crate::exchange::{Master6, Master7, Mode, Query6, Query7};
 use crate::packet::{decode, Packet};
 use crate::seven::{self, Body};
@@ -58,14 +54,6 @@ impl TeeworldsGame {
             TeeworldsGame::Ddnet => "ddnet",
         }
     }
-
-    fn flavor(&self) -> Flavor {
-        match self {
-            TeeworldsGame::Teeworlds => Flavor::Vanilla06,
-            TeeworldsGame::Teeworlds07 => Flavor::Teeworlds07,
-            TeeworldsGame::Ddnet => Flavor::Ddnet,
-        }
-    }
 }
 
 fn games() -> Vec<GameRef> {
@@ -80,15 +68,41 @@ fn find(id: &str) -> Option<GameRef> {
 }
 
 /// A game of the family as a registry [`RegistryGame`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TeeworldsEntry {
     game: TeeworldsGame,
+    meta: GameMeta,
 }
 
 impl TeeworldsEntry {
     /// The registry object of `game`.
     pub fn new(game: TeeworldsGame) -> Self {
-        TeeworldsEntry { game }
+        let (title, aliases, master_port) = match game {
+            // teeworlds 0.6 mastersrv.h MASTERSERVER_PORT.
+            TeeworldsGame::Teeworlds => (
+                "Teeworlds 0.6",
+                &["tees", "tee", "teeworlds06", "tw"][..],
+                Some(8300),
+            ),
+            // teeworlds 0.7 mastersrv.h MASTERSERVER_PORT.
+            TeeworldsGame::Teeworlds07 => {
+                ("Teeworlds 0.7", &["tw07", "teeworlds7"][..], Some(8283))
+            }
+            // DDNet's master is HTTP.
+            TeeworldsGame::Ddnet => ("DDraceNetwork", &["ddrace", "ddracenetwork"][..], None),
+        };
+        // 0.6 (and DDNet) and 0.7 servers do not answer each other's queries.
+        let hint = match game {
+            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => {
+                "a Teeworlds 0.7 server? query it as teeworlds07"
+            }
+            TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
+        };
+        let meta = GameMeta::new(FAMILY.id, game.id(), title, 8303)
+            .aliases(aliases)
+            .master_port(master_port)
+            .unanswered_hint(hint);
+        TeeworldsEntry { game, meta }
     }
 
     /// The game.
@@ -245,52 +259,8 @@ pub(crate) fn decoded(datagram: &[u8]) -> Result<Decoded, DecodeError> {
 }
 
 impl RegistryGame for TeeworldsEntry {
-    fn id(&self) -> &str {
-        self.game.id()
-    }
-
-    fn title(&self) -> &str {
-        match self.game {
-            TeeworldsGame::Teeworlds => "Teeworlds 0.6",
-            TeeworldsGame::Teeworlds07 => "Teeworlds 0.7",
-            TeeworldsGame::Ddnet => "DDraceNetwork",
-        }
-    }
-
-    fn aliases(&self) -> &[&str] {
-        match self.game {
-            TeeworldsGame::Teeworlds => &["tees", "tee", "teeworlds06", "tw"],
-            TeeworldsGame::Teeworlds07 => &["tw07", "teeworlds7"],
-            TeeworldsGame::Ddnet => &["ddrace", "ddracenetwork"],
-        }
-    }
-
-    fn family(&self) -> &'static str {
-        FAMILY.id
-    }
-
-    /// 0.6 (and DDNet) and 0.7 servers do not answer each other's queries.
-    fn unanswered_hint(&self) -> Option<&'static str> {
-        Some(match self.game {
-            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => {
-                "a Teeworlds 0.7 server? query it as teeworlds07"
-            }
-            TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
-        })
-    }
-
-    fn default_port(&self) -> u16 {
-        8303
-    }
-
-    fn master_port(&self) -> Option<u16> {
-        match self.game {
-            // teeworlds 0.6 mastersrv.h MASTERSERVER_PORT.
-            TeeworldsGame::Teeworlds => Some(8300),
-            // teeworlds 0.7 mastersrv.h MASTERSERVER_PORT.
-            TeeworldsGame::Teeworlds07 => Some(8283),
-            TeeworldsGame::Ddnet => None,
-        }
+    fn meta(&self) -> &GameMeta {
+        &self.meta
     }
 
     fn server_query(&self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
@@ -362,91 +332,9 @@ impl RegistryGame for TeeworldsEntry {
         ))))
     }
 
-    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
-        Ok(Box::new(EmulatedServer::new(self.server_config(config)?)))
-    }
-
-    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        // DDNet's own master is HTTP ([`Self::emulated_http_list`]); the emulated UDP one is
-        // the 0.6 master DDNet used before it (read it as `teeworlds`).
-        Ok(Box::new(EmulatedMaster::new(
-            config.servers.clone(),
-            self.game == TeeworldsGame::Teeworlds07,
-        )))
-    }
-
-    /// DDNet's `servers.json`: each server with the info its emulator answers with.
-    fn emulated_http_list(
-        &self,
-        servers: &[(SocketAddr, EmuServer)],
-    ) -> Result<HttpBody, EmuError> {
-        if self.game != TeeworldsGame::Ddnet {
-            return Err(EmuError(format!(
-                "{}: the master is a UDP master (serve it without an HTTP list)",
-                self.game.id()
-            )));
-        }
-        let mut list = crate::http::List::default();
-        for (addr, config) in servers {
-            let c = self.server_config(config)?;
-            list.servers.push(crate::http::Server::new(
-                vec![format!("tw-0.6+udp://{addr}")],
-                Some("eu:de".into()),
-                &crate::http::Info::of_emulated(&c),
-            ));
-        }
-        Ok(HttpBody {
-            content_type: "application/json",
-            body: crate::http::render(&list),
-        })
-    }
-}
-
-impl TeeworldsEntry {
-    /// The emulator's configuration for `config`, or why the protocol cannot carry it.
-    fn server_config(&self, config: &EmuServer) -> Result<ServerConfig, EmuError> {
-        let flavor = self.game.flavor();
-        let limit = flavor.max_clients();
-        if config.players > limit {
-            return Err(EmuError(format!(
-                "{} clients: a {} server has at most {limit}",
-                config.players,
-                self.title()
-            )));
-        }
-        if u64::from(config.max_players) < config.players as u64 {
-            return Err(EmuError(format!(
-                "{} client slots cannot hold {} clients",
-                config.max_players, config.players
-            )));
-        }
-        for (field, v, max) in [("server name", &config.name, 63), ("map", &config.map, 31)] {
-            if v.contains(&0) || v.len() > max {
-                return Err(EmuError(format!(
-                    "the {field} must be at most {max} bytes without NUL"
-                )));
-            }
-        }
-        if config.heartbeat_to.is_some() {
-            return Err(EmuError(
-                "Teeworlds emulators do not register with masters".into(),
-            ));
-        }
-        let mut c = ServerConfig::sample(flavor, &config.name, 0);
-        if !config.map.is_empty() {
-            c.map = config.map.clone();
-        }
-        if let Some(gt) = &config.gametype {
-            if gt.contains('\0') || gt.len() > 15 {
-                return Err(EmuError("the game type must be at most 15 bytes".into()));
-            }
-            c.gametype = gt.as_bytes().to_vec();
-        }
-        c.max_clients = config.max_players;
-        c.max_players = config.max_players;
-        c.password = config.password;
-        c.set_clients(config.players, config.seed);
-        Ok(c)
+    #[cfg(feature = "emulate")]
+    fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
+        Some(self)
     }
 }
 
@@ -474,10 +362,6 @@ mod tests {
         ));
         assert!(g
             .master_query(&MasterOptions::default().with_ext(true))
-            .is_err());
-        assert!(g.emulated_server(&EmuServer::new("x", "", 129)).is_err());
-        assert!(TeeworldsEntry::new(TeeworldsGame::Teeworlds)
-            .emulated_server(&EmuServer::new("x", "", 17).with_max_players(20))
             .is_err());
     }
 }

@@ -58,14 +58,27 @@ async fn farm(servers: &[(&[u8], &str, usize)]) -> Farm {
             Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
         addrs.push(socket.local_addr().unwrap());
         let c = EmuServer::new(name.to_vec(), *map, *players).with_seed(i as u64 + 1);
-        spawn(socket, game.emulated_server(&c).unwrap());
+        spawn(
+            socket,
+            game.emulator()
+                .expect("built with emulators")
+                .emulated_server(&c)
+                .unwrap(),
+        );
     }
     let tw_game = fragstat::game("teeworlds").expect("teeworlds");
     let socket: Arc<dyn Transport> =
         Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
     let tw = socket.local_addr().unwrap();
     let c = EmuServer::new(HOSTILE_TW.as_bytes().to_vec(), "dm1", 1).with_seed(9);
-    spawn(socket, tw_game.emulated_server(&c).unwrap());
+    spawn(
+        socket,
+        tw_game
+            .emulator()
+            .expect("built with emulators")
+            .emulated_server(&c)
+            .unwrap(),
+    );
     let down = fragstat_testkit::RefusingUdp::v4();
     let mut listed = addrs.clone();
     listed.push(down.addr);
@@ -74,7 +87,10 @@ async fn farm(servers: &[(&[u8], &str, usize)]) -> Farm {
     let master = socket.local_addr().unwrap();
     spawn(
         socket,
-        game.emulated_master(&EmuMaster::new(listed)).unwrap(),
+        game.emulator()
+            .expect("built with emulators")
+            .emulated_master(&EmuMaster::new(listed))
+            .unwrap(),
     );
     Farm {
         servers: addrs,
@@ -497,9 +513,16 @@ async fn http_master_lists_ddnet_servers() {
     let server = socket.local_addr().unwrap();
     let c = EmuServer::new(b"DDNet ^1tracked".to_vec(), "Tutorial", 3).with_seed(4);
     let (stop, mut rx) = watch::channel(false);
-    tokio::spawn(run(socket, game.emulated_server(&c).unwrap(), async move {
-        let _ = rx.changed().await;
-    }));
+    tokio::spawn(run(
+        socket,
+        game.emulator()
+            .expect("built with emulators")
+            .emulated_server(&c)
+            .unwrap(),
+        async move {
+            let _ = rx.changed().await;
+        },
+    ));
     let body = serde_json::json!({"servers": [{
         "addresses": [format!("tw-0.6+udp://{server}")],
         "info": {"max_clients": 16, "max_players": 16, "passworded": false,

@@ -6,6 +6,10 @@
 //! `SVC_InfoResponse`, `SV_ShortInfoString`, `SV_MasterHeartbeat`); DarkPlaces `netconn.c`
 //! (`NetConn_BuildStatusResponse`); a real Nexuiz 2.5.2 server's replies.
 
+use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate};
+use fragstat_quake3_oob::{Quake3Entry, Quake3Game};
+
+use crate::registry::WarsowEntry;
 use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -392,8 +396,69 @@ impl Service for EmulatedServer {
     }
 }
 
+/// Longest name or map an emulated server takes (qfusion copies the name into 64 bytes for
+/// the short reply; infostring values are at most 64 characters in the Warsow docs).
+const MAX_TEXT: usize = 63;
+
+fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
+    EmuError::check_text(field, value, b"\\\"\n\r\0;", MAX_TEXT, "an infostring")
+}
+
+impl Emulate for WarsowEntry {
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        check_text("the server name", &config.name)?;
+        check_text("the map name", &config.map)?;
+        config.check_slots(256, false, "the emulator")?;
+        if config.password && !self.game().is_qfusion() {
+            return Err(EmuError(
+                "a DarkPlaces server does not say whether it needs a password".into(),
+            ));
+        }
+        let mut c = ServerConfig::sample(self.game(), &config.name, 0);
+        if let Some(gt) = &config.gametype {
+            check_text("the game type", gt.as_bytes())?;
+            if gt.is_empty() || gt.contains(':') {
+                return Err(EmuError(format!(
+                    "game type {gt:?}: a short name such as dm, ca or ctf"
+                )));
+            }
+            c.gametype = gt.as_bytes().to_vec();
+        }
+        c.map = if config.map.is_empty() {
+            default_map(self.game()).to_vec()
+        } else {
+            config.map.clone()
+        };
+        c.max_clients = config.max_players;
+        c.password = config.password;
+        c.set_players(config.players, config.seed);
+        Ok(Box::new(
+            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
+        ))
+    }
+
+    /// The Quake III master protocol with this game's protocol number: the same list.
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        Quake3Entry::new(Quake3Game::Other(self.game().protocol())).emulated_master(config)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn refuses_what_cannot_be_served() {
+        let w = WarsowEntry::new(WarsowGame::Warsow);
+        assert!(w.emulated_server(&EmuServer::new("a\\b", "", 0)).is_err());
+        assert!(w
+            .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("a:b".into())))
+            .is_err());
+        let n = WarsowEntry::new(WarsowGame::Nexuiz);
+        assert!(n
+            .emulated_server(&EmuServer::new("x", "", 0).with_password(true))
+            .is_err());
+        assert!(n.emulated_server(&EmuServer::new("x", "", 2)).is_ok());
+    }
+
     use super::*;
     use fragstat_core::service::HEARTBEAT_INTERVAL;
     use fragstat_quake3_oob::{Quake3Game as Q3Game, ServerReply};

@@ -35,6 +35,7 @@
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "emulate")]
 pub mod emulate;
 pub mod exchange;
 #[doc(hidden)]

@@ -4,16 +4,12 @@ use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, EmuError, EmuMaster, EmuServer, EndMarker, Family, Game as RegistryGame, GameRef,
-    MasterOptions, MasterQuery,
+    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
 };
-use fragstat_core::service::Service;
 use fragstat_core::{BoxError, DecodeError, Exchange};
-use fragstat_quake3_oob::emulate::EmulatedMaster;
-use fragstat_quake3_oob::{EotStyle, Quake3Entry, Quake3Game as Q3Game};
+use fragstat_quake3_oob::{Quake3Entry, Quake3Game as Q3Game};
 use serde::Serialize;
 
-use crate::emulate::{default_map, EmulatedServer, ServerConfig};
 use crate::exchange::{master_query, server_query};
 use crate::game::WarsowGame;
 use crate::packet::{decode, Packet};
@@ -39,15 +35,19 @@ fn find(id: &str) -> Option<GameRef> {
 }
 
 /// A game of the family as a registry [`RegistryGame`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct WarsowEntry {
     game: WarsowGame,
+    meta: GameMeta,
 }
 
 impl WarsowEntry {
     /// The registry object of `game`.
     pub fn new(game: WarsowGame) -> Self {
-        WarsowEntry { game }
+        let meta = GameMeta::new(FAMILY.id, game.id(), game.title(), game.default_port())
+            .aliases(game.aliases())
+            .master_port(game.master_port());
+        WarsowEntry { game, meta }
     }
 
     /// The game.
@@ -63,37 +63,9 @@ struct InfoRequestFields {
     empty: bool,
 }
 
-/// Longest name or map an emulated server takes (qfusion copies the name into 64 bytes for
-/// the short reply; infostring values are at most 64 characters in the Warsow docs).
-const MAX_TEXT: usize = 63;
-
-fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
-    EmuError::check_text(field, value, b"\\\"\n\r\0;", MAX_TEXT, "an infostring")
-}
-
 impl RegistryGame for WarsowEntry {
-    fn id(&self) -> &str {
-        self.game.id()
-    }
-
-    fn title(&self) -> &str {
-        self.game.title()
-    }
-
-    fn aliases(&self) -> &[&str] {
-        self.game.aliases()
-    }
-
-    fn family(&self) -> &'static str {
-        FAMILY.id
-    }
-
-    fn default_port(&self) -> u16 {
-        self.game.default_port()
-    }
-
-    fn master_port(&self) -> Option<u16> {
-        Some(self.game.master_port())
+    fn meta(&self) -> &GameMeta {
+        &self.meta
     }
 
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
@@ -131,50 +103,9 @@ impl RegistryGame for WarsowEntry {
         }
     }
 
-    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
-        check_text("the server name", &config.name)?;
-        check_text("the map name", &config.map)?;
-        config.check_slots(256, false, "the emulator")?;
-        if config.password && !self.game.is_qfusion() {
-            return Err(EmuError(
-                "a DarkPlaces server does not say whether it needs a password".into(),
-            ));
-        }
-        let mut c = ServerConfig::sample(self.game, &config.name, 0);
-        if let Some(gt) = &config.gametype {
-            check_text("the game type", gt.as_bytes())?;
-            if gt.is_empty() || gt.contains(':') {
-                return Err(EmuError(format!(
-                    "game type {gt:?}: a short name such as dm, ca or ctf"
-                )));
-            }
-            c.gametype = gt.as_bytes().to_vec();
-        }
-        c.map = if config.map.is_empty() {
-            default_map(self.game).to_vec()
-        } else {
-            config.map.clone()
-        };
-        c.max_clients = config.max_players;
-        c.password = config.password;
-        c.set_players(config.players, config.seed);
-        Ok(Box::new(
-            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
-        ))
-    }
-
-    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        let style = match config.end_marker {
-            EndMarker::Last => EotStyle::LastPacket,
-            EndMarker::Every => EotStyle::EveryPacket,
-            EndMarker::Alternative => EotStyle::EofLast,
-            _ => EotStyle::None,
-        };
-        let protocol = self.game.protocol();
-        Ok(Box::new(EmulatedMaster::new(
-            config.servers.iter().map(|a| (*a, protocol)).collect(),
-            style,
-        )))
+    #[cfg(feature = "emulate")]
+    fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
+        Some(self)
     }
 }
 
@@ -188,19 +119,5 @@ mod tests {
         assert_eq!(find("nexuizs").unwrap().id(), "nexuiz");
         assert_eq!(find("warfork").unwrap().default_port(), 44400);
         assert!(find("q3").is_none());
-    }
-
-    #[test]
-    fn refuses_what_cannot_be_served() {
-        let w = WarsowEntry::new(WarsowGame::Warsow);
-        assert!(w.emulated_server(&EmuServer::new("a\\b", "", 0)).is_err());
-        assert!(w
-            .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("a:b".into())))
-            .is_err());
-        let n = WarsowEntry::new(WarsowGame::Nexuiz);
-        assert!(n
-            .emulated_server(&EmuServer::new("x", "", 0).with_password(true))
-            .is_err());
-        assert!(n.emulated_server(&EmuServer::new("x", "", 2)).is_ok());
     }
 }

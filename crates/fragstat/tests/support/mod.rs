@@ -51,6 +51,8 @@ pub fn farm(game: &GameRef, n: usize, players: usize, extra: &[SocketAddr]) -> F
         let socket = bind("127.0.0.1");
         servers.push(socket.local_addr().unwrap());
         let service = game
+            .emulator()
+            .expect("built with emulators")
             .emulated_server(&EmuServer::new(format!("emu {i}"), "", players).with_seed(i as u64))
             .unwrap();
         spawn(socket, service, &stop);
@@ -61,7 +63,10 @@ pub fn farm(game: &GameRef, n: usize, players: usize, extra: &[SocketAddr]) -> F
     let master = socket.local_addr().unwrap();
     spawn(
         socket,
-        game.emulated_master(&EmuMaster::new(listed)).unwrap(),
+        game.emulator()
+            .expect("built with emulators")
+            .emulated_master(&EmuMaster::new(listed))
+            .unwrap(),
         &stop,
     );
     Farm {
@@ -78,7 +83,10 @@ pub fn master(game: &GameRef, listed: Vec<SocketAddr>) -> Farm {
     let master = socket.local_addr().unwrap();
     spawn(
         socket,
-        game.emulated_master(&EmuMaster::new(listed)).unwrap(),
+        game.emulator()
+            .expect("built with emulators")
+            .emulated_master(&EmuMaster::new(listed))
+            .unwrap(),
         &stop,
     );
     Farm {

@@ -9,6 +9,9 @@
 //! vanilla reply at 16 clients with the real count in the name; 0.7 servers answer nothing
 //! without the handshake and a token request under 512 bytes of data.
 
+use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, Game as _, HttpBody};
+
+use crate::registry::{TeeworldsEntry, TeeworldsGame};
 use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -594,106 +597,103 @@ impl Service for EmulatedMaster {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::exchange::{Master6, Master7, Mode, Query6, Query7};
-    use fragstat_core::{Exchange, Verdict};
-
-    /// Runs an exchange against a responder until it finishes.
-    fn drive<E: Exchange>(ex: &mut E, mut respond: impl FnMut(&[u8]) -> Vec<Vec<u8>>) -> E::Output {
-        for _ in 0..4 {
-            for req in ex.requests(0).unwrap() {
-                for reply in respond(&req) {
-                    match ex.on_datagram(&reply) {
-                        Verdict::Done { output, .. } => return output.unwrap(),
-                        Verdict::Advance => break,
-                        Verdict::Invalid(e) => panic!("{e}"),
-                        _ => {}
-                    }
-                }
+mod tests;
+impl TeeworldsEntry {
+    /// The emulator's configuration for `config`, or why the protocol cannot carry it.
+    pub(crate) fn server_config(&self, config: &EmuServer) -> Result<ServerConfig, EmuError> {
+        let flavor = self.game().flavor();
+        let limit = flavor.max_clients();
+        if config.players > limit {
+            return Err(EmuError(format!(
+                "{} clients: a {} server has at most {limit}",
+                config.players,
+                self.title()
+            )));
+        }
+        if u64::from(config.max_players) < config.players as u64 {
+            return Err(EmuError(format!(
+                "{} client slots cannot hold {} clients",
+                config.max_players, config.players
+            )));
+        }
+        for (field, v, max) in [("server name", &config.name, 63), ("map", &config.map, 31)] {
+            if v.contains(&0) || v.len() > max {
+                return Err(EmuError(format!(
+                    "the {field} must be at most {max} bytes without NUL"
+                )));
             }
         }
-        panic!("no answer")
-    }
-
-    const ME: &str = "127.0.0.1:5555";
-
-    #[test]
-    fn ddnet_with_many_clients_splits_and_assembles() {
-        let s = EmulatedServer::new(ServerConfig::sample(Flavor::Ddnet, b"big", 64));
-        let me: SocketAddr = ME.parse().unwrap();
-        let ext = s.extended_info(1);
-        assert!(ext.len() >= 2, "64 clients need an iex+");
-        for p in &ext {
-            assert!(p.to_bytes().unwrap().len() <= 1400);
+        if config.heartbeat_to.is_some() {
+            return Err(EmuError(
+                "Teeworlds emulators do not register with masters".into(),
+            ));
         }
-        let info = drive(&mut Query6::new(Mode::Extended), |r| s.respond(me, r));
-        assert_eq!(
-            (info.num_players, info.players.as_ref().unwrap().len()),
-            (64, 64)
-        );
-        assert_eq!(info.name.as_bytes(), b"big");
-        let legacy = drive(&mut Query6::new(Mode::Legacy64), |r| s.respond(me, r));
-        assert_eq!(legacy.players.as_ref().unwrap().len(), 64);
-        let vanilla = drive(&mut Query6::new(Mode::Vanilla), |r| s.respond(me, r));
-        assert_eq!(vanilla.name.as_bytes(), b"big [64/64]");
-        assert_eq!((vanilla.num_players, vanilla.max_players), (16, 16));
-        assert_eq!(vanilla.players.as_ref().unwrap().len(), 16);
-        let sixup = drive(&mut Query7::new(), |r| s.respond(me, r));
-        assert_eq!(sixup.version.as_deref(), Some("0.7↔0.6.4, 16.4"));
-        assert_eq!(sixup.num_players, 64);
-    }
-
-    #[test]
-    fn seven_needs_the_handshake_and_a_padded_request() {
-        let s = EmulatedServer::new(ServerConfig::sample(Flavor::Teeworlds07, b"tw7", 3));
-        let me: SocketAddr = ME.parse().unwrap();
-        let unpadded = seven::Packet::TokenRequest {
-            token: 1,
-            padded: false,
+        let mut c = ServerConfig::sample(flavor, &config.name, 0);
+        if !config.map.is_empty() {
+            c.map = config.map.clone();
         }
-        .to_bytes()
-        .unwrap();
-        assert!(s.respond(me, &unpadded).is_empty());
-        let bare = seven::Packet::Connless {
-            token: seven::TOKEN_NONE,
-            response_token: 1,
-            body: Body::GetInfo { token: 0 },
+        if let Some(gt) = &config.gametype {
+            if gt.contains('\0') || gt.len() > 15 {
+                return Err(EmuError("the game type must be at most 15 bytes".into()));
+            }
+            c.gametype = gt.as_bytes().to_vec();
         }
-        .to_bytes()
-        .unwrap();
-        assert!(s.respond(me, &bare).is_empty());
-        assert!(s
-            .respond(me, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xffgie3\x05")
-            .is_empty());
-        let info = drive(&mut Query7::new(), |r| s.respond(me, r));
-        assert_eq!((info.num_players, info.num_bots), (3, Some(1)));
+        c.max_clients = config.max_players;
+        c.max_players = config.max_players;
+        c.password = config.password;
+        c.set_clients(config.players, config.seed);
+        Ok(c)
+    }
+}
+
+impl TeeworldsGame {
+    /// The emulator of the game.
+    pub(crate) fn flavor(&self) -> Flavor {
+        match self {
+            TeeworldsGame::Teeworlds => Flavor::Vanilla06,
+            TeeworldsGame::Teeworlds07 => Flavor::Teeworlds07,
+            TeeworldsGame::Ddnet => Flavor::Ddnet,
+        }
+    }
+}
+
+impl Emulate for TeeworldsEntry {
+    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
+        Ok(Box::new(EmulatedServer::new(self.server_config(config)?)))
     }
 
-    #[test]
-    fn vanilla_answers_the_extended_request_plainly() {
-        let s = EmulatedServer::new(ServerConfig::sample(Flavor::Vanilla06, b"v", 2));
-        let me: SocketAddr = ME.parse().unwrap();
-        let info = drive(&mut Query6::new(Mode::Extended), |r| s.respond(me, r));
-        assert_eq!(info.num_players, 2);
-        assert!(s
-            .respond(me, &six::Packet::GetInfo64 { token: 1 }.to_bytes().unwrap())
-            .is_empty());
+    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
+        // DDNet's own master is HTTP ([`Self::emulated_http_list`]); the emulated UDP one is
+        // the 0.6 master DDNet used before it (read it as `teeworlds`).
+        Ok(Box::new(EmulatedMaster::new(
+            config.servers.clone(),
+            self.game() == TeeworldsGame::Teeworlds07,
+        )))
     }
 
-    #[test]
-    fn masters_list_everything() {
-        let servers: Vec<SocketAddr> = (0..200u16)
-            .map(|i| SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 8303)))
-            .chain(["[2001:db8::5]:8303".parse().unwrap()])
-            .collect();
-        let me: SocketAddr = ME.parse().unwrap();
-        let m6 = EmulatedMaster::new(servers.clone(), false);
-        let list = drive(&mut Master6::new(), |r| m6.respond(me, r));
-        assert_eq!(list.len(), 201);
-        assert_eq!(list[200].addr, servers[200]);
-        let m7 = EmulatedMaster::new(servers, true);
-        let list = drive(&mut Master7::new(), |r| m7.respond(me, r));
-        assert_eq!(list.len(), 201);
+    /// DDNet's `servers.json`: each server with the info its emulator answers with.
+    fn emulated_http_list(
+        &self,
+        servers: &[(SocketAddr, EmuServer)],
+    ) -> Result<HttpBody, EmuError> {
+        if self.game() != TeeworldsGame::Ddnet {
+            return Err(EmuError(format!(
+                "{}: the master is a UDP master (serve it without an HTTP list)",
+                self.game().id()
+            )));
+        }
+        let mut list = crate::http::List::default();
+        for (addr, config) in servers {
+            let c = self.server_config(config)?;
+            list.servers.push(crate::http::Server::new(
+                vec![format!("tw-0.6+udp://{addr}")],
+                Some("eu:de".into()),
+                &crate::http::Info::of_emulated(&c),
+            ));
+        }
+        Ok(HttpBody {
+            content_type: "application/json",
+            body: crate::http::render(&list),
+        })
     }
 }
