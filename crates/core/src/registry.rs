@@ -477,7 +477,7 @@ pub trait Game: Send + Sync + fmt::Debug {
     /// datagram is [`Game::decode`]; several must all be parts of a master's list, which are
     /// merged (each server once).
     fn decode_parts(&self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
-        decode_list_parts(self, datagrams)
+        decode_list_parts(|d| self.decode(d), datagrams)
     }
     /// The game's emulators, when its crate was built with them (the family crates'
     /// `emulate` feature); `None` otherwise.
@@ -486,10 +486,9 @@ pub trait Game: Send + Sync + fmt::Debug {
     }
 }
 
-/// A game's emulated server and master (`fragstat serve`, tests, benchmarks): the part of a
-/// registry entry its family crate builds only with its `emulate` feature, reached through
-/// [`Game::emulator`].
-pub trait Emulate: Game {
+/// A game's emulated server and master (`fragstat serve`, tests, benchmarks): what its
+/// family crate builds only with its `emulate` feature, reached through [`Game::emulator`].
+pub trait Emulate: Send + Sync {
     /// An emulated server.
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
     /// An emulated master.
@@ -502,7 +501,7 @@ pub trait Emulate: Game {
         servers: &[(SocketAddr, EmuServer)],
     ) -> Result<HttpBody, EmuError> {
         let _ = servers;
-        Err(EmuError(format!("{} has no HTTP master list", self.id())))
+        Err(EmuError("the game has no HTTP master list".into()))
     }
 }
 
@@ -516,6 +515,84 @@ pub fn emulator(game: &dyn Game) -> Result<&dyn Emulate, EmuError> {
             game.family()
         ))
     })
+}
+
+/// A game of a family as its crate describes it, usually an enum of the family's games
+/// (`Quake3Game`, `Idtech4Game`…): what [`Entry`] turns into a registry [`Game`] and
+/// [`Family::of`] into the family's list. Methods take the game by value, as a family's
+/// own code does.
+pub trait FamilyGame: Copy + Send + Sync + fmt::Debug + 'static {
+    /// The named games, in the order they are listed.
+    const ALL: &'static [Self];
+    /// The game's names, family and ports.
+    fn meta(self) -> GameMeta;
+    /// The game called `id` (or one of its aliases, case-insensitively). The default looks
+    /// among [`FamilyGame::ALL`]; a family with ids made on the fly (`oob:43`) overrides it.
+    fn parse(id: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|g| {
+            let m = g.meta();
+            m.id.eq_ignore_ascii_case(id) || m.aliases.iter().any(|a| a.eq_ignore_ascii_case(id))
+        })
+    }
+    /// A query of one server: [`Game::server_query`].
+    fn server_query(self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
+    /// A query of a master: [`Game::master_query`].
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError>;
+    /// Decodes one datagram: [`Game::decode`].
+    fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError>;
+    /// Decodes a reply in several datagrams: [`Game::decode_parts`]. The default merges the
+    /// parts of a master's list ([`decode_list_parts`]).
+    fn decode_parts(self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
+        decode_list_parts(|d| self.decode(d), datagrams)
+    }
+    /// The game's emulators: `Some(&self)` in a family crate built with its `emulate`
+    /// feature, `None` (the default) otherwise.
+    fn emulator(&self) -> Option<&dyn Emulate> {
+        None
+    }
+}
+
+/// A [`FamilyGame`] as a registry [`Game`], with its [`GameMeta`] made once.
+#[derive(Debug, Clone)]
+pub struct Entry<G> {
+    game: G,
+    meta: GameMeta,
+}
+
+impl<G: FamilyGame> Entry<G> {
+    /// The registry object of `game`.
+    pub fn new(game: G) -> Self {
+        Entry {
+            game,
+            meta: game.meta(),
+        }
+    }
+
+    /// The game.
+    pub fn game(&self) -> G {
+        self.game
+    }
+}
+
+impl<G: FamilyGame> Game for Entry<G> {
+    fn meta(&self) -> &GameMeta {
+        &self.meta
+    }
+    fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+        self.game.server_query(ask)
+    }
+    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+        self.game.master_query(options)
+    }
+    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+        self.game.decode(datagram)
+    }
+    fn decode_parts(&self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
+        self.game.decode_parts(datagrams)
+    }
+    fn emulator(&self) -> Option<&dyn Emulate> {
+        self.game.emulator()
+    }
 }
 
 /// An HTTP response body an emulated HTTP master serves.
@@ -532,8 +609,8 @@ pub type GameRef = Arc<dyn Game>;
 
 /// [`Game::decode_parts`]'s default: one datagram decoded, or the pieces of a master's list
 /// merged in order, each server once.
-pub fn decode_list_parts<G: Game + ?Sized>(
-    game: &G,
+pub fn decode_list_parts(
+    decode: impl Fn(&[u8]) -> Result<Decoded, DecodeError>,
     datagrams: &[&[u8]],
 ) -> Result<Decoded, DecodeError> {
     let Some((first, rest)) = datagrams.split_first() else {
@@ -544,12 +621,12 @@ pub fn decode_list_parts<G: Game + ?Sized>(
         });
     };
     if rest.is_empty() {
-        return game.decode(first);
+        return decode(first);
     }
     let mut all: Vec<MasterEntry> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for d in datagrams {
-        match game.decode(d)? {
+        match decode(d)? {
             Decoded::Servers { servers, .. } => {
                 all.extend(servers.into_iter().filter(|s| seen.insert(s.addr)));
             }
@@ -579,6 +656,30 @@ pub struct Family {
     pub games: fn() -> Vec<GameRef>,
     /// Finds a game by id or alias, including ids made on the fly (`oob:43`).
     pub find: fn(&str) -> Option<GameRef>,
+}
+
+impl Family {
+    /// The family `id` (`title` for humans) of the games `G`: its list is
+    /// [`FamilyGame::ALL`], found by [`FamilyGame::parse`], each an [`Entry`].
+    pub const fn of<G: FamilyGame>(id: &'static str, title: &'static str) -> Family {
+        Family {
+            id,
+            title,
+            games: games_of::<G>,
+            find: find_of::<G>,
+        }
+    }
+}
+
+fn games_of<G: FamilyGame>() -> Vec<GameRef> {
+    G::ALL
+        .iter()
+        .map(|g| Arc::new(Entry::new(*g)) as GameRef)
+        .collect()
+}
+
+fn find_of<G: FamilyGame>(id: &str) -> Option<GameRef> {
+    G::parse(id).map(|g| Arc::new(Entry::new(g)) as GameRef)
 }
 
 impl fmt::Debug for Family {

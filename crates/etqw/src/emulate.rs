@@ -3,7 +3,7 @@
 
 use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, HttpBody};
 
-use crate::registry::EtqwEntry;
+use crate::game::EtqwGame;
 use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -197,7 +197,7 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
     EmuError::check_text(field, value, b"\0", MAX_TEXT, "an ETQW string")
 }
 
-impl Emulate for EtqwEntry {
+impl Emulate for EtqwGame {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn the_registry_entry_emulates_servers_not_masters() {
-        let g = EtqwEntry::new();
+        let g = EtqwGame::Etqw;
         assert!(g.emulated_master(&EmuMaster::default()).is_err());
         assert!(g.emulated_server(&EmuServer::new("x", "", 33)).is_err());
         assert!(g.emulated_server(&EmuServer::new("x", "", 32)).is_ok());

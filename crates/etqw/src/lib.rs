@@ -35,6 +35,7 @@ pub mod exchange;
 pub mod feed;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod game;
 pub mod packet;
 pub mod registry;
 pub mod view;
@@ -43,6 +44,7 @@ pub use exchange::{Reply, ServerExchange};
 pub use fragstat_core::wire::{Encode, EncodeError};
 pub use fragstat_core::DecodeError;
 pub use fragstat_idtech4::Protocol;
+pub use game::EtqwGame;
 pub use packet::{
     decode, known_protocol, Body, ExPlayer, Extended, GetInfo, InfoPlayer, InfoResponse, KnownBody,
     Packet, PostPlayers, ServerType, PROTOCOL_1_4, PROTOCOL_1_5,

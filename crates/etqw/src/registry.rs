@@ -4,61 +4,22 @@ use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, Family, Game, GameMeta, GameRef, MasterOptions, MasterQuery,
+    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use fragstat_idtech4::dict::hex;
 use serde::Serialize;
 
 use crate::exchange::ServerExchange;
+use crate::game::EtqwGame;
 use crate::packet::{decode, Packet};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family {
-    id: "etqw",
-    title: "Enemy Territory: Quake Wars",
-    games,
-    find,
-};
+pub const FAMILY: Family = Family::of::<EtqwGame>("etqw", "Enemy Territory: Quake Wars");
 
-fn games() -> Vec<GameRef> {
-    vec![Arc::new(EtqwEntry::new())]
-}
-
-fn find(id: &str) -> Option<GameRef> {
-    fragstat_core::registry::find_in(games(), id)
-}
-
-/// Enemy Territory: Quake Wars as a registry [`Game`].
-#[derive(Debug, Clone)]
-pub struct EtqwEntry {
-    meta: GameMeta,
-}
-
-impl EtqwEntry {
-    /// The registry object.
-    pub fn new() -> Self {
-        // Real ETQW servers echo something other than the challenge (captures answered a zero
-        // challenge with `000000ba…` and `00000002…`): a reply whose echo is not this query's
-        // is taken on its source address and marked unverified.
-        let meta = GameMeta::new(
-            FAMILY.id,
-            "etqw",
-            "Enemy Territory: Quake Wars",
-            DEFAULT_PORT,
-        )
-        .aliases(&["etqws", "quakewars"])
-        .echoes_challenge(false);
-        EtqwEntry { meta }
-    }
-}
-
-impl Default for EtqwEntry {
-    fn default() -> Self {
-        EtqwEntry::new()
-    }
-}
+/// The game as a registry [`Game`](fragstat_core::registry::Game).
+pub type EtqwEntry = Entry<EtqwGame>;
 
 /// Default query port (qstat `ETQW_DEFAULT_PORT`; gamedig).
 pub const DEFAULT_PORT: u16 = 27733;
@@ -70,12 +31,24 @@ struct GetInfoFields {
     echo: String,
 }
 
-impl Game for EtqwEntry {
-    fn meta(&self) -> &GameMeta {
-        &self.meta
+impl FamilyGame for EtqwGame {
+    const ALL: &'static [Self] = &EtqwGame::ALL;
+
+    fn meta(self) -> GameMeta {
+        // Real ETQW servers echo something other than the challenge (captures answered a zero
+        // challenge with `000000ba…` and `00000002…`): a reply whose echo is not this query's
+        // is taken on its source address and marked unverified.
+        GameMeta::new(
+            FAMILY.id,
+            "etqw",
+            "Enemy Territory: Quake Wars",
+            DEFAULT_PORT,
+        )
+        .aliases(&["etqws", "quakewars"])
+        .echoes_challenge(false)
     }
 
-    fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+    fn server_query(self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
         // getInfoEx adds each player's xp, team, kills and deaths.
         ServerExchange::new(ask.players || ask.rules)
             .map_output(|r| {
@@ -86,7 +59,7 @@ impl Game for EtqwEntry {
             .boxed()
     }
 
-    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         if options.ext || options.gamename.is_some() {
             return Err("etqw: the server-list feed takes no options".into());
         }
@@ -96,7 +69,7 @@ impl Game for EtqwEntry {
         })
     }
 
-    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+    fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         Ok(match decode(datagram)? {
             Packet::InfoResponse(r) => Decoded::Server(Box::new(server_info(&r, datagram.len()))),
             Packet::GetInfo(g) => Decoded::Packet {
@@ -122,9 +95,9 @@ mod tests {
 
     #[test]
     fn registry_entry() {
-        assert_eq!(find("ETQWS").unwrap().id(), "etqw");
-        assert!(find("doom3").is_none());
-        let g = EtqwEntry::new();
+        assert_eq!((FAMILY.find)("ETQWS").unwrap().id(), "etqw");
+        assert!((FAMILY.find)("doom3").is_none());
+        let g = EtqwGame::Etqw;
         assert!(matches!(
             g.master_query(&MasterOptions::default()).unwrap(),
             MasterQuery::Http { default_url: Some(u), .. } if u.starts_with("http://")

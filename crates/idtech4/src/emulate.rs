@@ -3,7 +3,6 @@
 
 use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate};
 
-use crate::registry::Idtech4Entry;
 use crate::Encode;
 use std::collections::HashMap;
 use std::net::{SocketAddr, SocketAddrV4};
@@ -325,7 +324,7 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
     EmuError::check_text(field, value, b"\0", MAX_TEXT, "an idTech 4 string")
 }
 
-impl Emulate for Idtech4Entry {
+impl Emulate for Idtech4Game {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
@@ -335,7 +334,7 @@ impl Emulate for Idtech4Entry {
             "an idTech 4 server (MAX_ASYNC_CLIENTS)",
         )?;
         let mut c = ServerConfig::sample(
-            self.game(),
+            *self,
             &config.name,
             &config.map,
             config.players,
@@ -361,7 +360,7 @@ impl Emulate for Idtech4Entry {
         let mut servers = Vec::with_capacity(config.servers.len());
         for a in &config.servers {
             match a {
-                SocketAddr::V4(v4) => servers.push((*v4, self.game().protocol())),
+                SocketAddr::V4(v4) => servers.push((*v4, self.protocol())),
                 SocketAddr::V6(_) => {
                     return Err(EmuError(format!(
                         "{a}: an idTech 4 master list carries IPv4 addresses only"
@@ -369,7 +368,7 @@ impl Emulate for Idtech4Entry {
                 }
             }
         }
-        Ok(Box::new(EmulatedMaster::new(self.game(), servers)))
+        Ok(Box::new(EmulatedMaster::new(*self, servers)))
     }
 }
 
@@ -377,7 +376,7 @@ impl Emulate for Idtech4Entry {
 mod tests {
     #[test]
     fn refuses_what_the_protocol_cannot_carry() {
-        let g = Idtech4Entry::new(Idtech4Game::Doom3);
+        let g = Idtech4Game::Doom3;
         let err = g
             .emulated_server(&EmuServer::new("x", "a\0b", 0))
             .err()

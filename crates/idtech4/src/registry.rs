@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
+    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
@@ -19,45 +19,10 @@ use crate::packet::{decode_as, Packet};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family {
-    id: "idtech4",
-    title: "idTech 4 (Doom 3, Quake 4, Prey)",
-    games,
-    find,
-};
+pub const FAMILY: Family = Family::of::<Idtech4Game>("idtech4", "idTech 4 (Doom 3, Quake 4, Prey)");
 
-fn games() -> Vec<GameRef> {
-    Idtech4Game::ALL
-        .into_iter()
-        .map(|g| Arc::new(Idtech4Entry::new(g)) as GameRef)
-        .collect()
-}
-
-fn find(id: &str) -> Option<GameRef> {
-    fragstat_core::registry::find_in(games(), id)
-}
-
-/// An idTech 4 game as a registry [`RegistryGame`].
-#[derive(Debug, Clone)]
-pub struct Idtech4Entry {
-    game: Idtech4Game,
-    meta: GameMeta,
-}
-
-impl Idtech4Entry {
-    /// The registry object of `game`.
-    pub fn new(game: Idtech4Game) -> Self {
-        let meta = GameMeta::new(FAMILY.id, game.id(), game.title(), game.default_port())
-            .aliases(game.aliases())
-            .master_port(game.master_port());
-        Idtech4Entry { game, meta }
-    }
-
-    /// The game.
-    pub fn game(&self) -> Idtech4Game {
-        self.game
-    }
-}
+/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
+pub type Idtech4Entry = Entry<Idtech4Game>;
 
 #[derive(Debug, PartialEq, Serialize)]
 struct GetInfoFields {
@@ -98,31 +63,35 @@ fn opt_hex(b: &[u8]) -> Option<String> {
     (!b.is_empty()).then(|| hex(b))
 }
 
-impl RegistryGame for Idtech4Entry {
-    fn meta(&self) -> &GameMeta {
-        &self.meta
+impl FamilyGame for Idtech4Game {
+    const ALL: &'static [Self] = &Idtech4Game::ALL;
+
+    fn meta(self) -> GameMeta {
+        GameMeta::new(FAMILY.id, self.id(), self.title(), self.default_port())
+            .aliases(self.aliases())
+            .master_port(self.master_port())
     }
 
-    fn server_query(&self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+    fn server_query(self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
         // One getInfo carries everything: server info, players and rules.
-        let game = self.game;
+        let game = self;
         ServerExchange::new(game)
             .map_output(move |reply| server_info(game, &reply))
             .boxed()
     }
 
-    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         if options.ext {
             return Err(
                 format!("{}: the idTech 4 master has no extended request", self.id()).into(),
             );
         }
         // Protocol 0 asks for every protocol (qstat's default request).
-        let mut request = GetServers::new(self.game, 0);
+        let mut request = GetServers::new(self, 0);
         if let Some(m) = &options.gamename {
             request.game = m.as_bytes().to_vec();
         }
-        let ex = MasterExchange::new(self.game, &request)?.map_output(|list| {
+        let ex = MasterExchange::new(self, &request)?.map_output(|list| {
             list.into_iter()
                 .map(|a| MasterEntry::new(SocketAddr::V4(a)))
                 .collect()
@@ -130,8 +99,8 @@ impl RegistryGame for Idtech4Entry {
         Ok(MasterQuery::Udp(Box::new(ex)))
     }
 
-    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
-        let game = self.game;
+    fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+        let game = self;
         Ok(match decode_as(game, datagram)? {
             Packet::InfoResponse(r) => Decoded::Server(Box::new(server_info(game, &r))),
             Packet::Servers(l) => Decoded::Servers {
@@ -197,10 +166,10 @@ mod tests {
 
     #[test]
     fn finds_games_by_id_and_qstat_alias() {
-        assert_eq!(find("dm3s").unwrap().id(), "doom3");
-        assert_eq!(find("Q4S").unwrap().id(), "quake4");
-        assert_eq!(find("preys").unwrap().id(), "prey");
-        assert!(find("q3").is_none());
-        assert_eq!(games().len(), 3);
+        assert_eq!((FAMILY.find)("dm3s").unwrap().id(), "doom3");
+        assert_eq!((FAMILY.find)("Q4S").unwrap().id(), "quake4");
+        assert_eq!((FAMILY.find)("preys").unwrap().id(), "prey");
+        assert!((FAMILY.find)("q3").is_none());
+        assert_eq!((FAMILY.games)().len(), 3);
     }
 }

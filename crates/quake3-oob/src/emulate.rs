@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, EndMarker};
 use fragstat_core::service::{Heartbeats, Outbox, Service};
 
-use crate::registry::Quake3Entry;
-
 use crate::game::Quake3Game;
 use crate::info::InfoString;
 use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
@@ -465,12 +463,12 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
     )
 }
 
-impl Emulate for Quake3Entry {
+impl Emulate for Quake3Game {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
         config.check_slots(256, false, "a Quake III status reply")?;
-        let mut c = ServerConfig::sample(self.game(), &config.name, config.players);
+        let mut c = ServerConfig::sample(*self, &config.name, config.players);
         if !config.map.is_empty() {
             c.map = config.map.clone();
         }
@@ -495,7 +493,7 @@ impl Emulate for Quake3Entry {
             EndMarker::Alternative => EotStyle::EofLast,
             _ => EotStyle::None,
         };
-        let protocol = self.game().protocol();
+        let protocol = self.protocol();
         Ok(Box::new(EmulatedMaster::new(
             config.servers.iter().map(|a| (*a, protocol)).collect(),
             style,
@@ -507,7 +505,7 @@ impl Emulate for Quake3Entry {
 mod tests {
     #[test]
     fn refuses_unservable_text() {
-        let g = Quake3Entry::new(Quake3Game::Quake3);
+        let g = Quake3Game::Quake3;
         let err = g
             .emulated_server(&EmuServer::new("x", "a\\b", 0))
             .err()

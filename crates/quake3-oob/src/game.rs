@@ -55,6 +55,14 @@ impl Quake3Game {
         }
     }
 
+    /// Whether its servers echo a query's challenge: the named games' do, in both replies
+    /// (id's and ioq3's `SVC_Info`/`SVC_Status`: "echo back the parameter to status. so
+    /// master servers can use it as a challenge"); for a protocol named only by its number
+    /// (`oob:NN`) nothing is known, so a reply without one is taken and marked unverified.
+    pub fn echoes_challenge(&self) -> bool {
+        !matches!(self, Quake3Game::Other(_))
+    }
+
     /// A human title.
     pub fn title(&self) -> &'static str {
         match self {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::MasterEntry;
 use fragstat_core::registry::{
-    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
+    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
@@ -17,52 +17,13 @@ use crate::packet::{decode, Packet};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family {
-    id: "quake3",
-    title: "Quake III out-of-band (Q3A, W:ET, OpenArena, RtCW)",
-    games,
-    find,
-};
+pub const FAMILY: Family = Family::of::<Quake3Game>(
+    "quake3",
+    "Quake III out-of-band (Q3A, W:ET, OpenArena, RtCW)",
+);
 
-fn games() -> Vec<GameRef> {
-    Quake3Game::ALL
-        .into_iter()
-        .map(|g| Arc::new(Quake3Entry::new(g)) as GameRef)
-        .collect()
-}
-
-fn find(id: &str) -> Option<GameRef> {
-    id.parse::<Quake3Game>()
-        .ok()
-        .map(|g| Arc::new(Quake3Entry::new(g)) as GameRef)
-}
-
-/// A Quake III protocol game as a registry [`RegistryGame`].
-#[derive(Debug, Clone)]
-pub struct Quake3Entry {
-    game: Quake3Game,
-    meta: GameMeta,
-}
-
-impl Quake3Entry {
-    /// The registry object of `game`.
-    pub fn new(game: Quake3Game) -> Self {
-        // The named games' servers echo the challenge in both replies (id's and ioq3's
-        // `SVC_Info`/`SVC_Status`: "echo back the parameter to status. so master servers can
-        // use it as a challenge"); for a protocol named only by its number (`oob:NN`) nothing
-        // is known, so a reply without one is taken and marked unverified.
-        let meta = GameMeta::new(FAMILY.id, game.id(), game.title(), game.default_port())
-            .aliases(game.aliases())
-            .master_port(game.master_port())
-            .echoes_challenge(!matches!(game, Quake3Game::Other(_)));
-        Quake3Entry { game, meta }
-    }
-
-    /// The game.
-    pub fn game(&self) -> Quake3Game {
-        self.game
-    }
-}
+/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
+pub type Quake3Entry = Entry<Quake3Game>;
 
 #[derive(Debug, PartialEq, Serialize)]
 struct ChallengeFields {
@@ -110,13 +71,23 @@ fn terminator_name(t: Terminator) -> &'static str {
     }
 }
 
-impl RegistryGame for Quake3Entry {
-    fn meta(&self) -> &GameMeta {
-        &self.meta
+impl FamilyGame for Quake3Game {
+    const ALL: &'static [Self] = &Quake3Game::ALL;
+
+    fn meta(self) -> GameMeta {
+        GameMeta::new(FAMILY.id, self.id(), self.title(), self.default_port())
+            .aliases(self.aliases())
+            .master_port(self.master_port())
+            .echoes_challenge(self.echoes_challenge())
+    }
+
+    /// Also `oob:NN`, a protocol named by its number.
+    fn parse(id: &str) -> Option<Self> {
+        id.parse().ok()
     }
 
     fn server_query(
-        &self,
+        self,
         ask: Ask,
     ) -> Box<dyn Exchange<Output = fragstat_core::model::ServerInfo>> {
         // getstatus carries the players and every server variable, getinfo only the short
@@ -131,31 +102,31 @@ impl RegistryGame for Quake3Entry {
         } else {
             Request::Info
         };
-        let game = self.game;
+        let game = self;
         ServerExchange::new(q3)
             .accept_unverified(!self.echoes_challenge())
             .map_output(move |reply| reply.into_server_info(game))
             .boxed()
     }
 
-    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         let request = if options.ext {
             let name = options
                 .gamename
                 .clone()
-                .or_else(|| self.game.master_gamename().map(str::to_string))
+                .or_else(|| self.master_gamename().map(str::to_string))
                 .ok_or("the extended master request needs a game name for this game")?;
-            GetServers::ext(&name, self.game.protocol())
+            GetServers::ext(&name, self.protocol())
         } else {
-            self.game.getservers()
+            self.getservers()
         };
         let ex = MasterExchange::new(&request)?
             .map_output(|list| list.into_iter().map(MasterEntry::new).collect());
         Ok(MasterQuery::Udp(Box::new(ex)))
     }
 
-    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
-        let game = self.game;
+    fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+        let game = self;
         Ok(match decode(datagram)? {
             Packet::InfoResponse(i) => Decoded::Server(Box::new(server_info(game, Some(i), None))),
             Packet::StatusResponse(s) => {
@@ -226,9 +197,9 @@ mod tests {
 
     #[test]
     fn finds_games_by_id_and_alias() {
-        assert_eq!(find("OA").unwrap().id(), "openarena");
-        assert_eq!(find("oob:43").unwrap().id(), "oob:43");
-        assert!(find("doom3").is_none());
-        assert_eq!(games().len(), 4);
+        assert_eq!((FAMILY.find)("OA").unwrap().id(), "openarena");
+        assert_eq!((FAMILY.find)("oob:43").unwrap().id(), "oob:43");
+        assert!((FAMILY.find)("doom3").is_none());
+        assert_eq!((FAMILY.games)().len(), 4);
     }
 }

@@ -39,6 +39,7 @@ pub mod emulate;
 pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod game;
 pub mod http;
 pub mod packet;
 pub mod registry;
@@ -47,6 +48,7 @@ pub mod six;
 pub mod view;
 
 pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
+pub use game::TeeworldsGame;
 pub use packet::{decode, Packet};
-pub use registry::{TeeworldsEntry, TeeworldsGame, FAMILY};
+pub use registry::{TeeworldsEntry, FAMILY};
 pub use view::{PlayerExtra, ServerExtra};

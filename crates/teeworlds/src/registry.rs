@@ -6,110 +6,23 @@ use std::sync::Arc;
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
+    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
 use crate::exchange::{Master6, Master7, Mode, Query6, Query7};
+use crate::game::TeeworldsGame;
 use crate::packet::{decode, Packet};
 use crate::seven::{self, Body};
 use crate::six;
 use crate::view::{from_seven, from_six, Form};
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family {
-    id: "teeworlds",
-    title: "Teeworlds 0.6 and 0.7, DDNet",
-    games,
-    find,
-};
+pub const FAMILY: Family = Family::of::<TeeworldsGame>("teeworlds", "Teeworlds 0.6 and 0.7, DDNet");
 
-/// A game of the family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TeeworldsGame {
-    /// Teeworlds 0.6 servers (and DDNet's 0.6 side): DDNet's extended request, which vanilla
-    /// servers answer with their `inf3`; the 0.6 UDP master.
-    Teeworlds,
-    /// Teeworlds 0.7 servers (and DDNet's 0.7 side, "sixup"); the 0.7 UDP master.
-    Teeworlds07,
-    /// DDNet: the extended request; the HTTP master (`servers.json`).
-    Ddnet,
-}
-
-impl TeeworldsGame {
-    /// Every game.
-    pub const ALL: [TeeworldsGame; 3] = [
-        TeeworldsGame::Teeworlds,
-        TeeworldsGame::Teeworlds07,
-        TeeworldsGame::Ddnet,
-    ];
-
-    /// The registry id.
-    pub fn id(&self) -> &'static str {
-        match self {
-            TeeworldsGame::Teeworlds => "teeworlds",
-            TeeworldsGame::Teeworlds07 => "teeworlds07",
-            TeeworldsGame::Ddnet => "ddnet",
-        }
-    }
-}
-
-fn games() -> Vec<GameRef> {
-    TeeworldsGame::ALL
-        .into_iter()
-        .map(|g| Arc::new(TeeworldsEntry::new(g)) as GameRef)
-        .collect()
-}
-
-fn find(id: &str) -> Option<GameRef> {
-    fragstat_core::registry::find_in(games(), id)
-}
-
-/// A game of the family as a registry [`RegistryGame`].
-#[derive(Debug, Clone)]
-pub struct TeeworldsEntry {
-    game: TeeworldsGame,
-    meta: GameMeta,
-}
-
-impl TeeworldsEntry {
-    /// The registry object of `game`.
-    pub fn new(game: TeeworldsGame) -> Self {
-        let (title, aliases, master_port) = match game {
-            // teeworlds 0.6 mastersrv.h MASTERSERVER_PORT.
-            TeeworldsGame::Teeworlds => (
-                "Teeworlds 0.6",
-                &["tees", "tee", "teeworlds06", "tw"][..],
-                Some(8300),
-            ),
-            // teeworlds 0.7 mastersrv.h MASTERSERVER_PORT.
-            TeeworldsGame::Teeworlds07 => {
-                ("Teeworlds 0.7", &["tw07", "teeworlds7"][..], Some(8283))
-            }
-            // DDNet's master is HTTP.
-            TeeworldsGame::Ddnet => ("DDraceNetwork", &["ddrace", "ddracenetwork"][..], None),
-        };
-        // 0.6 (and DDNet) and 0.7 servers do not answer each other's queries.
-        let hint = match game {
-            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => {
-                "a Teeworlds 0.7 server? query it as teeworlds07"
-            }
-            TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
-        };
-        let meta = GameMeta::new(FAMILY.id, game.id(), title, 8303)
-            .aliases(aliases)
-            .master_port(master_port)
-            .unanswered_hint(hint);
-        TeeworldsEntry { game, meta }
-    }
-
-    /// The game.
-    pub fn game(&self) -> TeeworldsGame {
-        self.game
-    }
-}
+/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
+pub type TeeworldsEntry = Entry<TeeworldsGame>;
 
 #[derive(Debug, PartialEq, Serialize)]
 struct RequestFields {
@@ -258,28 +171,54 @@ pub(crate) fn decoded(datagram: &[u8]) -> Result<Decoded, DecodeError> {
     })
 }
 
-impl RegistryGame for TeeworldsEntry {
-    fn meta(&self) -> &GameMeta {
-        &self.meta
+impl FamilyGame for TeeworldsGame {
+    const ALL: &'static [Self] = &TeeworldsGame::ALL;
+
+    fn meta(self) -> GameMeta {
+        let (title, aliases, master_port) = match self {
+            // teeworlds 0.6 mastersrv.h MASTERSERVER_PORT.
+            TeeworldsGame::Teeworlds => (
+                "Teeworlds 0.6",
+                &["tees", "tee", "teeworlds06", "tw"][..],
+                Some(8300),
+            ),
+            // teeworlds 0.7 mastersrv.h MASTERSERVER_PORT.
+            TeeworldsGame::Teeworlds07 => {
+                ("Teeworlds 0.7", &["tw07", "teeworlds7"][..], Some(8283))
+            }
+            // DDNet's master is HTTP.
+            TeeworldsGame::Ddnet => ("DDraceNetwork", &["ddrace", "ddracenetwork"][..], None),
+        };
+        // 0.6 (and DDNet) and 0.7 servers do not answer each other's queries.
+        let hint = match self {
+            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => {
+                "a Teeworlds 0.7 server? query it as teeworlds07"
+            }
+            TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
+        };
+        GameMeta::new(FAMILY.id, self.id(), title, 8303)
+            .aliases(aliases)
+            .master_port(master_port)
+            .unanswered_hint(hint)
     }
 
-    fn server_query(&self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+    fn server_query(self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
         // Every reply carries the clients: nothing to ask for separately.
-        match self.game {
+        match self {
             TeeworldsGame::Teeworlds07 => Query7::new().boxed(),
             TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => Query6::new(Mode::Extended).boxed(),
         }
     }
 
-    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         if options.ext || options.gamename.is_some() {
             return Err(format!(
                 "{}: the Teeworlds masters take no extended form or game name",
-                self.game.id()
+                self.id()
             )
             .into());
         }
-        Ok(match self.game {
+        Ok(match self {
             TeeworldsGame::Teeworlds => MasterQuery::Udp(Master6::new().boxed()),
             TeeworldsGame::Teeworlds07 => MasterQuery::Udp(Master7::new().boxed()),
             TeeworldsGame::Ddnet => MasterQuery::Http {
@@ -289,13 +228,13 @@ impl RegistryGame for TeeworldsEntry {
         })
     }
 
-    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+    fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         decoded(datagram)
     }
 
     /// DDNet's extended info (`iext` + `iex+`) and legacy 64-client info (`dtsf` parts) are
     /// put together as the client does ([`crate::assemble`]); master lists merged.
-    fn decode_parts(&self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
+    fn decode_parts(self, datagrams: &[&[u8]]) -> Result<Decoded, DecodeError> {
         let mut assembly = crate::assemble::Assembly::new();
         let mut form = None;
         for d in datagrams {
@@ -312,7 +251,12 @@ impl RegistryGame for TeeworldsEntry {
                     assembly.add_legacy(i);
                     form = Some(Form::Legacy64);
                 }
-                _ => return fragstat_core::registry::decode_list_parts(self, datagrams),
+                _ => {
+                    return fragstat_core::registry::decode_list_parts(
+                        |d| self.decode(d),
+                        datagrams,
+                    )
+                }
             }
         }
         let datagram_count = assembly.datagrams();
@@ -344,15 +288,15 @@ mod tests {
 
     #[test]
     fn finds_games_by_id_and_alias() {
-        assert_eq!(find("tees").unwrap().id(), "teeworlds");
-        assert_eq!(find("DDNet").unwrap().id(), "ddnet");
-        assert_eq!(find("tw07").unwrap().master_port(), Some(8283));
-        assert!(find("q3").is_none());
+        assert_eq!((FAMILY.find)("tees").unwrap().id(), "teeworlds");
+        assert_eq!((FAMILY.find)("DDNet").unwrap().id(), "ddnet");
+        assert_eq!((FAMILY.find)("tw07").unwrap().master_port(), Some(8283));
+        assert!((FAMILY.find)("q3").is_none());
     }
 
     #[test]
     fn ddnet_lists_over_http() {
-        let g = TeeworldsEntry::new(TeeworldsGame::Ddnet);
+        let g = TeeworldsGame::Ddnet;
         assert!(matches!(
             g.master_query(&MasterOptions::default()).unwrap(),
             MasterQuery::Http {

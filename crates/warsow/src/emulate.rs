@@ -7,9 +7,8 @@
 //! (`NetConn_BuildStatusResponse`); a real Nexuiz 2.5.2 server's replies.
 
 use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate};
-use fragstat_quake3_oob::{Quake3Entry, Quake3Game};
+use fragstat_quake3_oob::Quake3Game;
 
-use crate::registry::WarsowEntry;
 use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -404,17 +403,17 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
     EmuError::check_text(field, value, b"\\\"\n\r\0;", MAX_TEXT, "an infostring")
 }
 
-impl Emulate for WarsowEntry {
+impl Emulate for WarsowGame {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
         config.check_slots(256, false, "the emulator")?;
-        if config.password && !self.game().is_qfusion() {
+        if config.password && !self.is_qfusion() {
             return Err(EmuError(
                 "a DarkPlaces server does not say whether it needs a password".into(),
             ));
         }
-        let mut c = ServerConfig::sample(self.game(), &config.name, 0);
+        let mut c = ServerConfig::sample(*self, &config.name, 0);
         if let Some(gt) = &config.gametype {
             check_text("the game type", gt.as_bytes())?;
             if gt.is_empty() || gt.contains(':') {
@@ -425,7 +424,7 @@ impl Emulate for WarsowEntry {
             c.gametype = gt.as_bytes().to_vec();
         }
         c.map = if config.map.is_empty() {
-            default_map(self.game()).to_vec()
+            default_map(*self).to_vec()
         } else {
             config.map.clone()
         };
@@ -439,7 +438,7 @@ impl Emulate for WarsowEntry {
 
     /// The Quake III master protocol with this game's protocol number: the same list.
     fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        Quake3Entry::new(Quake3Game::Other(self.game().protocol())).emulated_master(config)
+        Quake3Game::Other(self.protocol()).emulated_master(config)
     }
 }
 
@@ -447,12 +446,12 @@ impl Emulate for WarsowEntry {
 mod tests {
     #[test]
     fn refuses_what_cannot_be_served() {
-        let w = WarsowEntry::new(WarsowGame::Warsow);
+        let w = WarsowGame::Warsow;
         assert!(w.emulated_server(&EmuServer::new("a\\b", "", 0)).is_err());
         assert!(w
             .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("a:b".into())))
             .is_err());
-        let n = WarsowEntry::new(WarsowGame::Nexuiz);
+        let n = WarsowGame::Nexuiz;
         assert!(n
             .emulated_server(&EmuServer::new("x", "", 0).with_password(true))
             .is_err());

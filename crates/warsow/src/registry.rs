@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, Family, Game as RegistryGame, GameMeta, GameRef, MasterOptions, MasterQuery,
+    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::{BoxError, DecodeError, Exchange};
-use fragstat_quake3_oob::{Quake3Entry, Quake3Game as Q3Game};
+use fragstat_quake3_oob::Quake3Game as Q3Game;
 use serde::Serialize;
 
 use crate::exchange::{master_query, server_query};
@@ -16,45 +16,13 @@ use crate::packet::{decode, Packet};
 use crate::view::{adapt, short_info};
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family {
-    id: "warsow",
-    title: "qfusion and DarkPlaces on Quake III out-of-band (Warsow, Warfork, Nexuiz)",
-    games,
-    find,
-};
+pub const FAMILY: Family = Family::of::<WarsowGame>(
+    "warsow",
+    "qfusion and DarkPlaces on Quake III out-of-band (Warsow, Warfork, Nexuiz)",
+);
 
-fn games() -> Vec<GameRef> {
-    WarsowGame::ALL
-        .into_iter()
-        .map(|g| Arc::new(WarsowEntry::new(g)) as GameRef)
-        .collect()
-}
-
-fn find(id: &str) -> Option<GameRef> {
-    fragstat_core::registry::find_in(games(), id)
-}
-
-/// A game of the family as a registry [`RegistryGame`].
-#[derive(Debug, Clone)]
-pub struct WarsowEntry {
-    game: WarsowGame,
-    meta: GameMeta,
-}
-
-impl WarsowEntry {
-    /// The registry object of `game`.
-    pub fn new(game: WarsowGame) -> Self {
-        let meta = GameMeta::new(FAMILY.id, game.id(), game.title(), game.default_port())
-            .aliases(game.aliases())
-            .master_port(game.master_port());
-        WarsowEntry { game, meta }
-    }
-
-    /// The game.
-    pub fn game(&self) -> WarsowGame {
-        self.game
-    }
-}
+/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
+pub type WarsowEntry = Entry<WarsowGame>;
 
 #[derive(Debug, PartialEq, Serialize)]
 struct InfoRequestFields {
@@ -63,24 +31,28 @@ struct InfoRequestFields {
     empty: bool,
 }
 
-impl RegistryGame for WarsowEntry {
-    fn meta(&self) -> &GameMeta {
-        &self.meta
+impl FamilyGame for WarsowGame {
+    const ALL: &'static [Self] = &WarsowGame::ALL;
+
+    fn meta(self) -> GameMeta {
+        GameMeta::new(FAMILY.id, self.id(), self.title(), self.default_port())
+            .aliases(self.aliases())
+            .master_port(self.master_port())
     }
 
-    fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
-        server_query(self.game, ask.players || ask.rules)
+    fn server_query(self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+        server_query(self, ask.players || ask.rules)
     }
 
-    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         Ok(MasterQuery::Udp(master_query(
-            self.game,
+            self,
             options.ext,
             options.gamename.as_deref(),
         )?))
     }
 
-    fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+    fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
         match decode(datagram)? {
             Packet::InfoReply(i) => Ok(Decoded::Server(Box::new(short_info(&i)))),
             Packet::Info(r) => Ok(Decoded::Packet {
@@ -94,9 +66,9 @@ impl RegistryGame for WarsowEntry {
             // Everything else is a Quake III packet: decoded the same way, then read with
             // this engine's meanings.
             Packet::Oob(_) => {
-                let q3 = Quake3Entry::new(Q3Game::Other(self.game.protocol()));
+                let q3 = Q3Game::Other(self.protocol());
                 Ok(match q3.decode(datagram)? {
-                    Decoded::Server(info) => Decoded::Server(Box::new(adapt(self.game, *info))),
+                    Decoded::Server(info) => Decoded::Server(Box::new(adapt(self, *info))),
                     other => other,
                 })
             }
@@ -115,9 +87,9 @@ mod tests {
 
     #[test]
     fn finds_games_by_id_and_alias() {
-        assert_eq!(find("WARSOWS").unwrap().id(), "warsow");
-        assert_eq!(find("nexuizs").unwrap().id(), "nexuiz");
-        assert_eq!(find("warfork").unwrap().default_port(), 44400);
-        assert!(find("q3").is_none());
+        assert_eq!((FAMILY.find)("WARSOWS").unwrap().id(), "warsow");
+        assert_eq!((FAMILY.find)("nexuizs").unwrap().id(), "nexuiz");
+        assert_eq!((FAMILY.find)("warfork").unwrap().default_port(), 44400);
+        assert!((FAMILY.find)("q3").is_none());
     }
 }

@@ -9,9 +9,9 @@
 //! vanilla reply at 16 clients with the real count in the name; 0.7 servers answer nothing
 //! without the handshake and a token request under 512 bytes of data.
 
-use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, Game as _, HttpBody};
+use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, FamilyGame, HttpBody};
 
-use crate::registry::{TeeworldsEntry, TeeworldsGame};
+use crate::game::TeeworldsGame;
 use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -598,16 +598,16 @@ impl Service for EmulatedMaster {
 
 #[cfg(test)]
 mod tests;
-impl TeeworldsEntry {
+impl TeeworldsGame {
     /// The emulator's configuration for `config`, or why the protocol cannot carry it.
     pub(crate) fn server_config(&self, config: &EmuServer) -> Result<ServerConfig, EmuError> {
-        let flavor = self.game().flavor();
+        let flavor = self.flavor();
         let limit = flavor.max_clients();
         if config.players > limit {
             return Err(EmuError(format!(
                 "{} clients: a {} server has at most {limit}",
                 config.players,
-                self.title()
+                self.meta().title
             )));
         }
         if u64::from(config.max_players) < config.players as u64 {
@@ -657,7 +657,7 @@ impl TeeworldsGame {
     }
 }
 
-impl Emulate for TeeworldsEntry {
+impl Emulate for TeeworldsGame {
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         Ok(Box::new(EmulatedServer::new(self.server_config(config)?)))
     }
@@ -667,7 +667,7 @@ impl Emulate for TeeworldsEntry {
         // the 0.6 master DDNet used before it (read it as `teeworlds`).
         Ok(Box::new(EmulatedMaster::new(
             config.servers.clone(),
-            self.game() == TeeworldsGame::Teeworlds07,
+            *self == TeeworldsGame::Teeworlds07,
         )))
     }
 
@@ -676,10 +676,10 @@ impl Emulate for TeeworldsEntry {
         &self,
         servers: &[(SocketAddr, EmuServer)],
     ) -> Result<HttpBody, EmuError> {
-        if self.game() != TeeworldsGame::Ddnet {
+        if *self != TeeworldsGame::Ddnet {
             return Err(EmuError(format!(
                 "{}: the master is a UDP master (serve it without an HTTP list)",
-                self.game().id()
+                self.id()
             )));
         }
         let mut list = crate::http::List::default();

@@ -104,9 +104,9 @@ fn masters_list_everything() {
 
 #[test]
 fn the_registry_entry_refuses_more_clients_than_the_protocol_lists() {
-    let g = TeeworldsEntry::new(TeeworldsGame::Ddnet);
+    let g = TeeworldsGame::Ddnet;
     assert!(g.emulated_server(&EmuServer::new("x", "", 129)).is_err());
-    assert!(TeeworldsEntry::new(TeeworldsGame::Teeworlds)
+    assert!(TeeworldsGame::Teeworlds
         .emulated_server(&EmuServer::new("x", "", 17).with_max_players(20))
         .is_err());
 }
