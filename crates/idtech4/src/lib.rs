@@ -21,7 +21,7 @@
 //! ```
 //!
 //! Also here: the sans-IO [`ServerExchange`] and [`MasterExchange`], emulated servers and
-//! masters ([`server`]) as `fragstat_core::service::Service`s, and the registry games
+//! masters ([`emulate`]) as `fragstat_core::service::Service`s, and the registry games
 //! ([`FAMILY`]). The `client` feature (default) only turns on `fragstat-core/runtime`, so
 //! the engine can drive the exchanges; without it the crate has no tokio in its tree.
 //!

@@ -11,7 +11,7 @@
 //!
 //! Everything is sans-IO: decoders take `&[u8]` and return `Result`, exchanges
 //! ([`exchange`]) say what to send and judge replies (tokens checked), emulators
-//! ([`server`]) are [`fragstat_core::service::Service`]s. Names are UTF-8 without colour
+//! ([`emulate`]) are [`fragstat_core::service::Service`]s. Names are UTF-8 without colour
 //! codes ([`fragstat_core::model::Dialect::Plain`]).
 //!
 //! ```
