@@ -128,10 +128,7 @@ impl ServerConfig {
             challenge,
             protocol: self.protocol,
             size: None,
-            dict: Dict {
-                pairs: self.info.clone(),
-                deleted: Vec::new(),
-            },
+            dict: Dict::new(self.info.clone()),
             body: Body::Known(KnownBody {
                 players: self.players.clone(),
                 post: self.post,

@@ -48,6 +48,7 @@ pub enum Packet {
 
 /// `getInfo` / `getInfoEx`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GetInfo {
     /// `getInfoEx`: ask for the extended (per-player xp, team, kills, deaths) block too.
     pub ex: bool,
@@ -73,6 +74,7 @@ impl GetInfo {
 
 /// One player.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InfoPlayer {
     /// Client slot, 0–31; not contiguous.
     pub slot: u8,
@@ -90,6 +92,7 @@ pub struct InfoPlayer {
 
 /// What a regular or TV server adds after the game state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ServerType {
     /// Type 0: a game server.
     Regular {
@@ -109,6 +112,7 @@ pub enum ServerType {
 
 /// The block after the player list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PostPlayers {
     /// OS mask of the mod (all bits set on an unpure server).
     pub os_mask: u32,
@@ -123,9 +127,30 @@ pub struct PostPlayers {
     pub server_type: ServerType,
 }
 
+impl PostPlayers {
+    /// The block with its fields in wire order: OS mask, ranked flag, time left (ms), game
+    /// state bits, server type.
+    pub fn new(
+        os_mask: u32,
+        ranked: u8,
+        time_left: u32,
+        game_state: u8,
+        server_type: ServerType,
+    ) -> Self {
+        PostPlayers {
+            os_mask,
+            ranked,
+            time_left,
+            game_state,
+            server_type,
+        }
+    }
+}
+
 /// One entry of the `infoExResponse` extended block (as the stock game writes it; mods may
 /// change it).
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ExPlayer {
     /// Client slot.
     pub slot: u8,
@@ -141,6 +166,7 @@ pub struct ExPlayer {
 
 /// The extended block of an `infoExResponse`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Extended {
     /// Decoded with the stock layout.
     Players(Vec<ExPlayer>),
@@ -156,6 +182,7 @@ pub enum Extended {
 
 /// Everything after the dictionary, for a known protocol.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct KnownBody {
     /// Players in slot order.
     pub players: Vec<InfoPlayer>,
@@ -167,8 +194,22 @@ pub struct KnownBody {
     pub trailing: Vec<u8>,
 }
 
+impl KnownBody {
+    /// `players` and the block after them, with no extended block and no trailing bytes
+    /// (an `infoResponse`; set [`KnownBody::extended`] for an `infoExResponse`).
+    pub fn new(players: Vec<InfoPlayer>, post: PostPlayers) -> Self {
+        KnownBody {
+            players,
+            post,
+            extended: None,
+            trailing: Vec::new(),
+        }
+    }
+}
+
 /// What follows the dictionary.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Body {
     /// A known protocol.
     Known(KnownBody),
@@ -181,6 +222,7 @@ pub enum Body {
 
 /// `infoResponse` / `infoExResponse`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct InfoResponse {
     /// `infoExResponse`.
     pub ex: bool,
@@ -197,6 +239,19 @@ pub struct InfoResponse {
 }
 
 impl InfoResponse {
+    /// A reply (`infoExResponse` when `ex`) echoing `challenge`, with its size left to be
+    /// computed when encoding.
+    pub fn new(ex: bool, challenge: [u8; 8], protocol: Protocol, dict: Dict, body: Body) -> Self {
+        InfoResponse {
+            ex,
+            challenge,
+            protocol,
+            size: None,
+            dict,
+            body,
+        }
+    }
+
     /// The number of bytes after the size field in `datagram_len` bytes of this reply.
     pub fn actual_size(&self, datagram_len: usize) -> usize {
         let head = HEADER.len() + self.command().len() + 1 + 8 + 4 + 4;

@@ -20,6 +20,7 @@ use crate::packet::{Body, ExPlayer, Extended, InfoPlayer, InfoResponse, ServerTy
 
 /// The game state bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct GameState {
     /// The byte as sent.
     pub raw: u8,
@@ -51,6 +52,7 @@ impl GameState {
 
 /// The ETQW part of a record (`extra` in the JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ServerExtra {
     /// The reply was an `infoExResponse`.
     pub extended: bool,
@@ -86,6 +88,7 @@ pub struct ServerExtra {
 
 /// The ETQW part of a player (`players[].extra` in the JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PlayerExtra {
     /// Client slot (0–31).
     pub slot: u8,

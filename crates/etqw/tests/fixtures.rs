@@ -12,7 +12,10 @@ use fragstat_etqw::Encode;
 use std::path::PathBuf;
 
 use fragstat_etqw::fuzzing::check_decode;
-use fragstat_etqw::{decode, server_info, Body, Extended, Packet};
+use fragstat_etqw::{
+    decode, server_info, Body, Extended, InfoResponse, KnownBody, Packet, PostPlayers,
+};
+use fragstat_idtech4::Dict;
 
 fn cases(kind: &str) -> Vec<(PathBuf, Vec<u8>)> {
     fragstat_testkit::fixtures::datagrams("etqw", kind)
@@ -39,6 +42,38 @@ fn ok_fixtures_round_trip_byte_for_byte_and_sizes_match() {
         computed.size = None;
         assert_eq!(Packet::InfoResponse(computed).to_bytes().unwrap(), bytes);
         check_decode(&bytes);
+    }
+}
+
+/// The packet types are `#[non_exhaustive]`: a reply is built outside the crate with their
+/// constructors, and writes every real reply back byte for byte.
+#[test]
+fn replies_built_with_the_constructors_encode_like_the_fixtures() {
+    for (path, bytes) in cases("ok") {
+        let Packet::InfoResponse(r) = decode(&bytes).unwrap() else {
+            panic!()
+        };
+        let Body::Known(d) = &r.body else { panic!() };
+        let p = &d.post;
+        let post = PostPlayers::new(
+            p.os_mask,
+            p.ranked,
+            p.time_left,
+            p.game_state,
+            p.server_type,
+        );
+        let mut body = KnownBody::new(d.players.clone(), post);
+        body.extended = d.extended.clone();
+        body.trailing = d.trailing.clone();
+        let mut dict = Dict::new(r.dict.pairs.clone());
+        dict.deleted = r.dict.deleted.clone();
+        let built = InfoResponse::new(r.ex, r.challenge, r.protocol, dict, Body::Known(body));
+        assert_eq!(
+            Packet::InfoResponse(built).to_bytes().unwrap(),
+            bytes,
+            "{}",
+            path.display()
+        );
     }
 }
 

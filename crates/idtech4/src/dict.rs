@@ -12,11 +12,22 @@ use fragstat_core::EncodeError;
 
 /// A decoded dictionary: the pairs in wire order and any deleted keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Dict {
     /// The key/value pairs, raw, in wire order.
     pub pairs: Rules,
     /// Keys listed as deleted (never sent by a server answering a query; kept if one does).
     pub deleted: Vec<Vec<u8>>,
+}
+
+impl Dict {
+    /// A dictionary of `pairs` with no deleted keys (what a server answering a query sends).
+    pub fn new(pairs: Rules) -> Self {
+        Dict {
+            pairs,
+            deleted: Vec::new(),
+        }
+    }
 }
 
 /// Reads a dictionary at the reader's position.

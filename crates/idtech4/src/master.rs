@@ -23,6 +23,7 @@ use crate::EncodeError;
 
 /// `getServers`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GetServers {
     /// Protocol asked for, raw (bit 31: qstat's Quake 4 "third party" flag; 0: any).
     pub protocol: u32,
@@ -132,6 +133,7 @@ pub(crate) fn read_get_servers(
 
 /// One `servers` datagram.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerList {
     /// The servers, in order.
     pub servers: Vec<SocketAddrV4>,

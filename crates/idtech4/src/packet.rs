@@ -39,6 +39,7 @@ pub enum Packet {
 
 /// `getInfo` with its challenge.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GetInfo {
     /// The 4-byte challenge (`ReadInt`), when at least 4 bytes follow the command. A server
     /// given fewer reads −1 (dhewm3 `idBitMsg::ReadInt` past the end).
@@ -50,6 +51,7 @@ pub struct GetInfo {
 
 /// One player of an `infoResponse`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InfoPlayer {
     /// Client slot, 0–31; not contiguous.
     pub slot: u8,
@@ -65,6 +67,7 @@ pub struct InfoPlayer {
 
 /// What follows the dictionary of an `infoResponse` or Quake 4 heartbeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Body {
     /// The layout is known for this game and protocol.
     Players {
@@ -98,6 +101,7 @@ impl Default for Body {
 
 /// The server state an `infoResponse` (and a Quake 4 heartbeat) carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerState {
     /// The protocol version (`ASYNC_PROTOCOL_VERSION`).
     pub protocol: Protocol,
@@ -109,6 +113,7 @@ pub struct ServerState {
 
 /// `infoResponse`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InfoResponse {
     /// The challenge echoed.
     pub challenge: i32,
@@ -119,6 +124,7 @@ pub struct InfoResponse {
 /// `heartbeat`: a bare command from Doom 3 servers; Quake 4 servers append their state
 /// (`WriteInfo`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Heartbeat {
     /// The state sent with it, if any.
     pub state: Option<ServerState>,

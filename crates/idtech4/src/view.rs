@@ -15,6 +15,7 @@ use crate::packet::{Body, InfoPlayer, InfoResponse, Packet};
 
 /// The idTech 4 part of a record (`extra` in the JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ServerExtra {
     /// The protocol as `major.minor`.
     pub protocol: String,
@@ -34,6 +35,7 @@ pub struct ServerExtra {
 
 /// The idTech 4 part of a player (`players[].extra` in the JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PlayerExtra {
     /// Client slot (0–31).
     pub slot: u8,

@@ -64,7 +64,7 @@ impl Server {
                 info.push(k, v);
             }
             info.push("challenge", challenge.unwrap_or_default());
-            let reply = Packet::InfoResponse(InfoResponse { info })
+            let reply = Packet::InfoResponse(InfoResponse::new(info))
                 .to_bytes()
                 .unwrap();
             m.handle(now, self.addr, &reply, &mut Outbox::new());

@@ -63,6 +63,7 @@ pub enum Terminator {
 
 /// The servers in one `getserversResponse` / `getserversExtResponse` datagram.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerList {
     /// True for `getserversExtResponse`.
     pub ext: bool,
@@ -246,6 +247,7 @@ pub fn encode_server_list(
 
 /// A `getservers` / `getserversExt` request.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GetServers {
     /// `getserversExt` (dpmaster ≥ 2.0, may list IPv6).
     pub ext: bool,

@@ -48,13 +48,22 @@ pub enum Packet {
 
 /// A server's short info reply.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InfoResponse {
     /// The infostring in wire order.
     pub info: InfoString,
 }
 
+impl InfoResponse {
+    /// A reply carrying `info`.
+    pub fn new(info: InfoString) -> Self {
+        InfoResponse { info }
+    }
+}
+
 /// A server's full status reply.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StatusResponse {
     /// The serverinfo cvars in wire order.
     pub info: InfoString,
@@ -69,6 +78,7 @@ pub struct StatusResponse {
 
 /// A line of a statusResponse that is not a player line.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SkippedLine {
     /// Absolute offset of the line in the datagram.
     pub offset: usize,
@@ -78,6 +88,7 @@ pub struct SkippedLine {
 
 /// One player line: `score ping "name"` and any fields after the name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StatusPlayer {
     /// Score (frags). `None` for the two-field `ping "name"` form (Medal of Honor).
     pub score: Option<i32>,
@@ -98,6 +109,7 @@ pub struct StatusPlayer {
 
 /// `challengeResponse` arguments.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChallengeResponse {
     /// The server's challenge.
     pub challenge: Vec<u8>,
@@ -109,12 +121,18 @@ pub struct ChallengeResponse {
 
 /// A heartbeat or flatline.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Heartbeat {
     /// The heartbeat string, e.g. `QuakeArena-1`, `EnemyTerritory-1`, `ETFlatline-1`, `DarkPlaces`.
     pub name: Vec<u8>,
 }
 
 impl Heartbeat {
+    /// A heartbeat with the string `name` (`QuakeArena-1`, `ETFlatline-1`…).
+    pub fn new(name: impl Into<Vec<u8>>) -> Self {
+        Heartbeat { name: name.into() }
+    }
+
     /// True for the W:ET / RtCW shutdown messages (`ETFlatline-1`, `WolfFlatline-1`).
     pub fn is_flatline(&self) -> bool {
         self.name.ends_with(b"Flatline-1")

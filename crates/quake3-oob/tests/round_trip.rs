@@ -12,7 +12,7 @@ use fragstat_quake3_oob::Encode;
 use std::path::PathBuf;
 
 use fragstat_quake3_oob::fuzzing::check_decode;
-use fragstat_quake3_oob::{decode, Packet};
+use fragstat_quake3_oob::{decode, Heartbeat, InfoResponse, Packet};
 use serde_json::Value;
 
 /// Every `.bin` of `tests/fixtures/quake3/<kind>`, sorted, with its `.json`.
@@ -64,4 +64,26 @@ fn echoed_challenges_are_on_the_packet() {
         checked += 1;
     }
     assert!(checked >= 5, "{checked} cases echo a challenge");
+}
+
+/// The packet types are `#[non_exhaustive]`: the ones without a `Default` are built outside
+/// the crate with their constructors.
+#[test]
+fn packets_built_with_the_constructors_round_trip() {
+    let mut infos = 0;
+    for (path, bytes, _) in cases("ok") {
+        if let Ok(Packet::InfoResponse(i)) = decode(&bytes) {
+            let built = Packet::InfoResponse(InfoResponse::new(i.info.clone()));
+            assert_eq!(built, Packet::InfoResponse(i), "{}", path.display());
+            assert_eq!(built.to_bytes().unwrap(), bytes, "{}", path.display());
+            infos += 1;
+        }
+    }
+    assert!(infos > 0);
+    for name in ["QuakeArena-1", "ETFlatline-1"] {
+        let h = Heartbeat::new(name);
+        assert_eq!(h.is_flatline(), name == "ETFlatline-1");
+        let p = Packet::Heartbeat(h);
+        assert_eq!(decode(&p.to_bytes().unwrap()).unwrap(), p);
+    }
 }

@@ -37,6 +37,7 @@ pub const SCHEMES: [&str; 3] = ["tw-0.6+udp://", "ddnet+udp://", "tw-0.7+udp://"
 
 /// The whole list.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct List {
     /// The servers.
     pub servers: Vec<Server>,
@@ -45,6 +46,7 @@ pub struct List {
 /// One server of the list, with its `info` still unchecked: kept as the JSON text it was
 /// (no tree of values is built for a list of thousands), parsed into [`Info`] on its own.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Server {
     /// Its addresses as URLs (`tw-0.6+udp://IP:PORT`…).
     pub addresses: Vec<String>,
@@ -84,6 +86,7 @@ fn lenient<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
 
 /// A server's `info`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Info {
     /// Client slots.
     pub max_clients: i64,
@@ -115,6 +118,7 @@ pub struct Info {
 
 /// A server's map.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Map {
     /// Name.
     pub name: String,
@@ -136,6 +140,7 @@ pub struct Map {
 
 /// A client of a listed server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Client {
     /// Name.
     pub name: String,

@@ -55,6 +55,7 @@ pub mod server_flags {
 
 /// A client in a 0.7 info reply.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Client {
     /// Name, UTF-8.
     pub name: Vec<u8>,
@@ -70,6 +71,7 @@ pub struct Client {
 
 /// A 0.7 `inf3` reply.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Info {
     /// The browse token from the request, echoed.
     pub token: i32,

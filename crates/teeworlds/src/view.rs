@@ -15,6 +15,7 @@ use crate::{seven, six};
 
 /// What only Teeworlds says, in the record's `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ServerExtra {
     /// Which reply this came from: `0.6` (`inf3`), `0.6 extended` (DDNet `iext`/`iex+`),
     /// `0.6 legacy 64` (`dtsf`), `0.7`, `http` (DDNet's master list).
@@ -44,6 +45,7 @@ pub struct ServerExtra {
 
 /// Per-player fields, in the player's `extra`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PlayerExtra {
     /// ISO 3166-1 numeric country code, −1 for none.
     pub country: i32,

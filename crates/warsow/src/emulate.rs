@@ -364,10 +364,8 @@ impl EmulatedServer {
 
     fn heartbeat(&mut self, now: Instant, out: &mut Outbox) {
         if let Some(m) = self.heartbeats.due(now) {
-            if let Ok(b) = Oob::Heartbeat(Heartbeat {
-                name: self.config.game.heartbeat().as_bytes().to_vec(),
-            })
-            .to_bytes()
+            if let Ok(b) =
+                Oob::Heartbeat(Heartbeat::new(self.config.game.heartbeat().as_bytes())).to_bytes()
             {
                 out.push((m, b));
             }

@@ -149,6 +149,7 @@ impl MatchTime {
 
 /// One team's score from `g_match_score`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TeamScore {
     /// The team's name as the server calls it (`ALPHA`, `Red`…).
     pub team: String,

@@ -17,6 +17,7 @@ use crate::DecodeError;
 
 /// An `info` request.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InfoRequest {
     /// The protocol asked for; a server answers only its own.
     pub protocol: i32,
@@ -73,6 +74,7 @@ impl InfoRequest {
 
 /// The short info reply: its pairs, raw (padding kept), in wire order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShortInfo {
     /// The pairs as sent (values keep their padding).
     pub pairs: Rules,

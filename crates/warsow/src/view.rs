@@ -22,6 +22,7 @@ use crate::short::ShortInfo;
 
 /// What a qfusion server says about its match, in the record's `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ServerExtra {
     /// `g_match_time` parsed (`None` when not sent or empty).
     pub match_time: Option<MatchTime>,
@@ -38,6 +39,7 @@ pub struct ServerExtra {
 
 /// Per-player fields of qfusion, in the player's `extra`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PlayerExtra {
     /// Still connecting (sent with ping −9999; the ping is then left unknown).
     pub connecting: bool,
@@ -46,6 +48,7 @@ pub struct PlayerExtra {
 /// DarkPlaces' `qcstatus`: `gametype:version:…` (Nexuiz `dm:2.5.2::score!!`; Xonotic adds
 /// `P<pure>:S<slots>:F<flags>:M<modifications>` and score columns).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct QcStatus {
     /// WarsowGame type short name (`dm`, `ctf`…).
     pub gametype: String,

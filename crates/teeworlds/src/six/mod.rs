@@ -39,6 +39,7 @@ pub const MAX_SERVERS_PER_PACKET: usize = 75;
 
 /// A client (player or spectator) in a server info reply.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Client {
     /// Name, UTF-8 as sent (at most 16 bytes in vanilla).
     pub name: Vec<u8>,
@@ -56,6 +57,7 @@ pub struct Client {
 
 /// The server part of `inf3`, `iext` and `dtsf` replies, with the clients of this datagram.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Info {
     /// The echoed token: the request's byte (DDNet: `| extra_token << 8`).
     pub token: i32,
@@ -93,6 +95,7 @@ pub struct Info {
 
 /// An `iex+` reply: more clients of an extended info.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct More {
     /// The echoed token.
     pub token: i32,
