@@ -522,6 +522,10 @@ pub fn emulator(game: &dyn Game) -> Result<&dyn Emulate, EmuError> {
 /// [`Family::of`] into the family's list. Methods take the game by value, as a family's
 /// own code does.
 pub trait FamilyGame: Copy + Send + Sync + fmt::Debug + 'static {
+    /// The family's short id (`quake3`).
+    const FAMILY: &'static str;
+    /// The family's human title.
+    const FAMILY_TITLE: &'static str;
     /// The named games, in the order they are listed.
     const ALL: &'static [Self];
     /// The game's names, family and ports.
@@ -659,12 +663,12 @@ pub struct Family {
 }
 
 impl Family {
-    /// The family `id` (`title` for humans) of the games `G`: its list is
-    /// [`FamilyGame::ALL`], found by [`FamilyGame::parse`], each an [`Entry`].
-    pub const fn of<G: FamilyGame>(id: &'static str, title: &'static str) -> Family {
+    /// The family of the games `G` ([`FamilyGame::FAMILY`], [`FamilyGame::FAMILY_TITLE`]):
+    /// its list is [`FamilyGame::ALL`], found by [`FamilyGame::parse`], each an [`Entry`].
+    pub const fn of<G: FamilyGame>() -> Family {
         Family {
-            id,
-            title,
+            id: G::FAMILY,
+            title: G::FAMILY_TITLE,
             games: games_of::<G>,
             find: find_of::<G>,
         }

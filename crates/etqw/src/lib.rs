@@ -49,5 +49,5 @@ pub use packet::{
     decode, known_protocol, Body, ExPlayer, Extended, GetInfo, InfoPlayer, InfoResponse, KnownBody,
     Packet, PostPlayers, ServerType, PROTOCOL_1_4, PROTOCOL_1_5,
 };
-pub use registry::{EtqwEntry, FAMILY};
+pub use registry::FAMILY;
 pub use view::server_info;

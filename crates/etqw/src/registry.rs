@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
+    Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use fragstat_idtech4::dict::hex;
@@ -16,10 +16,7 @@ use crate::packet::{decode, Packet};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family::of::<EtqwGame>("etqw", "Enemy Territory: Quake Wars");
-
-/// The game as a registry [`Game`](fragstat_core::registry::Game).
-pub type EtqwEntry = Entry<EtqwGame>;
+pub const FAMILY: Family = Family::of::<EtqwGame>();
 
 /// Default query port (qstat `ETQW_DEFAULT_PORT`; gamedig).
 pub const DEFAULT_PORT: u16 = 27733;
@@ -32,6 +29,8 @@ struct GetInfoFields {
 }
 
 impl FamilyGame for EtqwGame {
+    const FAMILY: &'static str = "etqw";
+    const FAMILY_TITLE: &'static str = "Enemy Territory: Quake Wars";
     const ALL: &'static [Self] = &EtqwGame::ALL;
 
     fn meta(self) -> GameMeta {
@@ -39,7 +38,7 @@ impl FamilyGame for EtqwGame {
         // challenge with `000000ba…` and `00000002…`): a reply whose echo is not this query's
         // is taken on its source address and marked unverified.
         GameMeta::new(
-            FAMILY.id,
+            Self::FAMILY,
             "etqw",
             "Enemy Territory: Quake Wars",
             DEFAULT_PORT,
@@ -95,8 +94,6 @@ mod tests {
 
     #[test]
     fn registry_entry() {
-        assert_eq!((FAMILY.find)("ETQWS").unwrap().id(), "etqw");
-        assert!((FAMILY.find)("doom3").is_none());
         let g = EtqwGame::Etqw;
         assert!(matches!(
             g.master_query(&MasterOptions::default()).unwrap(),

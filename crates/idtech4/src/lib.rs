@@ -52,5 +52,5 @@ pub use packet::{
     decode, decode_as, Body, GetInfo, Heartbeat, InfoPlayer, InfoResponse, Packet, ServerState,
     END_OF_PLAYERS, HEADER,
 };
-pub use registry::{Idtech4Entry, FAMILY};
+pub use registry::FAMILY;
 pub use view::server_info;

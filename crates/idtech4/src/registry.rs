@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
+    Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
@@ -19,10 +19,7 @@ use crate::packet::{decode_as, Packet};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family::of::<Idtech4Game>("idtech4", "idTech 4 (Doom 3, Quake 4, Prey)");
-
-/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
-pub type Idtech4Entry = Entry<Idtech4Game>;
+pub const FAMILY: Family = Family::of::<Idtech4Game>();
 
 #[derive(Debug, PartialEq, Serialize)]
 struct GetInfoFields {
@@ -64,10 +61,12 @@ fn opt_hex(b: &[u8]) -> Option<String> {
 }
 
 impl FamilyGame for Idtech4Game {
+    const FAMILY: &'static str = "idtech4";
+    const FAMILY_TITLE: &'static str = "idTech 4 (Doom 3, Quake 4, Prey)";
     const ALL: &'static [Self] = &Idtech4Game::ALL;
 
     fn meta(self) -> GameMeta {
-        GameMeta::new(FAMILY.id, self.id(), self.title(), self.default_port())
+        GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
             .master_port(self.master_port())
     }
@@ -157,19 +156,5 @@ impl FamilyGame for Idtech4Game {
     #[cfg(feature = "emulate")]
     fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
         Some(self)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_games_by_id_and_qstat_alias() {
-        assert_eq!((FAMILY.find)("dm3s").unwrap().id(), "doom3");
-        assert_eq!((FAMILY.find)("Q4S").unwrap().id(), "quake4");
-        assert_eq!((FAMILY.find)("preys").unwrap().id(), "prey");
-        assert!((FAMILY.find)("q3").is_none());
-        assert_eq!((FAMILY.games)().len(), 3);
     }
 }

@@ -59,5 +59,5 @@ pub use packet::{
     decode, valid_challenge, ChallengeResponse, Heartbeat, InfoResponse, Packet, SkippedLine,
     StatusPlayer, StatusResponse, OOB_HEADER,
 };
-pub use registry::{Quake3Entry, FAMILY};
+pub use registry::FAMILY;
 pub use view::server_info;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::MasterEntry;
 use fragstat_core::registry::{
-    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
+    Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
@@ -17,13 +17,7 @@ use crate::packet::{decode, Packet};
 use crate::view::server_info;
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family::of::<Quake3Game>(
-    "quake3",
-    "Quake III out-of-band (Q3A, W:ET, OpenArena, RtCW)",
-);
-
-/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
-pub type Quake3Entry = Entry<Quake3Game>;
+pub const FAMILY: Family = Family::of::<Quake3Game>();
 
 #[derive(Debug, PartialEq, Serialize)]
 struct ChallengeFields {
@@ -72,10 +66,12 @@ fn terminator_name(t: Terminator) -> &'static str {
 }
 
 impl FamilyGame for Quake3Game {
+    const FAMILY: &'static str = "quake3";
+    const FAMILY_TITLE: &'static str = "Quake III out-of-band (Q3A, W:ET, OpenArena, RtCW)";
     const ALL: &'static [Self] = &Quake3Game::ALL;
 
     fn meta(self) -> GameMeta {
-        GameMeta::new(FAMILY.id, self.id(), self.title(), self.default_port())
+        GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
             .master_port(self.master_port())
             .echoes_challenge(self.echoes_challenge())
@@ -188,18 +184,5 @@ impl FamilyGame for Quake3Game {
     #[cfg(feature = "emulate")]
     fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
         Some(self)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_games_by_id_and_alias() {
-        assert_eq!((FAMILY.find)("OA").unwrap().id(), "openarena");
-        assert_eq!((FAMILY.find)("oob:43").unwrap().id(), "oob:43");
-        assert!((FAMILY.find)("doom3").is_none());
-        assert_eq!((FAMILY.games)().len(), 4);
     }
 }

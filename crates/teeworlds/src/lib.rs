@@ -50,5 +50,5 @@ pub mod view;
 pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
 pub use game::TeeworldsGame;
 pub use packet::{decode, Packet};
-pub use registry::{TeeworldsEntry, FAMILY};
+pub use registry::FAMILY;
 pub use view::{PlayerExtra, ServerExtra};

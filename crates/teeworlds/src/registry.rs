@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
+    Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
@@ -19,10 +19,7 @@ use crate::six;
 use crate::view::{from_seven, from_six, Form};
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family::of::<TeeworldsGame>("teeworlds", "Teeworlds 0.6 and 0.7, DDNet");
-
-/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
-pub type TeeworldsEntry = Entry<TeeworldsGame>;
+pub const FAMILY: Family = Family::of::<TeeworldsGame>();
 
 #[derive(Debug, PartialEq, Serialize)]
 struct RequestFields {
@@ -172,6 +169,8 @@ pub(crate) fn decoded(datagram: &[u8]) -> Result<Decoded, DecodeError> {
 }
 
 impl FamilyGame for TeeworldsGame {
+    const FAMILY: &'static str = "teeworlds";
+    const FAMILY_TITLE: &'static str = "Teeworlds 0.6 and 0.7, DDNet";
     const ALL: &'static [Self] = &TeeworldsGame::ALL;
 
     fn meta(self) -> GameMeta {
@@ -196,7 +195,7 @@ impl FamilyGame for TeeworldsGame {
             }
             TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
         };
-        GameMeta::new(FAMILY.id, self.id(), title, 8303)
+        GameMeta::new(Self::FAMILY, self.id(), title, 8303)
             .aliases(aliases)
             .master_port(master_port)
             .unanswered_hint(hint)
@@ -285,14 +284,6 @@ impl FamilyGame for TeeworldsGame {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_games_by_id_and_alias() {
-        assert_eq!((FAMILY.find)("tees").unwrap().id(), "teeworlds");
-        assert_eq!((FAMILY.find)("DDNet").unwrap().id(), "ddnet");
-        assert_eq!((FAMILY.find)("tw07").unwrap().master_port(), Some(8283));
-        assert!((FAMILY.find)("q3").is_none());
-    }
 
     #[test]
     fn ddnet_lists_over_http() {

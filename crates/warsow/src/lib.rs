@@ -51,6 +51,6 @@ pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
 pub use game::WarsowGame;
 pub use matchstate::{MatchTime, TeamScore};
 pub use packet::{decode, Packet};
-pub use registry::{WarsowEntry, FAMILY};
+pub use registry::FAMILY;
 pub use short::{InfoRequest, ShortInfo};
 pub use view::{adapt, PlayerExtra, QcStatus, ServerExtra};

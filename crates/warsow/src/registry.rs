@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
-    Ask, Decoded, Entry, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
+    Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::{BoxError, DecodeError, Exchange};
 use fragstat_quake3_oob::Quake3Game as Q3Game;
@@ -16,13 +16,7 @@ use crate::packet::{decode, Packet};
 use crate::view::{adapt, short_info};
 
 /// The family as the facade registers it.
-pub const FAMILY: Family = Family::of::<WarsowGame>(
-    "warsow",
-    "qfusion and DarkPlaces on Quake III out-of-band (Warsow, Warfork, Nexuiz)",
-);
-
-/// A game of the family as a registry [`Game`](fragstat_core::registry::Game).
-pub type WarsowEntry = Entry<WarsowGame>;
+pub const FAMILY: Family = Family::of::<WarsowGame>();
 
 #[derive(Debug, PartialEq, Serialize)]
 struct InfoRequestFields {
@@ -32,10 +26,13 @@ struct InfoRequestFields {
 }
 
 impl FamilyGame for WarsowGame {
+    const FAMILY: &'static str = "warsow";
+    const FAMILY_TITLE: &'static str =
+        "qfusion and DarkPlaces on Quake III out-of-band (Warsow, Warfork, Nexuiz)";
     const ALL: &'static [Self] = &WarsowGame::ALL;
 
     fn meta(self) -> GameMeta {
-        GameMeta::new(FAMILY.id, self.id(), self.title(), self.default_port())
+        GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
             .master_port(self.master_port())
     }
@@ -78,18 +75,5 @@ impl FamilyGame for WarsowGame {
     #[cfg(feature = "emulate")]
     fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
         Some(self)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_games_by_id_and_alias() {
-        assert_eq!((FAMILY.find)("WARSOWS").unwrap().id(), "warsow");
-        assert_eq!((FAMILY.find)("nexuizs").unwrap().id(), "nexuiz");
-        assert_eq!((FAMILY.find)("warfork").unwrap().default_port(), 44400);
-        assert!((FAMILY.find)("q3").is_none());
     }
 }
