@@ -78,7 +78,7 @@ impl ServerConfig {
                 } else {
                     u16::try_from(30 + 9 * n).unwrap_or(u16::MAX)
                 },
-                name: format!("^{}InfoPlayer^7{}", n % 7 + 1, n + 1).into_bytes(),
+                name: format!("^{}Player^7{}", n % 7 + 1, n + 1).into_bytes(),
                 clan_position: u8::from(i % 4 == 3),
                 clan: if i % 3 == 2 {
                     b"^1fs^7".to_vec()

@@ -92,7 +92,7 @@ impl ServerConfig {
                     slot: u8::try_from(slot).unwrap_or(0),
                     ping: i16::try_from(20 + 7 * n).unwrap_or(i16::MAX),
                     rate: if i % 2 == 0 { 25600 } else { 16000 },
-                    name: format!("^{}InfoPlayer^7{}", n % 7 + 1, n + 1).into_bytes(),
+                    name: format!("^{}Player^7{}", n % 7 + 1, n + 1).into_bytes(),
                     clan: (game == Idtech4Game::Quake4).then(|| {
                         if i % 3 == 0 {
                             Vec::new()

@@ -1,10 +1,11 @@
 //! The idTech 4 server query protocol: Doom 3, Quake 4 and Prey servers and their masters.
 //!
-//! The codec is sans-IO: [`decode`] turns a datagram into a [`Packet`] for a given [`Idtech4Game`],
-//! [`Packet::encode`] turns one back into bytes. The reply does not describe its own player
-//! layout, so the game is always an argument and the layout is chosen by game and protocol
-//! version ([`Idtech4Game::layout`]); an unknown pair leaves the player block undecoded (and the
-//! shared record says so in its warnings) rather than guessing.
+//! The codec is sans-IO: [`decode`] turns a datagram into a [`Packet`], [`Packet::encode`]
+//! turns one back into bytes. The reply does not describe its own player layout; its
+//! protocol major names the game ([`Idtech4Game::of_protocol`]), whose layout [`decode`]
+//! uses. [`decode_as`] reads a datagram as one game's own client does: the layout is chosen
+//! by game and protocol version ([`Idtech4Game::layout`]), and an unknown pair leaves the
+//! player block undecoded (the shared record says so in its warnings) rather than guessing.
 //!
 //! ```
 //! use fragstat_idtech4::{decode_as, Body, Idtech4Game, Packet};
@@ -21,8 +22,8 @@
 //! ```
 //!
 //! Also here: the sans-IO [`ServerExchange`] and [`MasterExchange`], emulated servers and
-//! masters ([`emulate`], with the `emulate` feature) as `fragstat_core::service::Service`s, and the registry games
-//! ([`FAMILY`]). The `client` feature (default) only turns on `fragstat-core/runtime`, so
+//! masters ([`emulate`], with the `emulate` feature, default) as
+//! `fragstat_core::service::Service`s, and the registry games ([`FAMILY`]). The `client` feature (default) only turns on `fragstat-core/runtime`, so
 //! the engine can drive the exchanges; without it the crate has no tokio in its tree.
 //!
 //! What this crate does not do: connect to a server, rcon, Wolfenstein (2009)'s bit-packed

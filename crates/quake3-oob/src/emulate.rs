@@ -68,7 +68,7 @@ impl ServerConfig {
                 .map(|i| {
                     let n = i32::try_from(i).unwrap_or(i32::MAX);
                     EmuPlayer {
-                        name: format!("^{}StatusPlayer^7{}", n % 8 + 1, n + 1).into_bytes(),
+                        name: format!("^{}Player^7{}", n % 8 + 1, n + 1).into_bytes(),
                         score: 30 - n * 3,
                         ping: if i % 2 == 1 { 0 } else { 20 + n },
                         bot: i % 2 == 1,

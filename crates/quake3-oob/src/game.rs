@@ -229,7 +229,7 @@ pub mod keys {
     pub const NAME: &[&str] = &["sv_hostname", "hostname"];
     /// Map.
     pub const MAP: &[&str] = &["mapname"];
-    /// Quake3Game type.
+    /// Game type.
     pub const GAMETYPE: &[&str] = &["g_gametype", "gametype"];
     /// Maximum clients. statusResponse has the full `sv_maxclients`; infoResponse subtracts private slots.
     pub const MAX_PLAYERS: &[&str] = &["sv_maxclients"];

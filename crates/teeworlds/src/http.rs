@@ -94,7 +94,7 @@ pub struct Info {
     pub max_players: i64,
     /// A password is needed.
     pub passworded: bool,
-    /// TeeworldsGame type.
+    /// Game type.
     pub game_type: String,
     /// Server name.
     pub name: String,

@@ -11,8 +11,10 @@
 //!
 //! Everything is sans-IO: decoders take `&[u8]` and return `Result`, exchanges
 //! ([`exchange`]) say what to send and judge replies (tokens checked), emulators
-//! ([`emulate`], with the `emulate` feature) are [`fragstat_core::service::Service`]s. Names are UTF-8 without colour
-//! codes ([`fragstat_core::model::Dialect::Plain`]).
+//! ([`emulate`], with the `emulate` feature, default) are
+//! [`fragstat_core::service::Service`]s. The codec is [`packet`]: [`decode`] reads any
+//! datagram of the family, 0.6 or 0.7. Names are UTF-8 without colour codes
+//! ([`fragstat_core::model::Dialect::Plain`]).
 //!
 //! ```
 //! use fragstat_teeworlds::exchange::{Mode, Query6};

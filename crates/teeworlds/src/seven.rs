@@ -83,7 +83,7 @@ pub struct Info {
     pub hostname: Vec<u8>,
     /// Map.
     pub map: Vec<u8>,
-    /// TeeworldsGame type.
+    /// Game type.
     pub gametype: Vec<u8>,
     /// Flags: 1 password, 2 time scores.
     pub flags: i32,

@@ -46,7 +46,7 @@ pub struct ServerConfig {
     pub hostname: Vec<u8>,
     /// Map.
     pub map: Vec<u8>,
-    /// WarsowGame type name (`ca`, `dm`…).
+    /// Game type name (`ca`, `dm`…).
     pub gametype: Vec<u8>,
     /// Slots.
     pub max_clients: u32,

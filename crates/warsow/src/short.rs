@@ -237,7 +237,7 @@ impl ShortInfo {
         self.get("m").map(trimmed)
     }
 
-    /// WarsowGame type (`g`), padding removed.
+    /// Game type (`g`), padding removed.
     pub fn gametype(&self) -> Option<&[u8]> {
         self.get("g").map(trimmed)
     }

@@ -50,9 +50,9 @@ pub struct PlayerExtra {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct QcStatus {
-    /// WarsowGame type short name (`dm`, `ctf`…).
+    /// Game type short name (`dm`, `ctf`…).
     pub gametype: String,
-    /// WarsowGame version (`2.5.2`).
+    /// Game version (`2.5.2`).
     pub version: String,
     /// Everything after the version, raw.
     pub rest: String,

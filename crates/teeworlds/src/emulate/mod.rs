@@ -78,7 +78,7 @@ pub struct ServerConfig {
     pub map_crc: u32,
     /// Map size (DDNet extended).
     pub map_size: u32,
-    /// TeeworldsGame type.
+    /// Game type.
     pub gametype: Vec<u8>,
     /// Version string (the 0.7 side of DDNet prefixes `0.7↔`).
     pub version: Vec<u8>,

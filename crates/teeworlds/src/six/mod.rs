@@ -71,7 +71,7 @@ pub struct Info {
     pub map_crc: Option<i32>,
     /// Map size in bytes (`iext` only).
     pub map_size: Option<i32>,
-    /// TeeworldsGame type (`DM`, `CTF`, `DDraceNetwork`…).
+    /// Game type (`DM`, `CTF`, `DDraceNetwork`…).
     pub gametype: Vec<u8>,
     /// Flags: 1 password.
     pub flags: i32,
