@@ -188,6 +188,26 @@ fn check_no_tokio(package: &str) -> Result<()> {
     Ok(())
 }
 
+/// Fails when `package` has no `emulate` feature or does not build without its default
+/// features: the codec alone (no client, no emulators) must stay a crate of its own.
+fn check_codec_alone(package: &Package) -> Result<()> {
+    if !package.features.iter().any(|f| f == "emulate") {
+        bail!(
+            "{}: a family crate keeps its emulators behind an `emulate` feature",
+            package.name
+        );
+    }
+    run(Command::new("cargo")
+        .args(["check", "--quiet", "--lib", "--no-default-features", "-p"])
+        .arg(&package.name)
+        .current_dir(root()))?;
+    eprintln!(
+        "xtask: {} builds without its client and emulators",
+        package.name
+    );
+    Ok(())
+}
+
 pub(crate) fn test() -> Result<()> {
     ensure_packages()?;
     let mut cargo = Command::new("cargo");
@@ -205,6 +225,7 @@ pub(crate) fn test() -> Result<()> {
     check_no_tokio("fragstat-core")?;
     for p in codecs {
         check_no_tokio(&p.name)?;
+        check_codec_alone(p)?;
     }
     // The fuzz targets must keep building (they are outside the workspace).
     run(Command::new("cargo").args([
