@@ -695,13 +695,6 @@ impl fmt::Debug for Family {
     }
 }
 
-/// Finds `id` (or an alias, case-insensitively) among `games`.
-pub fn find_in(games: Vec<GameRef>, id: &str) -> Option<GameRef> {
-    games.into_iter().find(|g| {
-        g.id().eq_ignore_ascii_case(id) || g.aliases().iter().any(|a| a.eq_ignore_ascii_case(id))
-    })
-}
-
 /// How `fragstat decode` writes a [`Decoded`] datagram as JSON: a server reply is a
 /// [`crate::record::Record`] (docs/json.md) with a null address; a list is
 /// `{"packet": "servers", "servers": [...], "details": {...}}`; any other packet

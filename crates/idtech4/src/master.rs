@@ -198,8 +198,30 @@ pub fn encode_server_list(servers: &[SocketAddrV4]) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{decode_as, Packet};
+    use crate::packet::{decode, decode_as, Packet};
     use crate::Encode;
+
+    #[test]
+    fn the_game_free_decode_reads_filters_by_the_requests_major() {
+        // Quake 4's own request (major 2, bit 31 as qstat sets it): player and clan filters.
+        let mut q4 = GetServers::new(Idtech4Game::Quake4, 0x8002_0055);
+        q4.player = Some(b"neo".to_vec());
+        q4.clan = Some(b"^1x".to_vec());
+        q4.filter = Some(0x04);
+        let Packet::GetServers(g) =
+            decode(&Packet::GetServers(q4.clone()).to_bytes().unwrap()).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(g, q4);
+        // No major (qstat's 0): read as Doom 3's, the rest kept as trailing bytes.
+        let q4_zero = b"\xFF\xFFgetServers\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+        let Packet::GetServers(g) = decode(q4_zero).unwrap() else {
+            panic!()
+        };
+        assert_eq!((g.player, g.clan, g.filter), (None, None, Some(0)));
+        assert_eq!(g.trailing, b"\0\0");
+    }
 
     #[test]
     fn qstat_requests_decode() {

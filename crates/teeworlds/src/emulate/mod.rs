@@ -599,6 +599,15 @@ impl Service for EmulatedMaster {
 #[cfg(test)]
 mod tests;
 impl TeeworldsGame {
+    /// The emulator that plays the game.
+    pub(crate) fn flavor(&self) -> Flavor {
+        match self {
+            TeeworldsGame::Teeworlds => Flavor::Vanilla06,
+            TeeworldsGame::Teeworlds07 => Flavor::Teeworlds07,
+            TeeworldsGame::Ddnet => Flavor::Ddnet,
+        }
+    }
+
     /// The emulator's configuration for `config`, or why the protocol cannot carry it.
     pub(crate) fn server_config(&self, config: &EmuServer) -> Result<ServerConfig, EmuError> {
         let flavor = self.flavor();
@@ -643,17 +652,6 @@ impl TeeworldsGame {
         c.password = config.password;
         c.set_clients(config.players, config.seed);
         Ok(c)
-    }
-}
-
-impl TeeworldsGame {
-    /// The emulator of the game.
-    pub(crate) fn flavor(&self) -> Flavor {
-        match self {
-            TeeworldsGame::Teeworlds => Flavor::Vanilla06,
-            TeeworldsGame::Teeworlds07 => Flavor::Teeworlds07,
-            TeeworldsGame::Ddnet => Flavor::Ddnet,
-        }
     }
 }
 
