@@ -90,13 +90,18 @@ fn push_challenge(out: &mut Vec<u8>, nonce: u64, attempt: u32) {
 /// `getinfo`/`getstatus` with our challenge: the bytes `Packet::GetInfo`/`GetStatus`
 /// `.to_bytes()` writes, without building the packet and checking a challenge that is valid
 /// by construction (this runs for every request of a scan).
+///
+/// Nothing follows the challenge: DarkPlaces echoes everything after `getstatus ` into
+/// `challenge`, a trailing newline included (netconn.c `challenge = string + 10`), while
+/// ioq3, id Q3, W:ET and qfusion tokenise the line and lose nothing without one
+/// (`MSG_ReadStringLine` stops at NUL, newline or the end). DarkPlaces' own browser sends
+/// `getstatus <challenge>` the same way.
 fn request(command: &[u8], nonce: u64, attempt: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(OOB_HEADER.len() + command.len() + 32);
     out.extend_from_slice(&OOB_HEADER);
     out.extend_from_slice(command);
     out.push(b' ');
     push_challenge(&mut out, nonce, attempt);
-    out.push(b'\n');
     out
 }
 

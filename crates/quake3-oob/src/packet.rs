@@ -22,7 +22,8 @@ pub enum Packet {
         /// The challenge to echo, if any.
         challenge: Option<Vec<u8>>,
     },
-    /// `getstatus [challenge]`: client → server.
+    /// `getstatus [challenge]`: client → server. Encoded without a newline after the
+    /// challenge, so DarkPlaces, which echoes the rest of the datagram, echoes it exactly.
     GetStatus {
         /// The challenge to echo, if any.
         challenge: Option<Vec<u8>>,
@@ -315,8 +316,14 @@ fn decode_status(r: &mut Reader<'_>) -> Result<StatusResponse, DecodeError> {
         let line = lines.get(start..end).unwrap_or_default();
         let line_offset = offset + start;
         start = end + 1;
-        if last && line.is_empty() {
-            break; // the final newline
+        if line.is_empty() {
+            // The final newline; or DarkPlaces' echo of a request's trailing newline in
+            // `challenge` (netconn.c `challenge = string + 10`), which leaves an empty line
+            // before the players; or IW4x's extra newline after them (`"\n" + list + "\n"`).
+            if last {
+                break;
+            }
+            continue;
         }
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         match parse_player(line) {
@@ -450,7 +457,9 @@ fn check_text(t: &[u8], field: &'static str, forbidden: &[u8]) -> Result<(), Enc
 }
 
 impl Encode for Packet {
-    /// Appends the datagram to `out` (ending requests in `\n`, as qstat and GameQ do).
+    /// Appends the datagram to `out`. Requests end in `\n` as qstat and GameQ send them,
+    /// except `getinfo`/`getstatus` with a challenge, which end with it (see
+    /// [`Packet::GetStatus`]).
     fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         out.extend_from_slice(&OOB_HEADER);
         match self {
@@ -521,7 +530,11 @@ fn encode_request(
         }
         out.push(b' ');
         out.extend_from_slice(c);
+        // Nothing after the challenge: DarkPlaces would echo a newline into it.
+        return Ok(());
     }
+    // Without a challenge, a newline (as qstat sends): DarkPlaces then sees no argument, and
+    // IW4x needs a byte after the command.
     out.push(b'\n');
     Ok(())
 }
