@@ -96,9 +96,16 @@ fn push_challenge(out: &mut Vec<u8>, nonce: u64, attempt: u32) {
 /// ioq3, id Q3, W:ET and qfusion tokenise the line and lose nothing without one
 /// (`MSG_ReadStringLine` stops at NUL, newline or the end). DarkPlaces' own browser sends
 /// `getstatus <challenge>` the same way.
-fn request(command: &[u8], nonce: u64, attempt: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(OOB_HEADER.len() + command.len() + 32);
+///
+/// `direction`: Medal of Honor's servers skip one byte after the marker before reading the
+/// command, the direction of the datagram, 2 from a client (OpenMoHAA `net_chan.c`,
+/// `sv_main.c` "skip the direction byte").
+fn request(command: &[u8], nonce: u64, attempt: u32, direction: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(OOB_HEADER.len() + command.len() + 33);
     out.extend_from_slice(&OOB_HEADER);
+    if direction {
+        out.push(2);
+    }
     out.extend_from_slice(command);
     out.push(b' ');
     push_challenge(&mut out, nonce, attempt);
@@ -158,6 +165,8 @@ pub struct ServerExchange {
     nonce: u64,
     /// Replies without a challenge are taken (and marked).
     accept_unverified: bool,
+    /// Requests carry Medal of Honor's direction byte.
+    direction_byte: bool,
     /// What has come so far; boxed on the first reply, so a scan's queued queries stay small
     /// (a scan creates one exchange per server up front).
     reply: Option<Box<ServerReply>>,
@@ -175,6 +184,7 @@ impl ServerExchange {
             ask,
             nonce,
             accept_unverified: false,
+            direction_byte: false,
             reply: None,
         }
     }
@@ -185,6 +195,14 @@ impl ServerExchange {
     #[must_use]
     pub fn accept_unverified(mut self, accept: bool) -> Self {
         self.accept_unverified = accept;
+        self
+    }
+
+    /// Sends Medal of Honor's direction byte (2, client to server) after the marker, which
+    /// its servers skip before reading the command (OpenMoHAA `sv_main.c`).
+    #[must_use]
+    pub fn direction_byte(mut self, on: bool) -> Self {
+        self.direction_byte = on;
         self
     }
 
@@ -211,10 +229,20 @@ impl Exchange for ServerExchange {
     fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
         let mut out = Vec::with_capacity(2);
         if self.wants_info() {
-            out.push(request(b"getinfo", self.nonce, attempt));
+            out.push(request(
+                b"getinfo",
+                self.nonce,
+                attempt,
+                self.direction_byte,
+            ));
         }
         if self.wants_status() {
-            out.push(request(b"getstatus", self.nonce, attempt));
+            out.push(request(
+                b"getstatus",
+                self.nonce,
+                attempt,
+                self.direction_byte,
+            ));
         }
         Ok(out)
     }

@@ -9,6 +9,10 @@ use std::str::FromStr;
 use crate::master::GetServers;
 
 /// A Quake III out-of-band game.
+///
+/// Each named game's numbers, names and reply habits are in one table ([`Quake3Game::spec`]),
+/// each with the engine source or public client it comes from. Adding a game is a variant
+/// here, a row in that table, and a row in the registry test (docs/architecture.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Quake3Game {
@@ -20,39 +24,527 @@ pub enum Quake3Game {
     OpenArena,
     /// Return to Castle Wolfenstein, protocol 60.
     Rtcw,
+    /// ET: Legacy, protocol 84 (W:ET's, with `humans` and `version` in its infoResponse).
+    EtLegacy,
+    /// Urban Terror 4.x, protocol 68.
+    UrbanTerror,
+    /// Star Wars Jedi Knight II: Jedi Outcast, protocol 16 (1.04; 15 is 1.02).
+    JediOutcast,
+    /// Star Wars Jedi Knight: Jedi Academy, protocol 26 (1.01).
+    JediAcademy,
+    /// Soldier of Fortune II, protocol 2004 (1.03 "gold"; 2002 is 1.00).
+    Sof2,
+    /// Call of Duty, protocol 6 (1.5; 1 to 5 are 1.1 to 1.4).
+    Cod,
+    /// Call of Duty: United Offensive, protocol 22 (1.51; 21 is 1.41).
+    CodUo,
+    /// Call of Duty 2, protocol 118 (1.3).
+    Cod2,
+    /// Call of Duty 4: Modern Warfare, protocol 6 (1.7, as CoD4X servers report it too).
+    Cod4,
+    /// Call of Duty: Modern Warfare 2 on IW4x, protocol 152.
+    Iw4x,
+    /// Medal of Honor: Allied Assault, protocol 8 (1.11): a direction byte after the marker.
+    Mohaa,
+    /// Unvanquished (the Dæmon engine), protocol 86.
+    Unvanquished,
+    /// Tremulous 1.1, protocol 69 (GPP is 70).
+    Tremulous,
+    /// World of Padman 1.7, protocol 72 (1.6 is 71).
+    WorldOfPadman,
+    /// Smokin' Guns 1.1 (ioq3 standalone), protocol 71.
+    SmokinGuns,
+    /// Q3Rally (ioq3 standalone), protocol 71.
+    Q3Rally,
+    /// Reaction (ioq3 standalone), protocol 71.
+    Reaction,
     /// Any other Q3-protocol game, named by its protocol number (`oob:NN` on the command line).
     Other(i32),
 }
 
+/// How a game's client asks its master for servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MasterForm {
+    /// `getservers <protocol> <options>` (id Q3, W:ET, RtCW, Raven and Activision games).
+    Anonymous(&'static [&'static str]),
+    /// `getservers <game> <protocol> empty full` (ioq3 standalone games on dpmaster).
+    Named(&'static str),
+    /// No Quake III master: listed elsewhere (GameSpy, HTTP), or nothing known.
+    None,
+}
+
+/// How a game numbers its `gametype` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gametypes {
+    /// Names by value, from 0.
+    Indexed(&'static [&'static str]),
+    /// Names by explicit value.
+    Sparse(&'static [(i64, &'static str)]),
+    /// The game sends names, not numbers (SoF2, Call of Duty), or has a single mode.
+    Named,
+}
+
+/// Where a game's serverinfo says which team each player is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotTeams {
+    /// Not at all (or on the player lines).
+    None,
+    /// `P`: one character per client slot, `-` for a free one, else `'0' + team`; player
+    /// lines come in slot order (W:ET/ET: Legacy/Tremulous `g_main.c`, Unvanquished
+    /// `sg_main.cpp`). The team that means spectator.
+    P {
+        /// The team number of spectators.
+        spectator: i32,
+    },
+}
+
+/// Everything fragstat knows about one named game: see [`Quake3Game::spec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Spec {
+    /// Command-line and JSON id.
+    pub id: &'static str,
+    /// Human title.
+    pub title: &'static str,
+    /// Other names: qstat's server types and common short forms.
+    pub aliases: &'static [&'static str],
+    /// Default game server port.
+    pub port: u16,
+    /// Default master port, when the game has a Quake III master.
+    pub master_port: Option<u16>,
+    /// The protocol number servers report and masters filter on.
+    pub protocol: i32,
+    /// The master request of the game's own client.
+    pub master: MasterForm,
+    /// The game name for `getserversExt` (dpmaster), when known.
+    pub ext_gamename: Option<&'static str>,
+    /// The heartbeat string servers send their master.
+    pub heartbeat: &'static str,
+    /// The shutdown heartbeat, for games with one.
+    pub flatline: Option<&'static str>,
+    /// `gametype` value names.
+    pub gametypes: Gametypes,
+    /// Per-player teams in the serverinfo.
+    pub slot_teams: SlotTeams,
+    /// The team number of spectators on `score ping team "name"` lines (SoF2).
+    pub line_spectator: Option<i32>,
+    /// Requests carry a direction byte after the marker (`FF FF FF FF 02 getstatus`), replies
+    /// `01` (Medal of Honor: OpenMoHAA `sv_main.c` "skip the direction byte").
+    pub direction_byte: bool,
+    /// The infoResponse `clients` counts humans only and `bots` the bots (Dæmon).
+    pub clients_exclude_bots: bool,
+    /// The infoResponse `bots` key counts bots (Urban Terror, Dæmon).
+    pub bots_key: bool,
+}
+
+const Q3_GAMETYPES: &[&str] = &[
+    "ffa",
+    "tournament",
+    "single",
+    "tdm",
+    "ctf",
+    "oneflag",
+    "obelisk",
+    "harvester",
+];
+// OpenArena gamecode `code/game/bg_public.h` gametype_t.
+const OA_GAMETYPES: &[&str] = &[
+    "ffa",
+    "tournament",
+    "single",
+    "tdm",
+    "ctf",
+    "oneflag",
+    "overload",
+    "harvester",
+    "elimination",
+    "ctf_elimination",
+    "lms",
+    "double_domination",
+    "domination",
+    "possession",
+];
+// W:ET `src/game/bg_public.h` (0-5); ET: Legacy adds 6, map voting.
+const ET_GAMETYPES: &[&str] = &[
+    "single",
+    "coop",
+    "objective",
+    "stopwatch",
+    "campaign",
+    "lms",
+    "map_voting",
+];
+// RTCW-MP `src/game/bg_public.h`.
+const RTCW_GAMETYPES: &[&str] = &[
+    "ffa",
+    "tournament",
+    "single",
+    "tdm",
+    "ctf",
+    "objective",
+    "stopwatch",
+    "checkpoint",
+    "capture_and_hold",
+];
+// B3 `b3/parsers/iourt43.py` (Urban Terror's game code is closed).
+const URT_GAMETYPES: &[&str] = &[
+    "ffa", "lms", "single", "tdm", "ts", "ftl", "cah", "ctf", "bomb", "jump", "freeze", "gungame",
+];
+// JK2MV `src/game/bg_public.h`.
+const JK2_GAMETYPES: &[&str] = &[
+    "ffa",
+    "holocron",
+    "jedi_master",
+    "duel",
+    "single",
+    "tdm",
+    "siege",
+    "ctf",
+    "cty",
+];
+// OpenJK `codemp/game/bg_public.h`.
+const JKA_GAMETYPES: &[&str] = &[
+    "ffa",
+    "holocron",
+    "jedi_master",
+    "duel",
+    "power_duel",
+    "single",
+    "tdm",
+    "siege",
+    "ctf",
+    "cty",
+];
+// OpenMoHAA `code/fgame/bg_public.h`.
+const MOHAA_GAMETYPES: &[&str] = &[
+    "single",
+    "ffa",
+    "tdm",
+    "round_based",
+    "objective",
+    "tug_of_war",
+    "liberation",
+];
+// World of Padman 1.7 `code/game/bg_public.h` (1.6, protocol 71: [`WOP16_GAMETYPES`]).
+const WOP_GAMETYPES: &[&str] = &[
+    "ffa", "1vs1", "single", "syc", "lps", "ctkd", "tffa", "ft", "ctl", "1lc", "tsyc", "bb",
+];
+// World of Padman 1.6 (tag v1.6.2) `code/game/bg_public.h`.
+const WOP16_GAMETYPES: &[&str] = &[
+    "ffa", "1vs1", "single", "syc", "lps", "tffa", "ctl", "tsyc", "bb",
+];
+// Smokin' Guns `code/game/bg_public.h` (SMOKINGUNS branch).
+const SG_GAMETYPES: &[&str] = &["ffa", "duel", "single", "tdm", "rtp", "br"];
+// Q3Rally `engine/code/game/bg_public.h` (explicit values; older releases counted up).
+const Q3RALLY_GAMETYPES: &[(i64, &str)] = &[
+    (0, "racing"),
+    (1, "racing_dm"),
+    (2, "single"),
+    (3, "derby"),
+    (4, "lcs"),
+    (5, "elimination"),
+    (6, "deathmatch"),
+    (7, "sprint"),
+    (8, "ghost"),
+    (16, "team_dm"),
+    (17, "team_racing"),
+    (18, "team_racing_dm"),
+    (19, "ctf"),
+    (20, "ctf4"),
+    (21, "domination"),
+    (22, "koth"),
+    (23, "autoball"),
+];
+// Reaction `code/game/bg_public.h`.
+const REACTION_GAMETYPES: &[&str] = &[
+    "ffa",
+    "tournament",
+    "single",
+    "tdm",
+    "teamplay",
+    "ctb",
+    "oneflag",
+    "obelisk",
+    "harvester",
+];
+
+const EMPTY_FULL: &[&str] = &["empty", "full"];
+const FULL_EMPTY: &[&str] = &["full", "empty"];
+
+/// A row of the table with the defaults most games share.
+const fn base(id: &'static str, title: &'static str, protocol: i32) -> Spec {
+    Spec {
+        id,
+        title,
+        aliases: &[],
+        port: 27960,
+        master_port: Some(27950),
+        protocol,
+        master: MasterForm::Anonymous(EMPTY_FULL),
+        ext_gamename: None,
+        heartbeat: "QuakeArena-1",
+        flatline: None,
+        gametypes: Gametypes::Indexed(Q3_GAMETYPES),
+        slot_teams: SlotTeams::None,
+        line_spectator: None,
+        direction_byte: false,
+        clients_exclude_bots: false,
+        bots_key: false,
+    }
+}
+
 impl Quake3Game {
     /// Every named game.
-    pub const ALL: [Quake3Game; 4] = [
+    pub const ALL: [Quake3Game; 21] = [
         Quake3Game::Quake3,
         Quake3Game::EnemyTerritory,
         Quake3Game::OpenArena,
         Quake3Game::Rtcw,
+        Quake3Game::EtLegacy,
+        Quake3Game::UrbanTerror,
+        Quake3Game::JediOutcast,
+        Quake3Game::JediAcademy,
+        Quake3Game::Sof2,
+        Quake3Game::Cod,
+        Quake3Game::CodUo,
+        Quake3Game::Cod2,
+        Quake3Game::Cod4,
+        Quake3Game::Iw4x,
+        Quake3Game::Mohaa,
+        Quake3Game::Unvanquished,
+        Quake3Game::Tremulous,
+        Quake3Game::WorldOfPadman,
+        Quake3Game::SmokinGuns,
+        Quake3Game::Q3Rally,
+        Quake3Game::Reaction,
     ];
 
-    /// The short name used on the command line and in JSON (`q3`, `et`, `openarena`, `rtcw`, `oob:NN`).
+    /// The game's row: numbers and habits, each from the engine source (or, where that is
+    /// closed, the public clients) named beside it. `oob:NN` gets Quake III's habits with its
+    /// own protocol and no master name.
+    pub const fn spec(&self) -> Spec {
+        match *self {
+            // id Q3 1.32 `qcommon.h`, `sv_main.c`.
+            Quake3Game::Quake3 => Spec {
+                aliases: &["q3a", "quake3", "q3s"],
+                ext_gamename: Some("Quake3Arena"),
+                ..base("q3", "Quake III Arena", 68)
+            },
+            // W:ET 2.60 `qcommon.h` (PROTOCOL_VERSION 84, GAMENAME_STRING "et"), `sv_main.c`.
+            Quake3Game::EnemyTerritory => Spec {
+                aliases: &["wolfet", "woets"],
+                ext_gamename: Some("et"),
+                heartbeat: "EnemyTerritory-1",
+                flatline: Some("ETFlatline-1"),
+                gametypes: Gametypes::Indexed(ET_GAMETYPES),
+                slot_teams: SlotTeams::P { spectator: 3 },
+                ..base("et", "Wolfenstein: Enemy Territory", 84)
+            },
+            // OpenArena engine `qcommon.h` (71 since 0.8.1); com_gamename stays Quake3Arena,
+            // so the heartbeat is the legacy one.
+            Quake3Game::OpenArena => Spec {
+                aliases: &["oa", "openarenas"],
+                ext_gamename: Some("Quake3Arena"),
+                gametypes: Gametypes::Indexed(OA_GAMETYPES),
+                ..base("openarena", "OpenArena", 71)
+            },
+            // RTCW-MP `qcommon.h` (60), `sv_main.c` (Wolfenstein-1, WolfFlatline-1).
+            Quake3Game::Rtcw => Spec {
+                aliases: &["rtcws", "rws"],
+                ext_gamename: Some("wolfmp"),
+                heartbeat: "Wolfenstein-1",
+                flatline: Some("WolfFlatline-1"),
+                gametypes: Gametypes::Indexed(RTCW_GAMETYPES),
+                ..base("rtcw", "Return to Castle Wolfenstein", 60)
+            },
+            // ET: Legacy `src/qcommon/qcommon.h:385-411`, `src/client/cl_main.c:3943-3962`.
+            Quake3Game::EtLegacy => Spec {
+                aliases: &["etlegacy"],
+                ext_gamename: Some("et"),
+                heartbeat: "EnemyTerritory-1",
+                flatline: Some("ETFlatline-1"),
+                gametypes: Gametypes::Indexed(ET_GAMETYPES),
+                slot_teams: SlotTeams::P { spectator: 3 },
+                ..base("etl", "ET: Legacy", 84)
+            },
+            // ioq3-for-UrbanTerror-4 `qcommon.h:226-259`; infoResponse `bots` sv_main.c:431.
+            Quake3Game::UrbanTerror => Spec {
+                aliases: &["iourts", "urbanterror", "urbanterror4"],
+                master_port: Some(27900),
+                gametypes: Gametypes::Indexed(URT_GAMETYPES),
+                bots_key: true,
+                ..base("urt", "Urban Terror 4", 68)
+            },
+            // JK2MV `qcommon.h:263-265` (ports), `mvapi.h` (15 = 1.02, 16 = 1.04).
+            Quake3Game::JediOutcast => Spec {
+                aliases: &["jk2s", "swjk2jo", "jedioutcast"],
+                port: 28070,
+                master_port: Some(28060),
+                gametypes: Gametypes::Indexed(JK2_GAMETYPES),
+                ..base("jk2", "Star Wars Jedi Knight II: Jedi Outcast", 16)
+            },
+            // OpenJK `codemp/qcommon/qcommon.h:214-224`, client `getservers %s` (anonymous).
+            Quake3Game::JediAcademy => Spec {
+                aliases: &["jk3s", "swjkja", "jediacademy", "jka3"],
+                port: 29070,
+                master_port: Some(29060),
+                gametypes: Gametypes::Indexed(JKA_GAMETYPES),
+                ..base("jka", "Star Wars Jedi Knight: Jedi Academy", 26)
+            },
+            // sof2plus `qcommon.h:250-269`, `q_shared.h:38` (SoF2MP-1); qstat's master query
+            // `getservers 2004 SOF2FULL`. Player lines `score ping team "name"` (1.03),
+            // teams 0 free, 1 red, 2 blue, 3 spectator (SoF2 SDK `q_shared.h`).
+            Quake3Game::Sof2 => Spec {
+                aliases: &["sof2s", "sof2mp"],
+                port: 20100,
+                master_port: Some(20110),
+                master: MasterForm::Anonymous(&["SOF2FULL"]),
+                heartbeat: "SoF2MP-1",
+                gametypes: Gametypes::Named,
+                line_spectator: Some(3),
+                ..base("sof2", "Soldier of Fortune II", 2004)
+            },
+            // CoDExtended `sv_init.c:182-192` (codmaster.activision.com:20510), heartbeat
+            // COD-1; qstat `codm` (`full empty`). Gametypes are names (`dm`, `tdm`, `sd`…).
+            Quake3Game::Cod => Spec {
+                aliases: &["cods", "cod1"],
+                port: 28960,
+                master_port: Some(20510),
+                master: MasterForm::Anonymous(FULL_EMPTY),
+                heartbeat: "COD-1",
+                gametypes: Gametypes::Named,
+                ..base("cod", "Call of Duty", 6)
+            },
+            // coduomaster.activision.com:20610 (GameserverLister; the host is sv_master1 in
+            // real replies).
+            Quake3Game::CodUo => Spec {
+                aliases: &["coduos", "united_offensive"],
+                port: 28960,
+                master_port: Some(20610),
+                master: MasterForm::Anonymous(FULL_EMPTY),
+                heartbeat: "COD-1",
+                gametypes: Gametypes::Named,
+                ..base("coduo", "Call of Duty: United Offensive", 22)
+            },
+            // CoD2rev `qcommon.h:215-225` (master port 20710, COD-2).
+            Quake3Game::Cod2 => Spec {
+                aliases: &["cod2s"],
+                port: 28960,
+                master_port: Some(20710),
+                master: MasterForm::Anonymous(FULL_EMPTY),
+                heartbeat: "COD-2",
+                gametypes: Gametypes::Named,
+                ..base("cod2", "Call of Duty 2", 118)
+            },
+            // CoD4X `sys_cod4defs.h:35-39`, `net_game_conf.h:46-50` (legacy protocol 6).
+            Quake3Game::Cod4 => Spec {
+                aliases: &["cod4s", "cod4mw", "cod4x"],
+                port: 28960,
+                master_port: Some(20810),
+                master: MasterForm::Anonymous(FULL_EMPTY),
+                heartbeat: "COD-4",
+                gametypes: Gametypes::Named,
+                ..base("cod4", "Call of Duty 4: Modern Warfare", 6)
+            },
+            // iw4x-client `src/Game/Structs.hpp:3` (PROTOCOL 0x98); its list is served over
+            // HTTP (ServerList.cpp), so there is no Quake III master to ask.
+            Quake3Game::Iw4x => Spec {
+                aliases: &["codmw2", "mw2"],
+                port: 28960,
+                master_port: None,
+                master: MasterForm::None,
+                heartbeat: "IW4",
+                gametypes: Gametypes::Named,
+                ..base("iw4x", "Call of Duty: Modern Warfare 2 (IW4x)", 152)
+            },
+            // OpenMoHAA `qcommon.h:395` (12203), `q_shared.h:267-274` (8 = 1.11); its servers
+            // list through GameSpy, not a Quake III master.
+            Quake3Game::Mohaa => Spec {
+                aliases: &["maqs", "mhs", "mohaas"],
+                port: 12203,
+                master_port: None,
+                master: MasterForm::None,
+                gametypes: Gametypes::Indexed(MOHAA_GAMETYPES),
+                direction_byte: true,
+                ..base("mohaa", "Medal of Honor: Allied Assault", 8)
+            },
+            // Dæmon `qcommon.h:231-237`, `Defs.h:34-56` (GAMENAME_FOR_MASTER UNVANQUISHED),
+            // `sv_main.cpp:513-604` (clients = humans, bots). qstat `unvanquishedm` sends the
+            // anonymous form, answered with IPv4 servers and no end marker.
+            Quake3Game::Unvanquished => Spec {
+                aliases: &["unvanquisheds", "unv"],
+                ext_gamename: Some("UNVANQUISHED"),
+                heartbeat: "Unvanquished",
+                gametypes: Gametypes::Named,
+                slot_teams: SlotTeams::P { spectator: 0 },
+                clients_exclude_bots: true,
+                bots_key: true,
+                ..base("unvanquished", "Unvanquished", 86)
+            },
+            // Tremulous `qcommon.h:248-260` (30710, 30720), 1.1.0 client `getservers 69`;
+            // teams in `P` (g_main.c), 0 = none/spectator.
+            Quake3Game::Tremulous => Spec {
+                aliases: &["tremulouss", "trem"],
+                port: 30720,
+                master_port: Some(30710),
+                ext_gamename: Some("Tremulous"),
+                gametypes: Gametypes::Named,
+                slot_teams: SlotTeams::P { spectator: 0 },
+                ..base("tremulous", "Tremulous", 69)
+            },
+            // World of Padman `q_shared.h:29-53`, `qcommon.h:250-256` (master 27955).
+            Quake3Game::WorldOfPadman => Spec {
+                aliases: &["wops", "worldofpadman"],
+                master_port: Some(27955),
+                master: MasterForm::Named("WorldofPadman"),
+                ext_gamename: Some("WorldofPadman"),
+                heartbeat: "DarkPlaces",
+                gametypes: Gametypes::Indexed(WOP_GAMETYPES),
+                ..base("wop", "World of Padman", 72)
+            },
+            // Smokin' Guns `qcommon.h:255-293`, `q_shared.h:95-107`, client `getservers
+            // smokinguns 71` (cl_main.c:4304-4309); qstat still asks the 1.0 form (68).
+            Quake3Game::SmokinGuns => Spec {
+                aliases: &["smokingunss", "sg"],
+                master: MasterForm::Named("smokinguns"),
+                ext_gamename: Some("smokinguns"),
+                heartbeat: "DarkPlaces",
+                gametypes: Gametypes::Indexed(SG_GAMETYPES),
+                ..base("smokinguns", "Smokin' Guns", 71)
+            },
+            // Q3Rally `engine/code/qcommon/q_shared.h`, `qcommon.h` (standalone ioq3).
+            Quake3Game::Q3Rally => Spec {
+                aliases: &["q3rallys"],
+                master: MasterForm::Named("Q3Rally"),
+                ext_gamename: Some("Q3Rally"),
+                heartbeat: "DarkPlaces",
+                gametypes: Gametypes::Sparse(Q3RALLY_GAMETYPES),
+                ..base("q3rally", "Q3Rally", 71)
+            },
+            // Reaction `q_shared.h:29-55`, `qcommon.h:254-281`.
+            Quake3Game::Reaction => Spec {
+                aliases: &["reactions", "rq3"],
+                master: MasterForm::Named("Reaction"),
+                ext_gamename: Some("Reaction"),
+                heartbeat: "DarkPlaces",
+                gametypes: Gametypes::Indexed(REACTION_GAMETYPES),
+                ..base("reaction", "Reaction", 71)
+            },
+            Quake3Game::Other(p) => base("oob", "Quake III protocol game", p),
+        }
+    }
+
+    /// The short name used on the command line and in JSON (`q3`, `et`, `urt`, `oob:NN`…).
     pub fn id(&self) -> String {
         match self {
-            Quake3Game::Quake3 => "q3".into(),
-            Quake3Game::EnemyTerritory => "et".into(),
-            Quake3Game::OpenArena => "openarena".into(),
-            Quake3Game::Rtcw => "rtcw".into(),
             Quake3Game::Other(p) => format!("oob:{p}"),
+            g => g.spec().id.into(),
         }
     }
 
     /// Other names for it on the command line: qstat's server types and short forms.
     pub fn aliases(&self) -> &'static [&'static str] {
-        match self {
-            Quake3Game::Quake3 => &["q3a", "quake3", "q3s"],
-            Quake3Game::EnemyTerritory => &["wolfet", "woets"],
-            Quake3Game::OpenArena => &["oa", "openarenas"],
-            Quake3Game::Rtcw => &["rtcws", "rws"],
-            Quake3Game::Other(_) => &[],
-        }
+        self.spec().aliases
     }
 
     /// Whether its servers echo a query's challenge: the named games' do, in both replies
@@ -65,130 +557,80 @@ impl Quake3Game {
 
     /// A human title.
     pub fn title(&self) -> &'static str {
-        match self {
-            Quake3Game::Quake3 => "Quake III Arena",
-            Quake3Game::EnemyTerritory => "Wolfenstein: Enemy Territory",
-            Quake3Game::OpenArena => "OpenArena",
-            Quake3Game::Rtcw => "Return to Castle Wolfenstein",
-            Quake3Game::Other(_) => "Quake III protocol game",
-        }
+        self.spec().title
     }
 
     /// The network protocol number servers report (`protocol` key) and masters filter on.
     pub fn protocol(&self) -> i32 {
-        match self {
-            Quake3Game::Quake3 => 68,
-            Quake3Game::EnemyTerritory => 84,
-            Quake3Game::OpenArena => 71,
-            Quake3Game::Rtcw => 60,
-            Quake3Game::Other(p) => *p,
-        }
+        self.spec().protocol
     }
 
-    /// The default game server port (all of these use `PORT_SERVER` 27960).
+    /// The default game server port.
     pub fn default_port(&self) -> u16 {
-        27960
+        self.spec().port
     }
 
-    /// The default master port (`PORT_MASTER` 27950).
+    /// The default master port (`PORT_MASTER`). Games without a Quake III master (listed
+    /// over GameSpy or HTTP) say the usual 27950 here; [`Quake3Game::spec`] tells them apart.
     pub fn master_port(&self) -> u16 {
-        27950
+        self.spec().master_port.unwrap_or(27950)
     }
 
     /// The `com_gamename` dpmaster knows the game by (for `getserversExt`).
     pub fn master_gamename(&self) -> Option<&'static str> {
-        match self {
-            Quake3Game::Quake3 => Some("Quake3Arena"),
-            Quake3Game::EnemyTerritory => Some("et"),
-            Quake3Game::OpenArena => Some("Quake3Arena"),
-            Quake3Game::Rtcw => Some("wolfmp"),
-            Quake3Game::Other(_) => None,
-        }
+        self.spec().ext_gamename
     }
 
     /// The heartbeat string the server sends its master.
     pub fn heartbeat(&self) -> &'static str {
-        match self {
-            Quake3Game::Quake3 | Quake3Game::Other(_) => "QuakeArena-1",
-            Quake3Game::EnemyTerritory => "EnemyTerritory-1",
-            // ioq3 with com_gamename other than Quake3Arena sends "DarkPlaces"; OpenArena's is Quake3Arena.
-            Quake3Game::OpenArena => "QuakeArena-1",
-            Quake3Game::Rtcw => "Wolfenstein-1",
-        }
+        self.spec().heartbeat
     }
 
     /// The shutdown heartbeat, for games that send one (ioq3 games repeat the normal heartbeat).
     pub fn flatline(&self) -> Option<&'static str> {
-        match self {
-            Quake3Game::EnemyTerritory => Some("ETFlatline-1"),
-            Quake3Game::Rtcw => Some("WolfFlatline-1"),
-            _ => None,
+        self.spec().flatline
+    }
+
+    /// The master request the game's own client sends (`getservers 68 empty full`,
+    /// `getservers WorldofPadman 72 empty full`…) for its own protocol.
+    pub fn getservers(&self) -> GetServers {
+        self.getservers_for(self.protocol())
+    }
+
+    /// [`Quake3Game::getservers`] for another protocol of the game (JK2 1.02 is 15, CoD 1.4
+    /// is 5…).
+    pub fn getservers_for(&self, protocol: i32) -> GetServers {
+        match self.spec().master {
+            MasterForm::Named(name) => GetServers::named(name, protocol),
+            MasterForm::Anonymous(options) => {
+                let mut g = GetServers::anonymous(protocol);
+                g.options = options.iter().map(|o| o.as_bytes().to_vec()).collect();
+                g
+            }
+            MasterForm::None => GetServers::anonymous(protocol),
         }
     }
 
-    /// The master request qstat and the game clients send: `getservers <protocol> empty full`.
-    pub fn getservers(&self) -> GetServers {
-        GetServers::anonymous(self.protocol())
+    /// The game's own short name for a `gametype` value, when it defines one.
+    pub fn gametype_name(&self, value: i64) -> Option<&'static str> {
+        self.gametype_name_for(value, None)
     }
 
-    /// The game's own short name for a `gametype` value, when it defines one (ioq3
-    /// `gametype_t`, OpenArena's additions, W:ET and RtCW `g_gametype`).
-    pub fn gametype_name(&self, value: i64) -> Option<&'static str> {
-        const Q3: [&str; 8] = [
-            "ffa",
-            "tournament",
-            "single",
-            "tdm",
-            "ctf",
-            "oneflag",
-            "obelisk",
-            "harvester",
-        ];
-        const OA: [&str; 13] = [
-            "ffa",
-            "tournament",
-            "single",
-            "tdm",
-            "ctf",
-            "oneflag",
-            "overload",
-            "harvester",
-            "elimination",
-            "ctf_elimination",
-            "lms",
-            "double_domination",
-            "domination",
-        ];
-        const ET: [&str; 7] = [
-            "single",
-            "coop",
-            "objective",
-            "stopwatch",
-            "campaign",
-            "lms",
-            "map_voting",
-        ];
-        const RTCW: [&str; 9] = [
-            "ffa",
-            "tournament",
-            "single",
-            "tdm",
-            "ctf",
-            "objective",
-            "stopwatch",
-            "checkpoint",
-            "capture_and_hold",
-        ];
-        let table: &[&str] = match self {
-            Quake3Game::EnemyTerritory => &ET,
-            Quake3Game::Rtcw => &RTCW,
-            Quake3Game::OpenArena => &OA,
-            Quake3Game::Quake3 | Quake3Game::Other(_) => &Q3,
+    /// [`Quake3Game::gametype_name`] for a server reporting `protocol` (World of Padman 1.6
+    /// numbers its gametypes differently from 1.7).
+    pub fn gametype_name_for(&self, value: i64, protocol: Option<i32>) -> Option<&'static str> {
+        let gametypes = match (self, protocol) {
+            (Quake3Game::WorldOfPadman, Some(71)) => Gametypes::Indexed(WOP16_GAMETYPES),
+            _ => self.spec().gametypes,
         };
-        usize::try_from(value)
-            .ok()
-            .and_then(|i| table.get(i))
-            .copied()
+        match gametypes {
+            Gametypes::Indexed(table) => usize::try_from(value)
+                .ok()
+                .and_then(|i| table.get(i))
+                .copied(),
+            Gametypes::Sparse(table) => table.iter().find(|(v, _)| *v == value).map(|(_, n)| *n),
+            Gametypes::Named => None,
+        }
     }
 }
 
@@ -200,25 +642,25 @@ impl fmt::Display for Quake3Game {
 
 /// A game name that is not known.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown Quake III game {0:?}: expected q3, et, openarena, rtcw or oob:PROTOCOL")]
+#[error("unknown Quake III game {0:?}: expected one of `fragstat games` (q3, et, urt, cod4…) or oob:PROTOCOL")]
 pub struct UnknownGame(pub String);
 
 impl FromStr for Quake3Game {
     type Err = UnknownGame;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let lower = s.to_ascii_lowercase();
-        match lower.as_str() {
-            "q3" | "q3a" | "quake3" | "q3s" => Ok(Quake3Game::Quake3),
-            "et" | "wolfet" | "woets" => Ok(Quake3Game::EnemyTerritory),
-            "openarena" | "oa" | "openarenas" => Ok(Quake3Game::OpenArena),
-            "rtcw" | "rtcws" | "rws" => Ok(Quake3Game::Rtcw),
-            _ => lower
-                .strip_prefix("oob:")
-                .and_then(|p| p.parse::<i32>().ok())
-                .filter(|p| *p >= 0)
-                .map(Quake3Game::Other)
-                .ok_or_else(|| UnknownGame(s.to_string())),
+        if let Some(g) = Quake3Game::ALL.into_iter().find(|g| {
+            let spec = g.spec();
+            spec.id == lower || spec.aliases.contains(&lower.as_str())
+        }) {
+            return Ok(g);
         }
+        lower
+            .strip_prefix("oob:")
+            .and_then(|p| p.parse::<i32>().ok())
+            .filter(|p| *p >= 0)
+            .map(Quake3Game::Other)
+            .ok_or_else(|| UnknownGame(s.to_string()))
     }
 }
 

@@ -84,9 +84,16 @@ impl ServerList {
             ext,
             ..Default::default()
         };
+        // Activision's masters put `\n\0` before the first entry (pyq3serverlist
+        // `reader.py`); nothing else starts with either byte.
+        r.eat(b"\n");
+        while r.eat(b"\0") {}
         loop {
             let rest = r.rest();
-            if rest.is_empty() {
+            // A lone `\` closes the lists of masters without an end marker (the Tremulous
+            // and Unvanquished masters, `master.py`).
+            if rest.is_empty() || rest == b"\\" {
+                r.take_rest();
                 break;
             }
             // A marker only counts at the very end, so a real server 69.79.84.x (`EOT`) survives.
@@ -143,6 +150,15 @@ impl ServerList {
         if glued && self.trailing.first().is_some_and(u8::is_ascii_alphanumeric) {
             return Err(EncodeError::forbidden(
                 "trailing bytes (would extend the command word)",
+            ));
+        }
+        // What a decoder reads as framing cannot be trailing bytes: a lone `\` closes a list,
+        // and `\n`/NULs before the first entry are Activision's prefix.
+        let at_start = self.servers.is_empty() && self.terminator.is_none();
+        if self.trailing == b"\\" || (at_start && matches!(self.trailing.first(), Some(b'\n' | 0)))
+        {
+            return Err(EncodeError::forbidden(
+                "trailing bytes (would be read as list framing)",
             ));
         }
         out.extend_from_slice(if self.ext {
@@ -266,6 +282,17 @@ impl GetServers {
         GetServers {
             ext: false,
             game: None,
+            protocol,
+            options: vec![b"empty".to_vec(), b"full".to_vec()],
+        }
+    }
+
+    /// The named form of ioq3's standalone games on dpmaster: `getservers <game> <protocol>
+    /// empty full` (World of Padman, Smokin' Guns, Q3Rally, Reaction, Warsow).
+    pub fn named(game: &str, protocol: i32) -> Self {
+        GetServers {
+            ext: false,
+            game: Some(game.as_bytes().to_vec()),
             protocol,
             options: vec![b"empty".to_vec(), b"full".to_vec()],
         }

@@ -165,8 +165,9 @@ fn header_and_command<'a>(r: &mut Reader<'a>) -> Result<(usize, &'a [u8]), Decod
             found: r.rest().iter().take(4).copied().collect(),
         });
     }
-    // Medal of Honor and some other Q3 derivatives put 0x01 after the marker (qstat.c 6179).
-    r.eat(&[0x01]);
+    // Medal of Honor puts a direction byte after the marker: 0x01 from a server (qstat.c
+    // 6179), 0x02 from a client (OpenMoHAA `net_chan.c`).
+    let _ = r.eat(&[0x01]) || r.eat(&[0x02]);
     let at = r.offset();
     let command = r.take_while(is_word);
     if command.is_empty() {

@@ -1,4 +1,4 @@
-//! The Quake III family in the game registry: `q3`, `et`, `openarena`, `rtcw` and `oob:NN`.
+//! The Quake III family in the game registry: every named game of [`Quake3Game`] and `oob:NN`.
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
 use crate::exchange::{MasterExchange, Request, ServerExchange};
-use crate::game::Quake3Game;
+use crate::game::{MasterForm, Quake3Game};
 use crate::master::{GetServers, Terminator};
 use crate::packet::{decode, Packet};
 use crate::view::server_info;
@@ -67,14 +67,19 @@ fn terminator_name(t: Terminator) -> &'static str {
 
 impl FamilyGame for Quake3Game {
     const FAMILY: &'static str = "quake3";
-    const FAMILY_TITLE: &'static str = "Quake III out-of-band (Q3A, W:ET, OpenArena, RtCW)";
+    const FAMILY_TITLE: &'static str =
+        "Quake III out-of-band (Q3A, W:ET, ET: Legacy, RtCW, OpenArena, Urban Terror, Jedi Knight, SoF2, Call of Duty, MoHAA, Unvanquished, Tremulous, ioq3 games)";
     const ALL: &'static [Self] = &Quake3Game::ALL;
 
     fn meta(self) -> GameMeta {
-        GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
+        let spec = self.spec();
+        let meta = GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
-            .master_port(self.master_port())
-            .echoes_challenge(self.echoes_challenge())
+            .echoes_challenge(self.echoes_challenge());
+        match spec.master_port {
+            Some(port) => meta.master_port(port),
+            None => meta,
+        }
     }
 
     /// Also `oob:NN`, a protocol named by its number.
@@ -101,11 +106,24 @@ impl FamilyGame for Quake3Game {
         let game = self;
         ServerExchange::new(q3)
             .accept_unverified(!self.echoes_challenge())
+            .direction_byte(self.spec().direction_byte)
             .map_output(move |reply| reply.into_server_info(game))
             .boxed()
     }
 
     fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+        if self.spec().master == MasterForm::None {
+            return Err(format!(
+                "{} has no Quake III master to ask ({}); query its servers by address",
+                self.title(),
+                match self {
+                    Quake3Game::Mohaa => "its servers list through GameSpy",
+                    Quake3Game::Iw4x => "its list is served over HTTP",
+                    _ => "none is known",
+                }
+            )
+            .into());
+        }
         let request = if options.ext {
             let name = options
                 .gamename
