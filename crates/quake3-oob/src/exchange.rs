@@ -358,3 +358,36 @@ impl Exchange for MasterExchange {
         self.list.on_timeout()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Requests end with the challenge (DarkPlaces echoes whatever follows `getstatus `), and
+    /// Medal of Honor's carry the client's direction byte, which its server skips.
+    #[test]
+    fn request_bytes() {
+        let mut ex = ServerExchange::with_nonce(Request::Both, 0xab);
+        let reqs = ex.requests(1).unwrap();
+        assert_eq!(reqs[0], b"\xff\xff\xff\xffgetinfo fsab-1");
+        assert_eq!(reqs[1], b"\xff\xff\xff\xffgetstatus fsab-1");
+        let mut moh = ServerExchange::with_nonce(Request::Status, 0xab).direction_byte(true);
+        assert_eq!(
+            moh.requests(0).unwrap(),
+            [b"\xff\xff\xff\xff\x02getstatus fsab-0".to_vec()]
+        );
+        // Its reply carries the server's direction byte and is taken.
+        let reply = b"\xff\xff\xff\xff\x01statusResponse\n\\challenge\\fsab-0\\sv_hostname\\moh\n58 \"UnnamedSoldier\"\n";
+        assert!(matches!(
+            moh.on_datagram(reply),
+            Verdict::Done { output: Ok(_), .. }
+        ));
+        // And the server side reads the request either way.
+        assert_eq!(
+            decode(b"\xff\xff\xff\xff\x02getstatus fsab-0").unwrap(),
+            Packet::GetStatus {
+                challenge: Some(b"fsab-0".to_vec())
+            }
+        );
+    }
+}

@@ -679,8 +679,11 @@ pub mod keys {
     pub const CLIENTS: &[&str] = &["clients"];
     /// Human clients (ioq3 `g_humanplayers`, W:ET `humans`).
     pub const HUMANS: &[&str] = &["g_humanplayers", "humans"];
-    /// Password required (ioq3 `g_needpass`, W:ET `needpass`).
-    pub const PASSWORD: &[&str] = &["g_needpass", "needpass"];
+    /// Bots (Urban Terror, Dæmon infoResponse `bots`).
+    pub const BOTS: &[&str] = &["bots"];
+    /// Password required (ioq3 `g_needpass`, W:ET and Raven `needpass`, Call of Duty `pswrd`,
+    /// Urban Terror `password` (sent only when set), IW4x `isPrivate`).
+    pub const PASSWORD: &[&str] = &["g_needpass", "needpass", "pswrd", "password", "isPrivate"];
     /// Mod directory.
     pub const MOD: &[&str] = &["game", "fs_game", "gamename"];
     /// Server version string.

@@ -391,6 +391,29 @@ mod tests {
 
     /// Found by cargo-fuzz (quake3_decode): a port-0 entry is dropped, and the leftover bytes
     /// then start with a digit right after the command word.
+    /// Activision's masters start with `\n\0` (pyq3serverlist `reader.py`); the Tremulous
+    /// and Unvanquished masters end with a lone `\` and no marker (`master.py`).
+    #[test]
+    fn activision_prefix_and_closing_backslash() {
+        let l =
+            list(b"\xff\xff\xff\xffgetserversResponse\n\0\\\x01\x02\x03\x04\x6d\x38\\EOT\0\0\0");
+        assert_eq!(l.servers, ["1.2.3.4:27960".parse::<SocketAddr>().unwrap()]);
+        assert_eq!((l.terminator, l.trailing.len()), (Some(Terminator::Eot), 0));
+        let l = list(b"\xff\xff\xff\xffgetserversResponse\\\x01\x02\x03\x04\x6d\x38\\");
+        assert_eq!(
+            (l.servers.len(), l.terminator, l.trailing.len()),
+            (1, None, 0)
+        );
+        // Trailing bytes a decoder would read as that framing are refused by the encoder.
+        for trailing in [&b"\\"[..], b"\n\0x"] {
+            let bad = ServerList {
+                trailing: trailing.to_vec(),
+                ..ServerList::default()
+            };
+            assert!(Packet::ServersResponse(bad).to_bytes().is_err());
+        }
+    }
+
     #[test]
     fn fuzz_regression_trailing_glued_to_the_command() {
         let input = b"\xff\xff\xff\xffgetserversResponse\\\xb2>\0\0\0\x005@\xca\x8diT\x84";

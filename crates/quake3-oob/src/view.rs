@@ -9,7 +9,7 @@
 
 use fragstat_core::model::{Dialect, Player as ModelPlayer, Rules, ServerInfo, Text};
 
-use crate::game::{keys, Quake3Game};
+use crate::game::{keys, Quake3Game, SlotTeams};
 use crate::packet::{InfoResponse, StatusPlayer, StatusResponse};
 
 fn count(v: Option<i64>) -> Option<u32> {
@@ -37,8 +37,9 @@ fn lookup<'a, const N: usize>(rules: &'a Rules, groups: [&[&str]; N]) -> [Option
     found.map(|f| f.map(|(_, v)| v))
 }
 
-/// One player line in the shared model. Quake III says nothing reliable about bots or
-/// spectators per player, so those stay unknown (Warsow's team 0 is a spectator).
+/// One player line in the shared model. A player line says nothing reliable about bots
+/// (ping 0 is also a player on a LAN), so that stays unknown here; SoF2's team 3 is a
+/// spectator. Teams and bots the serverinfo gives per slot are added by [`server_info`].
 pub fn player(game: Quake3Game, p: &StatusPlayer) -> ModelPlayer {
     model_player(game, p, quake(&p.name))
 }
@@ -49,8 +50,54 @@ fn model_player(game: Quake3Game, p: &StatusPlayer, name: Text) -> ModelPlayer {
     m.score = p.score;
     m.ping = Some(p.ping);
     m.team = p.team;
-    let _ = game;
+    if let (Some(team), Some(spectator)) = (p.team, game.spec().line_spectator) {
+        m.is_spectator = Some(team == spectator);
+    }
     m
+}
+
+/// What the serverinfo says about each connected client, in slot order: the team from `P`
+/// (`-` a free slot, else `'0' + team`: W:ET/ET: Legacy and Tremulous `g_main.c`,
+/// Unvanquished `sg_main.cpp`) and, where `B` is sent, whether it is a bot (`-` not a bot,
+/// `0`-`9` or `G` a bot's skill: Unvanquished `sg_main.cpp`). Player lines come in slot order
+/// of the connected clients (`SVC_Status`), so the k-th line is the k-th occupied slot.
+fn slot_clients(rules: &Rules) -> Option<Vec<(i32, Option<bool>)>> {
+    let p = rules.get_bytes(b"P")?;
+    let b = rules.get_bytes(b"B");
+    Some(
+        p.iter()
+            .enumerate()
+            .filter(|(_, &c)| c != b'-')
+            .map(|(slot, &c)| {
+                let team = i32::from(c) - i32::from(b'0');
+                let bot = b.map(|b| b.get(slot).is_some_and(|&c| c != b'-'));
+                (team, bot)
+            })
+            .collect(),
+    )
+}
+
+/// Gives each player its slot's team and bot flag, when the slots and the lines agree in
+/// number (otherwise the pairing would be a guess, and nothing is set).
+fn apply_slots(game: Quake3Game, rules: &Rules, players: &mut [ModelPlayer]) {
+    let SlotTeams::P { spectator } = game.spec().slot_teams else {
+        return;
+    };
+    let Some(slots) = slot_clients(rules) else {
+        return;
+    };
+    if slots.len() != players.len() {
+        return;
+    }
+    for (p, (team, bot)) in players.iter_mut().zip(slots) {
+        if p.team.is_none() {
+            p.team = Some(team);
+            p.is_spectator = Some(team == spectator);
+        }
+        if bot.is_some() {
+            p.is_bot = bot;
+        }
+    }
 }
 
 /// The record of a server from whatever replies are at hand.
@@ -96,16 +143,31 @@ pub fn server_info(
             rules.push(k, v);
         }
     }
+    let spec = game.spec();
     let clients = info.as_ref().and_then(|i| count(i.get_int(keys::CLIENTS)));
     let humans = info.as_ref().and_then(|i| count(i.get_int(keys::HUMANS)));
-    out.num_bots = match (clients, humans) {
-        (Some(c), Some(h)) => c.checked_sub(h),
+    let bots = info
+        .as_ref()
+        .filter(|_| spec.bots_key)
+        .and_then(|i| count(i.get_int(keys::BOTS)));
+    // Dæmon counts only humans in `clients` (sv_main.cpp: "clients" = humans, "bots").
+    let clients = match (clients, bots) {
+        (Some(c), Some(b)) if spec.clients_exclude_bots => c.checked_add(b),
+        (c, _) => c,
+    };
+    out.num_bots = match (clients, humans, bots) {
+        (_, _, Some(b)) => Some(b),
+        (Some(c), Some(h), None) => c.checked_sub(h),
         _ => None,
     };
     out.num_players = match &players {
         Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
         None => clients.unwrap_or(0),
     };
+    let protocol = rules
+        .get_int(&["protocol"])
+        .or_else(|| info.as_ref().and_then(|i| i.get_int(&["protocol"])))
+        .and_then(|p| i32::try_from(p).ok());
     let [name, map, gametype, version, password] = lookup(
         &rules,
         [
@@ -122,7 +184,7 @@ pub fn server_info(
         std::str::from_utf8(raw)
             .ok()
             .and_then(|t| t.trim().parse::<i64>().ok())
-            .and_then(|n| game.gametype_name(n))
+            .and_then(|n| game.gametype_name_for(n, protocol))
             .map(str::to_string)
             .unwrap_or_else(|| fragstat_core::text::decode_lossless(raw))
     });
@@ -131,13 +193,31 @@ pub fn server_info(
     out.max_players = count(rules.get_int(keys::MAX_PLAYERS)).unwrap_or(0);
     out.password = password.map(|v| v != b"0" && !v.is_empty());
     out.players = players.map(|ps| {
-        ps.into_iter()
+        let mut players: Vec<ModelPlayer> = ps
+            .into_iter()
             .map(|mut p| {
                 let name = Text::new(std::mem::take(&mut p.name), Dialect::Quake);
                 model_player(game, &p, name)
             })
-            .collect()
+            .collect();
+        apply_slots(game, &rules, &mut players);
+        players
     });
+    if let Some(ps) = out.players.as_ref().filter(|ps| !ps.is_empty()) {
+        if ps.iter().all(|p| p.is_spectator.is_some()) {
+            out.num_spectators =
+                u32::try_from(ps.iter().filter(|p| p.is_spectator == Some(true)).count()).ok();
+        }
+    }
+    // Without getinfo, the bots the slots name (Dæmon's `B`).
+    if out.num_bots.is_none() {
+        if let Some(ps) = &out.players {
+            if ps.iter().all(|p| p.is_bot.is_some()) && !ps.is_empty() {
+                out.num_bots =
+                    u32::try_from(ps.iter().filter(|p| p.is_bot == Some(true)).count()).ok();
+            }
+        }
+    }
     out.rules = rules;
     out
 }
@@ -191,6 +271,101 @@ mod tests {
             let want = groups.map(|g| rules.get_any(g));
             assert_eq!(lookup(&rules, groups), want, "{rules:?}");
         }
+    }
+
+    fn status(bytes: &[u8]) -> StatusResponse {
+        match crate::decode(bytes).unwrap() {
+            crate::Packet::StatusResponse(s) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn info(bytes: &[u8]) -> InfoResponse {
+        match crate::decode(bytes).unwrap() {
+            crate::Packet::InfoResponse(i) => i,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Dæmon: `P` gives each occupied slot's team, `B` which slots hold bots; `clients`
+    /// counts humans only, `bots` the bots (Unvanquished `sg_main.cpp:1205-1305`, Dæmon
+    /// `sv_main.cpp:586-587`).
+    #[test]
+    fn unvanquished_slots_give_teams_and_bots() {
+        let s = status(
+            b"\xff\xff\xff\xffstatusResponse\n\\B\\-5--G\\P\\12-01\\sv_hostname\\Unv\n              10 50 \"alien\"\n0 0 \"[bot]Granger\"\n3 70 \"spec\"\n0 0 \"[bot]Tyrant\"\n",
+        );
+        let i = info(b"\xff\xff\xff\xffinfoResponse\n\\bots\\2\\clients\\2\\sv_maxclients\\24");
+        let only_status = server_info(Quake3Game::Unvanquished, None, Some(s.clone()));
+        let ps = only_status.players.as_ref().unwrap();
+        let got: Vec<_> = ps
+            .iter()
+            .map(|p| (p.team, p.is_bot, p.is_spectator))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(1), Some(false), Some(false)),
+                (Some(2), Some(true), Some(false)),
+                (Some(0), Some(false), Some(true)),
+                (Some(1), Some(true), Some(false)),
+            ]
+        );
+        assert_eq!(
+            (only_status.num_bots, only_status.num_spectators),
+            (Some(2), Some(1))
+        );
+        let only_info = server_info(Quake3Game::Unvanquished, Some(i), None);
+        assert_eq!(
+            (only_info.num_players, only_info.num_bots),
+            (4, Some(2)),
+            "clients (humans) + bots"
+        );
+        // Slots and lines that disagree in number are not paired.
+        let odd = status(b"\xff\xff\xff\xffstatusResponse\n\\P\\1-1\n1 2 \"a\"\n");
+        let odd = server_info(Quake3Game::Unvanquished, None, Some(odd));
+        assert_eq!(odd.players.unwrap()[0].team, None);
+    }
+
+    #[test]
+    fn bots_key_team_spectators_and_gametypes_per_game() {
+        let urt =
+            info(b"\xff\xff\xff\xffinfoResponse\n\\clients\\5\\bots\\3\\gametype\\4\\password\\1");
+        let urt = server_info(Quake3Game::UrbanTerror, Some(urt), None);
+        assert_eq!((urt.num_players, urt.num_bots), (5, Some(3)));
+        assert_eq!(urt.gametype.as_deref(), Some("ts"));
+        assert_eq!(urt.password, Some(true));
+        // SoF2 1.03: `score ping team "name"`, team 3 a spectator.
+        let sof2 = status(
+            b"\xff\xff\xff\xffstatusResponse\n\\g_gametype\\CTF\n38 128 1 \"a\"\n0 0 3 \"b\"\n",
+        );
+        let sof2 = server_info(Quake3Game::Sof2, None, Some(sof2));
+        assert_eq!(sof2.gametype.as_deref(), Some("CTF"), "names are kept");
+        let ps = sof2.players.unwrap();
+        assert_eq!(
+            (ps[0].team, ps[0].is_spectator, ps[1].is_spectator),
+            (Some(1), Some(false), Some(true))
+        );
+        assert_eq!(sof2.num_spectators, Some(1));
+        // World of Padman numbers gametypes by release: 5 is CTKD in 1.7, TFFA in 1.6.
+        for (protocol, name) in [("72", "ctkd"), ("71", "tffa")] {
+            let raw = format!(
+                "\u{ff}\u{ff}\u{ff}\u{ff}infoResponse\n\\gametype\\5\\protocol\\{protocol}"
+            );
+            let bytes = fragstat_core::text::from_latin1(&raw).unwrap();
+            let w = server_info(Quake3Game::WorldOfPadman, Some(info(&bytes)), None);
+            assert_eq!(w.gametype.as_deref(), Some(name), "{protocol}");
+        }
+        // Q3Rally's values skip from 8 to 16.
+        assert_eq!(Quake3Game::Q3Rally.gametype_name(19), Some("ctf"));
+        assert_eq!(Quake3Game::Q3Rally.gametype_name(9), None);
+        // Medal of Honor: two-field lines, no score.
+        let moh =
+            status(b"\xff\xff\xff\xff\x01statusResponse\n\\g_gametype\\3\n58 \"UnnamedSoldier\"\n");
+        let moh = server_info(Quake3Game::Mohaa, None, Some(moh));
+        assert_eq!(moh.gametype.as_deref(), Some("round_based"));
+        assert_eq!(moh.players.unwrap()[0].score, None);
+        assert!(moh.warnings.is_empty());
     }
 
     #[test]
