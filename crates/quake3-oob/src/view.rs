@@ -242,7 +242,9 @@ mod tests {
             None,
             "our nonce is not a server variable"
         );
-        assert_eq!(s.rules.get("gamename"), Some(&b"Quake3Arena"[..]));
+        // The status's game module name stays, the engine's from getinfo beside it.
+        assert_eq!(s.rules.get("gamename"), Some(&b"baseoa"[..]));
+        assert_eq!(s.rules.get("info:gamename"), Some(&b"Quake3Arena"[..]));
         assert_eq!(
             s.rules.get("g_humanplayers"),
             Some(&b"2"[..]),

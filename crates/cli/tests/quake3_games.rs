@@ -1,0 +1,132 @@
+//! The Quake III family's named games end to end: qstat (a real client, with its own type
+//! for each game) reads our emulated server of every game it knows the same way we do, and
+//! `fragstat games` lists every one.
+
+use fragstat_testkit::{qstat_json, spawn_serve};
+use serde_json::Value;
+
+mod support;
+use support::{bin, json, run};
+
+/// (our id, qstat's server type).
+const QSTAT_TYPES: &[(&str, &str)] = &[
+    ("q3", "q3s"),
+    ("et", "woets"),
+    ("etl", "woets"),
+    ("rtcw", "rws"),
+    ("openarena", "openarenas"),
+    ("urt", "iourts"),
+    ("jk2", "jk2s"),
+    ("jka", "jk3s"),
+    ("sof2", "sof2s"),
+    ("cod", "cods"),
+    ("cod2", "cod2s"),
+    ("cod4", "cod4s"),
+    ("mohaa", "maqs"),
+    ("unvanquished", "unvanquisheds"),
+    ("tremulous", "tremulouss"),
+    ("wop", "wops"),
+    ("smokinguns", "smokingunss"),
+    ("q3rally", "q3rallys"),
+    ("reaction", "reactions"),
+];
+
+#[test]
+fn qstat_reads_every_emulated_quake3_game_as_we_do() {
+    for &(game, qstat_type) in QSTAT_TYPES {
+        let served = spawn_serve(
+            bin(),
+            &[
+                game,
+                "--listen",
+                "127.0.0.1:0",
+                "--players",
+                "4",
+                "--name",
+                "^1Red ^7Srv",
+            ],
+        );
+        let addr = served.servers[0].to_string();
+        let Some(v) = qstat_json(&[&format!("-{qstat_type}"), &addr, "-P", "-R"]) else {
+            return;
+        };
+        let theirs = &v[0];
+        let ours = json(&run(&[
+            "query",
+            game,
+            &addr,
+            "--players",
+            "--rules",
+            "--format",
+            "json",
+        ]));
+        let ours = &ours[0];
+        assert_eq!(theirs["status"], "online", "{game}: {theirs}");
+        assert_eq!(ours["status"], "online", "{game}: {ours}");
+        assert_eq!(ours["warnings"], Value::Array(Vec::new()), "{game}: {ours}");
+        assert_eq!(theirs["name"], "Red Srv", "{game}");
+        assert_eq!(ours["name"], "Red Srv", "{game}");
+        assert_eq!(theirs["map"], ours["map"], "{game}");
+        assert_eq!(theirs["numplayers"], ours["num_players"], "{game}");
+        assert_eq!(theirs["maxplayers"], ours["max_players"], "{game}");
+        let theirs_players = theirs["players"].as_array().unwrap();
+        let ours_players = ours["players"].as_array().unwrap();
+        assert_eq!(theirs_players.len(), ours_players.len(), "{game}");
+        for (t, o) in theirs_players.iter().zip(ours_players) {
+            assert_eq!(t["name"], o["name"], "{game}");
+            assert_eq!(t["ping"], o["ping"], "{game}");
+            if game == "mohaa" {
+                // `ping "name"` lines carry no score; qstat writes 0 for it.
+                assert_eq!((&t["score"], &o["score"]), (&Value::from(0), &Value::Null));
+            } else {
+                assert_eq!(t["score"], o["score"], "{game}");
+            }
+            if game == "sof2" {
+                assert_eq!(t["team"], o["team"], "{game}: the team before the name");
+            }
+        }
+    }
+}
+
+#[test]
+fn games_lists_every_quake3_game() {
+    let v = json(&run(&["games", "--format", "json"]));
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "q3",
+        "et",
+        "openarena",
+        "rtcw",
+        "etl",
+        "urt",
+        "jk2",
+        "jka",
+        "sof2",
+        "cod",
+        "coduo",
+        "cod2",
+        "cod4",
+        "iw4x",
+        "mohaa",
+        "unvanquished",
+        "tremulous",
+        "wop",
+        "smokinguns",
+        "q3rally",
+        "reaction",
+    ] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    let table = String::from_utf8(run(&["games"]).stdout).unwrap();
+    assert!(table.contains("Medal of Honor: Allied Assault"), "{table}");
+    // A game with no Quake III master says so instead of asking one.
+    let out = run(&["master", "mohaa", "127.0.0.1:1"]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("GameSpy"), "{err}");
+}

@@ -1,0 +1,182 @@
+//! The emulated master server: lists configured servers, and registers servers that
+//! heartbeat and answer its challenge, as dpmaster does.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use fragstat_core::service::{Outbox, Service};
+
+use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
+use crate::packet::{decode, Packet};
+use crate::Encode;
+
+/// How long a heartbeat's challenge stays valid (dpmaster: 2 s by default; we allow more).
+pub const CHALLENGE_TTL: Duration = Duration::from_secs(5);
+
+/// A challenge not answered within this is sent again until it lapses (a server may drop it:
+/// DarkPlaces ignores a `getinfo` that comes within its flood window after another query from
+/// the same IP address).
+pub const CHALLENGE_RESEND: Duration = Duration::from_millis(1500);
+
+/// At most this many challenges pending at once: a flood of spoofed heartbeats cannot grow
+/// the master's memory.
+pub const MAX_PENDING: usize = 4096;
+
+impl Service for EmulatedMaster {
+    fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
+        out.extend(self.respond(now, from, datagram));
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.pending
+            .values()
+            .map(|p| p.resend_at.map_or(p.until, |r| r.min(p.until)))
+            .min()
+    }
+
+    fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
+        self.expire(now);
+        for (to, p) in &mut self.pending {
+            if p.resend_at.is_some_and(|r| r <= now) {
+                let next = now + CHALLENGE_RESEND;
+                p.resend_at = (next < p.until).then_some(next);
+                if let Ok(b) = (Packet::GetInfo {
+                    challenge: Some(p.challenge.clone()),
+                })
+                .to_bytes()
+                {
+                    out.push((*to, b));
+                }
+            }
+        }
+    }
+}
+
+/// A challenge sent to a server that heartbeated.
+#[derive(Debug, Clone)]
+struct Pending {
+    challenge: Vec<u8>,
+    /// When it lapses.
+    until: Instant,
+    /// When it is sent again, if still unanswered.
+    resend_at: Option<Instant>,
+}
+
+/// A master server: lists configured servers, and registers servers that heartbeat and then
+/// answer its `getinfo` challenge (as dpmaster does; unanswered challenges are sent again
+/// every [`CHALLENGE_RESEND`] until they lapse).
+#[derive(Debug, Clone)]
+pub struct EmulatedMaster {
+    /// `(address, protocol)` of every listed server.
+    servers: Vec<(SocketAddr, i32)>,
+    /// Challenges sent to servers that heartbeated.
+    pending: HashMap<SocketAddr, Pending>,
+    style: EotStyle,
+    max_packet: usize,
+    counter: u64,
+}
+
+impl EmulatedMaster {
+    /// A master listing `servers` (address and protocol), marking lists with `style`.
+    pub fn new(servers: Vec<(SocketAddr, i32)>, style: EotStyle) -> Self {
+        EmulatedMaster {
+            servers,
+            pending: HashMap::new(),
+            style,
+            max_packet: MAX_MASTER_PACKET,
+            counter: 0,
+        }
+    }
+
+    /// Sets the largest datagram (default 1400 bytes, dpmaster's).
+    pub fn with_max_packet(mut self, max_packet: usize) -> Self {
+        self.max_packet = max_packet;
+        self
+    }
+
+    /// The servers listed now.
+    pub fn servers(&self) -> &[(SocketAddr, i32)] {
+        &self.servers
+    }
+
+    /// Challenges awaiting an answer (each lapses [`CHALLENGE_TTL`] after it was sent).
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Drops the challenges that have lapsed by `now`.
+    pub fn expire(&mut self, now: Instant) {
+        self.pending.retain(|_, p| p.until > now);
+    }
+
+    /// Handles one datagram from `from` at `now`; returns the datagrams to send and where.
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Vec<(SocketAddr, Vec<u8>)> {
+        match decode(datagram) {
+            Ok(Packet::GetServers(req)) => {
+                let want_v4 = !req.ext || !req.has_option("ipv6") || req.has_option("ipv4");
+                let want_v6 = req.ext && (!req.has_option("ipv4") || req.has_option("ipv6"));
+                let list: Vec<SocketAddr> = self
+                    .servers
+                    .iter()
+                    .filter(|(a, p)| {
+                        *p == req.protocol && if a.is_ipv4() { want_v4 } else { want_v6 }
+                    })
+                    .map(|(a, _)| *a)
+                    .collect();
+                encode_server_list(&list, req.ext, self.style, self.max_packet)
+                    .into_iter()
+                    .map(|p| (from, p))
+                    .collect()
+            }
+            Ok(Packet::Heartbeat(h)) if !h.is_flatline() => {
+                self.expire(now);
+                if self.pending.len() >= MAX_PENDING && !self.pending.contains_key(&from) {
+                    return Vec::new();
+                }
+                self.counter += 1;
+                let challenge = format!("m{:x}{:x}", self.counter, from.port()).into_bytes();
+                self.pending.insert(
+                    from,
+                    Pending {
+                        challenge: challenge.clone(),
+                        until: now + CHALLENGE_TTL,
+                        resend_at: Some(now + CHALLENGE_RESEND),
+                    },
+                );
+                Packet::GetInfo {
+                    challenge: Some(challenge),
+                }
+                .to_bytes()
+                .map(|b| vec![(from, b)])
+                .unwrap_or_default()
+            }
+            Ok(Packet::InfoResponse(r)) => {
+                let expected = self
+                    .pending
+                    .get(&from)
+                    .filter(|p| p.until > now)
+                    .map(|p| p.challenge.as_slice());
+                if expected.is_some() && r.info.get("challenge") == expected {
+                    self.pending.remove(&from);
+                    let protocol = r
+                        .info
+                        .get_int(&["protocol"])
+                        .and_then(|p| i32::try_from(p).ok());
+                    let max = r.info.get_int(&["sv_maxclients"]).unwrap_or(0);
+                    if let (Some(p), true) = (protocol, max > 0) {
+                        self.servers.retain(|(a, _)| *a != from);
+                        self.servers.push((from, p));
+                    }
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
