@@ -299,8 +299,10 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let content_type = list.content_type;
         // Served many times without copying.
         let body = axum::body::Bytes::from(list.body);
+        // The route is the path; a query (IW4x's `?protocol=152`) is printed, not routed.
+        let route = path.split('?').next().unwrap_or(path);
         let app = axum::Router::new().route(
-            path,
+            route,
             axum::routing::get(move || {
                 let body = body.clone();
                 async move { ([(axum::http::header::CONTENT_TYPE, content_type)], body) }

@@ -130,3 +130,42 @@ fn games_lists_every_quake3_game() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("GameSpy"), "{err}");
 }
+
+/// `serve iw4x --master` serves IW4x's JSON list at the public list's path: `master iw4x URL`
+/// reads it and `--probe` asks every listed server over UDP.
+#[test]
+fn iw4x_http_list_end_to_end() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "iw4x",
+            "--listen",
+            "127.0.0.1:0",
+            "--count",
+            "2",
+            "--players",
+            "4",
+            "--master",
+        ],
+    );
+    let url = served.master_url.clone().expect("the list's URL");
+    assert!(url.ends_with("/v1/servers/iw4x?protocol=152"), "{url}");
+    let v = json(&run(&[
+        "master", "iw4x", &url, "--probe", "--format", "json",
+    ]));
+    assert_eq!(v["masters"][0]["status"], "online", "{v}");
+    let servers = v["servers"].as_array().unwrap();
+    let mut got: Vec<String> = servers
+        .iter()
+        .map(|s| s["address"].as_str().unwrap().to_string())
+        .collect();
+    let mut want: Vec<String> = served.servers.iter().map(ToString::to_string).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    for s in servers {
+        assert_eq!(s["status"], "online", "{s}");
+        // Two of the four are bots, which IW4x leaves off its status.
+        assert_eq!(s["num_players"], 2, "{s}");
+    }
+}

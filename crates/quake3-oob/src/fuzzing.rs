@@ -83,3 +83,18 @@ pub fn check_infostring(data: &[u8]) {
         }
     }
 }
+
+/// Any body as IW4x's HTTP server list: no panic, an error's offset inside the body, and the
+/// servers read rendered and read again are the same.
+pub fn check_iw4x_list(data: &[u8]) {
+    match crate::iw4x::parse(data) {
+        Ok(list) => {
+            let addrs: Vec<_> = list.servers.iter().map(|s| s.addr).collect();
+            let again = crate::iw4x::parse(&crate::iw4x::render(&addrs, 152).body)
+                .expect("a rendered list parses");
+            let back: Vec<_> = again.servers.iter().map(|s| s.addr).collect();
+            assert_eq!(addrs, back, "servers changed in a round trip");
+        }
+        Err(e) => assert!(e.offset() <= data.len(), "offset past the body: {e}"),
+    }
+}

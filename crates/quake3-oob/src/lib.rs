@@ -40,6 +40,7 @@ pub mod exchange;
 pub mod fuzzing;
 pub mod game;
 mod info;
+pub mod iw4x;
 pub mod master;
 pub mod packet;
 pub mod registry;

@@ -112,13 +112,21 @@ impl FamilyGame for Quake3Game {
     }
 
     fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+        if self == Quake3Game::Iw4x {
+            if options.ext {
+                return Err("IW4x's list is served over HTTP: there is no extended request".into());
+            }
+            return Ok(MasterQuery::Http {
+                default_url: Some(crate::iw4x::DEFAULT_URL),
+                parse: crate::iw4x::parse,
+            });
+        }
         if self.spec().master == MasterForm::None {
             return Err(format!(
                 "{} has no Quake III master to ask ({}); query its servers by address",
                 self.title(),
                 match self {
                     Quake3Game::Mohaa => "its servers list through GameSpy",
-                    Quake3Game::Iw4x => "its list is served over HTTP",
                     _ => "none is known",
                 }
             )

@@ -26,3 +26,29 @@ fn mutated_fixtures_never_panic_and_round_trip() {
         check_infostring(body);
     });
 }
+
+const IW4X_LIST: Mutator<'static> = Mutator {
+    bytes: &[b'{', b'}', b'[', b']', b'"', b':', b',', b'-', b'9', 0xff],
+    pieces: &[
+        b"{\"ip\":\"::1\",\"port\":65535}",
+        b"\"port\":-1",
+        b"\"ip\":null",
+        b"1e400",
+    ],
+    special: None,
+};
+
+/// IW4x's HTTP list through the oracle of its cargo-fuzz target.
+#[test]
+fn mutated_iw4x_lists_never_panic_and_round_trip() {
+    let corpus = vec![
+        br#"{"servers":[{"ip":"127.0.0.1","port":28960,"protocol":152,"clients":3},{"ip":"::1","port":28961}]}"#.to_vec(),
+        br#"{"servers":[]}"#.to_vec(),
+    ];
+    IW4X_LIST.run(
+        0x1f4,
+        &corpus,
+        3000,
+        fragstat_quake3_oob::fuzzing::check_iw4x_list,
+    );
+}

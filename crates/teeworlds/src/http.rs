@@ -304,22 +304,6 @@ pub fn preferred_address(addresses: &[String]) -> Option<SocketAddr> {
     })
 }
 
-/// Byte offset of a serde_json error's line and column in `body`.
-fn offset_of(body: &[u8], e: &serde_json::Error) -> usize {
-    let mut line = 1;
-    let mut start = 0;
-    for (i, b) in body.iter().enumerate() {
-        if line == e.line() {
-            break;
-        }
-        if *b == b'\n' {
-            line += 1;
-            start = i + 1;
-        }
-    }
-    (start + e.column().saturating_sub(1)).min(body.len())
-}
-
 /// Parses a `servers.json` body: the servers whose info validates, each with its info and
 /// every address; a warning for each server skipped.
 ///
@@ -335,7 +319,7 @@ fn offset_of(body: &[u8], e: &serde_json::Error) -> usize {
 pub fn parse(body: &[u8]) -> Result<HttpList, DecodeError> {
     let list: List = serde_json::from_slice(body).map_err(|e| DecodeError::Invalid {
         field: "servers.json",
-        offset: offset_of(body, &e),
+        offset: fragstat_core::wire::json_error_offset(body, &e),
         reason: "not a DDNet server list (a servers array of {addresses, location, info})",
     })?;
     let mut out = HttpList::default();

@@ -641,5 +641,28 @@ pub fn put_varint(out: &mut Vec<u8>, v: i32) {
     out.push(b);
 }
 
+/// The byte offset in `body` of the line and column a `serde_json` error names, for
+/// [`DecodeError`](crate::DecodeError)s of JSON documents (HTTP master lists).
+///
+/// ```
+/// let body = b"{\n  \"a\": x}";
+/// let e = serde_json::from_slice::<serde_json::Value>(body).unwrap_err();
+/// assert_eq!(body[fragstat_core::wire::json_error_offset(body, &e)], b'x');
+/// ```
+pub fn json_error_offset(body: &[u8], e: &serde_json::Error) -> usize {
+    let mut line = 1;
+    let mut start = 0;
+    for (i, b) in body.iter().enumerate() {
+        if line == e.line() {
+            break;
+        }
+        if *b == b'\n' {
+            line += 1;
+            start = i + 1;
+        }
+    }
+    (start + e.column().saturating_sub(1)).min(body.len())
+}
+
 #[cfg(test)]
 mod tests;

@@ -494,6 +494,20 @@ impl Emulate for Quake3Game {
         ))
     }
 
+    fn emulated_http_list(
+        &self,
+        servers: &[(SocketAddr, EmuServer)],
+    ) -> Result<fragstat_core::registry::HttpBody, EmuError> {
+        if *self != Quake3Game::Iw4x {
+            return Err(EmuError(format!(
+                "{}: the master is a UDP master (serve it without an HTTP list)",
+                self.id()
+            )));
+        }
+        let addrs: Vec<SocketAddr> = servers.iter().map(|(a, _)| *a).collect();
+        Ok(crate::iw4x::render(&addrs, self.protocol()))
+    }
+
     fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
         let style = match config.end_marker {
             EndMarker::Last => EotStyle::LastPacket,
