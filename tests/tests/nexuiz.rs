@@ -80,19 +80,24 @@ async fn a_real_nexuiz_server() {
 
     // The old request form, with a newline after the challenge: the server echoes it (an
     // empty line before the players), and the reply still decodes without a warning.
-    let reply = wait::until_every(
-        "a reply to `getstatus abc\\n`",
-        wait::STARTUP,
-        Duration::from_millis(1100),
-        || {
-            udp_ask_from(
-                "127.0.0.4".parse().unwrap(),
-                server.addr,
-                b"\xff\xff\xff\xffgetstatus abc\n",
-                Duration::from_millis(500),
-            )
-        },
-    );
+    let addr = server.addr;
+    let reply = tokio::task::spawn_blocking(move || {
+        wait::until_every(
+            "a reply to `getstatus abc\\n`",
+            wait::STARTUP,
+            Duration::from_millis(1100),
+            || {
+                udp_ask_from(
+                    "127.0.0.4".parse().unwrap(),
+                    addr,
+                    b"\xff\xff\xff\xffgetstatus abc\n",
+                    Duration::from_millis(500),
+                )
+            },
+        )
+    })
+    .await
+    .unwrap();
     assert!(
         reply
             .windows(b"\\challenge\\abc\n\n".len())
