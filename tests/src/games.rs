@@ -371,7 +371,26 @@ pub struct Nexuiz {
     pub max_players: u32,
     /// Bots it was started with (`bot_number`, joining an empty server: `bot_join_empty`).
     pub bots: u32,
+    /// The game type it runs (`qcstatus`'s first field: `dm` unless started with another).
+    pub gametype: String,
     _dir: tempfile::TempDir,
+}
+
+/// The cvar that makes a Nexuiz 2.5.2 server run game type `gametype` (its `qcstatus` short
+/// name); `None` for deathmatch, the default, and for names Nexuiz does not have.
+fn nexuiz_gametype_cvar(gametype: &str) -> Option<&'static str> {
+    Some(match gametype {
+        "tdm" => "g_tdm",
+        "ctf" => "g_ctf",
+        "dom" => "g_domination",
+        "kh" => "g_keyhunt",
+        "ons" => "g_onslaught",
+        "lms" => "g_lms",
+        "rune" => "g_runematch",
+        "arena" => "g_arena",
+        "rc" => "g_race",
+        _ => return None,
+    })
 }
 
 impl Nexuiz {
@@ -385,6 +404,29 @@ impl Nexuiz {
         bots: u32,
         master: Option<SocketAddr>,
     ) -> Option<Nexuiz> {
+        Self::start_game(hostname, map, max_players, bots, master, "dm")
+    }
+
+    /// As [`Nexuiz::start`], running game type `gametype` (`dm`, `tdm`, `ctf`, `dom`, `kh`,
+    /// `ons`, `lms`, `rune`, `arena`, `rc`: `+g_tdm 1` and the like). The map must support
+    /// it, or Nexuiz falls back to deathmatch (`downer`: dm tdm dom rune lms arena;
+    /// `basementctf`: ctf).
+    ///
+    /// # Panics
+    /// On a game type Nexuiz does not have.
+    pub fn start_game(
+        hostname: &str,
+        map: &str,
+        max_players: u32,
+        bots: u32,
+        master: Option<SocketAddr>,
+        gametype: &str,
+    ) -> Option<Nexuiz> {
+        let cvar = nexuiz_gametype_cvar(gametype);
+        assert!(
+            cvar.is_some() || gametype == "dm",
+            "Nexuiz has no game type {gametype:?}"
+        );
         let bin = require("nexuiz-server", "nexuiz-server")?;
         let dir = temp_dir("fragstat-nexuiz-");
         let (mut process, addrs) = start_on_picked_port("Nexuiz", &LOOPBACK, |port| {
@@ -404,6 +446,9 @@ impl Nexuiz {
                 "+bot_number".into(),
                 bots.to_string(),
             ];
+            if let Some(cvar) = cvar {
+                args.extend([format!("+{cvar}"), "1".into()]);
+            }
             match master {
                 Some(m) => args.extend(
                     [
@@ -453,6 +498,7 @@ impl Nexuiz {
             map: map.into(),
             max_players,
             bots,
+            gametype: gametype.into(),
             _dir: dir,
         })
     }

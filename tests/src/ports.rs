@@ -14,7 +14,8 @@
 //!   the kernel's ephemeral range, so no port-0 bind of any test can hold it), and the port
 //!   it really bound is read from the kernel ([`udp_ports_of`], [`tcp_listeners_of`]: the
 //!   sockets its PID holds, from `/proc`), never assumed; a server that exits saying the
-//!   address is in use is started again on another port ([`crate::Process::exited_in_use`]).
+//!   address is in use is started again on another port ([`crate::process::Exited::in_use`],
+//!   [`crate::process::start_on_picked_port`]).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};

@@ -65,13 +65,15 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     players: usize,
     /// Server name (colour codes allowed where the game has them); with --count > 1, " #N"
-    /// is appended.
+    /// is appended. Empty: the game's own default where it has one (Nexuiz: "Nexuiz 2.5.2
+    /// Server").
     #[arg(long, default_value = "^1fragstat ^7emulated server")]
     name: String,
     /// Map (default: the game's usual first map, e.g. q3dm17).
     #[arg(long)]
     map: Option<String>,
-    /// Game type value as the game sends it (e.g. 4 for Quake III CTF).
+    /// Game type value as the game sends it (e.g. 4 for Quake III CTF; a short name for
+    /// Warsow, Nexuiz and Xonotic: ca, tdm, ctf… — team games put a team on each player line).
     #[arg(long)]
     gametype: Option<String>,
     /// Player slots (default: at least 8, at least --players).

@@ -1,12 +1,16 @@
-//! The CLI with the Warsow/Nexuiz and Teeworlds/DDNet families, end to end: qstat (a real
-//! client) reading our emulated servers and masters, and `fragstat master ddnet URL` against
-//! a local HTTP server serving a DDNet `servers.json`, probing the emulated servers it lists.
+//! The CLI with the Warsow/Nexuiz/Xonotic and Teeworlds/DDNet families, end to end: qstat
+//! (a real client) reading our emulated servers and masters, Warsow's short query and
+//! protocol numbers, and `fragstat master ddnet URL` against a local HTTP server serving a
+//! DDNet `servers.json`, probing the emulated servers it lists.
+
+use std::net::UdpSocket;
+use std::time::Duration;
 
 use fragstat_testkit::{qstat_json, spawn_serve};
 use serde_json::{json, Value};
 
 mod support;
-use support::{bin, json as json_out, run, HttpFile};
+use support::{bin, json as json_out, run, stderr_of, HttpFile};
 
 /// Our record of `addr` as `fragstat query GAME addr --players --format json` prints it.
 fn ours(game: &str, addr: &str) -> Value {
@@ -125,6 +129,254 @@ fn qstat_reads_our_emulated_nexuiz_server() {
     assert_eq!(theirs["maxplayers"], mine["max_players"]);
     assert_eq!(mine["num_bots"], 2);
     assert_eq!(mine["gametype"], "dm");
+}
+
+/// A Nexuiz team game (`serve nexuiz --gametype tdm`): qstat still reads it, and ours shows
+/// each player's team (written before the name, as the real server does), the spectator and
+/// the bots; `serve xonotic` likewise, read by qstat's `-xonotics`.
+#[test]
+fn qstat_reads_our_emulated_darkplaces_team_games() {
+    for (game, qstat, gametype) in [
+        ("nexuiz", "-nexuizs", "tdm"),
+        ("nexuiz", "-nexuizs", "ctf"),
+        ("xonotic", "-xonotics", "tdm"),
+    ] {
+        let served = spawn_serve(
+            bin(),
+            &[
+                game,
+                "--listen",
+                "127.0.0.1:0",
+                "--players",
+                "6",
+                "--gametype",
+                gametype,
+                "--name",
+                "",
+            ],
+        );
+        let addr = served.servers[0].to_string();
+        let Some(v) = qstat_json(&[qstat, &addr, "-P", "-R"]) else {
+            return;
+        };
+        let (theirs, mine) = (&v[0], ours(game, &addr));
+        assert_eq!(theirs["status"], "online", "{theirs}");
+        assert_eq!(theirs["name"], mine["name"], "{game} {gametype}");
+        assert_eq!(theirs["numplayers"], mine["num_players"]);
+        assert_eq!(theirs["maxplayers"], mine["max_players"]);
+        assert_eq!(theirs["rules"]["gamename"], mine["rules"]["gamename"]);
+        let version = if game == "nexuiz" { "2.5.2" } else { "0.8.6" };
+        assert_eq!(
+            mine["name"],
+            format!(
+                "{} {version} Server",
+                &theirs["rules"]["gamename"].as_str().unwrap()
+            )
+        );
+        assert_eq!(mine["gametype"], gametype);
+        assert_eq!(mine["version"], version);
+        assert_eq!(
+            (&mine["num_bots"], &mine["num_spectators"]),
+            (&json!(3), &json!(1))
+        );
+        let teams: Vec<Value> = mine["players"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| json!([p["team"], p["is_bot"], p["is_spectator"]]))
+            .collect();
+        assert_eq!(
+            teams,
+            [
+                json!([1, false, false]),
+                json!([2, true, false]),
+                json!([0, false, true]),
+                json!([1, true, false]),
+                json!([2, false, false]),
+                json!([1, true, false]),
+            ],
+            "{game} {gametype}"
+        );
+        // qstat reads the line's first number as the score and the name between quotes.
+        let names = |players: &Value, score: &str| -> Vec<Value> {
+            players
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| json!([p["name"], p[score]]))
+                .collect()
+        };
+        assert_eq!(
+            names(&theirs["players"], "score"),
+            names(&mine["players"], "score")
+        );
+        assert_eq!(mine["warnings"], json!([]), "{mine}");
+    }
+}
+
+/// `fragstat games` lists Xonotic with its ports and qstat's name, and qstat's master type
+/// `xonoticm` names it for `fragstat master`.
+#[test]
+fn games_lists_xonotic() {
+    let v = json_out(&run(&["games", "--format", "json"]));
+    let x = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "xonotic")
+        .expect("xonotic listed");
+    assert_eq!(
+        (
+            &x["title"],
+            &x["family"],
+            &x["default_port"],
+            &x["master_port"]
+        ),
+        (
+            &json!("Xonotic"),
+            &json!("warsow"),
+            &json!(26000),
+            &json!(27950)
+        )
+    );
+    assert_eq!(x["aliases"], json!(["xonotics"]));
+    // No master named: the usage error is about that, not about the game.
+    let out = run(&["master", "xonoticm"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("no master given"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+/// Reads one datagram on `socket` (60 s at most) and returns it with its sender.
+fn receive(socket: &UdpSocket) -> (Vec<u8>, std::net::SocketAddr) {
+    socket
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, from) = socket.recv_from(&mut buf).expect("a request");
+    (buf[..n].to_vec(), from)
+}
+
+/// `query warsow ADDR --short` asks qfusion's short `info 22 full empty` and shows the reply
+/// as a server; `--protocol 9` asks `info 9` (Warsow 0.3, whose reply pads differently);
+/// `master warsow --protocol 9` sends `getservers Warsow 9 full empty`; DarkPlaces games have
+/// no short query and are refused by name.
+#[test]
+fn warsow_short_query_and_protocol_numbers() {
+    let served = spawn_serve(
+        bin(),
+        &[
+            "warsow",
+            "--listen",
+            "127.0.0.1:0",
+            "--players",
+            "3",
+            "--name",
+            "^1War^7sow",
+            "--gametype",
+            "ctf",
+        ],
+    );
+    let addr = served.servers[0].to_string();
+    let v = json_out(&run(&[
+        "query", "warsow", &addr, "--short", "--format", "json",
+    ]));
+    let rec = &v[0];
+    assert_eq!(rec["status"], "online", "{rec}");
+    assert_eq!(
+        (&rec["name_raw"], &rec["map"], &rec["gametype"]),
+        (&json!("^1War^7sow"), &json!("wca1"), &json!("ctf"))
+    );
+    assert_eq!(
+        (&rec["num_players"], &rec["max_players"], &rec["num_bots"]),
+        (&json!(3), &json!(8), &json!(1))
+    );
+    assert_eq!(rec["players"], Value::Null, "the short reply has none");
+    assert_eq!(
+        rec["unverified"], true,
+        "the short reply carries no challenge"
+    );
+    assert_eq!(rec["rules"]["u"], " 3/ 8");
+
+    // A Warsow 0.3 server: `info 9 full empty`, answered with 0.3's paddings.
+    let old = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let old_addr = old.local_addr().unwrap().to_string();
+    let thread = std::thread::spawn(move || {
+        let (request, from) = receive(&old);
+        old.send_to(
+            b"\xff\xff\xff\xffinfo\n\\\\n\\\\Old\\\\m\\\\wdm2\\\\u\\\\03/16\\\\g\\\\   ca\\\\EOT",
+            from,
+        )
+        .unwrap();
+        request
+    });
+    let v = json_out(&run(&[
+        "query",
+        "warsow",
+        &old_addr,
+        "--short",
+        "--protocol",
+        "9",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        thread.join().unwrap(),
+        b"\xff\xff\xff\xffinfo 9 full empty\n"
+    );
+    assert_eq!(v[0]["status"], "online", "{v}");
+    assert_eq!(
+        (&v[0]["name"], &v[0]["map"], &v[0]["gametype"]),
+        (&json!("Old"), &json!("wdm2"), &json!("ca"))
+    );
+    assert_eq!(
+        (&v[0]["num_players"], &v[0]["max_players"]),
+        (&json!(3), &json!(16))
+    );
+
+    // A master asked for Warsow 0.3's list.
+    let master = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let master_addr = master.local_addr().unwrap().to_string();
+    let thread = std::thread::spawn(move || {
+        let (request, from) = receive(&master);
+        master
+            .send_to(
+                b"\xff\xff\xff\xffgetserversResponse\\\x7f\x00\x00\x01\xad\x9c\\EOT\0\0\0",
+                from,
+            )
+            .unwrap();
+        request
+    });
+    let v = json_out(&run(&[
+        "master",
+        "warsow",
+        &master_addr,
+        "--protocol",
+        "9",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        thread.join().unwrap(),
+        b"\xff\xff\xff\xffgetservers Warsow 9 full empty\n"
+    );
+    assert_eq!(v["servers"][0]["address"], "127.0.0.1:44444", "{v}");
+
+    // No short query for DarkPlaces; `--protocol` on a query only with `--short`.
+    let out = run(&["query", "nexuiz", &addr, "--short"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("--short: nexuiz (Nexuiz) has no short query"),
+        "{}",
+        stderr_of(&out)
+    );
+    let out = run(&["query", "warsow", &addr, "--protocol", "9"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let out = run(&["query", "warsow", &addr, "--short", "-P"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
 }
 
 /// qstat's Teeworlds player list is known to be wrong (it reads (name, score) pairs from the

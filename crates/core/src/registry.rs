@@ -25,6 +25,14 @@ pub struct Ask {
     pub players: bool,
     /// Every server variable (rules). Families whose rules come with the players fetch both.
     pub rules: bool,
+    /// The game's short query instead of its usual one (qfusion's `info <protocol> full
+    /// empty`: name, map, counts and game type in one small reply, without players or
+    /// rules), for games that have one ([`Game::has_short_query`]); the registry refuses it
+    /// for the others (see [`Game::check_ask`]).
+    pub short: bool,
+    /// The protocol number to name in requests that carry one (the short query's `info
+    /// <protocol>`); `None` for the game's own. Requests that name no protocol ignore it.
+    pub protocol: Option<i32>,
 }
 
 impl Ask {
@@ -37,7 +45,7 @@ impl Ask {
     pub fn players() -> Self {
         Ask {
             players: true,
-            rules: false,
+            ..Ask::default()
         }
     }
 
@@ -46,6 +54,15 @@ impl Ask {
         Ask {
             players: true,
             rules: true,
+            ..Ask::default()
+        }
+    }
+
+    /// The game's short query ([`Ask::short`]).
+    pub fn short() -> Self {
+        Ask {
+            short: true,
+            ..Ask::default()
         }
     }
 
@@ -60,7 +77,25 @@ impl Ask {
         self.rules = rules;
         self
     }
+
+    /// Asks with the game's short query when `short` is true ([`Ask::short`]).
+    pub fn with_short(mut self, short: bool) -> Self {
+        self.short = short;
+        self
+    }
+
+    /// Names `protocol` in requests that carry one ([`Ask::protocol`]).
+    pub fn with_protocol(mut self, protocol: Option<i32>) -> Self {
+        self.protocol = protocol;
+        self
+    }
 }
+
+/// Why a game cannot ask what an [`Ask`] asks for (the short query of a game that has
+/// none): see [`Game::check_ask`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AskError(pub String);
 
 /// How to ask a master for its list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,6 +106,10 @@ pub struct MasterOptions {
     pub ext: bool,
     /// The game name the master knows the game by, overriding the game's own.
     pub gamename: Option<String>,
+    /// The protocol number to ask the master for, overriding the game's own (Warsow 0.3's
+    /// `getservers Warsow 9`, older releases of a game). Families whose master request names
+    /// no protocol, or that do not take another, ignore it.
+    pub protocol: Option<i32>,
 }
 
 impl MasterOptions {
@@ -82,6 +121,11 @@ impl MasterOptions {
     /// Sets [`MasterOptions::gamename`].
     pub fn with_gamename(mut self, gamename: Option<String>) -> Self {
         self.gamename = gamename;
+        self
+    }
+    /// Sets [`MasterOptions::protocol`].
+    pub fn with_protocol(mut self, protocol: Option<i32>) -> Self {
+        self.protocol = protocol;
         self
     }
 }
@@ -376,6 +420,8 @@ pub struct GameMeta {
     pub echoes_challenge: bool,
     /// What to tell a user whose server did not answer: see [`Game::unanswered_hint`].
     pub unanswered_hint: Option<&'static str>,
+    /// Whether the game has a short query ([`Ask::short`]): see [`Game::has_short_query`].
+    pub short_query: bool,
 }
 
 impl GameMeta {
@@ -396,6 +442,7 @@ impl GameMeta {
             master_port: None,
             echoes_challenge: true,
             unanswered_hint: None,
+            short_query: false,
         }
     }
 
@@ -420,6 +467,12 @@ impl GameMeta {
     /// Sets the hint for an unanswered query.
     pub fn unanswered_hint(mut self, hint: impl Into<Option<&'static str>>) -> Self {
         self.unanswered_hint = hint.into();
+        self
+    }
+
+    /// Sets whether the game has a short query.
+    pub fn short_query(mut self, short_query: bool) -> Self {
+        self.short_query = short_query;
         self
     }
 }
@@ -466,7 +519,29 @@ pub trait Game: Send + Sync + fmt::Debug {
     fn unanswered_hint(&self) -> Option<&'static str> {
         self.meta().unanswered_hint
     }
-    /// A query of one server.
+    /// Whether the game has a short query besides its usual one ([`Ask::short`]: qfusion's
+    /// `info <protocol>`).
+    fn has_short_query(&self) -> bool {
+        self.meta().short_query
+    }
+    /// Checks that this game can ask what `ask` asks for: an error naming the game for the
+    /// short query of a game that has none. [`Game::server_query`] of a registry game
+    /// ([`Entry`]) makes the same check, and a query it refuses fails with
+    /// [`QueryError::Encode`](crate::QueryError::Encode) with nothing sent; a front end
+    /// calls this first to say so before any query. The error reads `q3 (Quake III Arena) has
+    /// no short query`.
+    fn check_ask(&self, ask: Ask) -> Result<(), AskError> {
+        if ask.short && !self.has_short_query() {
+            return Err(AskError(format!(
+                "{} ({}) has no short query",
+                self.id(),
+                self.title()
+            )));
+        }
+        Ok(())
+    }
+    /// A query of one server. For an [`Ask`] the game cannot ask ([`Game::check_ask`]), a
+    /// registry game ([`Entry`]) gives a query that fails at once, sending nothing.
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
     /// A query of a master, or why the options do not fit this game.
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError>;
@@ -583,6 +658,9 @@ impl<G: FamilyGame> Game for Entry<G> {
         &self.meta
     }
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+        if self.check_ask(ask).is_err() {
+            return Box::new(Refused);
+        }
         self.game.server_query(ask)
     }
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
@@ -596,6 +674,23 @@ impl<G: FamilyGame> Game for Entry<G> {
     }
     fn emulator(&self) -> Option<&dyn Emulate> {
         self.game.emulator()
+    }
+}
+
+/// The query of an [`Ask`] a game cannot ask ([`Game::check_ask`]): it ends at its first
+/// request, with nothing sent.
+#[derive(Debug)]
+struct Refused;
+
+impl Exchange for Refused {
+    type Output = ServerInfo;
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, crate::encode::EncodeError> {
+        Err(crate::encode::EncodeError::Invalid(
+            "the game has no short query (Ask::short)",
+        ))
+    }
+    fn on_datagram(&mut self, _datagram: &[u8]) -> crate::exchange::Verdict<ServerInfo> {
+        crate::exchange::Verdict::Ignore("no request was sent")
     }
 }
 

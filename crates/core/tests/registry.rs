@@ -4,9 +4,10 @@
 
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
-    emulator, Ask, Decoded, Entry, Family, FamilyGame, Game, GameMeta, MasterOptions, MasterQuery,
+    emulator, Ask, AskError, Decoded, Entry, Family, FamilyGame, Game, GameMeta, MasterOptions,
+    MasterQuery,
 };
-use fragstat_core::{BoxError, DecodeError, Exchange};
+use fragstat_core::{BoxError, DecodeError, EncodeError, Exchange, Verdict};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Toy {
@@ -24,12 +25,14 @@ impl FamilyGame for Toy {
             Toy::Small => GameMeta::new(Self::FAMILY, "small", "Small", 1000).aliases(&["sm"]),
             Toy::Large => GameMeta::new(Self::FAMILY, "large", "Large", 2000)
                 .master_port(2001)
-                .echoes_challenge(false),
+                .echoes_challenge(false)
+                .short_query(true),
         }
     }
 
+    /// Only the refusal of a short query reaches a request in these tests.
     fn server_query(self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
-        unreachable!("no server is queried in these tests")
+        Box::new(Never)
     }
 
     fn master_query(self, _options: &MasterOptions) -> Result<MasterQuery, BoxError> {
@@ -59,6 +62,19 @@ impl FamilyGame for Toy {
             servers,
             details: None,
         })
+    }
+}
+
+/// A query that sends one datagram and never finishes.
+struct Never;
+
+impl Exchange for Never {
+    type Output = ServerInfo;
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        Ok(vec![b"ask".to_vec()])
+    }
+    fn on_datagram(&mut self, _datagram: &[u8]) -> Verdict<ServerInfo> {
+        Verdict::Ignore("never")
     }
 }
 
@@ -107,4 +123,29 @@ fn a_game_without_emulators_says_which_feature_is_missing() {
         "large: built without emulators (the toy crate's `emulate` feature)"
     );
     assert!(g.master_query(&MasterOptions::default()).is_err());
+}
+
+#[test]
+fn a_short_query_is_refused_naming_the_game_unless_it_has_one() {
+    let small = Entry::new(Toy::Small);
+    assert!(!small.has_short_query());
+    assert_eq!(
+        small.check_ask(Ask::short().with_protocol(Some(9))),
+        Err(AskError("small (Small) has no short query".into()))
+    );
+    assert!(small.check_ask(Ask::everything()).is_ok());
+    // Through the registry the refused query fails at its first request: nothing is sent.
+    let err = small.server_query(Ask::short()).requests(0).unwrap_err();
+    assert_eq!(err.to_string(), "the game has no short query (Ask::short)");
+    assert_eq!(
+        small.server_query(Ask::players()).requests(0).unwrap(),
+        [b"ask".to_vec()]
+    );
+    let large = Entry::new(Toy::Large);
+    assert!(large.has_short_query());
+    assert!(large.check_ask(Ask::short()).is_ok());
+    assert_eq!(
+        large.server_query(Ask::short()).requests(0).unwrap(),
+        [b"ask".to_vec()]
+    );
 }

@@ -9,7 +9,7 @@
 //! | `quake3` (default) | [`quake3`] | Quake III Arena, W:ET, OpenArena, RtCW, any Q3-protocol game |
 //! | `idtech4` (default) | [`idtech4`] | Doom 3, Quake 4, Prey (servers and masters) |
 //! | `etqw` (default) | [`etqw`] | Enemy Territory: Quake Wars (servers and the HTTP list feed) |
-//! | `warsow` (default) | [`warsow`] | Warsow, Warfork (qfusion), Nexuiz (DarkPlaces) |
+//! | `warsow` (default) | [`warsow`] | Warsow, Warfork (qfusion), Nexuiz, Xonotic (DarkPlaces) |
 //! | `teeworlds` (default) | [`teeworlds`] | Teeworlds 0.6 and 0.7, DDNet (UDP and HTTP masters) |
 //! | `http` (default) | — | HTTP master lists (DDNet's `servers.json`, the ETQW feed) in [`Client::master_list`] |
 //!
@@ -62,7 +62,7 @@ pub use scan::{Indexed, Scan, ScanItem};
 pub use fragstat_core as core;
 pub use fragstat_core::model::{MasterEntry, Player, Rules, ServerInfo, Text};
 pub use fragstat_core::record::{Record, Status};
-pub use fragstat_core::registry::{Ask, Family, Game, GameRef, MasterOptions};
+pub use fragstat_core::registry::{Ask, AskError, Family, Game, GameRef, MasterOptions};
 pub use fragstat_core::{DecodeError, Engine, Options, QueryError};
 
 /// The Quake III out-of-band family ([`fragstat_quake3_oob`]).
@@ -77,7 +77,7 @@ pub use fragstat_idtech4 as idtech4;
 #[cfg(feature = "etqw")]
 pub use fragstat_etqw as etqw;
 
-/// Warsow, Warfork and Nexuiz ([`fragstat_warsow`]).
+/// Warsow, Warfork, Nexuiz and Xonotic ([`fragstat_warsow`]).
 #[cfg(feature = "warsow")]
 pub use fragstat_warsow as warsow;
 

@@ -223,6 +223,13 @@ impl MasterListRequest {
         self
     }
 
+    /// The protocol number to ask the master for, overriding the game's own (Warsow 0.3's
+    /// `getservers Warsow 9`); families whose request names none ignore it.
+    pub fn protocol(mut self, protocol: Option<i32>) -> Self {
+        self.options = self.options.with_protocol(protocol);
+        self
+    }
+
     /// Every master option at once.
     pub fn options(mut self, options: MasterOptions) -> Self {
         self.options = options;

@@ -34,6 +34,8 @@ const NAMES: &[(&str, &str, u16, Option<u16>)] = &[
     ("WARSOWS", "warsow", 44400, Some(27950)),
     ("warfork", "warfork", 44400, Some(27950)),
     ("nexuizs", "nexuiz", 26000, Some(27950)),
+    ("xonotics", "xonotic", 26000, Some(27950)),
+    ("Xonotic", "xonotic", 26000, Some(27950)),
     ("tees", "teeworlds", 8303, Some(8300)),
     ("tw07", "teeworlds07", 8303, Some(8283)),
     ("DDNet", "ddnet", 8303, None),
@@ -63,7 +65,7 @@ fn every_id_and_alias_finds_its_game_and_no_name_is_claimed_twice() {
             ("quake3", 21),
             ("idtech4", 3),
             ("etqw", 1),
-            ("warsow", 3),
+            ("warsow", 4),
             ("teeworlds", 3)
         ]
     );

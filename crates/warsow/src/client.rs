@@ -34,7 +34,8 @@ pub async fn server(
         .await
 }
 
-/// The short `info <protocol> full empty` query (qfusion only; DarkPlaces does not answer).
+/// The short `info <protocol> full empty` query with the game's protocol (qfusion only;
+/// DarkPlaces does not answer). Another protocol: [`crate::exchange::ShortInfoExchange`].
 pub async fn short_info(
     engine: &Engine,
     addr: SocketAddr,
@@ -54,6 +55,7 @@ pub async fn master(
     ext: bool,
     options: Options,
 ) -> Result<Outcome<Vec<MasterEntry>>, QueryError> {
-    let ex = master_query(game, ext, None).map_err(QueryError::Encode)?;
+    let master_options = fragstat_core::registry::MasterOptions::default().with_ext(ext);
+    let ex = master_query(game, &master_options).map_err(QueryError::Encode)?;
     Ok(engine.query(addr, ex, options).await)
 }

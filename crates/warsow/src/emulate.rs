@@ -1,10 +1,17 @@
 //! Sans-IO emulated servers that answer like qfusion (Warsow, Warfork) and DarkPlaces
-//! (Nexuiz) do, byte for byte where it matters: the challenge's place, the `bots` and
-//! `clients` keys, the player line forms and the short `info` reply.
+//! (Nexuiz, Xonotic) do, byte for byte where it matters: the challenge's place, the `bots`
+//! and `clients` keys, the player line forms and the short `info` reply.
+//!
+//! DarkPlaces servers echo the raw rest of the request after `getstatus ` / `getinfo ` as
+//! the challenge (a trailing newline included), write `qcstatus` per game type, put each
+//! player's team before the name in team games, name bots `[BOT]…` with ping 0, and turn a
+//! status whose player lines do not fit their reply buffer into an infoResponse.
 //!
 //! Sources: qfusion `source/server/sv_oob.c` (`SVC_SendInfoString`, `SV_LongInfoString`,
 //! `SVC_InfoResponse`, `SV_ShortInfoString`, `SV_MasterHeartbeat`); DarkPlaces `netconn.c`
-//! (`NetConn_BuildStatusResponse`); a real Nexuiz 2.5.2 server's replies.
+//! (`NetConn_ServerParsePacket`, `NetConn_BuildStatusResponse`); Nexuiz 2.5.2's
+//! `defaultNexuiz.cfg` and `bots.txt`, Xonotic's `defaultXonotic.cfg` and `bots.txt`; real
+//! Nexuiz 2.5.2 replies (tests/fixtures/warsow/ok/nexuiz-*) and a public Xonotic 0.7.0 one.
 
 use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate};
 use fragstat_quake3_oob::Quake3Game;
@@ -62,8 +69,13 @@ pub struct ServerConfig {
     pub instagib: bool,
     /// qfusion `sv_skilllevel`.
     pub skill_level: i32,
-    /// DarkPlaces `teamplay`: the team goes on player lines.
+    /// DarkPlaces `teamplay`: the team goes on player lines (set by
+    /// [`ServerConfig::set_players`] from the game type, [`WarsowGame::team_column`]).
     pub teamplay: bool,
+    /// DarkPlaces: the reply buffer (`response[…]` in `NetConn_ServerParsePacket`): a status
+    /// whose player lines do not fit is sent as an infoResponse. 1400 bytes in the engine of
+    /// Nexuiz 2.5.2 (Debian's 2018 DarkPlaces, and 2009's), 2800 in today's (Xonotic).
+    pub reply_buffer: usize,
 }
 
 /// qfusion's team game types (`GS_TeamBasedGametype`), for the sample players' teams.
@@ -71,8 +83,9 @@ const TEAM_GAMETYPES: [&str; 6] = ["ca", "tdm", "ctf", "bomb", "ctftactics", "he
 
 impl ServerConfig {
     /// A server named `hostname` with `players` generated clients: every second one a bot
-    /// (ping 0), every fourth a spectator; in team game types the others alternate between
-    /// the two teams.
+    /// (ping 0), every fourth a spectator (qfusion: the fourth of four, a bot; DarkPlaces: the
+    /// third, a human, with score −666); in team game types the others alternate between the
+    /// two teams.
     pub fn sample(game: WarsowGame, hostname: &[u8], players: usize) -> Self {
         let gametype: &[u8] = if game.is_qfusion() { b"ca" } else { b"dm" };
         let mut c = ServerConfig {
@@ -88,75 +101,193 @@ impl ServerConfig {
             instagib: false,
             skill_level: 1,
             teamplay: false,
+            reply_buffer: darkplaces_reply_buffer(game),
         };
         c.set_players(players, 0);
         c
     }
 
-    /// Regenerates the players (see [`ServerConfig::sample`]), varied by `seed`.
+    /// Regenerates the players (see [`ServerConfig::sample`]), varied by `seed`; on a
+    /// DarkPlaces game also sets [`ServerConfig::teamplay`] from the game type.
     pub fn set_players(&mut self, players: usize, seed: u64) {
-        let team_game = self.game.is_qfusion()
-            && TEAM_GAMETYPES
-                .iter()
-                .any(|t| t.as_bytes() == self.gametype.as_slice());
+        if self.game.is_darkplaces() {
+            self.set_darkplaces_players(players, seed);
+            return;
+        }
+        let team_game = TEAM_GAMETYPES
+            .iter()
+            .any(|t| t.as_bytes() == self.gametype.as_slice());
         let shift = i32::try_from(seed % 7).unwrap_or(0);
         self.players = (0..players)
             .map(|i| {
                 let n = i32::try_from(i).unwrap_or(i32::MAX);
                 let bot = i % 2 == 1;
                 let spectator = i % 4 == 3;
-                let name = match (self.game.is_qfusion(), bot) {
-                    (true, _) => format!("^{}Player^7 {}", n % 8 + 1, n + 1),
-                    (false, true) => format!("[BOT]Bot{}", n + 1),
-                    (false, false) => format!("^{}Player^7 {}", n % 8 + 1, n + 1),
-                };
                 let team = match (spectator, team_game) {
                     (true, _) => 0,
                     (false, true) => 2 + n % 2,
                     (false, false) => 1,
                 };
-                let score = if spectator && !self.game.is_qfusion() {
-                    crate::view::SPECTATOR_SCORE
-                } else {
-                    30 - n * 3 + shift
-                };
                 EmuPlayer {
-                    name: name.into_bytes(),
-                    score,
+                    name: format!("^{}Player^7 {}", n % 8 + 1, n + 1).into_bytes(),
+                    score: 30 - n * 3 + shift,
                     ping: if bot { 0 } else { 20 + n },
                     team,
                     bot,
                 }
             })
             .collect();
-        if self.game.is_qfusion() {
-            let playing = self.players.iter().any(|p| p.team != 0);
-            self.match_time = Some(if playing {
-                MatchTime::Playing {
-                    elapsed_secs: 187 + u32::try_from(seed % 600).unwrap_or(0),
-                    limit_secs: Some(1200),
-                    overtime: false,
-                    sudden_death: false,
-                    timeout: false,
+        let playing = self.players.iter().any(|p| p.team != 0);
+        self.match_time = Some(if playing {
+            MatchTime::Playing {
+                elapsed_secs: 187 + u32::try_from(seed % 600).unwrap_or(0),
+                limit_secs: Some(1200),
+                overtime: false,
+                sudden_death: false,
+                timeout: false,
+            }
+        } else {
+            MatchTime::Warmup
+        });
+        self.scores = if team_game && playing {
+            vec![
+                TeamScore {
+                    team: "ALPHA".into(),
+                    score: 3 + shift,
+                },
+                TeamScore {
+                    team: "BETA".into(),
+                    score: 5,
+                },
+            ]
+        } else {
+            Vec::new()
+        };
+    }
+
+    /// DarkPlaces players: bots named `[BOT]` + a name of the game's `bots.txt` with ping 0,
+    /// humans with ping 20 and up; every fourth client (the third of four, a human) a
+    /// spectator with frags −666; in team game types the others take the teams in turn (red
+    /// 1, blue 2, then yellow 3 and pink 4 where the game type has more), as the real server
+    /// fills its teams.
+    fn set_darkplaces_players(&mut self, players: usize, seed: u64) {
+        let gametype = String::from_utf8_lossy(&self.gametype).into_owned();
+        self.teamplay = self.game.team_column(&gametype);
+        let teams = usize::from(self.game.gametype(&gametype).map_or(0, |g| g.teams)).max(1);
+        self.match_time = None;
+        self.scores = Vec::new();
+        let shift = i32::try_from(seed % 7).unwrap_or(0);
+        let offset = usize::try_from(seed).unwrap_or(0);
+        let mut playing = 0usize;
+        self.players = (0..players)
+            .map(|i| {
+                let n = i32::try_from(i).unwrap_or(i32::MAX);
+                let bot = i % 2 == 1;
+                let spectator = i % 4 == 2;
+                let name = if bot {
+                    let pick = (i / 2 + offset) % BOT_NAMES.len();
+                    format!("[BOT]{}", BOT_NAMES.get(pick).copied().unwrap_or("Bot"))
+                } else {
+                    format!("^{}Player^7 {}", n % 8 + 1, n + 1)
+                };
+                let team = if spectator {
+                    0
+                } else {
+                    playing += 1;
+                    i32::try_from((playing - 1) % teams + 1).unwrap_or(1)
+                };
+                EmuPlayer {
+                    name: name.into_bytes(),
+                    score: if spectator {
+                        crate::view::SPECTATOR_SCORE
+                    } else {
+                        30 - n * 3 + shift
+                    },
+                    ping: if bot { 0 } else { 20 + n },
+                    team,
+                    bot,
                 }
-            } else {
-                MatchTime::Warmup
-            });
-            self.scores = if team_game && playing {
-                vec![
-                    TeamScore {
-                        team: "ALPHA".into(),
-                        score: 3 + shift,
-                    },
-                    TeamScore {
-                        team: "BETA".into(),
-                        score: 5,
-                    },
-                ]
-            } else {
-                Vec::new()
-            };
-        }
+            })
+            .collect();
+    }
+}
+
+/// The score labels of a DarkPlaces `qcstatus` for a game type: the players' and, in team
+/// games, the teams'. As a real Nexuiz 2.5.2 server writes them: `score!!` (`<` marks a
+/// label where less is better), `rank<!!` in `lms`, `fastest<!!` in `rc`, and for the teams
+/// `score!!`, `caps!!` in `ctf`, `score!!,caps!` in `kh`. Xonotic's game types of the same
+/// names are given the same (its 0.7.0 CTF reply agrees); its others `score!!`.
+fn score_labels(gametype: &[u8], teams: bool) -> (&'static str, Option<&'static str>) {
+    let team = |label| teams.then_some(label);
+    match gametype {
+        b"lms" => ("rank<!!", None),
+        b"rc" | b"race" | b"cts" => ("fastest<!!", None),
+        b"ctf" => ("score!!", team("caps!!")),
+        b"kh" => ("score!!", team("score!!,caps!")),
+        _ => ("score!!", team("score!!")),
+    }
+}
+
+/// The team numbers DarkPlaces games use in `qcstatus` for teams 1 to 4 (red, blue,
+/// yellow, pink): the colour + 1 (`NUM_TEAM_1`… 5, 14, 13, 10), written in increasing order
+/// (`kh:2.5.2::score!!:score!!,caps!:5:0,0:13:0,0:14:0,0`).
+const TEAM_NUMBERS: [(i32, i32); 4] = [(1, 5), (2, 14), (3, 13), (4, 10)];
+
+/// The bot names of Nexuiz 2.5.2's `bots.txt` (Debian `nexuiz-data`), which Xonotic's keeps;
+/// the engine adds `bot_prefix`, `[BOT]` (defaultNexuiz.cfg:354), as the real replies show
+/// (`[BOT]Hellfire`, `[BOT]Resurrection`).
+const BOT_NAMES: [&str; 18] = [
+    "Hellfire",
+    "Toxic",
+    "Discovery",
+    "Pegasus",
+    "Eureka",
+    "Airhead",
+    "Gator",
+    "Delirium",
+    "Death",
+    "Scorcher",
+    "Necrotic",
+    "Dominator",
+    "Thunderstorm",
+    "Mystery",
+    "Lion",
+    "Sensible",
+    "Shadow",
+    "Resurrection",
+];
+
+/// The reply buffer of `game`'s engine ([`ServerConfig::reply_buffer`]); 0 for qfusion,
+/// whose emulated replies do not use it.
+pub fn darkplaces_reply_buffer(game: WarsowGame) -> usize {
+    match game {
+        WarsowGame::Nexuiz => 1400,
+        WarsowGame::Xonotic => 2800,
+        WarsowGame::Warsow | WarsowGame::Warfork => 0,
+    }
+}
+
+/// The version a DarkPlaces game reports: its human version (the second field of
+/// `qcstatus`, the default host name's) and `gameversion`; `None` for qfusion. Nexuiz 2.5.2:
+/// `g_nexuizversion 2.5.2`, `gameversion 20000` (defaultNexuiz.cfg:1, 31). Xonotic 0.8.6,
+/// the current release: `gameversion` by the rule of defaultXonotic.cfg (version a.b.c is
+/// a0b0c: "gameversion 801 // 0.8.1").
+pub fn darkplaces_version(game: WarsowGame) -> Option<(&'static str, u32)> {
+    match game {
+        WarsowGame::Nexuiz => Some(("2.5.2", 20000)),
+        WarsowGame::Xonotic => Some(("0.8.6", 806)),
+        WarsowGame::Warsow | WarsowGame::Warfork => None,
+    }
+}
+
+/// The host name a server of `game` has when none is set: DarkPlaces games' configs set
+/// `hostname "<Game> $version Server"` (defaultNexuiz.cfg:253 `Nexuiz 2.5.2 Server`, as a
+/// real server shows; defaultXonotic.cfg `Xonotic $g_xonoticversion Server`); qfusion's
+/// `sv_hostname` default, `APPLICATION " server"`.
+pub fn default_hostname(game: WarsowGame) -> String {
+    match darkplaces_version(game) {
+        Some((version, _)) => format!("{} {version} Server", game.title()),
+        None => format!("{} server", game.title()),
     }
 }
 
@@ -166,6 +297,7 @@ pub fn default_map(game: WarsowGame) -> &'static [u8] {
         WarsowGame::Warsow => b"wca1",
         WarsowGame::Warfork => b"wfca1",
         WarsowGame::Nexuiz => b"downer",
+        WarsowGame::Xonotic => b"solarium",
     }
 }
 
@@ -254,63 +386,155 @@ impl EmulatedServer {
         kv(out, "clients", c.players.len().to_string());
     }
 
+    /// DarkPlaces' `qcstatus` (the game's `worldstatus`): `gametype:version:…:` + the
+    /// player score label, then in team games the team score label and each team's number
+    /// and score (5 red, 14 blue, 13 yellow, 10 pink). Nexuiz 2.5.2 as its real servers send
+    /// it: `dm:2.5.2::score!!`, `tdm:2.5.2::score!!:score!!:5:5:14:6` (a team's score is its
+    /// players' frags: 4 + 1 and 2 + 4 there), `ctf:2.5.2::score!!:caps!!:5:0:14:0`. Xonotic
+    /// as its 0.7.0 reply has it (`ctf:0.7.0:P315:S2:F6:MMinstaGib::score!!:caps!!:5:9:14:8`):
+    /// `P` then pure changes, `S` free slots (14 − 12 there), `F` the server flags (2 teams,
+    /// 4 player stats), `M` the mod (none here). CTF captures are counted here as one per 20
+    /// points, and key hunt's second number (`score,caps`) as 0.
+    pub fn darkplaces_qcstatus(&self) -> Vec<u8> {
+        let c = &self.config;
+        let (version, _) = darkplaces_version(c.game).unwrap_or_default();
+        let mut qc = c.gametype.clone();
+        qc.push(b':');
+        qc.extend_from_slice(version.as_bytes());
+        if c.game == WarsowGame::Xonotic {
+            let slots = usize::try_from(c.max_clients).unwrap_or(usize::MAX);
+            let free = slots.saturating_sub(c.players.len());
+            let flags = if c.teamplay { 2 } else { 0 };
+            qc.extend_from_slice(format!(":P0:S{free}:F{flags}:M").as_bytes());
+        }
+        let (player_label, team_label) = score_labels(&c.gametype, c.teamplay);
+        qc.extend_from_slice(b"::");
+        qc.extend_from_slice(player_label.as_bytes());
+        if let Some(label) = team_label {
+            qc.push(b':');
+            qc.extend_from_slice(label.as_bytes());
+            let gametype = String::from_utf8_lossy(&c.gametype);
+            let teams = usize::from(c.game.gametype(&gametype).map_or(2, |g| g.teams));
+            let mut numbers: Vec<(i32, i32)> = TEAM_NUMBERS
+                .iter()
+                .copied()
+                .take(teams.clamp(2, 4))
+                .collect();
+            numbers.sort_by_key(|&(_, number)| number);
+            for (team, number) in numbers {
+                let points: i64 = c
+                    .players
+                    .iter()
+                    .filter(|p| p.team == team)
+                    .map(|p| i64::from(p.score))
+                    .sum();
+                let score = match c.gametype.as_slice() {
+                    // One capture per 20 points: a fresh server's 0, as the real ones show.
+                    b"ctf" => format!("{}", points.max(0) / 20),
+                    b"kh" => format!("{points},0"),
+                    _ => points.to_string(),
+                };
+                qc.extend_from_slice(format!(":{number}:{score}").as_bytes());
+            }
+        }
+        qc
+    }
+
+    /// DarkPlaces' serverinfo, in `NetConn_BuildStatusResponse`'s fixed order, with the
+    /// challenge written whenever the request had one, even empty.
     fn darkplaces_serverinfo(&self, out: &mut Vec<u8>, challenge: Option<&[u8]>) {
         let c = &self.config;
         kv(out, "gamename", c.game.master_gamename());
         kv(out, "modname", "data");
-        kv(out, "gameversion", "20000");
+        let (_, gameversion) = darkplaces_version(c.game).unwrap_or_default();
+        kv(out, "gameversion", gameversion.to_string());
         kv(out, "sv_maxclients", c.max_clients.to_string());
         kv(out, "clients", c.players.len().to_string());
         kv(out, "bots", self.bots().to_string());
         kv(out, "mapname", &c.map);
         kv(out, "hostname", &c.hostname);
         kv(out, "protocol", c.game.protocol().to_string());
-        let mut qc = c.gametype.clone();
-        qc.extend_from_slice(b":2.5.2::score!!");
-        kv(out, "qcstatus", qc);
-        if let Some(ch) = challenge.filter(|c| !c.is_empty()) {
+        // `char qcstatus[256]`: at most 255 bytes.
+        let qc = self.darkplaces_qcstatus();
+        kv(out, "qcstatus", qc.get(..255).unwrap_or(&qc));
+        if let Some(ch) = challenge {
             kv(out, "challenge", ch);
         }
     }
 
-    /// The reply to `getinfo` (`players == false`) or `getstatus`, with `challenge` echoed.
-    pub fn reply(&self, players: bool, challenge: Option<&[u8]>) -> Vec<u8> {
+    /// DarkPlaces' reply: `None` when even the serverinfo does not fit the reply buffer (a
+    /// long challenge); a status whose player lines do not fit becomes an infoResponse as
+    /// the engine makes it (netconn.c:2851-2858): `infoResponse\n` written over
+    /// `statusResponse\n`, the text moved two bytes to the left and the length kept, so the
+    /// serverinfo's newline is followed by its last two bytes again.
+    fn darkplaces_reply(&self, status: bool, challenge: Option<&[u8]>) -> Option<Vec<u8>> {
         let c = &self.config;
+        let mut out = b"\xff\xff\xff\xff".to_vec();
+        out.extend_from_slice(if status {
+            b"statusResponse\n"
+        } else {
+            b"infoResponse\n"
+        });
+        self.darkplaces_serverinfo(&mut out, challenge);
+        if status {
+            out.push(b'\n');
+        }
+        // dpsnprintf fails when the text and its NUL do not fit.
+        let room = c.reply_buffer.saturating_sub(1);
+        if out.len() > room {
+            return None;
+        }
+        if !status {
+            return Some(out);
+        }
+        let saved = out.len();
+        for p in &c.players {
+            let team = if c.teamplay {
+                format!(" {}", p.team)
+            } else {
+                String::new()
+            };
+            let mut line = format!("{} {}{team} \"", p.score, p.ping).into_bytes();
+            line.extend_from_slice(&p.name);
+            line.extend_from_slice(b"\"\n");
+            if out.len() + line.len() > room {
+                let head = b"\xff\xff\xff\xffstatusResponse\n".len();
+                let mut info = b"\xff\xff\xff\xffinfoResponse\n".to_vec();
+                info.extend_from_slice(out.get(head..saved).unwrap_or_default());
+                info.extend_from_slice(out.get(saved.saturating_sub(2)..saved).unwrap_or_default());
+                return Some(info);
+            }
+            out.extend_from_slice(&line);
+        }
+        Some(out)
+    }
+
+    /// The reply to `getinfo` (`players == false`) or `getstatus`, with `challenge` echoed;
+    /// `None` when the server would not answer (a DarkPlaces reply whose serverinfo does not
+    /// fit [`ServerConfig::reply_buffer`]).
+    pub fn reply(&self, players: bool, challenge: Option<&[u8]>) -> Option<Vec<u8>> {
+        let c = &self.config;
+        if c.game.is_darkplaces() {
+            return self.darkplaces_reply(players, challenge);
+        }
         let mut out = b"\xff\xff\xff\xff".to_vec();
         out.extend_from_slice(if players {
             b"statusResponse\n"
         } else {
             b"infoResponse\n"
         });
-        if c.game.is_qfusion() {
-            // "%s\n\\challenge\\%s%s": the argument (or nothing) first.
-            kv(&mut out, "challenge", challenge.unwrap_or_default());
-            self.qfusion_serverinfo(&mut out);
-            if players {
-                out.push(b'\n');
-                for p in &c.players {
-                    out.extend_from_slice(format!("{} {} \"", p.score, p.ping).as_bytes());
-                    out.extend_from_slice(&p.name);
-                    out.extend_from_slice(format!("\" {}\n", p.team).as_bytes());
-                }
-            }
-        } else {
-            self.darkplaces_serverinfo(&mut out, challenge);
-            if players {
-                out.push(b'\n');
-                for p in &c.players {
-                    let team = if c.teamplay {
-                        format!(" {}", p.team)
-                    } else {
-                        String::new()
-                    };
-                    out.extend_from_slice(format!("{} {}{team} \"", p.score, p.ping).as_bytes());
-                    out.extend_from_slice(&p.name);
-                    out.extend_from_slice(b"\"\n");
-                }
+        // "%s\n\\challenge\\%s%s": the argument (or nothing) first.
+        kv(&mut out, "challenge", challenge.unwrap_or_default());
+        self.qfusion_serverinfo(&mut out);
+        if players {
+            out.push(b'\n');
+            for p in &c.players {
+                out.extend_from_slice(format!("{} {} \"", p.score, p.ping).as_bytes());
+                out.extend_from_slice(&p.name);
+                out.extend_from_slice(format!("\" {}\n", p.team).as_bytes());
             }
         }
-        out
+        Some(out)
     }
 
     /// The short `info` reply (qfusion `SV_ShortInfoString`).
@@ -332,6 +556,10 @@ impl EmulatedServer {
     /// Answers one datagram; `None` for what the server ignores.
     pub fn respond(&self, datagram: &[u8]) -> Option<Vec<u8>> {
         let c = &self.config;
+        if c.game.is_darkplaces() {
+            let (status, challenge) = darkplaces_request(datagram)?;
+            return self.reply(status, challenge);
+        }
         // A challenge that would break the infostring gets no reply.
         let fits = |ch: &Option<Vec<u8>>| {
             ch.as_ref()
@@ -339,10 +567,10 @@ impl EmulatedServer {
         };
         match decode(datagram).ok()? {
             Packet::Oob(Oob::GetInfo { challenge }) if fits(&challenge) => {
-                Some(self.reply(false, challenge.as_deref()))
+                self.reply(false, challenge.as_deref())
             }
             Packet::Oob(Oob::GetStatus { challenge }) if fits(&challenge) => {
-                Some(self.reply(true, challenge.as_deref()))
+                self.reply(true, challenge.as_deref())
             }
             // SVC_InfoResponse: silent unless the protocol matches, and when full or empty
             // unless asked; never for a single-slot server.
@@ -371,6 +599,33 @@ impl EmulatedServer {
             }
         }
     }
+}
+
+/// A request as DarkPlaces reads it (`NetConn_ServerParsePacket`): after the header, a
+/// `getinfo` or `getstatus` prefix (compared with `memcmp`, so `getstatusX` is one too), and
+/// as the challenge everything after the single space that follows it up to the first NUL
+/// (`challenge = string + 10`: a trailing newline, further spaces and words included; a
+/// request that ends at the space has an empty one). Returns whether it asks for the status,
+/// and the challenge; `None` for anything else.
+pub fn darkplaces_request(datagram: &[u8]) -> Option<(bool, Option<&[u8]>)> {
+    // `length >= 5` with the header, then the 16 KiB string buffer.
+    let string = datagram.strip_prefix(&fragstat_quake3_oob::OOB_HEADER)?;
+    let string = string.get(..string.len().min(16383))?;
+    let (status, command) = if string.starts_with(b"getinfo") {
+        (false, 7)
+    } else if string.starts_with(b"getstatus") {
+        (true, 9)
+    } else {
+        return None;
+    };
+    let challenge = match (string.len() > command + 1, string.get(command)) {
+        (true, Some(b' ')) => {
+            let rest = string.get(command + 1..).unwrap_or_default();
+            Some(rest.split(|&b| b == 0).next().unwrap_or_default())
+        }
+        _ => None,
+    };
+    Some((status, challenge))
 }
 
 impl Service for EmulatedServer {
@@ -411,12 +666,25 @@ impl Emulate for WarsowGame {
                 "a DarkPlaces server does not say whether it needs a password".into(),
             ));
         }
-        let mut c = ServerConfig::sample(*self, &config.name, 0);
+        // An empty name: the one the game's own configuration gives a server.
+        let name = if config.name.is_empty() {
+            default_hostname(*self).into_bytes()
+        } else {
+            config.name.clone()
+        };
+        let mut c = ServerConfig::sample(*self, &name, 0);
         if let Some(gt) = &config.gametype {
             check_text("the game type", gt.as_bytes())?;
             if gt.is_empty() || gt.contains(':') {
                 return Err(EmuError(format!(
                     "game type {gt:?}: a short name such as dm, ca or ctf"
+                )));
+            }
+            if self.is_darkplaces() && self.gametype(gt).is_none() {
+                let names: Vec<&str> = self.gametypes().iter().map(|g| g.name).collect();
+                return Err(EmuError(format!(
+                    "{self} has no game type {gt:?}: one of {}",
+                    names.join(", ")
                 )));
             }
             c.gametype = gt.as_bytes().to_vec();
@@ -526,17 +794,269 @@ mod tests {
             .is_none());
     }
 
+    /// A Nexuiz server set up as the one a capture in tests/fixtures/warsow/ok came from: its
+    /// host name, game type, map and bots (name, frags, team).
+    fn nexuiz_like_the_capture(
+        gametype: &[u8],
+        host: &[u8],
+        map: &[u8],
+        bots: &[(&str, i32, i32)],
+    ) -> EmulatedServer {
+        let mut c = ServerConfig::sample(WarsowGame::Nexuiz, host, 0);
+        c.gametype = gametype.to_vec();
+        c.map = map.to_vec();
+        c.set_players(0, 0);
+        c.players = bots
+            .iter()
+            .map(|&(name, score, team)| EmuPlayer {
+                name: name.as_bytes().to_vec(),
+                score,
+                ping: 0,
+                team,
+                bot: true,
+            })
+            .collect();
+        EmulatedServer::new(c)
+    }
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/../../tests/fixtures/warsow/ok/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The request `cargo xtask capture` sent (its `escape_ascii` text in the case's JSON).
+    fn request_of(case: &str) -> Vec<u8> {
+        let meta: serde_json::Value =
+            serde_json::from_slice(&fixture(&format!("{case}.json"))).unwrap();
+        let text = meta["source"]["requests"][0].as_str().unwrap();
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(tail) = rest.strip_prefix("\\x") {
+            out.push(u8::from_str_radix(&tail[..2], 16).unwrap());
+            rest = &tail[2..];
+        }
+        out.extend_from_slice(rest.as_bytes());
+        out
+    }
+
+    /// The emulator, set up as the real server was and asked the same, answers the same
+    /// bytes.
+    fn same_as_the_capture(server: &EmulatedServer, case: &str) {
+        let reply = server.respond(&request_of(case)).unwrap();
+        assert_eq!(
+            reply.escape_ascii().to_string(),
+            fixture(&format!("{case}.bin")).escape_ascii().to_string(),
+            "{case}"
+        );
+    }
+
     #[test]
-    fn darkplaces_puts_the_challenge_last() {
-        let mut c = ServerConfig::sample(WarsowGame::Nexuiz, b"^1Nex", 4);
-        c.teamplay = true;
-        let s = EmulatedServer::new(c);
+    fn darkplaces_replies_byte_for_byte_as_the_real_nexuiz() {
+        let tdm = nexuiz_like_the_capture(
+            b"tdm",
+            b"Team ^1Test",
+            b"downer",
+            &[
+                ("[BOT]Resurrection", 4, 1),
+                ("[BOT]Eureka", 2, 2),
+                ("[BOT]Delirium", 1, 1),
+                ("[BOT]Hellfire", 4, 2),
+            ],
+        );
+        assert!(tdm.config().teamplay, "tdm is a team game");
+        same_as_the_capture(&tdm, "nexuiz-252-tdm-4bots-1");
+        let ctf = nexuiz_like_the_capture(
+            b"ctf",
+            b"CTF Test",
+            b"basementctf",
+            &[
+                ("[BOT]Hellfire", 0, 1),
+                ("[BOT]Dominator", 0, 2),
+                ("[BOT]Shadow", 0, 1),
+            ],
+        );
+        same_as_the_capture(&ctf, "nexuiz-252-ctf-3bots-1");
+        let dm = nexuiz_like_the_capture(
+            b"dm",
+            default_hostname(WarsowGame::Nexuiz).as_bytes(),
+            b"downer",
+            &[("[BOT]Resurrection", 0, 0), ("[BOT]Necrotic", 0, 0)],
+        );
+        assert!(!dm.config().teamplay);
+        same_as_the_capture(&dm, "nexuiz-252-dm-2bots-defaulthost-1");
+    }
+
+    #[test]
+    fn darkplaces_qcstatus_per_game_type() {
+        // As a real Nexuiz 2.5.2 server wrote them with two bots at 0 frags.
+        for (gametype, qcstatus) in [
+            ("dom", "dom:2.5.2::score!!:score!!:5:0:14:0"),
+            ("kh", "kh:2.5.2::score!!:score!!,caps!:5:0,0:13:0,0:14:0,0"),
+            ("ons", "ons:2.5.2::score!!:score!!:5:0:14:0"),
+            ("lms", "lms:2.5.2::rank<!!"),
+            ("rc", "rc:2.5.2::fastest<!!"),
+            ("rune", "rune:2.5.2::score!!"),
+            ("arena", "arena:2.5.2::score!!"),
+        ] {
+            let mut c = ServerConfig::sample(WarsowGame::Nexuiz, b"n", 0);
+            c.gametype = gametype.as_bytes().to_vec();
+            c.set_players(2, 0);
+            for p in &mut c.players {
+                p.score = 0;
+            }
+            let s = EmulatedServer::new(c);
+            assert_eq!(
+                s.darkplaces_qcstatus().escape_ascii().to_string(),
+                qcstatus,
+                "{gametype}"
+            );
+        }
+    }
+
+    #[test]
+    fn darkplaces_echoes_the_raw_rest_of_the_request() {
+        let s = EmulatedServer::new(ServerConfig::sample(WarsowGame::Nexuiz, b"^1Nex", 4));
         let reply = s.respond(b"\xff\xff\xff\xffgetinfo abc").unwrap();
+        assert!(reply.starts_with(b"\xff\xff\xff\xffinfoResponse\n\\gamename\\Nexuiz\\modname\\data\\gameversion\\20000\\"));
         assert!(reply.ends_with(b"\\qcstatus\\dm:2.5.2::score!!\\challenge\\abc"));
+        // The trailing newline is echoed, then comes the serverinfo's own: an empty line.
+        let reply = s.respond(b"\xff\xff\xff\xffgetstatus abc\n").unwrap();
+        assert!(
+            reply
+                .escape_ascii()
+                .to_string()
+                .contains("\\\\challenge\\\\abc\\n\\n30 20 \\\"^1Player^7 1\\\"\\n"),
+            "{}",
+            reply.escape_ascii()
+        );
+        // Further words and spaces too; a NUL ends it; no argument: no key.
+        let reply = s.respond(b"\xff\xff\xff\xffgetstatus  a b\0c").unwrap();
+        assert!(reply
+            .escape_ascii()
+            .to_string()
+            .contains("\\\\challenge\\\\ a b\\n"));
+        let reply = s.respond(b"\xff\xff\xff\xffgetstatus").unwrap();
+        assert!(!reply.escape_ascii().to_string().contains("challenge"));
+        let reply = s.respond(b"\xff\xff\xff\xffgetstatus\n").unwrap();
+        assert!(!reply.escape_ascii().to_string().contains("challenge"));
+        // `getstatus ` then a NUL: an empty challenge, still written.
+        let reply = s.respond(b"\xff\xff\xff\xffgetstatus \0x").unwrap();
+        assert!(reply
+            .escape_ascii()
+            .to_string()
+            .contains("score!!\\\\challenge\\\\\\n"));
+        // memcmp of the command only.
+        assert!(s.respond(b"\xff\xff\xff\xffgetstatusX").is_some());
+        assert!(s.respond(b"\xff\xff\xff\xffgetchallenge").is_none());
+        assert_eq!(
+            darkplaces_request(b"\xff\xff\xff\xffgetinfo "),
+            Some((false, None))
+        );
+        assert_eq!(
+            darkplaces_request(b"\xff\xff\xff\xffgetinfo x"),
+            Some((false, Some(&b"x"[..])))
+        );
+    }
+
+    #[test]
+    fn darkplaces_team_games_spectators_and_bots() {
+        let mut c = ServerConfig::sample(WarsowGame::Nexuiz, b"^1Nex", 0);
+        c.gametype = b"ctf".to_vec();
+        c.set_players(6, 0);
+        let s = EmulatedServer::new(c);
         let st = status(&s, b"\xff\xff\xff\xffgetstatus xyz");
         assert_eq!(st.info.pairs().next_back().unwrap().1, b"xyz");
         assert!(st.players.iter().all(|p| p.team_before_name));
-        assert_eq!(st.players[3].score, Some(-666));
+        let rows: Vec<(Option<i32>, i32, Option<i32>, bool)> = st
+            .players
+            .iter()
+            .map(|p| (p.score, p.ping, p.team, p.name.starts_with(b"[BOT]")))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Some(30), 20, Some(1), false),
+                (Some(27), 0, Some(2), true),
+                (Some(-666), 22, Some(0), false),
+                (Some(21), 0, Some(1), true),
+                (Some(18), 24, Some(2), false),
+                (Some(15), 0, Some(1), true),
+            ]
+        );
+        assert_eq!(
+            st.info.get("qcstatus"),
+            Some(&b"ctf:2.5.2::score!!:caps!!:5:3:14:2"[..])
+        );
+        let x = WarsowGame::Xonotic
+            .emulated_server(&EmuServer::new("", "", 3).with_gametype(Some("tdm".into())))
+            .map(|_| ())
+            .is_ok();
+        assert!(x);
+        let mut c = ServerConfig::sample(
+            WarsowGame::Xonotic,
+            default_hostname(WarsowGame::Xonotic).as_bytes(),
+            0,
+        );
+        c.gametype = b"tdm".to_vec();
+        c.max_clients = 16;
+        c.set_players(3, 0);
+        let st = status(&EmulatedServer::new(c), b"\xff\xff\xff\xffgetstatus q");
+        assert_eq!(st.info.get("hostname"), Some(&b"Xonotic 0.8.6 Server"[..]));
+        assert_eq!(st.info.get("gameversion"), Some(&b"806"[..]));
+        assert_eq!(st.info.get("gamename"), Some(&b"Xonotic"[..]));
+        assert_eq!(
+            st.info.get("qcstatus"),
+            Some(&b"tdm:0.8.6:P0:S13:F2:M::score!!:score!!:5:30:14:27"[..])
+        );
+        assert_eq!(
+            st.players.iter().map(|p| p.team).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(0)]
+        );
+    }
+
+    #[test]
+    fn darkplaces_status_too_long_becomes_the_engines_inforesponse() {
+        let mut c = ServerConfig::sample(WarsowGame::Nexuiz, b"Big", 0);
+        c.max_clients = 64;
+        c.set_players(64, 0);
+        let s = EmulatedServer::new(c);
+        let reply = s.respond(b"\xff\xff\xff\xffgetstatus abc").unwrap();
+        assert!(reply.len() < 1400);
+        let text = reply.escape_ascii().to_string();
+        assert!(
+            text.starts_with("\\xff\\xff\\xff\\xffinfoResponse\\n\\\\gamename\\\\Nexuiz"),
+            "{text}"
+        );
+        assert!(text.ends_with("\\\\challenge\\\\abc\\nc\\n"), "{text}");
+        // Xonotic's engine has twice the room.
+        let mut c = ServerConfig::sample(WarsowGame::Xonotic, b"Big", 0);
+        c.max_clients = 64;
+        c.set_players(40, 0);
+        let st = status(&EmulatedServer::new(c), b"\xff\xff\xff\xffgetstatus abc");
+        assert_eq!(st.players.len(), 40);
+        // A challenge too long for the buffer: no reply at all.
+        let mut long = b"\xff\xff\xff\xffgetinfo ".to_vec();
+        long.resize(1500, b'x');
+        assert!(s.respond(&long).is_none());
+    }
+
+    #[test]
+    fn darkplaces_game_types_are_the_games_own() {
+        let e = WarsowGame::Nexuiz
+            .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("ca".into())))
+            .err()
+            .unwrap();
+        assert!(
+            e.0.starts_with("nexuiz has no game type \"ca\": one of dm, tdm, ctf"),
+            "{}",
+            e.0
+        );
+        assert!(WarsowGame::Xonotic
+            .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("ca".into())))
+            .is_ok());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Warsow and Warfork (the qfusion engine) and Nexuiz (DarkPlaces): games that speak the
+//! Warsow and Warfork (the qfusion engine) and Nexuiz and Xonotic (DarkPlaces): games that speak the
 //! Quake III out-of-band protocol with their own twists, on top of
 //! [`fragstat_quake3_oob`]'s codec.
 //!
@@ -13,9 +13,11 @@
 //!   [`TeamScore`], in the record's `extra` ([`ServerExtra`]).
 //! * The short `info <protocol> [full] [empty]` query and its `info\n\\n\\NAME\\…\\EOT` reply
 //!   with space-padded values ([`ShortInfo`]).
-//! * DarkPlaces (Nexuiz) puts the team **before** the name (`score ping team "name"`), marks
-//!   spectators with score −666 and sends bots with ping 0, and describes the game in
-//!   `qcstatus` ([`QcStatus`]).
+//! * DarkPlaces (Nexuiz, Xonotic) puts the team **before** the name in team games (`score
+//!   ping team "name"`), marks spectators with score −666 and sends bots with ping 0,
+//!   describes the game in `qcstatus` ([`QcStatus`]), echoes the raw rest of the request as
+//!   the challenge, and answers a `getstatus` whose player lines do not fit its buffer with
+//!   its infoResponse ([`exchange::DarkPlacesStatus`]).
 //!
 //! Everything is sans-IO: [`decode`] turns a datagram into a [`Packet`], [`Packet::encode`]
 //! writes one; the registry games ([`FAMILY`]) give exchanges and emulators.
@@ -48,7 +50,7 @@ pub mod short;
 pub mod view;
 
 pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
-pub use game::WarsowGame;
+pub use game::{GameType, WarsowGame};
 pub use matchstate::{MatchTime, TeamScore};
 pub use packet::{decode, Packet};
 pub use registry::FAMILY;

@@ -1,4 +1,4 @@
-//! The family in the game registry: `warsow`, `warfork` and `nexuiz`.
+//! The family in the game registry: `warsow`, `warfork`, `nexuiz` and `xonotic`.
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use fragstat_core::{BoxError, DecodeError, Exchange};
 use fragstat_quake3_oob::Quake3Game as Q3Game;
 use serde::Serialize;
 
-use crate::exchange::{master_query, server_query};
+use crate::exchange::{has_info_tail, master_query, server_query, short_query, split_info_tail};
 use crate::game::WarsowGame;
 use crate::packet::{decode, Packet};
 use crate::view::{adapt, short_info};
@@ -28,25 +28,28 @@ struct InfoRequestFields {
 impl FamilyGame for WarsowGame {
     const FAMILY: &'static str = "warsow";
     const FAMILY_TITLE: &'static str =
-        "qfusion and DarkPlaces on Quake III out-of-band (Warsow, Warfork, Nexuiz)";
+        "qfusion and DarkPlaces on Quake III out-of-band (Warsow, Warfork, Nexuiz, Xonotic)";
     const ALL: &'static [Self] = &WarsowGame::ALL;
 
     fn meta(self) -> GameMeta {
         GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
             .master_port(self.master_port())
+            // qfusion's `info <protocol>`; DarkPlaces has no such query.
+            .short_query(self.is_qfusion())
     }
 
+    /// `getinfo`/`getstatus` ([`server_query`]), or with [`Ask::short`] the short `info`
+    /// query ([`short_query`], naming [`Ask::protocol`] or the game's own).
     fn server_query(self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
+        if ask.short {
+            return short_query(self, ask.protocol);
+        }
         server_query(self, ask.players || ask.rules)
     }
 
     fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
-        Ok(MasterQuery::Udp(master_query(
-            self,
-            options.ext,
-            options.gamename.as_deref(),
-        )?))
+        Ok(MasterQuery::Udp(master_query(self, options)?))
     }
 
     fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
@@ -64,6 +67,23 @@ impl FamilyGame for WarsowGame {
             // this engine's meanings.
             Packet::Oob(_) => {
                 let q3 = Q3Game::Other(self.protocol());
+                // DarkPlaces' status turned into an infoResponse: the infostring is read
+                // up to its newline, the repeated bytes after it are reported.
+                if self.is_darkplaces() && has_info_tail(datagram) {
+                    if let Some((info, tail)) = split_info_tail(datagram) {
+                        if let Decoded::Server(mut s) = q3.decode(info)? {
+                            s.warnings.push(format!(
+                                "{} bytes after the infostring at offset {}: {:?} (a DarkPlaces status that did not fit, sent as its infoResponse)",
+                                tail.len(),
+                                info.len(),
+                                String::from_utf8_lossy(tail)
+                            ));
+                            // The player lines were dropped for want of room.
+                            s.truncated = true;
+                            return Ok(Decoded::Server(Box::new(adapt(self, *s))));
+                        }
+                    }
+                }
                 Ok(match q3.decode(datagram)? {
                     Decoded::Server(info) => Decoded::Server(Box::new(adapt(self, *info))),
                     other => other,
@@ -75,5 +95,47 @@ impl FamilyGame for WarsowGame {
     #[cfg(feature = "emulate")]
     fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
         Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fragstat_core::registry::{Entry, Game};
+
+    #[test]
+    fn only_qfusion_has_the_short_query() {
+        for g in WarsowGame::ALL {
+            let e = Entry::new(g);
+            assert_eq!(e.has_short_query(), g.is_qfusion(), "{g}");
+        }
+        let x = Entry::new(WarsowGame::Xonotic);
+        assert_eq!(
+            x.check_ask(Ask::short()).unwrap_err().0,
+            "xonotic (Xonotic) has no short query"
+        );
+        let mut w =
+            Entry::new(WarsowGame::Warsow).server_query(Ask::short().with_protocol(Some(9)));
+        assert_eq!(
+            w.requests(0).unwrap(),
+            vec![b"\xff\xff\xff\xffinfo 9 full empty\n".to_vec()]
+        );
+    }
+
+    #[test]
+    fn the_overflow_inforesponse_decodes_without_its_tail() {
+        let d = b"\xff\xff\xff\xffinfoResponse\n\\gamename\\Nexuiz\\clients\\30\\bots\\0\\qcstatus\\dm:2.5.2::score!!\\challenge\\abc\nc\n";
+        let Decoded::Server(s) = WarsowGame::Nexuiz.decode(d).unwrap() else {
+            panic!("a server")
+        };
+        assert_eq!(s.num_players, 30);
+        assert_eq!(s.gametype.as_deref(), Some("dm"));
+        assert!(s.truncated && s.players.is_none());
+        assert_eq!(s.warnings.len(), 1);
+        assert!(
+            s.warnings[0].starts_with("3 bytes after the infostring at offset 92: \"\\nc\\n\""),
+            "{}",
+            s.warnings[0]
+        );
     }
 }

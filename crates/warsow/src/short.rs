@@ -8,6 +8,10 @@
 //! bots), the string is at most 180 bytes and ends in `EOT`. Keys: `n` name, `m` map, `u`
 //! clients/slots (bots included), `g` game type, `mo` mod directory, `ig` instagib, `s` skill
 //! level, `p` password, `b` bots, `mm` matchmaking. A missing `p` or `b` means 0.
+//!
+//! Warsow 0.3 (protocol 9; `/work/shared/seeds/warsow-query.txt`, the 0.x query document)
+//! pads otherwise: `u` `%02i/%02i` (`03/16`), `g` `%5s`. The readers trim spaces and take
+//! leading zeros, so both forms read the same.
 
 use crate::EncodeError;
 use fragstat_core::model::Rules;
@@ -360,6 +364,18 @@ mod tests {
             (i.bots(), i.password(), i.skill_level()),
             (Some(0), false, Some(1))
         );
+    }
+
+    #[test]
+    fn reads_warsow_03_padding() {
+        // The 0.x document's `%02i/%02i` and `%5s`, with its `b` `%2i`.
+        let i = parse(b"\\\\n\\\\Old\\\\m\\\\wdm2\\\\u\\\\03/16\\\\g\\\\   ca\\\\b\\\\ 2\\\\EOT")
+            .unwrap();
+        assert_eq!(i.clients(), Some((3, 16)));
+        assert_eq!(i.gametype(), Some(&b"ca"[..]));
+        assert_eq!(i.bots(), Some(2));
+        let i = parse(b"\\\\n\\\\x\\\\u\\\\00/08\\\\EOT").unwrap();
+        assert_eq!(i.clients(), Some((0, 8)));
     }
 
     #[test]

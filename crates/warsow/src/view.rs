@@ -8,7 +8,7 @@
 //!   game type is a name (`ca`, `bomb`), never a number. Team 0 is a spectator; ping −9999 is
 //!   a player still connecting (its ping is then unknown). `g_match_time`, `g_match_score`,
 //!   `g_instagib`, `sv_skilllevel` and `g_race_gametype` go into [`ServerExtra`].
-//! * DarkPlaces (Nexuiz): `clients` and `bots` are always sent; bots have ping 0 and humans at
+//! * DarkPlaces (Nexuiz, Xonotic): `clients` and `bots` are always sent; bots have ping 0 and humans at
 //!   least 1 (netconn.c `pingvalue = bound(1, …, 9999)` only with a connection); score −666
 //!   or team 0 is a spectator; the game type and version come from `qcstatus`
 //!   ([`QcStatus`]).

@@ -26,12 +26,17 @@ fn corpus() -> Vec<Vec<u8>> {
     let mut out = fixture_corpus("warsow");
     for game in WarsowGame::ALL {
         let s = EmulatedServer::new(ServerConfig::sample(game, b"^1Mut^7ant", 5));
-        out.push(s.reply(true, Some(b"c1")));
-        out.push(s.reply(false, None));
+        out.extend(s.reply(true, Some(b"c1")));
+        out.extend(s.reply(false, None));
         if let Ok(b) = fragstat_warsow::Packet::InfoReply(s.short_info()).to_bytes() {
             out.push(b);
         }
     }
+    // A DarkPlaces status too long for its buffer, sent as an infoResponse.
+    let mut big = ServerConfig::sample(WarsowGame::Nexuiz, b"Big", 0);
+    big.max_clients = 64;
+    big.set_players(64, 3);
+    out.extend(EmulatedServer::new(big).reply(true, Some(b"c2")));
     out.push(b"\xff\xff\xff\xffinfo 21 full empty\n".to_vec());
     assert!(out.len() >= 12);
     out
