@@ -132,15 +132,17 @@ impl FamilyGame for Quake3Game {
             )
             .into());
         }
+        // Another release of the game: JK2 1.02 is 15, CoD 1.4 is 5, WoP 1.6 is 71…
+        let protocol = options.protocol.unwrap_or(self.protocol());
         let request = if options.ext {
             let name = options
                 .gamename
                 .clone()
                 .or_else(|| self.master_gamename().map(str::to_string))
                 .ok_or("the extended master request needs a game name for this game")?;
-            GetServers::ext(&name, self.protocol())
+            GetServers::ext(&name, protocol)
         } else {
-            self.getservers()
+            self.getservers_for(protocol)
         };
         let ex = MasterExchange::new(&request)?
             .map_output(|list| list.into_iter().map(MasterEntry::new).collect());
@@ -210,5 +212,54 @@ impl FamilyGame for Quake3Game {
     #[cfg(feature = "emulate")]
     fn emulator(&self) -> Option<&dyn fragstat_core::registry::Emulate> {
         Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(game: Quake3Game, options: &MasterOptions) -> Vec<u8> {
+        let MasterQuery::Udp(mut ex) = game.master_query(options).unwrap() else {
+            panic!("{game}")
+        };
+        ex.requests(0).unwrap().remove(0)
+    }
+
+    /// Each game's own master request, for its protocol or another release's.
+    #[test]
+    fn master_requests_per_game_and_protocol() {
+        let plain = MasterOptions::default();
+        let cases: [(Quake3Game, Option<i32>, &[u8]); 6] = [
+            (Quake3Game::JediOutcast, None, b"getservers 16 empty full"),
+            (
+                Quake3Game::JediOutcast,
+                Some(15),
+                b"getservers 15 empty full",
+            ),
+            (
+                Quake3Game::WorldOfPadman,
+                Some(71),
+                b"getservers WorldofPadman 71 empty full",
+            ),
+            (Quake3Game::Sof2, None, b"getservers 2004 SOF2FULL"),
+            (Quake3Game::Cod2, None, b"getservers 118 full empty"),
+            (Quake3Game::Unvanquished, None, b"getservers 86 empty full"),
+        ];
+        for (game, protocol, want) in cases {
+            let got = request(game, &plain.clone().with_protocol(protocol));
+            assert_eq!(
+                got,
+                [&b"\xff\xff\xff\xff"[..], want, b"\n"].concat(),
+                "{game}"
+            );
+        }
+        let ext = request(Quake3Game::Unvanquished, &plain.clone().with_ext(true));
+        assert!(ext.starts_with(b"\xff\xff\xff\xffgetserversExt UNVANQUISHED 86 "));
+        assert!(Quake3Game::Mohaa.master_query(&plain).is_err());
+        assert!(matches!(
+            Quake3Game::Iw4x.master_query(&plain).unwrap(),
+            MasterQuery::Http { .. }
+        ));
     }
 }
