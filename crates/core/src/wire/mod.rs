@@ -642,7 +642,7 @@ pub fn put_varint(out: &mut Vec<u8>, v: i32) {
 }
 
 /// The byte offset in `body` of the line and column a `serde_json` error names, for
-/// [`DecodeError`](crate::DecodeError)s of JSON documents (HTTP master lists).
+/// [`DecodeError`]s of JSON documents (HTTP master lists).
 ///
 /// ```
 /// let body = b"{\n  \"a\": x}";

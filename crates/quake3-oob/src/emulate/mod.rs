@@ -1,7 +1,7 @@
 //! Sans-IO emulated game server and master server, built on the encoders.
 //!
 //! They answer like each game's engine does (its keys, their order, where the challenge goes,
-//! its player lines: [`look`]) so that real clients such as qstat can be pointed at them. No
+//! its player lines: see `emulate/look.rs`) so that real clients such as qstat can be pointed at them. No
 //! sockets here: feed datagrams to [`EmulatedServer::handle`] / [`EmulatedMaster::handle`]
 //! (through [`Service`]) and send what they return.
 
