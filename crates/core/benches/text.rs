@@ -5,6 +5,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use fragstat_core::model::Dialect;
 use fragstat_core::text;
 
 /// Names from public captures and fixtures (colours.md §4.2) and plain ones, 7 in 10 plain.
@@ -32,7 +33,9 @@ const NAMES: [&[u8]; 20] = [
 ];
 
 fn names() -> Vec<Vec<u8>> {
-    (0..10_000).map(|i| NAMES[i % NAMES.len()].to_vec()).collect()
+    (0..10_000)
+        .map(|i| NAMES[i % NAMES.len()].to_vec())
+        .collect()
 }
 
 fn bench(c: &mut Criterion) {
@@ -74,6 +77,32 @@ fn bench(c: &mut Criterion) {
                 .sum::<usize>()
         })
     });
+    // The per-engine dialects (since the dialects came in; no "before" for these).
+    for d in [
+        Dialect::IdTech3,
+        Dialect::DarkPlaces,
+        Dialect::Daemon,
+        Dialect::Quake4,
+    ] {
+        g.bench_function(format!("{d}/strip_into"), |b| {
+            let mut out = Vec::with_capacity(bytes);
+            b.iter(|| {
+                out.clear();
+                for n in &names {
+                    d.strip_into(black_box(n), &mut out);
+                }
+                black_box(out.len())
+            })
+        });
+        g.bench_function(format!("{d}/display_cow"), |b| {
+            b.iter(|| {
+                names
+                    .iter()
+                    .map(|n| d.display_cow(black_box(n)).len())
+                    .sum::<usize>()
+            })
+        });
+    }
     g.finish();
 }
 

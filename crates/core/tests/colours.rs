@@ -301,8 +301,14 @@ fn daemon_engine_test_vectors() {
 fn darkplaces_half_alpha() {
     let r = DarkPlaces.runs(b"^8ghost^9grey");
     assert_eq!(r.len(), 2);
-    assert_eq!((r[0].color, r[0].half_alpha, r[0].text.as_str()), (Some([255; 3]), true, "ghost"));
-    assert_eq!((r[1].color, r[1].half_alpha, r[1].text.as_str()), (Some([128; 3]), false, "grey"));
+    assert_eq!(
+        (r[0].color, r[0].half_alpha, r[0].text.as_str()),
+        (Some([255; 3]), true, "ghost")
+    );
+    assert_eq!(
+        (r[1].color, r[1].half_alpha, r[1].text.as_str()),
+        (Some([128; 3]), false, "grey")
+    );
 }
 
 /// Quake 4 `^+`/`^-` add a tenth to each component of the colour (Q4DEC devicecontext.cpp

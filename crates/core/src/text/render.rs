@@ -86,7 +86,8 @@ impl Pen {
     /// Steps on the default colour are not known here and are not shown.
     fn color(&self) -> Option<[u8; 3]> {
         let step = f32::from(self.adjust) * 25.5;
-        self.base.map(|c| c.map(|v| (f32::from(v) + step).clamp(0.0, 255.0).round() as u8))
+        self.base
+            .map(|c| c.map(|v| (f32::from(v) + step).clamp(0.0, 255.0).round() as u8))
     }
 }
 
@@ -99,6 +100,7 @@ impl Dialect {
     /// assert_eq!(Dialect::IdTech3.strip(b"^^1x^*"), b"^x");
     /// assert_eq!(Dialect::DarkPlaces.strip(b"^^1x^*"), b"^1x^*");
     /// ```
+    #[inline]
     pub fn strip(&self, s: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(s.len());
         self.strip_into(s, &mut out);
@@ -106,6 +108,7 @@ impl Dialect {
     }
 
     /// [`Dialect::strip`], appended to `out`.
+    #[inline]
     pub fn strip_into(&self, s: &[u8], out: &mut Vec<u8>) {
         // Stripping never adds bytes: room for all of them, written by index, then cut to
         // what was kept (a capacity check per byte pushed cost more than the stripping).
@@ -121,6 +124,7 @@ impl Dialect {
     }
 
     /// [`Dialect::display`] without copying when there is no `^` and the bytes are UTF-8.
+    #[inline]
     pub fn display_cow<'a>(&self, s: &'a [u8]) -> Cow<'a, str> {
         if *self == Dialect::Plain || !s.contains(&b'^') {
             return decode_cow(s);
@@ -292,7 +296,8 @@ pub(super) fn nearest16(rgb: [u8; 3]) -> u8 {
         .map_or(37, |&(_, code)| code)
 }
 
-/// Colour runs as HTML: each run a `<span>`, its text escaped (`&`, `<`, `>`, `"`, `'`),
+/// Colour runs as HTML: each run a `<span>`, its text escaped (`&`, `<`, `>`, `"`: attributes
+/// are double-quoted, so `'` stays as it is, as maud writes it),
 /// `style="color:#rrggbb"` when it has a colour, `opacity:.5` at half alpha; an icon is an
 /// empty `<span class="icon" title="NAME">`.
 pub fn runs_html(runs: &[Run]) -> String {
@@ -304,7 +309,9 @@ pub fn runs_html(runs: &[Run]) -> String {
             escape_html(&mut out, name);
             out.push('"');
         }
-        let color = r.color.map(|[r, g, b]| format!("color:#{r:02x}{g:02x}{b:02x}"));
+        let color = r
+            .color
+            .map(|[r, g, b]| format!("color:#{r:02x}{g:02x}{b:02x}"));
         let style: Vec<&str> = color
             .as_deref()
             .into_iter()
@@ -320,7 +327,7 @@ pub fn runs_html(runs: &[Run]) -> String {
     out
 }
 
-/// `s` escaped for HTML text and attribute values.
+/// `s` escaped for HTML text and double-quoted attribute values.
 fn escape_html(out: &mut String, s: &str) {
     for c in s.chars() {
         match c {
@@ -328,7 +335,6 @@ fn escape_html(out: &mut String, s: &str) {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
             c => out.push(c),
         }
     }

@@ -36,8 +36,7 @@ fn token_text(d: Dialect, s: &[u8]) -> Vec<u8> {
 #[test]
 fn strip_agrees_with_the_tokens_in_every_dialect() {
     const ALPHABET: [u8; 16] = [
-        b'^', b'x', b'#', b'c', b'i', b'0', b'7', b'8', b'9', b'F', b'a', b'*', b'[', b' ', 0xE9,
-        0,
+        b'^', b'x', b'#', b'c', b'i', b'0', b'7', b'8', b'9', b'F', b'a', b'*', b'[', b' ', 0xE9, 0,
     ];
     let mut strings: Vec<Vec<u8>> = Vec::new();
     for len in 0..=4u32 {
@@ -142,10 +141,7 @@ fn colour_runs() {
     let r = runs(b"a^1b^1c^^^xF00d^");
     assert_eq!(
         r,
-        vec![
-            Run::new(None, "a"),
-            Run::new(Some([255, 0, 0]), "bc^d^"),
-        ]
+        vec![Run::new(None, "a"), Run::new(Some([255, 0, 0]), "bc^d^"),]
     );
     assert!(runs(b"").is_empty());
     assert_eq!(runs(b"^9x")[0].color, Some([255, 0, 0]));
@@ -171,7 +167,10 @@ fn dialect_ids_round_trip() {
     assert_eq!("idq3".parse::<Dialect>(), Ok(Dialect::IdTech3));
     let e = "klingon".parse::<Dialect>().unwrap_err();
     assert!(e.to_string().contains("klingon") && e.to_string().contains("daemon"));
-    assert_eq!("Quake".parse::<Dialect>(), Err(crate::model::UnknownDialect("Quake".into())));
+    assert_eq!(
+        "Quake".parse::<Dialect>(),
+        Err(crate::model::UnknownDialect("Quake".into()))
+    );
 }
 
 #[test]
@@ -226,7 +225,7 @@ fn ansi_per_dialect() {
 fn html_escapes_and_colours() {
     assert_eq!(
         Dialect::Ioq3.html(b"^1<script>&'\"^7x"),
-        "<span style=\"color:#ff0000\">&lt;script&gt;&amp;&#39;&quot;</span>\
+        "<span style=\"color:#ff0000\">&lt;script&gt;&amp;'&quot;</span>\
          <span style=\"color:#ffffff\">x</span>"
     );
     assert_eq!(Dialect::Ioq3.html(b""), "");

@@ -143,7 +143,9 @@ const DAEMON: [[u8; 3]; 32] = [
 
 /// id's 8 and two more.
 const fn ten(eight: [u8; 3], nine: [u8; 3]) -> [[u8; 3]; 10] {
-    [Q3[0], Q3[1], Q3[2], Q3[3], Q3[4], Q3[5], Q3[6], Q3[7], eight, nine]
+    [
+        Q3[0], Q3[1], Q3[2], Q3[3], Q3[4], Q3[5], Q3[6], Q3[7], eight, nine,
+    ]
 }
 
 /// Urban Terror 4.x (`code/qcommon/q_math.c:50-62`): orange, olive.
@@ -292,7 +294,11 @@ impl<'a> Iterator for Tokens<'a> {
 /// The same decisions as [`Tokens`], byte by byte: names are short, and a search for the
 /// next caret plus a copy per run costs more (docs/benchmarks.md).
 #[inline(always)]
-pub(super) fn strip_by<'a>(s: &'a [u8], dst: &mut [u8], rule: impl Fn(&'a [u8]) -> Step<'a>) -> usize {
+pub(super) fn strip_by<'a>(
+    s: &'a [u8],
+    dst: &mut [u8],
+    rule: impl Fn(&'a [u8]) -> Step<'a>,
+) -> usize {
     let mut kept = 0;
     let mut i = 0;
     while let Some(&b) = s.get(i) {
@@ -322,6 +328,7 @@ pub(super) fn strip_by<'a>(s: &'a [u8], dst: &mut [u8], rule: impl Fn(&'a [u8]) 
 }
 
 /// [`strip_by`] with the dialect's rule, each dialect's loop compiled on its own.
+#[inline]
 pub(super) fn strip_to(d: Dialect, s: &[u8], dst: &mut [u8]) -> usize {
     match d {
         Dialect::Quake => strip_by(s, dst, quake),
@@ -342,6 +349,7 @@ pub(super) fn strip_to(d: Dialect, s: &[u8], dst: &mut [u8]) -> usize {
     }
 }
 
+#[inline(always)]
 fn hex(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
@@ -352,11 +360,13 @@ fn hex(b: u8) -> Option<u8> {
 }
 
 /// Three hex digits as 8-bit RGB (each digit / 15, DP `gl_draw.c:885-891`).
+#[inline(always)]
 fn rgb12(r: u8, g: u8, b: u8) -> Option<[u8; 3]> {
     Some([hex(r)? * 17, hex(g)? * 17, hex(b)? * 17])
 }
 
 /// Entry `i` of `table` (every caller masks `i` into range).
+#[inline(always)]
 fn indexed(table: &[[u8; 3]], i: u8) -> Token<'static> {
     Token::Color(Color::Indexed {
         index: i,
@@ -365,16 +375,19 @@ fn indexed(table: &[[u8; 3]], i: u8) -> Token<'static> {
 }
 
 /// A code of two bytes.
+#[inline(always)]
 fn code2<'a>(t: Token<'a>) -> Step<'a> {
     Step::Code(2, t)
 }
 
+#[inline(always)]
 fn plain(_: &[u8]) -> Step<'_> {
     Step::Visible
 }
 
 /// fragstat's generic rule (the widest): `^^` a caret, `^x` + 3 hex RGB, `^` + any other
 /// byte id's `(c - '0') & 7`, a `^` at the end kept.
+#[inline(always)]
 fn quake(s: &[u8]) -> Step<'_> {
     match s {
         [_, b'^', ..] => Step::Caret(2),
@@ -388,6 +401,7 @@ fn quake(s: &[u8]) -> Step<'_> {
 }
 
 /// Q3 `code/game/q_shared.h:532-533` `Q_IsColorString`, `ColorIndex` line 543.
+#[inline(always)]
 fn idq3(s: &[u8]) -> Step<'_> {
     match s {
         [_, c, ..] if *c != 0 && *c != b'^' => code2(indexed(&Q3, c.wrapping_sub(b'0') & 7)),
@@ -397,6 +411,7 @@ fn idq3(s: &[u8]) -> Step<'_> {
 
 /// ET `src/game/q_shared.h:521-522` (the macro), 546-547 (`& 31`), 543 (`^*`, `COLOR_NULL`,
 /// drawn as the default colour: `src/client/cl_scrn.c:233-243`).
+#[inline(always)]
 fn wet(s: &[u8]) -> Step<'_> {
     match s {
         [_, b'*', ..] => code2(Token::Color(Color::Default)),
@@ -406,6 +421,7 @@ fn wet(s: &[u8]) -> Step<'_> {
 }
 
 /// ETL `src/qcommon/q_shared.h:909-930`: ASCII codes must be `isgraph`, high bytes are codes.
+#[inline(always)]
 fn etl(s: &[u8]) -> Step<'_> {
     match s {
         [_, b'*', ..] => code2(Token::Color(Color::Default)),
@@ -417,16 +433,16 @@ fn etl(s: &[u8]) -> Step<'_> {
 }
 
 /// IOQ3 `code/qcommon/q_shared.c:26-46` (`^[0-9a-zA-Z]`), `ColorIndex` q_shared.h:412-413.
+#[inline(always)]
 fn ioq3(s: &[u8]) -> Step<'_> {
     match s {
-        [_, c, ..] if c.is_ascii_alphanumeric() => {
-            code2(indexed(&Q3, c.wrapping_sub(b'0') & 7))
-        }
+        [_, c, ..] if c.is_ascii_alphanumeric() => code2(indexed(&Q3, c.wrapping_sub(b'0') & 7)),
         _ => Step::Visible,
     }
 }
 
 /// URT `code/qcommon/q_shared.h:352` (`^0-9`), `ColorIndex` line 364.
+#[inline(always)]
 fn urt(s: &[u8]) -> Step<'_> {
     match s {
         [_, c @ b'0'..=b'9', ..] => code2(indexed(&URT, c - b'0')),
@@ -436,6 +452,7 @@ fn urt(s: &[u8]) -> Step<'_> {
 
 /// Jedi Academy retail `codemp/game/q_shared.h:1147` (`^0-7`), JK2 1.04 (JK2MV
 /// `src/qcommon/q_shared.h:710`).
+#[inline(always)]
 fn jk(s: &[u8]) -> Step<'_> {
     match s {
         [_, c @ b'0'..=b'7', ..] => code2(indexed(&Q3, c - b'0')),
@@ -444,6 +461,7 @@ fn jk(s: &[u8]) -> Step<'_> {
 }
 
 /// OpenJK `shared/qcommon/q_color.h:16` (`^0-9`).
+#[inline(always)]
 fn openjk(s: &[u8]) -> Step<'_> {
     match s {
         [_, c @ b'0'..=b'9', ..] => code2(indexed(&ORANGE_GREY, c - b'0')),
@@ -452,6 +470,7 @@ fn openjk(s: &[u8]) -> Step<'_> {
 }
 
 /// DP `common.c:1265-1349` `COM_StringDecolorize` / `gl_draw.c:1189-1219`.
+#[inline(always)]
 fn dp(s: &[u8]) -> Step<'_> {
     match s {
         [_, b'x', r, g, b, ..] if rgb12(*r, *g, *b).is_some() => Step::Code(
@@ -466,6 +485,7 @@ fn dp(s: &[u8]) -> Step<'_> {
 }
 
 /// DAE `src/common/Color.cpp:160-215` `Color::TokenIterator::NextToken`.
+#[inline(always)]
 fn daemon(s: &[u8]) -> Step<'_> {
     match s {
         [_, b'^', ..] => Step::Caret(2),
@@ -486,6 +506,7 @@ fn daemon(s: &[u8]) -> Step<'_> {
 }
 
 /// Six hex digits at the start of `h` as RGB.
+#[inline(always)]
 fn rgb24(h: &[u8]) -> Option<[u8; 3]> {
     let byte = |i: usize| Some(hex(*h.get(i)?)? * 16 + hex(*h.get(i + 1)?)?);
     Some([byte(0)?, byte(2)?, byte(4)?])
@@ -494,6 +515,7 @@ fn rgb24(h: &[u8]) -> Option<[u8; 3]> {
 /// dhewm3 `neo/idlib/Str.h:1015-1017` `idStr::IsColor`, `ColorIndex` 1066-1068; `^0`
 /// (`C_COLOR_DEFAULT`) is drawn in the caller's colour (`neo/ui/DeviceContext.cpp`
 /// `DrawText`).
+#[inline(always)]
 fn idtech4(s: &[u8]) -> Step<'_> {
     match s {
         [_, b'0', ..] => code2(Token::Color(Color::Default)),
@@ -504,6 +526,7 @@ fn idtech4(s: &[u8]) -> Step<'_> {
 
 /// Quake 4 `idStr::IsEscape` (Q4SDK `source/idlib/Str.cpp:1774-1834`) as the renderer
 /// draws it (Q4DEC `ui/devicecontext.cpp` `idDeviceContext::DrawText`).
+#[inline(always)]
 fn quake4(s: &[u8]) -> Step<'_> {
     let nonzero = |b: &[u8]| b.iter().all(|&c| c != 0);
     match s {
@@ -527,12 +550,14 @@ fn quake4(s: &[u8]) -> Step<'_> {
 }
 
 /// A Quake 4 `^c` component: `(c - '0') / 9`, clamped to what a colour can be.
+#[inline(always)]
 fn ninths(c: u8) -> u8 {
     let d = u16::from(c.saturating_sub(b'0').min(9));
     u8::try_from((d * 510 + 9) / 18).unwrap_or(255)
 }
 
 /// qfusion `Q_GrabCharFromColorString` (`source/common/helpers/q_libc.cpp:113-150`).
+#[inline(always)]
 fn qfusion(s: &[u8]) -> Step<'_> {
     match s {
         [_, c @ b'0'..=b'9', ..] => code2(indexed(&ORANGE_GREY, c - b'0')),
@@ -545,6 +570,7 @@ fn qfusion(s: &[u8]) -> Step<'_> {
 /// (`src/q_shared.h:161`); `^^` + digit, as names in captures write colours (`^^00East`:
 /// a name filter that removes one `^0` leaves `^0`, so `^^` + two digits is the second);
 /// the IW material escape `^` 0x01, two size bytes, a length, the name.
+#[inline(always)]
 fn cod(s: &[u8]) -> Step<'_> {
     match s {
         [_, c @ b'0'..=b'9', ..] => code2(indexed(&Q3, (c - b'0') & 7)),

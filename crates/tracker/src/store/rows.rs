@@ -67,7 +67,9 @@ impl ServerRow {
 /// before the per-engine dialects say `quake` or `plain`, which read as they did; an id this
 /// build does not know, or none, reads as [`Dialect::Quake`] (the generic rule).
 pub fn text_of(bytes: Vec<u8>, dialect: Option<&str>) -> fragstat::core::model::Text {
-    let d = dialect.and_then(|d| d.parse().ok()).unwrap_or(Dialect::Quake);
+    let d = dialect
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(Dialect::Quake);
     fragstat::core::model::Text::new(bytes, d)
 }
 

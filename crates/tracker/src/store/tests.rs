@@ -64,9 +64,18 @@ fn dialects_read_back_from_their_ids() {
     for d in Dialect::ALL {
         assert_eq!(text_of(b"^^1x".to_vec(), Some(d.id())).dialect(), d);
     }
-    assert_eq!(text_of(b"x".to_vec(), Some("quake")).dialect(), Dialect::Quake);
-    assert_eq!(text_of(b"x".to_vec(), Some("plain")).dialect(), Dialect::Plain);
-    assert_eq!(text_of(b"x".to_vec(), Some("klingon")).dialect(), Dialect::Quake);
+    assert_eq!(
+        text_of(b"x".to_vec(), Some("quake")).dialect(),
+        Dialect::Quake
+    );
+    assert_eq!(
+        text_of(b"x".to_vec(), Some("plain")).dialect(),
+        Dialect::Plain
+    );
+    assert_eq!(
+        text_of(b"x".to_vec(), Some("klingon")).dialect(),
+        Dialect::Quake
+    );
     assert_eq!(text_of(b"x".to_vec(), None).dialect(), Dialect::Quake);
     assert_eq!(text_of(b"^^1x".to_vec(), Some("dp")).display(), "^1x");
 }
