@@ -19,11 +19,19 @@ use crate::record::{Record, Status};
 
 impl<'de> Deserialize<'de> for Dialect {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match String::deserialize(d)?.as_str() {
-            "quake" => Ok(Dialect::Quake),
-            "plain" => Ok(Dialect::Plain),
-            other => Err(D::Error::unknown_variant(other, &["quake", "plain"])),
-        }
+        let id = String::deserialize(d)?;
+        id.parse().map_err(|_| {
+            const IDS: [&str; Dialect::ALL.len()] = {
+                let mut ids = [""; Dialect::ALL.len()];
+                let mut i = 0;
+                while i < ids.len() {
+                    ids[i] = Dialect::ALL[i].id();
+                    i += 1;
+                }
+                ids
+            };
+            D::Error::unknown_variant(&id, &IDS)
+        })
     }
 }
 
@@ -328,7 +336,7 @@ mod tests {
 
     #[test]
     fn what_is_written_reads_back_and_writes_the_same() {
-        for dialect in [Dialect::Quake, Dialect::Plain] {
+        for dialect in Dialect::ALL {
             let mut info = sample(dialect);
             if dialect == Dialect::Plain {
                 info.name = Text::new("Ünï ☃".as_bytes().to_vec(), dialect);
@@ -350,6 +358,7 @@ mod tests {
             let x = back.extra.as_ref().unwrap().as_any();
             assert!(x.downcast_ref::<serde_json::Value>().is_some());
             assert!(back.unverified && back.truncated);
+            assert_eq!(back.name.dialect(), dialect, "the dialect reads back");
         }
     }
 

@@ -192,13 +192,13 @@ fn write_display(out: &mut Vec<u8>, t: &Text) {
 fn write_display_of(out: &mut Vec<u8>, t: &Text, plain: bool) {
     let bytes = t.as_bytes();
     match (t.dialect(), plain) {
-        (Dialect::Quake, true) => {
+        (Dialect::Plain, true) => write_quoted(out, bytes),
+        (d, true) => {
             out.reserve(bytes.len() + 2);
             out.push(b'"');
-            text::strip_colors_into(bytes, out);
+            d.strip_into(bytes, out);
             out.push(b'"');
         }
-        (Dialect::Plain, true) => write_quoted(out, bytes),
         (_, false) => write_str(out, &t.display_cow()),
     }
 }
@@ -314,10 +314,10 @@ fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
     out.extend_from_slice(if s.truncated { b"true" } else { b"false" });
     out.extend_from_slice(b",\"unverified\":");
     out.extend_from_slice(if s.unverified { b"true" } else { b"false" });
-    out.extend_from_slice(match s.name.dialect() {
-        Dialect::Quake => b",\"dialect\":\"quake\"",
-        Dialect::Plain => b",\"dialect\":\"plain\"",
-    });
+    // Ids are lower-case ASCII letters and digits: nothing to escape.
+    out.extend_from_slice(b",\"dialect\":\"");
+    out.extend_from_slice(s.name.dialect().id().as_bytes());
+    out.push(b'"');
 }
 
 /// What a record without a [`ServerInfo`] has after `rtt_ms`: every key `null`.
@@ -360,7 +360,7 @@ mod tests {
     }
 
     /// Every byte value, alone and inside longer strings that cross the eight-byte words, in
-    /// every place text goes (names with and without colour codes, both dialects, rules,
+    /// every place text goes (names with and without colour codes, every dialect, rules,
     /// warnings, addresses, errors).
     #[test]
     fn every_byte_in_every_field_reads_as_serde_writes_it() {
@@ -384,8 +384,9 @@ mod tests {
             b"^1caf\xc3\xa9".to_vec(),
             b"^1\xff\xfe".to_vec(),
             b"tab\there \"quoted\" back\\slash\r\n\x0c\x08\x1f\x7f".to_vec(),
+            b"^#ff8000Or^*^c900R^iw07^n1^+^\x01//\x03abc^^00x".to_vec(),
         ]);
-        for dialect in [Dialect::Quake, Dialect::Plain] {
+        for dialect in Dialect::ALL {
             for t in &texts {
                 let text = Text::new(t.clone(), dialect);
                 let mut info = ServerInfo {

@@ -16,6 +16,9 @@
 //! assert_eq!(info.rules.get("g_gametype"), Some(&b"4"[..]));
 //! // A Teeworlds name has no colour codes: `^` is a literal character there.
 //! assert_eq!(Text::new(b"a^1b".to_vec(), Dialect::Plain).display(), "a^1b");
+//! // DarkPlaces shows `^^` as one caret; ioquake3 draws both.
+//! assert_eq!(Text::new(b"^^1x".to_vec(), Dialect::DarkPlaces).display(), "^1x");
+//! assert_eq!(Text::new(b"^^1x".to_vec(), Dialect::Ioq3).display(), "^x");
 //! ```
 
 use std::any::Any;
@@ -29,17 +32,166 @@ use serde::{Serialize, Serializer};
 
 use crate::text;
 
-/// How a family's strings are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// How a game writes its strings: which `^` colour codes its engine draws, and how.
+///
+/// Each variant is one engine's rule, as its own text-drawing loop applies it
+/// (docs/protocols/colours.md gives the source line of every rule, its colour table and the
+/// games that use it). All but [`Dialect::Plain`] are 8-bit bytes, shown as UTF-8 when
+/// valid, else ISO-8859-1. The [`text`] functions ([`Dialect::tokens`], [`Dialect::display`],
+/// [`Dialect::runs`], [`Dialect::ansi`], [`Dialect::html`]) show a string in a dialect.
+///
+/// ```
+/// use fragstat_core::model::Dialect;
+/// let d: Dialect = "dp".parse().unwrap();
+/// assert_eq!(d, Dialect::DarkPlaces);
+/// assert_eq!(d.display(b"^xF80Orange ^^"), "Orange ^");
+/// assert_eq!(Dialect::Ioq3.display(b"^xF80Orange ^^"), "F80Orange ^^");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Dialect {
-    /// 8-bit bytes with `^` colour codes (Quake III, idTech 4, ETQW, Warsow, DarkPlaces):
-    /// shown with colours stripped, decoded as UTF-8 when valid, else ISO-8859-1.
+    /// `quake`: fragstat's generic rule, the widest of them, for engines not known more
+    /// precisely (`oob:NN` protocols): `^^` is a caret, DarkPlaces' `^x` + three hex digits
+    /// an RGB colour, `^` + any other byte a code of the 8-colour id table
+    /// (`(c - '0') & 7`), a `^` at the end is kept.
     #[default]
     Quake,
-    /// UTF-8 without colour codes (Teeworlds, DDNet): a `^` is a literal character.
+    /// `plain`: no colour codes, `^` is a literal character (Teeworlds and DDNet, UTF-8;
+    /// Medal of Honor: Allied Assault, whose names show no codes — unverified).
     Plain,
+    /// `idq3`: id Quake III 1.32 `Q_IsColorString` (`code/game/q_shared.h:532-533`): `^` +
+    /// any byte but NUL and `^`, colour `(c - '0') & 7` of 8 (`q_math.c:43-53`). Also RtCW,
+    /// SoF2, Reaction, Jedi Outcast 1.02, Tremulous 1.1.
+    IdTech3,
+    /// `wet`: Wolfenstein: Enemy Territory 2.60 (`src/game/q_shared.h:521-547`) and Smokin'
+    /// Guns: the `idq3` rule with a 32-colour table (`(c - '0') & 31`), `^*` the default
+    /// colour (`src/client/cl_scrn.c:233-243`).
+    Wet,
+    /// `etl`: ET: Legacy (`src/qcommon/q_shared.h:909-930`): as `wet`, but of ASCII only
+    /// `isgraph` bytes are codes (`^ ` is not); bytes of 0x80 and above are.
+    Etl,
+    /// `ioq3`: ioquake3 since 2007 (`code/qcommon/q_shared.c:26-46`) and its standalone
+    /// games (OpenArena on ioquake3, World of Padman, Q3Rally, Tremulous 1.2+): `^` + an
+    /// ASCII letter or digit, colour `(c - '0') & 7` of 8.
+    Ioq3,
+    /// `urt`: Urban Terror 4.x (`code/qcommon/q_shared.h:352-364`): `^0`-`^9`, 10 colours.
+    UrbanTerror,
+    /// `jk`: Jedi Academy retail and Jedi Outcast 1.04 (`codemp/game/q_shared.h:1147` of
+    /// the Raven source): `^0`-`^7` only, 8 colours.
+    JediKnight,
+    /// `openjk`: OpenJK (`shared/qcommon/q_color.h:16`): `^0`-`^9`, `^8` orange, `^9` grey.
+    OpenJk,
+    /// `dp`: DarkPlaces, Xonotic, Nexuiz (`common.c:1265-1349`, `gl_draw.c:1189-1219`):
+    /// `^0`-`^9` (`^8` white at half alpha), `^x` + three hex digits RGB, `^^` shows one
+    /// `^`, any other `^` is shown.
+    DarkPlaces,
+    /// `daemon`: Dæmon / Unvanquished (`src/common/Color.cpp:160-215`): `^^` shows `^`,
+    /// `^*` the default colour, `^0`-`^O` and `^a`-`^o` a 32-colour table, `^x` + three
+    /// hex digits and `^#` + six RGB; any other `^` is shown.
+    Daemon,
+    /// `idtech4`: Doom 3 (dhewm3 `idStr::IsColor`, `neo/idlib/Str.h:1015-1017`), Prey, and
+    /// the nearest known rule for ETQW: `^` + any byte but NUL and space — `^^` included —
+    /// colour `c & 15` of 16, `^0` the default colour (`neo/ui/DeviceContext.cpp`).
+    Idtech4,
+    /// `quake4`: Quake 4 (Raven's `idStr::IsEscape`, `source/idlib/Str.cpp:1774-1834`):
+    /// `^0`-`^9` and `^:` (16 colours, `^0` the default), `^c` + three digits RGB in ninths,
+    /// `^i` + three bytes an icon, `^r` reset, `^+`/`^-` brightness, `^n` + one byte; a
+    /// `^` followed by `^` or anything else is shown.
+    Quake4,
+    /// `qfusion`: Warsow, Warfork (`Q_GrabCharFromColorString`,
+    /// `source/common/helpers/q_libc.cpp:113-150`): `^0`-`^9`, `^^` shows `^`, any other
+    /// `^` is shown.
+    Qfusion,
+    /// `cod`: Call of Duty 1, 2, 4 and IW4x, **best effort** (the clients are closed):
+    /// `^0`-`^9` as CoD4X's `ColorIndex` (`src/q_shared.h:161`, `& 7`), the names'
+    /// `^^` + digit idiom as a colour, and the IW material escape `^` 0x01 (an icon),
+    /// inferred from captures.
+    CallOfDuty,
+}
+
+impl Dialect {
+    /// Every dialect, in declaration order.
+    pub const ALL: [Dialect; 15] = [
+        Dialect::Quake,
+        Dialect::Plain,
+        Dialect::IdTech3,
+        Dialect::Wet,
+        Dialect::Etl,
+        Dialect::Ioq3,
+        Dialect::UrbanTerror,
+        Dialect::JediKnight,
+        Dialect::OpenJk,
+        Dialect::DarkPlaces,
+        Dialect::Daemon,
+        Dialect::Idtech4,
+        Dialect::Quake4,
+        Dialect::Qfusion,
+        Dialect::CallOfDuty,
+    ];
+
+    /// The dialect's id, as JSON and the tracker's database write it (`"quake"`, `"idq3"`…).
+    pub const fn id(&self) -> &'static str {
+        match self {
+            Dialect::Quake => "quake",
+            Dialect::Plain => "plain",
+            Dialect::IdTech3 => "idq3",
+            Dialect::Wet => "wet",
+            Dialect::Etl => "etl",
+            Dialect::Ioq3 => "ioq3",
+            Dialect::UrbanTerror => "urt",
+            Dialect::JediKnight => "jk",
+            Dialect::OpenJk => "openjk",
+            Dialect::DarkPlaces => "dp",
+            Dialect::Daemon => "daemon",
+            Dialect::Idtech4 => "idtech4",
+            Dialect::Quake4 => "quake4",
+            Dialect::Qfusion => "qfusion",
+            Dialect::CallOfDuty => "cod",
+        }
+    }
+}
+
+/// An id that names no [`Dialect`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownDialect(pub String);
+
+impl fmt::Display for UnknownDialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown text dialect {:?} (known: ", self.0)?;
+        for (i, d) in Dialect::ALL.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(d.id())?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl std::error::Error for UnknownDialect {}
+
+impl std::str::FromStr for Dialect {
+    type Err = UnknownDialect;
+
+    /// The dialect of an id ([`Dialect::id`]).
+    fn from_str(s: &str) -> Result<Self, UnknownDialect> {
+        Dialect::ALL
+            .into_iter()
+            .find(|d| d.id() == s)
+            .ok_or_else(|| UnknownDialect(s.to_owned()))
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl Serialize for Dialect {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
 }
 
 /// A string from the wire: raw bytes, lossless, plus the dialect that says how to show them.
@@ -78,48 +230,65 @@ impl Text {
         self.bytes.is_empty()
     }
 
-    /// For display: colour codes stripped (Quake dialect), decoded as UTF-8 when valid, else
-    /// ISO-8859-1 (Quake) or with replacement characters (Plain).
+    /// For display: colour codes stripped as the dialect's engine draws them
+    /// ([`Dialect::display`]), decoded as UTF-8 when valid, else ISO-8859-1; Plain text is
+    /// UTF-8 with replacement characters where it is not valid.
     pub fn display(&self) -> String {
-        match self.dialect {
-            Dialect::Quake => text::display(&self.bytes),
-            Dialect::Plain => String::from_utf8_lossy(&self.bytes).into_owned(),
-        }
+        self.display_cow().into_owned()
     }
 
-    /// Lossless and reversible: Quake text maps every byte to the code point of the same value
-    /// (ISO-8859-1; see [`text::latin1`]); Plain text is its UTF-8 (ISO-8859-1 if invalid).
+    /// Lossless and reversible: 8-bit text maps every byte to the code point of the same
+    /// value (ISO-8859-1; see [`text::latin1`]); Plain text is its UTF-8 (ISO-8859-1 if
+    /// invalid).
     pub fn raw(&self) -> String {
-        match self.dialect {
-            Dialect::Quake => text::latin1(&self.bytes),
-            Dialect::Plain => text::decode_lossless(&self.bytes),
-        }
+        self.raw_cow().into_owned()
     }
 
     /// [`Text::display`], borrowed when nothing needs changing (no colour code to strip,
     /// valid UTF-8): what serialization uses.
     pub fn display_cow(&self) -> Cow<'_, str> {
         match self.dialect {
-            Dialect::Quake => text::display_cow(&self.bytes),
             Dialect::Plain => String::from_utf8_lossy(&self.bytes),
+            d => d.display_cow(&self.bytes),
         }
     }
 
-    /// [`Text::raw`], borrowed when the bytes are the same characters (ASCII Quake text,
+    /// [`Text::raw`], borrowed when the bytes are the same characters (ASCII 8-bit text,
     /// valid UTF-8 Plain text).
     pub fn raw_cow(&self) -> Cow<'_, str> {
         match self.dialect {
-            Dialect::Quake => text::latin1_cow(&self.bytes),
             Dialect::Plain => text::decode_cow(&self.bytes),
+            _ => text::latin1_cow(&self.bytes),
         }
     }
 
-    /// For a terminal: Quake colour codes as ANSI colours; Plain text as [`Text::display`].
+    /// For a terminal: the dialect's colour codes as ANSI colours ([`Dialect::ansi`] with
+    /// [`text::AnsiColors::Auto`]); Plain text as [`Text::display`].
     pub fn ansi(&self) -> String {
+        self.ansi_with(text::AnsiColors::Auto)
+    }
+
+    /// [`Text::ansi`] with a choice of colours (24-bit, or the 16 basic ones).
+    pub fn ansi_with(&self, colors: text::AnsiColors) -> String {
         match self.dialect {
-            Dialect::Quake => text::to_ansi(&self.bytes),
             Dialect::Plain => self.display(),
+            d => d.ansi(&self.bytes, colors),
         }
+    }
+
+    /// The colour runs of the text, for HTML and images ([`Dialect::runs`]); Plain text is
+    /// one run in the default colour.
+    pub fn runs(&self) -> Vec<text::Run> {
+        match self.dialect {
+            Dialect::Plain if self.bytes.is_empty() => Vec::new(),
+            Dialect::Plain => vec![text::Run::new(None, self.display())],
+            d => d.runs(&self.bytes),
+        }
+    }
+
+    /// The text as HTML: escaped, in coloured `<span>`s ([`Dialect::html`]).
+    pub fn html(&self) -> String {
+        text::runs_html(&self.runs())
     }
 }
 

@@ -107,8 +107,11 @@ pub struct PlayerExtra {
     pub deaths: Option<i32>,
 }
 
-fn quake(bytes: &[u8]) -> Text {
-    Text::new(bytes.to_vec(), Dialect::Quake)
+/// ETQW text: [`Dialect::Idtech4`] (dhewm3's `idStr::IsColor`). ETQW's own idlib was not
+/// researched; Doom 3's is the nearest known rule — unverified for ETQW
+/// (docs/protocols/colours.md).
+fn text(bytes: &[u8]) -> Text {
+    Text::new(bytes.to_vec(), Dialect::Idtech4)
 }
 
 /// `si_map` as shown: `maps/<name>.entities` → `<name>`.
@@ -128,8 +131,8 @@ pub fn gametype_name(rules: &[u8]) -> String {
 }
 
 fn player(p: &InfoPlayer, ex: Option<&ExPlayer>) -> ModelPlayer {
-    let mut m = ModelPlayer::new(quake(&p.name));
-    m.clan = Some(quake(&p.clan));
+    let mut m = ModelPlayer::new(text(&p.name));
+    m.clan = Some(text(&p.clan));
     m.ping = Some(i32::from(p.ping));
     m.is_bot = Some(p.bot != 0);
     m.is_spectator = ex.map(|e| e.team.is_empty());
@@ -153,8 +156,8 @@ fn player(p: &InfoPlayer, ex: Option<&ExPlayer>) -> ModelPlayer {
 pub fn server_info(reply: &InfoResponse, datagram_len: usize) -> ServerInfo {
     let rules = &reply.dict.pairs;
     let mut out = ServerInfo::default();
-    out.name = quake(get_ci(rules, "si_name").unwrap_or_default());
-    out.map = quake(map_name(get_ci(rules, "si_map").unwrap_or_default()));
+    out.name = text(get_ci(rules, "si_name").unwrap_or_default());
+    out.map = text(map_name(get_ci(rules, "si_map").unwrap_or_default()));
     out.gametype = get_ci(rules, "si_rules").map(gametype_name);
     out.version = get_ci(rules, "si_version").map(decode_lossless);
     out.max_players = get_int_ci(rules, "si_maxPlayers")

@@ -46,14 +46,21 @@ pub struct PlayerExtra {
     pub rate: u32,
 }
 
-fn quake(bytes: &[u8]) -> Text {
-    Text::new(bytes.to_vec(), Dialect::Quake)
+/// The colour-code dialect of a game's text: Doom 3 and Prey draw with id's idlib
+/// (`idStr::IsColor`), Quake 4 with Raven's (`idStr::IsEscape`: `^c` RGB, `^i` icons).
+/// docs/protocols/colours.md has the rules; Prey's idlib was not read (same lineage).
+pub fn dialect(game: Idtech4Game) -> Dialect {
+    match game {
+        Idtech4Game::Quake4 => Dialect::Quake4,
+        Idtech4Game::Doom3 | Idtech4Game::Prey => Dialect::Idtech4,
+    }
 }
 
-/// One player in the shared model.
-pub fn player(p: &InfoPlayer) -> ModelPlayer {
-    let mut m = ModelPlayer::new(quake(&p.name));
-    m.clan = p.clan.as_deref().map(quake);
+/// One player in the shared model, its name and clan in the game's [`dialect`].
+pub fn player(game: Idtech4Game, p: &InfoPlayer) -> ModelPlayer {
+    let text = |b: &[u8]| Text::new(b.to_vec(), dialect(game));
+    let mut m = ModelPlayer::new(text(&p.name));
+    m.clan = p.clan.as_deref().map(text);
     m.ping = Some(i32::from(p.ping));
     m.extra = Some(std::sync::Arc::new(PlayerExtra {
         slot: p.slot,
@@ -68,8 +75,9 @@ pub fn server_info(game: Idtech4Game, reply: &InfoResponse) -> ServerInfo {
     let state = &reply.state;
     let rules = &state.dict.pairs;
     let mut out = ServerInfo::default();
-    out.name = quake(get_ci(rules, "si_name").unwrap_or_default());
-    out.map = quake(get_ci(rules, "si_map").unwrap_or_default());
+    let text = |b: &[u8]| Text::new(b.to_vec(), dialect(game));
+    out.name = text(get_ci(rules, "si_name").unwrap_or_default());
+    out.map = text(get_ci(rules, "si_map").unwrap_or_default());
     // The game's own name for the mode is the value itself ("deathmatch", "Last Man", "DM").
     out.gametype = get_ci(rules, "si_gameType").map(decode_lossless);
     out.version = get_ci(rules, "si_version").map(decode_lossless);
@@ -105,7 +113,7 @@ pub fn server_info(game: Idtech4Game, reply: &InfoResponse) -> ServerInfo {
             ..
         } => {
             out.num_players = u32::try_from(players.len()).unwrap_or(u32::MAX);
-            out.players = Some(players.iter().map(player).collect());
+            out.players = Some(players.iter().map(|p| player(game, p)).collect());
             extra.os_mask = Some(format!("0x{os_mask:08x}"));
             if !trailing.is_empty() {
                 let end = Packet::InfoResponse(reply.clone())

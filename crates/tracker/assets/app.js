@@ -15,6 +15,8 @@
     for (const r of runs) {
       const s = document.createElement('span');
       if (r.color) s.style.color = r.color;
+      if (r.half_alpha) s.style.opacity = '.5';
+      if (r.icon) { s.className = 'icon'; s.title = r.icon; }
       s.textContent = r.text;
       outer.appendChild(s);
     }

@@ -31,7 +31,7 @@ pub struct ServerRow {
     /// The name's bytes, lossless.
     #[serde(skip)]
     pub name_raw: Option<Vec<u8>>,
-    /// How to show the name (`quake` or `plain`).
+    /// How to show the name: the dialect's id (`quake`, `plain`, `idq3`, `dp`…).
     pub dialect: Option<String>,
     /// Map.
     pub map: Option<String>,
@@ -63,13 +63,13 @@ impl ServerRow {
     }
 }
 
-/// Rebuilds a [`fragstat::core::model::Text`] from stored bytes and dialect.
+/// Rebuilds a [`fragstat::core::model::Text`] from stored bytes and dialect id. Rows written
+/// before the per-engine dialects say `quake` or `plain`, which read as they did; an id this
+/// build does not know, or none, reads as [`Dialect::Quake`] (the generic rule).
 pub fn text_of(bytes: Vec<u8>, dialect: Option<&str>) -> fragstat::core::model::Text {
-    let d = if dialect == Some("plain") {
-        Dialect::Plain
-    } else {
-        Dialect::Quake
-    };
+    let d = dialect
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(Dialect::Quake);
     fragstat::core::model::Text::new(bytes, d)
 }
 

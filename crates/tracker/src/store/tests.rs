@@ -55,3 +55,27 @@ fn like_patterns_escape_wildcards() {
     assert_eq!(database_url("x.db"), "sqlite://x.db?mode=rwc");
     assert_eq!(database_url("postgres://h/d"), "postgres://h/d");
 }
+
+/// Dialects are stored as their ids and read back; rows from before the per-engine
+/// dialects (`quake`, `plain`) read as those, an unknown id as the generic rule.
+#[test]
+fn dialects_read_back_from_their_ids() {
+    use fragstat::core::model::Dialect;
+    for d in Dialect::ALL {
+        assert_eq!(text_of(b"^^1x".to_vec(), Some(d.id())).dialect(), d);
+    }
+    assert_eq!(
+        text_of(b"x".to_vec(), Some("quake")).dialect(),
+        Dialect::Quake
+    );
+    assert_eq!(
+        text_of(b"x".to_vec(), Some("plain")).dialect(),
+        Dialect::Plain
+    );
+    assert_eq!(
+        text_of(b"x".to_vec(), Some("klingon")).dialect(),
+        Dialect::Quake
+    );
+    assert_eq!(text_of(b"x".to_vec(), None).dialect(), Dialect::Quake);
+    assert_eq!(text_of(b"^^1x".to_vec(), Some("dp")).display(), "^1x");
+}

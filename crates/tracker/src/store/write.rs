@@ -14,11 +14,9 @@ fn status_str(s: Status) -> &'static str {
     }
 }
 
+/// The dialect as stored: its id (`quake`, `plain`, `idq3`, `dp`…; `Dialect::id`).
 fn dialect_str(d: Dialect) -> &'static str {
-    match d {
-        Dialect::Plain => "plain",
-        _ => "quake",
-    }
+    d.id()
 }
 
 fn opt_i64(v: Option<u32>) -> Option<i64> {

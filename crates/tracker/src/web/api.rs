@@ -4,7 +4,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use fragstat::core::model::{Dialect, Text};
+use fragstat::core::model::Text;
 use serde::{Deserialize, Serialize};
 
 use super::{not_found, AppState, WebError};
@@ -18,23 +18,26 @@ pub struct NameRun {
     pub color: Option<String>,
     /// The text (for `textContent`, never markup).
     pub text: String,
+    /// Drawn at half alpha (DarkPlaces `^8`); left out when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub half_alpha: bool,
+    /// An embedded icon's name (Quake 4 `^i`, Call of Duty materials), `text` empty; left
+    /// out when the run is text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
 }
 
-/// A name's colour runs: Quake colour codes become colours; plain-dialect names are one run.
+/// A name's colour runs in its dialect ([`Text::runs`]); plain-dialect names are one run.
 pub fn name_runs(t: &Text) -> Vec<NameRun> {
-    match t.dialect() {
-        Dialect::Plain => vec![NameRun {
-            color: None,
-            text: t.display(),
-        }],
-        _ => fragstat::core::text::runs(t.as_bytes())
-            .into_iter()
-            .map(|r| NameRun {
-                color: r.color.map(|[r, g, b]| format!("#{r:02x}{g:02x}{b:02x}")),
-                text: r.text,
-            })
-            .collect(),
-    }
+    t.runs()
+        .into_iter()
+        .map(|r| NameRun {
+            color: r.color.map(|[r, g, b]| format!("#{r:02x}{g:02x}{b:02x}")),
+            text: r.text,
+            half_alpha: r.half_alpha,
+            icon: r.icon,
+        })
+        .collect()
 }
 
 /// A server as the API writes it.

@@ -3,23 +3,18 @@
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use fragstat::core::model::Text;
-use maud::{html, Markup, DOCTYPE};
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::api::{name_runs, BrowseQuery, HistoryQuery, PlayerQuery};
+use super::api::{BrowseQuery, HistoryQuery, PlayerQuery};
 use super::{chart, not_found, time_text, AppState, WebError};
 use crate::round::now_ms;
 use crate::store::ServerRow;
 
-/// A name as HTML: escaped text in coloured spans.
+/// A name as HTML: escaped text in coloured spans, from the name's dialect
+/// ([`Text::html`]: core's one HTML renderer, which escapes every run's text).
 fn name_html(t: &Text) -> Markup {
-    let runs = name_runs(t);
     html! {
-        span.name {
-            @for r in &runs {
-                @if let Some(c) = &r.color { span style={ "color:" (c) } { (r.text) } }
-                @else { span { (r.text) } }
-            }
-        }
+        span.name { (PreEscaped(t.html())) }
     }
 }
 
@@ -217,7 +212,7 @@ mod tests {
     use fragstat::core::model::Dialect;
 
     use super::*;
-    use crate::web::NameRun;
+    use crate::web::{name_runs, NameRun};
 
     #[test]
     fn hostile_names_render_inert() {
@@ -229,13 +224,31 @@ mod tests {
         assert!(!h.contains("<script>"), "{h}");
         assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{h}");
         assert!(h.contains("color:#ff0000"), "{h}");
+        assert!(h.starts_with("<span class=\"name\"><span"), "{h}");
         let plain = Text::new(b"a^1<b>".to_vec(), Dialect::Plain);
         assert_eq!(
             name_runs(&plain),
             vec![NameRun {
                 color: None,
-                text: "a^1<b>".into()
+                text: "a^1<b>".into(),
+                half_alpha: false,
+                icon: None,
             }]
         );
+        // An icon's name is an attribute value: escaped too.
+        let q4 = Text::new(b"^i\"<>x".to_vec(), Dialect::Quake4);
+        let h = name_html(&q4).into_string();
+        assert!(h.contains("title=\"&quot;&lt;&gt;\""), "{h}");
+    }
+
+    #[test]
+    fn names_render_in_their_dialect() {
+        // `^^1x`: DarkPlaces shows `^1x`, ioquake3 a caret and a red x, Doom 3 a black `1x`.
+        let runs = |d| name_runs(&Text::new(b"^^1x".to_vec(), d));
+        assert_eq!(runs(Dialect::DarkPlaces)[0].text, "^1x");
+        assert_eq!(runs(Dialect::Ioq3)[1].color.as_deref(), Some("#ff0000"));
+        assert_eq!(runs(Dialect::Idtech4)[0].color.as_deref(), Some("#000000"));
+        let h = name_html(&Text::new(b"^8ghost".to_vec(), Dialect::DarkPlaces)).into_string();
+        assert!(h.contains("opacity:.5"), "{h}");
     }
 }
