@@ -7,6 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::master::GetServers;
+use fragstat_core::model::Dialect;
 
 /// A Quake III out-of-band game.
 ///
@@ -630,6 +631,40 @@ impl Quake3Game {
                 .copied(),
             Gametypes::Sparse(table) => table.iter().find(|(v, _)| *v == value).map(|(_, n)| *n),
             Gametypes::Named => None,
+        }
+    }
+}
+
+impl Quake3Game {
+    /// How the game's own client draws colour codes in names (docs/protocols/colours.md): the
+    /// engine each game runs on. Jedi Outcast 1.02 (protocol 15) kept id's rule, 1.04 allows
+    /// `^0`-`^7` only (JK2MV `q_shared.h:710-711`); Tremulous 1.1 (69) kept id's, later
+    /// releases ioq3's. `oob:NN`'s engine is unknown: the widest rule.
+    pub fn dialect(&self, protocol: Option<i32>) -> Dialect {
+        match self {
+            Quake3Game::Quake3
+            | Quake3Game::Rtcw
+            | Quake3Game::Sof2
+            | Quake3Game::Reaction => Dialect::IdTech3,
+            Quake3Game::EnemyTerritory | Quake3Game::SmokinGuns => Dialect::Wet,
+            Quake3Game::EtLegacy => Dialect::Etl,
+            Quake3Game::OpenArena | Quake3Game::WorldOfPadman | Quake3Game::Q3Rally => {
+                Dialect::Ioq3
+            }
+            Quake3Game::UrbanTerror => Dialect::UrbanTerror,
+            Quake3Game::JediOutcast if protocol == Some(15) => Dialect::IdTech3,
+            Quake3Game::JediOutcast => Dialect::JediKnight,
+            Quake3Game::JediAcademy => Dialect::OpenJk,
+            Quake3Game::Cod
+            | Quake3Game::CodUo
+            | Quake3Game::Cod2
+            | Quake3Game::Cod4
+            | Quake3Game::Iw4x => Dialect::CallOfDuty,
+            Quake3Game::Mohaa => Dialect::Plain,
+            Quake3Game::Unvanquished => Dialect::Daemon,
+            Quake3Game::Tremulous if protocol.is_none_or(|p| p <= 69) => Dialect::IdTech3,
+            Quake3Game::Tremulous => Dialect::Ioq3,
+            Quake3Game::Other(_) => Dialect::Quake,
         }
     }
 }

@@ -7,7 +7,7 @@
 //! the key and the info value is kept as `info:KEY`, so nothing the server said is lost. Our
 //! own `challenge` nonce is not a server variable and is left out.
 
-use fragstat_core::model::{Dialect, Player as ModelPlayer, Rules, ServerInfo, Text};
+use fragstat_core::model::{Player as ModelPlayer, Rules, ServerInfo, Text};
 
 use crate::game::{keys, Quake3Game, SlotTeams};
 use crate::packet::{InfoResponse, StatusPlayer, StatusResponse};
@@ -16,9 +16,6 @@ fn count(v: Option<i64>) -> Option<u32> {
     v.and_then(|n| u32::try_from(n).ok())
 }
 
-fn quake(bytes: &[u8]) -> Text {
-    Text::new(bytes.to_vec(), Dialect::Quake)
-}
 
 /// For each group of keys, what [`Rules::get_any`] returns for it (the first pair of the first
 /// key of the group that is present), all found in one pass over the rules.
@@ -41,7 +38,7 @@ fn lookup<'a, const N: usize>(rules: &'a Rules, groups: [&[&str]; N]) -> [Option
 /// (ping 0 is also a player on a LAN), so that stays unknown here; SoF2's team 3 is a
 /// spectator. Teams and bots the serverinfo gives per slot are added by [`server_info`].
 pub fn player(game: Quake3Game, p: &StatusPlayer) -> ModelPlayer {
-    model_player(game, p, quake(&p.name))
+    model_player(game, p, Text::new(p.name.clone(), game.dialect(None)))
 }
 
 /// [`player`] with the name already made (moved out of a reply the caller owns).
@@ -178,8 +175,9 @@ pub fn server_info(
             keys::PASSWORD,
         ],
     );
-    out.name = quake(name.unwrap_or_default());
-    out.map = quake(map.unwrap_or_default());
+    let dialect = game.dialect(protocol);
+    out.name = Text::new(name.unwrap_or_default().to_vec(), dialect);
+    out.map = Text::new(map.unwrap_or_default().to_vec(), dialect);
     out.gametype = gametype.map(|raw| {
         std::str::from_utf8(raw)
             .ok()
@@ -196,7 +194,7 @@ pub fn server_info(
         let mut players: Vec<ModelPlayer> = ps
             .into_iter()
             .map(|mut p| {
-                let name = Text::new(std::mem::take(&mut p.name), Dialect::Quake);
+                let name = Text::new(std::mem::take(&mut p.name), dialect);
                 model_player(game, &p, name)
             })
             .collect();

@@ -234,6 +234,18 @@ impl WarsowGame {
     }
 }
 
+impl WarsowGame {
+    /// How the game's client draws colour codes: qfusion's rule for Warsow and Warfork,
+    /// DarkPlaces' for Nexuiz and Xonotic (docs/protocols/colours.md).
+    pub fn dialect(&self) -> fragstat_core::model::Dialect {
+        if self.is_qfusion() {
+            fragstat_core::model::Dialect::Qfusion
+        } else {
+            fragstat_core::model::Dialect::DarkPlaces
+        }
+    }
+}
+
 impl fmt::Display for WarsowGame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())

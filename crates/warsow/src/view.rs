@@ -88,6 +88,17 @@ fn count(v: Option<i64>) -> Option<u32> {
 
 /// Applies the engine's meanings to a record the Quake III view made (see the module docs).
 pub fn adapt(game: WarsowGame, mut info: ServerInfo) -> ServerInfo {
+    // Names in the engine's own colour rule (qfusion `Q_GrabCharFromColorString`, DarkPlaces
+    // `COM_StringDecolorize`).
+    let dialect = game.dialect();
+    for t in [&mut info.name, &mut info.map] {
+        *t = Text::new(std::mem::take(t).into_bytes(), dialect);
+    }
+    if let Some(players) = &mut info.players {
+        for p in players.iter_mut() {
+            p.name = Text::new(std::mem::take(&mut p.name).into_bytes(), dialect);
+        }
+    }
     let clients = count(info.rules.get_int(&["clients"]));
     let bots = count(info.rules.get_int(&["bots"]));
     if let Some(c) = clients {
@@ -157,7 +168,7 @@ pub fn adapt(game: WarsowGame, mut info: ServerInfo) -> ServerInfo {
 pub fn short_info(info: &ShortInfo) -> ServerInfo {
     let mut out = ServerInfo::default();
     out.unverified = true;
-    let text = |b: Option<&[u8]>| Text::new(b.unwrap_or_default().to_vec(), Dialect::Quake);
+    let text = |b: Option<&[u8]>| Text::new(b.unwrap_or_default().to_vec(), Dialect::Qfusion);
     out.name = text(info.name());
     out.map = text(info.map());
     out.gametype = info
