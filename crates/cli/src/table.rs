@@ -60,7 +60,7 @@ pub fn columns(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A name for the table: colour codes as ANSI colours when `color` (Quake dialect), else
+/// A name for the table: colour codes as ANSI colours when `color` (in the name's dialect), else
 /// stripped; control characters dropped.
 fn shown(name: &fragstat::Text, color: bool) -> String {
     if color {

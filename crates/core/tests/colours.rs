@@ -243,6 +243,10 @@ fn rows() -> Vec<Row> {
                  icon(Some(0xFFFFFF), "cardicon_harrier")],
             "GameQ Codmw2/3_response.txt (IW4x 0.6.6): the IW material escape, inferred from \
              the capture (colours.md §1.13)"),
+        row(b"^:<chris32.de> ^7Vanilla | ^1FFA^7", &[CallOfDuty], "<chris32.de> Vanilla | FFA",
+            vec![d("<chris32.de> "), c(0xFFFFFF, "Vanilla | "), c(0xFF0000, "FFA")],
+            "GameQ Codmw2/2_response.txt (IW4x 0.7.2): ^: is IW4x's own colour, drawn as the \
+             default here (cod, best effort, unverified)"),
         row(b"^7RUSWARS ^2HARD^1#2^7^\x01//\x10cardicon_harrier", &[IdTech3],
             "RUSWARS HARD#2//\u{10}cardicon_harrier",
             vec![c(0xFFFFFF, "RUSWARS "), c(0x00FF00, "HARD"), c(0xFF0000, "#2//\u{10}cardicon_harrier")],

@@ -642,10 +642,9 @@ impl Quake3Game {
     /// releases ioq3's. `oob:NN`'s engine is unknown: the widest rule.
     pub fn dialect(&self, protocol: Option<i32>) -> Dialect {
         match self {
-            Quake3Game::Quake3
-            | Quake3Game::Rtcw
-            | Quake3Game::Sof2
-            | Quake3Game::Reaction => Dialect::IdTech3,
+            Quake3Game::Quake3 | Quake3Game::Rtcw | Quake3Game::Sof2 | Quake3Game::Reaction => {
+                Dialect::IdTech3
+            }
             Quake3Game::EnemyTerritory | Quake3Game::SmokinGuns => Dialect::Wet,
             Quake3Game::EtLegacy => Dialect::Etl,
             Quake3Game::OpenArena | Quake3Game::WorldOfPadman | Quake3Game::Q3Rally => {

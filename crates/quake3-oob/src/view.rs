@@ -16,7 +16,6 @@ fn count(v: Option<i64>) -> Option<u32> {
     v.and_then(|n| u32::try_from(n).ok())
 }
 
-
 /// For each group of keys, what [`Rules::get_any`] returns for it (the first pair of the first
 /// key of the group that is present), all found in one pass over the rules.
 fn lookup<'a, const N: usize>(rules: &'a Rules, groups: [&[&str]; N]) -> [Option<&'a [u8]>; N] {

@@ -569,11 +569,14 @@ fn qfusion(s: &[u8]) -> Step<'_> {
 /// Call of Duty, best effort (docs/protocols/colours.md): `^0-9` with CoD4X's `& 7`
 /// (`src/q_shared.h:161`); `^^` + digit, as names in captures write colours (`^^00East`:
 /// a name filter that removes one `^0` leaves `^0`, so `^^` + two digits is the second);
-/// the IW material escape `^` 0x01, two size bytes, a length, the name.
+/// the IW material escape `^` 0x01, two size bytes, a length, the name; `^:` and `^;`, which
+/// IW4x names use as colours of their own (IW4x hostnames in the public captures start with
+/// `^:`; drawn here as the default colour, unverified).
 #[inline(always)]
 fn cod(s: &[u8]) -> Step<'_> {
     match s {
         [_, c @ b'0'..=b'9', ..] => code2(indexed(&Q3, (c - b'0') & 7)),
+        [_, b':' | b';', ..] => code2(Token::Color(Color::Default)),
         [_, b'^', b'0'..=b'9', c @ b'0'..=b'9', ..] => Step::Code(4, indexed(&Q3, (c - b'0') & 7)),
         [_, b'^', c @ b'0'..=b'9', ..] => Step::Code(3, indexed(&Q3, (c - b'0') & 7)),
         [_, 0x01, _, _, len, name @ ..] => match name.get(..usize::from(*len)) {
