@@ -34,6 +34,12 @@ const QSTAT_TYPES: &[(&str, &str)] = &[
 #[test]
 fn qstat_reads_every_emulated_quake3_game_as_we_do() {
     for &(game, qstat_type) in QSTAT_TYPES {
+        // Medal of Honor draws no colour codes (its dialect is `plain`), so its names have none.
+        let name = if game == "mohaa" {
+            "Red Srv"
+        } else {
+            "^1Red ^7Srv"
+        };
         let served = spawn_serve(
             bin(),
             &[
@@ -43,7 +49,7 @@ fn qstat_reads_every_emulated_quake3_game_as_we_do() {
                 "--players",
                 "4",
                 "--name",
-                "^1Red ^7Srv",
+                name,
             ],
         );
         let addr = served.servers[0].to_string();

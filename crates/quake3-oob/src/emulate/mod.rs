@@ -71,6 +71,7 @@ impl ServerConfig {
     /// ones); in team games the players alternate between teams 1 and 2.
     pub fn sample(game: Quake3Game, hostname: &[u8], players: usize) -> Self {
         let look = look::of(game);
+        let plain = game.dialect(None) == fragstat_core::model::Dialect::Plain;
         ServerConfig {
             game,
             hostname: hostname.to_vec(),
@@ -84,6 +85,8 @@ impl ServerConfig {
                     let bot = look.bots && i % 2 == 1;
                     let name = match look.bot_names.get(i / 2 % look.bot_names.len().max(1)) {
                         Some(b) if bot => b.as_bytes().to_vec(),
+                        // Medal of Honor draws no colour codes: its players use none.
+                        _ if plain => format!("Player{}", n + 1).into_bytes(),
                         _ => format!("^{}Player^7{}", n % 8 + 1, n + 1).into_bytes(),
                     };
                     EmuPlayer {

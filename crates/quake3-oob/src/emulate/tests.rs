@@ -353,7 +353,7 @@ mod games {
         let raw = s.respond(b"\xff\xff\xff\xff\x02getstatus\n").unwrap();
         assert!(raw.starts_with(b"\xff\xff\xff\xff\x01statusResponse\n"));
         assert!(
-            raw.ends_with(b"\n21 \"^2Player^72\"\n"),
+            raw.ends_with(b"\n21 \"Player2\"\n"),
             "{:?}",
             String::from_utf8_lossy(&raw)
         );
