@@ -194,7 +194,7 @@ pub struct QueryArgs {
     short: bool,
     /// The protocol the short query names (default: the game's own, e.g. 22 for Warsow
     /// 2.1; Warsow 0.3 is 9).
-    #[arg(long, value_name = "N", requires = "short")]
+    #[arg(long, value_name = "N", requires = "short", value_parser = clap::value_parser!(i32).range(0..))]
     protocol: Option<i32>,
     #[command(flatten)]
     scan: ScanArgs,
@@ -221,7 +221,7 @@ pub struct MasterArgs {
     /// The protocol to ask the master for (default: the game's own; e.g. `fragstat master
     /// warsow M --protocol 9` sends `getservers Warsow 9 full empty`, Warsow 0.3's list).
     /// Games whose master request names no protocol ignore it.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     protocol: Option<i32>,
     /// Milliseconds to wait for a master's reply (and between the datagrams of its list).
     #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]

@@ -743,8 +743,31 @@ fn games_lists_the_registry() {
         .iter()
         .map(|g| g["id"].as_str().unwrap())
         .collect();
-    for id in ["q3", "et", "openarena", "rtcw"] {
-        assert!(ids.contains(&id), "{ids:?}");
+    // Every Quake III game (crates/cli/tests/quake3_games.rs cross-checks their servers).
+    for id in [
+        "q3",
+        "et",
+        "openarena",
+        "rtcw",
+        "etl",
+        "urt",
+        "jk2",
+        "jka",
+        "sof2",
+        "cod",
+        "coduo",
+        "cod2",
+        "cod4",
+        "iw4x",
+        "mohaa",
+        "unvanquished",
+        "tremulous",
+        "wop",
+        "smokinguns",
+        "q3rally",
+        "reaction",
+    ] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
     }
     assert_eq!(v[0]["default_port"], 27960);
     assert_eq!(v[0]["master_port"], 27950);

@@ -294,6 +294,43 @@ const fn base(id: &'static str, title: &'static str, protocol: i32) -> Spec {
     }
 }
 
+/// An Activision game: port 28960, `getservers <protocol> full empty` (qstat's `codm`
+/// family), gametypes sent as names.
+const fn activision(
+    id: &'static str,
+    title: &'static str,
+    protocol: i32,
+    master_port: u16,
+    heartbeat: &'static str,
+) -> Spec {
+    Spec {
+        port: 28960,
+        master_port: Some(master_port),
+        master: MasterForm::Anonymous(FULL_EMPTY),
+        heartbeat,
+        gametypes: Gametypes::Named,
+        ..base(id, title, protocol)
+    }
+}
+
+/// An ioq3 standalone game on dpmaster: `getservers <name> <protocol> empty full`, the same
+/// name for `getserversExt`, and ioq3's heartbeat for a `com_gamename` other than Quake3Arena.
+const fn standalone(
+    id: &'static str,
+    title: &'static str,
+    protocol: i32,
+    name: &'static str,
+    gametypes: Gametypes,
+) -> Spec {
+    Spec {
+        master: MasterForm::Named(name),
+        ext_gamename: Some(name),
+        heartbeat: "DarkPlaces",
+        gametypes,
+        ..base(id, title, protocol)
+    }
+}
+
 impl Quake3Game {
     /// Every named game.
     pub const ALL: [Quake3Game; 21] = [
@@ -409,54 +446,43 @@ impl Quake3Game {
             // COD-1; qstat `codm` (`full empty`). Gametypes are names (`dm`, `tdm`, `sd`…).
             Quake3Game::Cod => Spec {
                 aliases: &["cods", "cod1"],
-                port: 28960,
-                master_port: Some(20510),
-                master: MasterForm::Anonymous(FULL_EMPTY),
-                heartbeat: "COD-1",
-                gametypes: Gametypes::Named,
-                ..base("cod", "Call of Duty", 6)
+                ..activision("cod", "Call of Duty", 6, 20510, "COD-1")
             },
             // coduomaster.activision.com:20610 (GameserverLister; the host is sv_master1 in
             // real replies).
             Quake3Game::CodUo => Spec {
                 aliases: &["coduos", "united_offensive"],
-                port: 28960,
-                master_port: Some(20610),
-                master: MasterForm::Anonymous(FULL_EMPTY),
-                heartbeat: "COD-1",
-                gametypes: Gametypes::Named,
-                ..base("coduo", "Call of Duty: United Offensive", 22)
+                ..activision(
+                    "coduo",
+                    "Call of Duty: United Offensive",
+                    22,
+                    20610,
+                    "COD-1",
+                )
             },
             // CoD2rev `qcommon.h:215-225` (master port 20710, COD-2).
             Quake3Game::Cod2 => Spec {
                 aliases: &["cod2s"],
-                port: 28960,
-                master_port: Some(20710),
-                master: MasterForm::Anonymous(FULL_EMPTY),
-                heartbeat: "COD-2",
-                gametypes: Gametypes::Named,
-                ..base("cod2", "Call of Duty 2", 118)
+                ..activision("cod2", "Call of Duty 2", 118, 20710, "COD-2")
             },
             // CoD4X `sys_cod4defs.h:35-39`, `net_game_conf.h:46-50` (legacy protocol 6).
             Quake3Game::Cod4 => Spec {
                 aliases: &["cod4s", "cod4mw", "cod4x"],
-                port: 28960,
-                master_port: Some(20810),
-                master: MasterForm::Anonymous(FULL_EMPTY),
-                heartbeat: "COD-4",
-                gametypes: Gametypes::Named,
-                ..base("cod4", "Call of Duty 4: Modern Warfare", 6)
+                ..activision("cod4", "Call of Duty 4: Modern Warfare", 6, 20810, "COD-4")
             },
             // iw4x-client `src/Game/Structs.hpp:3` (PROTOCOL 0x98); its list is served over
             // HTTP (ServerList.cpp), so there is no Quake III master to ask.
             Quake3Game::Iw4x => Spec {
                 aliases: &["codmw2", "mw2"],
-                port: 28960,
                 master_port: None,
                 master: MasterForm::None,
-                heartbeat: "IW4",
-                gametypes: Gametypes::Named,
-                ..base("iw4x", "Call of Duty: Modern Warfare 2 (IW4x)", 152)
+                ..activision(
+                    "iw4x",
+                    "Call of Duty: Modern Warfare 2 (IW4x)",
+                    152,
+                    0,
+                    "IW4",
+                )
             },
             // OpenMoHAA `qcommon.h:395` (12203), `q_shared.h:267-274` (8 = 1.11); its servers
             // list through GameSpy, not a Quake III master.
@@ -497,39 +523,47 @@ impl Quake3Game {
             Quake3Game::WorldOfPadman => Spec {
                 aliases: &["wops", "worldofpadman"],
                 master_port: Some(27955),
-                master: MasterForm::Named("WorldofPadman"),
-                ext_gamename: Some("WorldofPadman"),
-                heartbeat: "DarkPlaces",
-                gametypes: Gametypes::Indexed(WOP_GAMETYPES),
-                ..base("wop", "World of Padman", 72)
+                ..standalone(
+                    "wop",
+                    "World of Padman",
+                    72,
+                    "WorldofPadman",
+                    Gametypes::Indexed(WOP_GAMETYPES),
+                )
             },
             // Smokin' Guns `qcommon.h:255-293`, `q_shared.h:95-107`, client `getservers
             // smokinguns 71` (cl_main.c:4304-4309); qstat still asks the 1.0 form (68).
             Quake3Game::SmokinGuns => Spec {
                 aliases: &["smokingunss", "sg"],
-                master: MasterForm::Named("smokinguns"),
-                ext_gamename: Some("smokinguns"),
-                heartbeat: "DarkPlaces",
-                gametypes: Gametypes::Indexed(SG_GAMETYPES),
-                ..base("smokinguns", "Smokin' Guns", 71)
+                ..standalone(
+                    "smokinguns",
+                    "Smokin' Guns",
+                    71,
+                    "smokinguns",
+                    Gametypes::Indexed(SG_GAMETYPES),
+                )
             },
             // Q3Rally `engine/code/qcommon/q_shared.h`, `qcommon.h` (standalone ioq3).
             Quake3Game::Q3Rally => Spec {
                 aliases: &["q3rallys"],
-                master: MasterForm::Named("Q3Rally"),
-                ext_gamename: Some("Q3Rally"),
-                heartbeat: "DarkPlaces",
-                gametypes: Gametypes::Sparse(Q3RALLY_GAMETYPES),
-                ..base("q3rally", "Q3Rally", 71)
+                ..standalone(
+                    "q3rally",
+                    "Q3Rally",
+                    71,
+                    "Q3Rally",
+                    Gametypes::Sparse(Q3RALLY_GAMETYPES),
+                )
             },
             // Reaction `q_shared.h:29-55`, `qcommon.h:254-281`.
             Quake3Game::Reaction => Spec {
                 aliases: &["reactions", "rq3"],
-                master: MasterForm::Named("Reaction"),
-                ext_gamename: Some("Reaction"),
-                heartbeat: "DarkPlaces",
-                gametypes: Gametypes::Indexed(REACTION_GAMETYPES),
-                ..base("reaction", "Reaction", 71)
+                ..standalone(
+                    "reaction",
+                    "Reaction",
+                    71,
+                    "Reaction",
+                    Gametypes::Indexed(REACTION_GAMETYPES),
+                )
             },
             Quake3Game::Other(p) => base("oob", "Quake III protocol game", p),
         }
@@ -720,6 +754,9 @@ pub mod keys {
     pub const PASSWORD: &[&str] = &["g_needpass", "needpass", "pswrd", "password", "isPrivate"];
     /// Mod directory.
     pub const MOD: &[&str] = &["game", "fs_game", "gamename"];
+    /// Network protocol (a statusResponse from ioq3 has only `com_protocol`; its
+    /// infoResponse has `protocol`).
+    pub const PROTOCOL: &[&str] = &["protocol"];
     /// Server version string.
     pub const VERSION: &[&str] = &["version"];
 }

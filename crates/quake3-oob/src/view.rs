@@ -160,11 +160,8 @@ pub fn server_info(
         Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
         None => clients.unwrap_or(0),
     };
-    let protocol = rules
-        .get_int(&["protocol"])
-        .or_else(|| info.as_ref().and_then(|i| i.get_int(&["protocol"])))
-        .and_then(|p| i32::try_from(p).ok());
-    let [name, map, gametype, version, password] = lookup(
+    // The infoResponse's keys the status lacks are in the rules by now.
+    let [name, map, gametype, version, password, protocol] = lookup(
         &rules,
         [
             keys::NAME,
@@ -172,8 +169,12 @@ pub fn server_info(
             keys::GAMETYPE,
             keys::VERSION,
             keys::PASSWORD,
+            keys::PROTOCOL,
         ],
     );
+    let protocol = protocol
+        .and_then(|p| std::str::from_utf8(p).ok())
+        .and_then(|p| p.trim().parse::<i32>().ok());
     let dialect = game.dialect(protocol);
     out.name = Text::new(name.unwrap_or_default().to_vec(), dialect);
     out.map = Text::new(map.unwrap_or_default().to_vec(), dialect);

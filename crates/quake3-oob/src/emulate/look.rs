@@ -123,6 +123,12 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         keys.push(("hostname", c.hostname.clone()));
         keys.push(("mapname", c.map.clone()));
     };
+    // `protocol hostname mapname clients`: how id's `SVC_Info` and most of its heirs begin.
+    let id_head = |keys: &mut Vec<(&'static str, Vec<u8>)>| {
+        keys.push(("protocol", protocol.clone()));
+        common(keys);
+        keys.push(("clients", n(listed)));
+    };
     let mut k: Vec<(&'static str, Vec<u8>)> = Vec::new();
     match g {
         // W:ET 2.60 `sv_main.c:582-629`; ET: Legacy adds version, humans, privateclients.
@@ -154,9 +160,7 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         }
         // RtCW `sv_main.c:524-560`.
         Quake3Game::Rtcw => {
-            k.push(("protocol", protocol));
-            common(&mut k);
-            k.push(("clients", n(listed)));
+            id_head(&mut k);
             k.push(("sv_maxclients", n(c.max_clients as usize)));
             k.push(("gametype", c.gametype.clone()));
             k.push(("pure", s("1")));
@@ -170,9 +174,7 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         }
         // UrT `sv_main.c:390-460`: bots, no gamename or g_humanplayers, password only when set.
         Quake3Game::UrbanTerror => {
-            k.push(("protocol", protocol));
-            common(&mut k);
-            k.push(("clients", n(listed)));
+            id_head(&mut k);
             k.push(("bots", n(bots)));
             k.push(("sv_maxclients", n(c.max_clients as usize)));
             k.push(("gametype", c.gametype.clone()));
@@ -186,9 +188,7 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         }
         // JK2MV `sv_main.cpp:458-524`, OpenJK `sv_main.cpp:476-554`.
         Quake3Game::JediOutcast | Quake3Game::JediAcademy => {
-            k.push(("protocol", protocol));
-            common(&mut k);
-            k.push(("clients", n(listed)));
+            id_head(&mut k);
             if g == Quake3Game::JediAcademy {
                 k.push(("g_humanplayers", n(humans)));
             }
@@ -201,9 +201,7 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         }
         // sof2plus `sv_main.c:611-682`: the gametype is a name.
         Quake3Game::Sof2 => {
-            k.push(("protocol", protocol));
-            common(&mut k);
-            k.push(("clients", n(listed)));
+            id_head(&mut k);
             k.push(("sv_maxclients", n(c.max_clients as usize)));
             k.push(("gametype", c.gametype.clone()));
             k.push(("pure", s("1")));
@@ -247,9 +245,7 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         }
         // OpenMoHAA `sv_main.c:569-654`.
         Quake3Game::Mohaa => {
-            k.push(("protocol", protocol));
-            common(&mut k);
-            k.push(("clients", n(listed)));
+            id_head(&mut k);
             k.push(("sv_maxclients", n(c.max_clients as usize)));
             k.push(("gametype", c.gametype.clone()));
             k.push(("gametypestring", s(mohaa_gametype(&c.gametype))));
