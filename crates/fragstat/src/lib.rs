@@ -16,6 +16,8 @@
 //! Everything a server browser, a bot or a list site does goes through a [`Client`]: one
 //! server ([`Client::query`]), masters' lists merged, filtered and de-duplicated
 //! ([`Client::master_list`]), and a stream of results for many servers ([`Client::scan`]).
+//! [`Client::watch`] scans every interval and yields what changed as typed [`events`]
+//! (`server_up`, `map_changed`, `player_joined`…).
 //! Every game is named by its registry id; errors are one [`Error`] enum to match.
 //!
 //! ```no_run
@@ -47,17 +49,20 @@
 
 mod client;
 mod error;
+pub mod events;
 mod filter;
 #[cfg(feature = "http")]
 mod http;
 mod master;
 mod scan;
+mod watch;
 
 pub use client::{defaults, record, Client, ClientBuilder, Query, Response, Target};
 pub use error::{Error, Limit, LimitKind};
 pub use filter::{classify, FilterReason, ListFilter, ListLimits};
 pub use master::{Listed, MasterList, MasterListRequest, MasterReport, MasterStream, MasterUpdate};
 pub use scan::{Indexed, Scan, ScanItem};
+pub use watch::{unix_ms, Polled, PolledMaster, Source, Watch, WATCH_BUFFER};
 
 pub use fragstat_core as core;
 pub use fragstat_core::model::{MasterEntry, Player, Rules, ServerInfo, Text};

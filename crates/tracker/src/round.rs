@@ -4,17 +4,12 @@
 //! (`concurrency` queries in flight, with retries). The round is then written in one
 //! transaction and old rows pruned.
 
-use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use fragstat::core::record::{Record, Status};
-use fragstat::core::registry::{Ask, GameRef};
+use fragstat::core::registry::Ask;
 use fragstat::Client;
-use futures_util::StreamExt;
 use serde::Serialize;
-use std::future::IntoFuture;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
@@ -51,9 +46,7 @@ pub struct RoundReport {
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    fragstat::unix_ms()
 }
 
 /// The client every round polls through: the configuration's timeouts, and a new local
@@ -69,105 +62,40 @@ pub async fn client(config: &Config) -> Result<Client, fragstat::Error> {
         .await
 }
 
-/// Asks every master and probes every server once; writes nothing.
+/// Asks every master and probes every server once ([`fragstat::Client::poll`], players
+/// asked for); writes nothing.
 pub async fn poll(client: &Client, config: &Config) -> RoundReport {
     let started = Instant::now();
-    let at = now_ms();
-    // Masters: every source's masters at once (UDP or HTTP by the game's master kind),
-    // merged, filtered and capped by the client.
-    let requests: Vec<(GameRef, &crate::config::Source)> = config
+    let sources: Vec<fragstat::Source> = config
         .sources
         .iter()
-        .filter(|s| !s.masters.is_empty())
-        .filter_map(|s| Some((fragstat::game(&s.game)?, s)))
+        .filter_map(|s| {
+            Some(
+                fragstat::Source::new(&fragstat::game(&s.game)?)
+                    .masters(s.masters.iter().cloned())
+                    .servers(s.servers.iter().cloned())
+                    .ext(s.ext),
+            )
+        })
         .collect();
-    let lists = futures_util::future::join_all(requests.iter().map(|(game, source)| {
-        client
-            .master_list(game, source.masters.iter())
-            .ext(source.ext)
-            .into_future()
-    }))
-    .await;
-    let mut masters = Vec::new();
-    // (game, server) in first-seen order, each address once.
-    let mut targets: Vec<(GameRef, SocketAddr)> = Vec::new();
-    let mut seen = HashSet::new();
-    let mut failed: Vec<Record> = Vec::new();
-    for ((game, source), list) in requests.iter().zip(lists) {
-        match list {
-            Ok(list) => {
-                for r in list.reports() {
-                    masters.push(MasterReport {
-                        game: game.id().to_string(),
-                        master: r.master.clone(),
-                        servers: r.is_online().then_some(r.listed),
-                        dropped: r.dropped(),
-                        error: r.error.as_ref().map(ToString::to_string),
-                    });
-                }
-                for addr in list.servers() {
-                    if seen.insert(addr) {
-                        targets.push((game.clone(), addr));
-                    }
-                }
-            }
-            Err(e) => {
-                for m in &source.masters {
-                    masters.push(MasterReport {
-                        game: game.id().to_string(),
-                        master: m.clone(),
-                        servers: None,
-                        dropped: 0,
-                        error: Some(e.to_string()),
-                    });
-                }
-            }
-        }
-    }
-    // Servers named in the config.
-    for source in &config.sources {
-        let Some(game) = fragstat::game(&source.game) else {
-            continue;
-        };
-        for (text, addr) in client.resolve(&source.servers, game.default_port()).await {
-            match addr {
-                Ok(a) => {
-                    if seen.insert(a) {
-                        targets.push((game.clone(), a));
-                    }
-                }
-                Err(e) => failed.push(Record::failed(
-                    Some(text),
-                    game.id(),
-                    Status::Error,
-                    e.to_string(),
-                )),
-            }
-        }
-    }
-
-    // Probe every server, players included.
-    let mut records: Vec<Option<Record>> = vec![None; targets.len()];
-    let mut scan = client
-        .scan_each(targets)
-        .ask(Ask::players())
-        .dedupe(false)
-        .indexed();
-    while let Some(item) = scan.next().await {
-        let record = fragstat::record(&item.game, item.addr, item.result);
-        if let Some(slot) = records.get_mut(item.index) {
-            *slot = Some(record);
-        }
-    }
-    let mut records: Vec<Record> = records.into_iter().flatten().collect();
-    records.extend(failed);
+    let polled = client.poll(&sources, Ask::players()).await;
     RoundReport {
         data: RoundData {
-            at,
-            finished: now_ms(),
-            records,
+            at: polled.at,
+            finished: polled.finished,
+            records: polled.records,
         },
-        masters,
+        masters: polled
+            .masters
+            .into_iter()
+            .map(|m| MasterReport {
+                game: m.game,
+                master: m.master,
+                servers: m.listed,
+                dropped: m.dropped,
+                error: m.error,
+            })
+            .collect(),
         elapsed: started.elapsed(),
         write: Duration::ZERO,
     }

@@ -1,0 +1,767 @@
+//! Events from successive scans: a server came up or went down, its map, game type, name or
+//! slots changed, a player joined or left.
+//!
+//! [`Differ`] is sans-IO: feed it each scan's [`Record`]s with the scan's time and it returns
+//! the typed [`Event`]s; it keeps what it needs of the last scan (per server, keyed by its
+//! address) and nothing else. [`crate::Client::watch`] runs it over a scan every interval
+//! and yields the events as a stream; the tracker runs it over its rounds.
+//!
+//! What it decides:
+//!
+//! - **The first scan is a baseline**: it is remembered and yields nothing, unless
+//!   [`Differ::initial`] is set, when the first scan is compared with an empty world (every
+//!   server online yields `server_up` and a `player_joined` per player).
+//! - **A server first seen in a later scan** (a master lists it now) is compared with nothing:
+//!   online, it yields `server_up` and a `player_joined` per player; not answering, nothing
+//!   (it was never up).
+//! - **Down keeps the last state**: a server that stops answering yields `server_down` (with
+//!   the status, `timeout`, `down` or `error`, and why) and keeps its last known name, map and
+//!   players; when it answers again it yields `server_up`, then what changed since that state
+//!   (so a restart with another map and one more player reads `server_down`, `server_up`,
+//!   `map_changed`, `player_joined`). Its players do not "leave" while it is down.
+//! - **Players are a multiset of names** (raw bytes): two players named `Player` are two; one
+//!   leaving is one `player_left`. A renamed player is one leaving and one joining. Bots are
+//!   marked where the game says so (`is_bot`; `null` where it does not, e.g. a Quake III
+//!   `getstatus` alone). Without a player list (not asked for, or not sent) no player events
+//!   are made.
+//! - **A server missing from a scan** (no record for it) yields nothing; after
+//!   [`Differ::forget_after`] scans in a row without it, it is forgotten.
+//! - **Order within a server**: `server_down`/`server_up`, `name_changed`, `map_changed`,
+//!   `gametype_changed`, `slots_changed`, `player_left`, `player_joined`.
+//!
+//! Bounded: at most [`Differ::max_players`] players of a server are tracked (the rest of a
+//! hostile server's list is ignored and counted), and at most [`Differ::max_servers`]
+//! servers.
+//!
+//! Events serialise (serde) as one flat JSON object:
+//! `{"event": "map_changed", "server": "ip:port", "game": "q3", "at": 1700000000000,
+//! "from": "q3dm6", "to": "q3dm17"}` — names as docs/json.md writes them: `name` for display,
+//! `name_raw` lossless, and the `dialect`.
+//!
+//! ```
+//! use fragstat::core::model::{Dialect, Player, ServerInfo, Text};
+//! use fragstat::core::record::{Record, Status};
+//! use fragstat::events::{Differ, EventKind};
+//!
+//! fn server(map: &str, players: &[&str]) -> Record {
+//!     let mut info = ServerInfo::default();
+//!     info.map = Text::new(map, Dialect::Quake);
+//!     info.players = Some(
+//!         players.iter().map(|p| Player::new(Text::new(*p, Dialect::Quake))).collect(),
+//!     );
+//!     Record::online(Some("127.0.0.1:27960".into()), "q3", info, None)
+//! }
+//!
+//! let mut differ = Differ::new();
+//! assert!(differ.update(1_000, &[server("q3dm6", &["Sarge"])]).is_empty()); // the baseline
+//! let events = differ.update(2_000, &[server("q3dm17", &["Sarge", "^1Doom"])]);
+//! assert!(matches!(&events[0].kind, EventKind::MapChanged { .. }));
+//! assert!(matches!(&events[1].kind, EventKind::PlayerJoined(p) if p.name.display() == "Doom"));
+//! let json = serde_json::to_value(&events[1]).unwrap();
+//! assert_eq!(json["event"], "player_joined");
+//! assert_eq!(json["name_raw"], "^1Doom");
+//! ```
+
+use std::collections::HashMap;
+
+use fragstat_core::model::{Player, ServerInfo, Text};
+use fragstat_core::record::{Record, Status};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+/// Players of one server tracked at most ([`Differ::max_players`]).
+pub const MAX_PLAYERS: usize = 1024;
+/// Servers tracked at most ([`Differ::max_servers`]).
+pub const MAX_SERVERS: usize = 1 << 18;
+/// Scans in a row a server may be missing from before it is forgotten
+/// ([`Differ::forget_after`]).
+pub const FORGET_AFTER: u32 = 10;
+
+/// One change of one server between two scans.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Event {
+    /// When the scan that saw it started (Unix milliseconds).
+    pub at: i64,
+    /// The server's address as the record names it (`ip:port`, `[v6]:port`).
+    pub server: String,
+    /// Its game id.
+    pub game: String,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// What happened ([`Event::kind`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The server answers (again, or for the first time).
+    ServerUp {
+        /// Its name.
+        name: Text,
+        /// Its map.
+        map: Text,
+        /// Its game type.
+        gametype: Option<String>,
+        /// Clients on it.
+        num_players: u32,
+        /// Its slots.
+        max_players: u32,
+    },
+    /// The server answered before and does not now.
+    ServerDown {
+        /// `timeout`, `down` (nothing listens) or `error`.
+        status: Status,
+        /// Why, as the record says.
+        reason: Option<String>,
+    },
+    /// The server's name changed.
+    NameChanged {
+        /// Before.
+        from: Text,
+        /// Now.
+        to: Text,
+    },
+    /// The map changed.
+    MapChanged {
+        /// Before.
+        from: Text,
+        /// Now.
+        to: Text,
+    },
+    /// The game type changed.
+    GametypeChanged {
+        /// Before.
+        from: Option<String>,
+        /// Now.
+        to: Option<String>,
+    },
+    /// The number of slots changed.
+    SlotsChanged {
+        /// Before.
+        from: u32,
+        /// Now.
+        to: u32,
+    },
+    /// A player is on the server who was not.
+    PlayerJoined(EventPlayer),
+    /// A player was on the server and is not.
+    PlayerLeft(EventPlayer),
+}
+
+/// The player of a `player_joined` or `player_left` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EventPlayer {
+    /// The name, raw bytes and dialect.
+    pub name: Text,
+    /// Clan tag, where sent.
+    pub clan: Option<Text>,
+    /// A bot, where the game says so.
+    pub is_bot: Option<bool>,
+    /// Score (the last seen, for one who left), where sent.
+    pub score: Option<i32>,
+    /// Team, where sent.
+    pub team: Option<i32>,
+}
+
+impl EventPlayer {
+    fn of(p: &Player) -> Self {
+        EventPlayer {
+            name: p.name.clone(),
+            clan: p.clan.clone(),
+            is_bot: p.is_bot,
+            score: p.score,
+            team: p.team,
+        }
+    }
+}
+
+impl EventKind {
+    /// The name JSON gives it: `server_up`, `server_down`, `name_changed`, `map_changed`,
+    /// `gametype_changed`, `slots_changed`, `player_joined`, `player_left`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::ServerUp { .. } => "server_up",
+            EventKind::ServerDown { .. } => "server_down",
+            EventKind::NameChanged { .. } => "name_changed",
+            EventKind::MapChanged { .. } => "map_changed",
+            EventKind::GametypeChanged { .. } => "gametype_changed",
+            EventKind::SlotsChanged { .. } => "slots_changed",
+            EventKind::PlayerJoined(_) => "player_joined",
+            EventKind::PlayerLeft(_) => "player_left",
+        }
+    }
+
+    /// Every kind's name.
+    pub const NAMES: [&'static str; 8] = [
+        "server_up",
+        "server_down",
+        "name_changed",
+        "map_changed",
+        "gametype_changed",
+        "slots_changed",
+        "player_joined",
+        "player_left",
+    ];
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Online => "online",
+        Status::Timeout => "timeout",
+        Status::Down => "down",
+        _ => "error",
+    }
+}
+
+fn opt_text(t: Option<&Text>) -> String {
+    t.map_or_else(|| "-".to_string(), Text::display)
+}
+
+impl Event {
+    /// The event in words for a person (names shown without colour codes), without the
+    /// server and time: `map q3dm6 → q3dm17`, `joined: Sarge (bot)`.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            EventKind::ServerUp {
+                name,
+                map,
+                num_players,
+                max_players,
+                ..
+            } => format!("up: {name} on {map}, {num_players}/{max_players}"),
+            EventKind::ServerDown { status, reason } => match reason {
+                Some(r) => format!("down ({}): {r}", status_name(*status)),
+                None => format!("down ({})", status_name(*status)),
+            },
+            EventKind::NameChanged { from, to } => format!("name {from} → {to}"),
+            EventKind::MapChanged { from, to } => format!("map {from} → {to}"),
+            EventKind::GametypeChanged { from, to } => format!(
+                "game type {} → {}",
+                from.as_deref().unwrap_or("-"),
+                to.as_deref().unwrap_or("-")
+            ),
+            EventKind::SlotsChanged { from, to } => format!("slots {from} → {to}"),
+            EventKind::PlayerJoined(p) | EventKind::PlayerLeft(p) => {
+                let verb = if matches!(self.kind, EventKind::PlayerJoined(_)) {
+                    "joined"
+                } else {
+                    "left"
+                };
+                let mut s = format!("{verb}: {}", p.name);
+                if let Some(c) = &p.clan {
+                    s.push_str(&format!(" [{}]", opt_text(Some(c))));
+                }
+                if p.is_bot == Some(true) {
+                    s.push_str(" (bot)");
+                }
+                s
+            }
+        }
+    }
+}
+
+/// `{"event": …, "server": …, "game": …, "at": …, …}`: the kind's fields follow the four
+/// common keys (module docs).
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("event", self.kind.name())?;
+        m.serialize_entry("server", &self.server)?;
+        m.serialize_entry("game", &self.game)?;
+        m.serialize_entry("at", &self.at)?;
+        match &self.kind {
+            EventKind::ServerUp {
+                name,
+                map,
+                gametype,
+                num_players,
+                max_players,
+            } => {
+                m.serialize_entry("name", &name.display_cow())?;
+                m.serialize_entry("name_raw", &name.raw_cow())?;
+                m.serialize_entry("dialect", &name.dialect())?;
+                m.serialize_entry("map", &map.display_cow())?;
+                m.serialize_entry("gametype", gametype)?;
+                m.serialize_entry("num_players", num_players)?;
+                m.serialize_entry("max_players", max_players)?;
+            }
+            EventKind::ServerDown { status, reason } => {
+                m.serialize_entry("status", status)?;
+                m.serialize_entry("reason", reason)?;
+            }
+            EventKind::NameChanged { from, to } => {
+                m.serialize_entry("from", &from.display_cow())?;
+                m.serialize_entry("from_raw", &from.raw_cow())?;
+                m.serialize_entry("to", &to.display_cow())?;
+                m.serialize_entry("to_raw", &to.raw_cow())?;
+                m.serialize_entry("dialect", &to.dialect())?;
+            }
+            EventKind::MapChanged { from, to } => {
+                m.serialize_entry("from", &from.display_cow())?;
+                m.serialize_entry("to", &to.display_cow())?;
+            }
+            EventKind::GametypeChanged { from, to } => {
+                m.serialize_entry("from", from)?;
+                m.serialize_entry("to", to)?;
+            }
+            EventKind::SlotsChanged { from, to } => {
+                m.serialize_entry("from", from)?;
+                m.serialize_entry("to", to)?;
+            }
+            EventKind::PlayerJoined(p) | EventKind::PlayerLeft(p) => {
+                m.serialize_entry("name", &p.name.display_cow())?;
+                m.serialize_entry("name_raw", &p.name.raw_cow())?;
+                m.serialize_entry("dialect", &p.name.dialect())?;
+                m.serialize_entry("clan", &p.clan.as_ref().map(Text::display_cow))?;
+                m.serialize_entry("is_bot", &p.is_bot)?;
+                m.serialize_entry("score", &p.score)?;
+                m.serialize_entry("team", &p.team)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// What the differ keeps of a server's last answer.
+#[derive(Debug)]
+struct Known {
+    name: Text,
+    map: Text,
+    gametype: Option<String>,
+    max_players: u32,
+    /// `None`: no list (not asked, or not sent).
+    players: Option<Vec<EventPlayer>>,
+}
+
+#[derive(Debug)]
+struct ServerState {
+    online: bool,
+    known: Option<Known>,
+    /// The scan that last had a record of it.
+    seen: u64,
+}
+
+/// Events from successive scans (module docs): feed it each scan with [`Differ::update`].
+#[derive(Debug)]
+pub struct Differ {
+    servers: HashMap<String, ServerState>,
+    scans: u64,
+    initial: bool,
+    max_players: usize,
+    max_servers: usize,
+    forget_after: u32,
+    untracked_servers: u64,
+    untracked_players: u64,
+}
+
+impl Default for Differ {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Differ {
+    /// A differ whose first scan is a baseline, with the default bounds.
+    pub fn new() -> Self {
+        Differ {
+            servers: HashMap::new(),
+            scans: 0,
+            initial: false,
+            max_players: MAX_PLAYERS,
+            max_servers: MAX_SERVERS,
+            forget_after: FORGET_AFTER,
+            untracked_servers: 0,
+            untracked_players: 0,
+        }
+    }
+
+    /// Events for the first scan too (compared with an empty world), instead of taking it
+    /// as the baseline.
+    #[must_use]
+    pub fn initial(mut self, initial: bool) -> Self {
+        self.initial = initial;
+        self
+    }
+
+    /// Players of one server tracked at most ([`MAX_PLAYERS`]); the rest of a longer list is
+    /// ignored (and counted in [`Differ::untracked_players`]).
+    #[must_use]
+    pub fn max_players(mut self, n: usize) -> Self {
+        self.max_players = n;
+        self
+    }
+
+    /// Servers tracked at most ([`MAX_SERVERS`]); records of others are ignored (and
+    /// counted in [`Differ::untracked_servers`]).
+    #[must_use]
+    pub fn max_servers(mut self, n: usize) -> Self {
+        self.max_servers = n;
+        self
+    }
+
+    /// Scans in a row a server may be missing from before it is forgotten
+    /// ([`FORGET_AFTER`], at least 1).
+    #[must_use]
+    pub fn forget_after(mut self, scans: u32) -> Self {
+        self.forget_after = scans.max(1);
+        self
+    }
+
+    /// Servers tracked now.
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// No server tracked.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Scans fed so far.
+    pub fn scans(&self) -> u64 {
+        self.scans
+    }
+
+    /// Records ignored because [`Differ::max_servers`] servers were tracked.
+    pub fn untracked_servers(&self) -> u64 {
+        self.untracked_servers
+    }
+
+    /// Players ignored past [`Differ::max_players`] of their server's list.
+    pub fn untracked_players(&self) -> u64 {
+        self.untracked_players
+    }
+
+    /// Feeds one scan (started at `at`, Unix ms) and returns its events, server by server
+    /// in the records' order. Records without an address are ignored.
+    pub fn update<'a>(
+        &mut self,
+        at: i64,
+        records: impl IntoIterator<Item = &'a Record>,
+    ) -> Vec<Event> {
+        self.scans += 1;
+        let baseline = self.scans == 1 && !self.initial;
+        let scan = self.scans;
+        let mut events = Vec::new();
+        for r in records {
+            let Some(addr) = &r.address else { continue };
+            let before = events.len();
+            if !self.servers.contains_key(addr) {
+                if self.servers.len() >= self.max_servers {
+                    self.untracked_servers += 1;
+                    continue;
+                }
+                self.servers.insert(
+                    addr.clone(),
+                    ServerState {
+                        online: false,
+                        known: None,
+                        seen: scan,
+                    },
+                );
+            }
+            let Some(state) = self.servers.get_mut(addr) else {
+                continue;
+            };
+            state.seen = scan;
+            let mut push = |kind| {
+                events.push(Event {
+                    at,
+                    server: addr.clone(),
+                    game: r.game.clone(),
+                    kind,
+                })
+            };
+            match (&r.info, r.status) {
+                (Some(info), Status::Online) => {
+                    let (now, dropped) = known(info, self.max_players);
+                    self.untracked_players += dropped;
+                    if !state.online {
+                        push(EventKind::ServerUp {
+                            name: now.name.clone(),
+                            map: now.map.clone(),
+                            gametype: now.gametype.clone(),
+                            num_players: info.num_players,
+                            max_players: info.max_players,
+                        });
+                    }
+                    diff(state.known.as_ref(), &now, &mut push);
+                    state.known = Some(now);
+                    state.online = true;
+                }
+                (_, status) => {
+                    if state.online {
+                        push(EventKind::ServerDown {
+                            status: if status == Status::Online {
+                                Status::Error
+                            } else {
+                                status
+                            },
+                            reason: r.error.clone(),
+                        });
+                    }
+                    state.online = false;
+                }
+            }
+            if baseline {
+                events.truncate(before);
+            }
+        }
+        let forget = u64::from(self.forget_after);
+        self.servers
+            .retain(|_, s| scan.saturating_sub(s.seen) < forget);
+        events
+    }
+}
+
+/// What to keep of an answer, and how many players were past the cap.
+fn known(info: &ServerInfo, max_players: usize) -> (Known, u64) {
+    let mut dropped = 0;
+    let players = info.players.as_ref().map(|ps| {
+        dropped = ps.len().saturating_sub(max_players) as u64;
+        ps.iter().take(max_players).map(EventPlayer::of).collect()
+    });
+    (
+        Known {
+            name: info.name.clone(),
+            map: info.map.clone(),
+            gametype: info.gametype.clone(),
+            max_players: info.max_players,
+            players,
+        },
+        dropped,
+    )
+}
+
+/// Each raw name's count in `list`.
+fn counts(list: &[EventPlayer]) -> HashMap<&[u8], usize> {
+    let mut c: HashMap<&[u8], usize> = HashMap::with_capacity(list.len());
+    for p in list {
+        *c.entry(p.name.as_bytes()).or_default() += 1;
+    }
+    c
+}
+
+/// The changes from `old` (`None`: nothing known) to `now`, in the documented order.
+fn diff(old: Option<&Known>, now: &Known, push: &mut impl FnMut(EventKind)) {
+    if let Some(old) = old {
+        if old.name != now.name {
+            push(EventKind::NameChanged {
+                from: old.name.clone(),
+                to: now.name.clone(),
+            });
+        }
+        if old.map != now.map {
+            push(EventKind::MapChanged {
+                from: old.map.clone(),
+                to: now.map.clone(),
+            });
+        }
+        if old.gametype != now.gametype {
+            push(EventKind::GametypeChanged {
+                from: old.gametype.clone(),
+                to: now.gametype.clone(),
+            });
+        }
+        if old.max_players != now.max_players {
+            push(EventKind::SlotsChanged {
+                from: old.max_players,
+                to: now.max_players,
+            });
+        }
+    }
+    let empty = Vec::new();
+    let old_players = match old {
+        Some(o) => match &o.players {
+            Some(p) => p,
+            // No list before: nothing to compare with.
+            None => return,
+        },
+        None => &empty,
+    };
+    let Some(new_players) = &now.players else {
+        return;
+    };
+    // A multiset of raw names: each name's count in the other list.
+    let mut still = counts(new_players);
+    for p in old_players {
+        match still.get_mut(p.name.as_bytes()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => push(EventKind::PlayerLeft(p.clone())),
+        }
+    }
+    let mut was = counts(old_players);
+    for p in new_players {
+        match was.get_mut(p.name.as_bytes()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => push(EventKind::PlayerJoined(p.clone())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fragstat_core::model::Dialect;
+
+    const A: &str = "127.0.0.1:27960";
+
+    fn player(name: &[u8], bot: Option<bool>) -> Player {
+        let mut p = Player::new(Text::new(name.to_vec(), Dialect::Ioq3));
+        p.is_bot = bot;
+        p
+    }
+
+    fn online(addr: &str, map: &str, players: Vec<Player>) -> Record {
+        let mut info = ServerInfo::default();
+        info.name = Text::new(b"^1Red".to_vec(), Dialect::Ioq3);
+        info.map = Text::new(map, Dialect::Ioq3);
+        info.gametype = Some("ffa".into());
+        info.max_players = 16;
+        info.num_players = u32::try_from(players.len()).unwrap();
+        info.players = Some(players);
+        Record::online(Some(addr.into()), "openarena", info, None)
+    }
+
+    fn kinds(events: &[Event]) -> Vec<&'static str> {
+        events.iter().map(|e| e.kind.name()).collect()
+    }
+
+    #[test]
+    fn first_scan_is_a_baseline_unless_initial() {
+        let r = online(A, "dm6", vec![player(b"Sarge", Some(true))]);
+        let mut d = Differ::new();
+        assert!(d.update(1, [&r]).is_empty());
+        assert!(d.update(2, [&r]).is_empty(), "nothing changed");
+        let mut d = Differ::new().initial(true);
+        let e = d.update(1, [&r]);
+        assert_eq!(kinds(&e), ["server_up", "player_joined"]);
+        assert_eq!(e[0].server, A);
+        assert_eq!(e[0].game, "openarena");
+        assert_eq!(e[0].at, 1);
+    }
+
+    #[test]
+    fn down_then_up_with_another_map_and_a_player_more() {
+        let mut d = Differ::new();
+        d.update(1, [&online(A, "dm6", vec![player(b"Sarge", None)])]);
+        let down = Record::failed(Some(A.into()), "openarena", Status::Timeout, "no reply".into());
+        let e = d.update(2, [&down]);
+        assert_eq!(kinds(&e), ["server_down"]);
+        assert_eq!(
+            e[0].kind,
+            EventKind::ServerDown {
+                status: Status::Timeout,
+                reason: Some("no reply".into())
+            }
+        );
+        assert!(d.update(3, [&down]).is_empty(), "down once");
+        let up = online(
+            A,
+            "dm17",
+            vec![player(b"Sarge", None), player(b"^4Doom", Some(false))],
+        );
+        let e = d.update(4, [&up]);
+        assert_eq!(kinds(&e), ["server_up", "map_changed", "player_joined"]);
+        let EventKind::PlayerJoined(p) = &e[2].kind else {
+            panic!()
+        };
+        assert_eq!(p.name.as_bytes(), b"^4Doom");
+        let json = serde_json::to_value(&e[2]).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"event": "player_joined", "server": A, "game": "openarena",
+                "at": 4, "name": "Doom", "name_raw": "^4Doom", "dialect": "ioq3",
+                "clan": null, "is_bot": false, "score": null, "team": null})
+        );
+        let json = serde_json::to_value(&e[1]).unwrap();
+        assert_eq!(json["from"], "dm6");
+        assert_eq!(json["to"], "dm17");
+    }
+
+    #[test]
+    fn players_are_a_multiset_of_names() {
+        let p = |n: &[u8]| player(n, None);
+        let mut d = Differ::new();
+        d.update(1, [&online(A, "m", vec![p(b"Player"), p(b"Player"), p(b"x")])]);
+        // One "Player" leaves, x stays, a third "Player" comes and goes in the same scan: one
+        // left.
+        let e = d.update(2, [&online(A, "m", vec![p(b"x"), p(b"Player")])]);
+        assert_eq!(kinds(&e), ["player_left"]);
+        let e = d.update(3, [&online(A, "m", vec![p(b"Player"), p(b"x"), p(b"Player"), p(b"Player")])]);
+        assert_eq!(kinds(&e), ["player_joined", "player_joined"]);
+        // Bytes, not display: the same display name in another colour is another name.
+        let e = d.update(4, [&online(A, "m", vec![p(b"Player"), p(b"x"), p(b"Player"), p(b"^1Player")])]);
+        assert_eq!(kinds(&e), ["player_left", "player_joined"]);
+    }
+
+    #[test]
+    fn name_gametype_slots_and_a_new_server() {
+        let mut d = Differ::new();
+        d.update(1, [&online(A, "m", vec![])]);
+        let mut r = online(A, "m", vec![]);
+        let info = r.info.as_mut().unwrap();
+        info.name = Text::new(b"^2Green".to_vec(), Dialect::Ioq3);
+        info.gametype = Some("ctf".into());
+        info.max_players = 20;
+        let b = online("127.0.0.1:27961", "m2", vec![player(b"bot", Some(true))]);
+        let e = d.update(2, [&r, &b]);
+        assert_eq!(
+            kinds(&e),
+            ["name_changed", "gametype_changed", "slots_changed", "server_up", "player_joined"]
+        );
+        let json = serde_json::to_value(&e[0]).unwrap();
+        assert_eq!(json["from_raw"], "^1Red");
+        assert_eq!(json["to"], "Green");
+        assert_eq!(serde_json::to_value(&e[4]).unwrap()["is_bot"], true);
+        assert_eq!(e[4].describe(), "joined: bot (bot)");
+        // A new server that does not answer: nothing.
+        let f = Record::failed(Some("127.0.0.1:1".into()), "q3", Status::Down, "refused".into());
+        assert!(d.update(3, [&r, &b, &f]).is_empty());
+    }
+
+    #[test]
+    fn no_player_list_no_player_events() {
+        let mut d = Differ::new();
+        let mut r = online(A, "m", vec![player(b"a", None)]);
+        d.update(1, [&r]);
+        r.info.as_mut().unwrap().players = None;
+        assert!(d.update(2, [&r]).is_empty());
+        let r2 = online(A, "m", vec![player(b"b", None)]);
+        assert!(d.update(3, [&r2]).is_empty(), "no list before: nothing to compare");
+    }
+
+    /// A hostile server sending 100,000 players: 1,024 are tracked, the rest counted.
+    #[test]
+    fn players_tracked_are_capped() {
+        let many: Vec<Player> = (0..100_000u32)
+            .map(|i| player(i.to_string().as_bytes(), None))
+            .collect();
+        let mut d = Differ::new().initial(true);
+        let e = d.update(1, [&online(A, "m", many.clone())]);
+        assert_eq!(e.len(), 1 + MAX_PLAYERS);
+        assert_eq!(d.untracked_players(), 100_000 - MAX_PLAYERS as u64);
+        // The same list again: nothing, the same 1,024 tracked.
+        assert!(d.update(2, [&online(A, "m", many)]).is_empty());
+        let mut d = Differ::new().max_players(2).initial(true);
+        let e = d.update(1, [&online(A, "m", vec![player(b"a", None), player(b"b", None), player(b"c", None)])]);
+        assert_eq!(kinds(&e), ["server_up", "player_joined", "player_joined"]);
+    }
+
+    #[test]
+    fn servers_tracked_are_capped_and_missing_ones_forgotten() {
+        let mut d = Differ::new().max_servers(100).forget_after(2);
+        let records: Vec<Record> = (0..1000)
+            .map(|i| online(&format!("127.0.0.1:{}", 1000 + i), "m", vec![]))
+            .collect();
+        d.update(1, &records);
+        assert_eq!(d.len(), 100);
+        assert_eq!(d.untracked_servers(), 900);
+        d.update(2, &records[..10]);
+        assert_eq!(d.len(), 100);
+        d.update(3, &records[..10]);
+        assert_eq!(d.len(), 10, "the others missed two scans");
+    }
+}
