@@ -26,6 +26,7 @@ mod serve;
 mod table;
 mod track;
 mod view;
+mod watch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -91,6 +92,12 @@ enum Command {
         #[arg(long, default_value_t = 10.0, requires = "track")]
         interval_secs: f64,
     },
+    /// Scan servers (and masters' lists) every interval and print what changed: servers up
+    /// and down, maps, names, players joining and leaving (one event a line).
+    #[command(
+        after_help = "Examples:\n  fragstat watch q3 example.org:27960 --interval-s 30\n  fragstat watch openarena --master dpmaster.example.org --format table\n  fragstat watch q3 -f servers.txt --rounds 10 --initial   # events of the first scan too"
+    )]
+    Watch(watch::WatchArgs),
     /// Poll masters and servers every interval, keep their history (SQLite or PostgreSQL) and
     /// serve a server browser, a JSON API and Prometheus metrics (docs/tracker.md).
     Track(track::TrackArgs),
@@ -284,6 +291,7 @@ fn main() -> ExitCode {
                 serve::demo(usize::from(count), track).await
             }
             Command::Track(a) => track::track(a).await,
+            Command::Watch(a) => watch::watch(a).await,
             Command::Games { format } => games(format),
             Command::MasterServer(a) => master_server::master_server(a).await,
             Command::Generate { .. } => Ok(ExitCode::SUCCESS),

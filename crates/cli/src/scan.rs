@@ -407,7 +407,7 @@ async fn probe(
 }
 
 /// Reads a server file (or standard input, `-`).
-fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     if path == std::path::Path::new("-") {
         let mut b = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)?;

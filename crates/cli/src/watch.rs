@@ -1,0 +1,175 @@
+//! `fragstat watch`: scan servers and masters every interval and print what changed, one
+//! event a line ([`fragstat::events`]; `fragstat::Client::watch`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use fragstat::events::{Differ, Event};
+use fragstat::{defaults, Client, Source};
+use futures_util::StreamExt;
+
+use crate::list::{self, Entry};
+use crate::usage;
+
+/// How events are printed.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum WatchFormat {
+    /// One JSON object per line (docs/json.md, "Events"), flushed as it comes.
+    Ndjson,
+    /// One line per event: time (UTC), server, game, what happened.
+    Table,
+}
+
+#[derive(Args)]
+pub struct WatchArgs {
+    /// Game id (see `fragstat games`; qstat's type and master type names work too).
+    game: String,
+    /// Servers: HOST[:PORT], [IPv6]:PORT (default: the game's port).
+    servers: Vec<String>,
+    /// Read servers from a file ('-' for standard input; repeatable): one per line, or
+    /// qstat's server files (`TYPE ADDRESS`).
+    #[arg(short = 'f', long = "file")]
+    file: Vec<PathBuf>,
+    /// A master whose list is scanned every round, HOST[:PORT] or a URL for HTTP lists
+    /// (repeatable).
+    #[arg(long = "master")]
+    masters: Vec<String>,
+    /// Ask masters with the extended request (Quake III getserversExt).
+    #[arg(long)]
+    ext: bool,
+    /// Seconds from the start of one scan to the start of the next.
+    #[arg(long, default_value_t = 60.0)]
+    interval_s: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "ndjson")]
+    format: WatchFormat,
+    /// Stop after this many scans (default: until interrupted).
+    #[arg(long, value_name = "N")]
+    rounds: Option<u64>,
+    /// Events for the first scan too (every server up, every player joined) instead of
+    /// taking it as the baseline.
+    #[arg(long)]
+    initial: bool,
+    /// Milliseconds to wait for a reply to one attempt.
+    #[arg(long, default_value_t = defaults::TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// Retries after the first attempt.
+    #[arg(long, default_value_t = defaults::RETRIES)]
+    retries: u32,
+    /// Queries in flight at once.
+    #[arg(long, default_value_t = defaults::CONCURRENCY as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: u32,
+    /// Milliseconds to wait for a master's reply (and between the datagrams of its list).
+    #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    master_timeout_ms: u64,
+    /// Master lists: keep private, loopback, link-local, multicast and reserved addresses.
+    #[arg(long)]
+    keep_private: bool,
+}
+
+/// Longest interval taken (a week), as the tracker's.
+const MAX_INTERVAL_S: f64 = 7.0 * 86_400.0;
+
+impl WatchArgs {
+    /// The sources: the game's masters and servers, and each file's servers by game.
+    fn sources(&self) -> Result<Vec<Source>, String> {
+        let game = crate::lookup_master_game(&self.game).map_err(|_| {
+            format!("unknown game {:?} (see `fragstat games`)", self.game)
+        })?;
+        let mut sources = vec![Source::new(&game)
+            .masters(self.masters.iter().cloned())
+            .servers(self.servers.iter().cloned())
+            .ext(self.ext)];
+        for f in &self.file {
+            let bytes = crate::scan::read_file(f)
+                .map_err(|e| format!("reading {}: {e}", f.display()))?;
+            let read = list::read(&bytes, Some(&game), &f.display().to_string());
+            if read.is_empty() {
+                return Err(format!("{} lists no servers", f.display()));
+            }
+            for e in read {
+                match e {
+                    Entry::Server { game, text } => {
+                        match sources.iter_mut().find(|s| s.game.id() == game.id()) {
+                            Some(s) => s.servers.push(text),
+                            None => sources.push(Source::new(&game).servers([text])),
+                        }
+                    }
+                    Entry::Bad { text, reason } => eprintln!("{text}: {reason}"),
+                }
+            }
+        }
+        if sources
+            .iter()
+            .all(|s| s.masters.is_empty() && s.servers.is_empty())
+        {
+            return Err("nothing to watch: SERVERS, -f FILE or --master".into());
+        }
+        Ok(sources)
+    }
+
+    async fn client(&self) -> anyhow::Result<Client> {
+        let mut b = Client::builder()
+            .timeout(Duration::from_millis(self.timeout_ms))
+            .retries(self.retries)
+            .concurrency(usize::try_from(self.concurrency).unwrap_or(usize::MAX))
+            .master_timeout(Duration::from_millis(self.master_timeout_ms))
+            // Servers probed in one scan cannot learn the next scan's port.
+            .new_port_per_scan(true);
+        if self.keep_private {
+            b = b.list_filter(fragstat::ListFilter::keep_all());
+        }
+        b.build().await.context("binding UDP sockets")
+    }
+}
+
+/// One event as its format prints it.
+fn line(e: &Event, format: WatchFormat) -> anyhow::Result<String> {
+    Ok(match format {
+        WatchFormat::Ndjson => serde_json::to_string(e)?,
+        WatchFormat::Table => format!(
+            "{} {} {} {}",
+            fragstat_tracker::web::time_text(e.at),
+            e.server,
+            e.game,
+            e.describe()
+        ),
+    })
+}
+
+/// `fragstat watch`.
+pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
+    if !(a.interval_s.is_finite() && (0.05..=MAX_INTERVAL_S).contains(&a.interval_s)) {
+        return Ok(usage(format!(
+            "--interval-s must be between 0.05 and {MAX_INTERVAL_S}"
+        )));
+    }
+    let sources = match a.sources() {
+        Ok(s) => s,
+        Err(e) => return Ok(usage(e)),
+    };
+    let client = a.client().await?;
+    let mut events = client
+        .watch(sources, Duration::from_secs_f64(a.interval_s))
+        .differ(Differ::new().initial(a.initial))
+        .scans(a.rounds.unwrap_or(0));
+    let stop = crate::serve::wait_for_signal();
+    tokio::pin!(stop);
+    loop {
+        let e = tokio::select! {
+            e = events.next() => e,
+            () = &mut stop => break,
+        };
+        let Some(e) = e else { break };
+        let text = line(&e, a.format)?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
