@@ -53,6 +53,13 @@ pub struct TrackArgs {
     /// Stop after this many rounds (default: run until interrupted).
     #[arg(long)]
     rounds: Option<u64>,
+    /// POST each round's events (servers up and down, maps, players joining and leaving) to
+    /// this URL; retried with backoff, never delaying a round (docs/tracker.md, "Events").
+    #[arg(long, value_name = "URL")]
+    webhook: Option<String>,
+    /// The webhook's form: json, or discord (`{"content", "embeds"}`).
+    #[arg(long, value_name = "FORMAT", requires = "webhook", value_parser = ["json", "discord"])]
+    webhook_format: Option<String>,
 }
 
 impl TrackArgs {
@@ -114,6 +121,16 @@ impl TrackArgs {
         }
         if let Some(v) = self.rounds {
             c.rounds = v;
+        }
+        if let Some(v) = &self.webhook {
+            c.webhook = Some(v.clone());
+        }
+        if let Some(v) = &self.webhook_format {
+            c.webhook_format = if v == "discord" {
+                fragstat_tracker::config::WebhookFormat::Discord
+            } else {
+                fragstat_tracker::config::WebhookFormat::Json
+            };
         }
         c.check().map_err(|e| e.to_string())?;
         Ok(c)

@@ -16,6 +16,13 @@
 //! servers = ["203.0.113.7:27960"]       # polled whether a master lists them or not
 //! ext = false                           # getserversExt where the game has it
 //!
+//! webhook = "https://hooks.example.org/…"  # POST each round's events (docs/tracker.md, Events)
+//! webhook_format = "json"               # or "discord"
+//! webhook_tries = 5                     # attempts per batch (1 s, 2 s, 4 s… apart)
+//! webhook_timeout_ms = 10000            # per request
+//! webhook_queue = 64                    # round batches waiting; the oldest dropped past it
+//! sse_max_clients = 64                  # /api/events clients at once (503 beyond)
+//!
 //! [web]                                 # the web server's guard (all optional)
 //! max_connections = 512                 # open at once
 //! max_per_ip = 16                       # open at once from one host (IPv4 address, IPv6 /64)
@@ -108,6 +115,17 @@ impl WebConfig {
     }
 }
 
+/// The form of the webhook's POSTs.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookFormat {
+    /// `{"at": …, "events": […], "omitted": n}`.
+    #[default]
+    Json,
+    /// Discord's `{"content": …, "embeds": […]}`.
+    Discord,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -141,6 +159,24 @@ pub struct Config {
     /// record of every server is kept either way.
     #[serde(default = "default_true")]
     pub snapshot_records: bool,
+    /// POST each round's events to this URL (http or https).
+    #[serde(default)]
+    pub webhook: Option<String>,
+    /// The webhook's form.
+    #[serde(default)]
+    pub webhook_format: WebhookFormat,
+    /// Attempts per webhook batch before it is dropped.
+    #[serde(default = "default_webhook_tries")]
+    pub webhook_tries: u32,
+    /// Milliseconds one webhook request may take.
+    #[serde(default = "default_webhook_timeout")]
+    pub webhook_timeout_ms: u64,
+    /// Round batches waiting for the webhook at most (the oldest is dropped past it).
+    #[serde(default = "default_webhook_queue")]
+    pub webhook_queue: usize,
+    /// `/api/events` clients at once; more are answered 503.
+    #[serde(default = "default_sse_max_clients")]
+    pub sse_max_clients: usize,
     /// What to poll.
     #[serde(default, rename = "source")]
     pub sources: Vec<Source>,
@@ -149,6 +185,18 @@ pub struct Config {
     pub web: WebConfig,
 }
 
+fn default_webhook_tries() -> u32 {
+    5
+}
+fn default_webhook_timeout() -> u64 {
+    10_000
+}
+fn default_webhook_queue() -> usize {
+    64
+}
+fn default_sse_max_clients() -> usize {
+    64
+}
 fn default_true() -> bool {
     true
 }
@@ -186,6 +234,12 @@ impl Default for Config {
             concurrency: default_concurrency(),
             rounds: 0,
             snapshot_records: true,
+            webhook: None,
+            webhook_format: WebhookFormat::Json,
+            webhook_tries: default_webhook_tries(),
+            webhook_timeout_ms: default_webhook_timeout(),
+            webhook_queue: default_webhook_queue(),
+            sse_max_clients: default_sse_max_clients(),
             sources: Vec::new(),
             web: WebConfig::default(),
         }
@@ -249,6 +303,25 @@ impl Config {
         self.web
             .client_ip()
             .map_err(|e| ConfigError::Invalid(format!("[web]: {e}")))?;
+        if let Some(w) = &self.webhook {
+            match url::Url::parse(w) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                _ => {
+                    return Err(ConfigError::Invalid(format!(
+                        "webhook {w:?} is not an http:// or https:// URL"
+                    )))
+                }
+            }
+        }
+        if self.webhook_tries == 0
+            || !(1..=3_600_000).contains(&self.webhook_timeout_ms)
+            || self.webhook_queue == 0
+            || !(1..=100_000).contains(&self.sse_max_clients)
+        {
+            return Err(ConfigError::Invalid(
+                "webhook_tries and webhook_queue must be at least 1, webhook_timeout_ms 1 to 3600000, sse_max_clients 1 to 100000".into(),
+            ));
+        }
         if self.timeout_ms == 0 || self.concurrency == 0 {
             return Err(ConfigError::Invalid(
                 "timeout_ms and concurrency must be at least 1".into(),
@@ -297,6 +370,28 @@ mod tests {
             Config::from_toml(""),
             Err(ConfigError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn webhook_and_sse_settings() {
+        let src = "[[source]]\ngame = \"oa\"\nservers = [\"a\"]\n";
+        let c = Config::from_toml(&format!(
+            "webhook = \"http://127.0.0.1:9/hook\"\nwebhook_format = \"discord\"\nsse_max_clients = 3\n{src}"
+        ))
+        .unwrap();
+        assert_eq!(c.webhook_format, WebhookFormat::Discord);
+        assert_eq!(c.sse_max_clients, 3);
+        assert_eq!(Config::default().sse_max_clients, 64);
+        for bad in [
+            "webhook = \"ftp://x/\"\n",
+            "webhook = \"not a url\"\n",
+            "webhook_format = \"slack\"\n",
+            "sse_max_clients = 0\n",
+            "webhook_tries = 0\n",
+            "webhook_queue = 0\n",
+        ] {
+            assert!(Config::from_toml(&format!("{bad}{src}")).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod events;
 pub mod metrics;
 pub mod round;
 pub mod store;
@@ -76,6 +77,7 @@ pub struct Tracker {
     store: Store,
     client: Client,
     metrics: Arc<Metrics>,
+    events: events::Events,
 }
 
 impl Tracker {
@@ -89,11 +91,14 @@ impl Tracker {
         let client = round::client(&config)
             .await
             .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let metrics = Arc::new(Metrics::new());
+        let events = events::Events::new(&config, &metrics).map_err(std::io::Error::other)?;
         Ok(Tracker {
             config,
             store,
             client,
-            metrics: Arc::new(Metrics::new()),
+            metrics,
+            events,
         })
     }
 
@@ -118,12 +123,21 @@ impl Tracker {
             store: self.store.clone(),
             metrics: self.metrics.clone(),
             refresh_secs: self.config.interval_secs.clamp(1.0, 60.0),
+            events: self.events.hub(),
         }
     }
 
-    /// Runs one round now: poll, write, prune.
+    /// Runs one round now: poll, write, prune; then its events (to `/api/events` and the
+    /// webhook).
     pub async fn round(&self) -> Result<RoundReport, StoreError> {
-        round::round(&self.client, &self.store, &self.config, &self.metrics).await
+        let r = round::round(&self.client, &self.store, &self.config, &self.metrics).await?;
+        self.events.round(&r);
+        Ok(r)
+    }
+
+    /// The events of the rounds.
+    pub fn events(&self) -> &events::Events {
+        &self.events
     }
 
     /// Serves the web pages on `listener` and runs rounds until `config.rounds` have run
@@ -150,9 +164,13 @@ impl Tracker {
             },
         ));
         tokio::select! {
-            () = round::run(&self.client, &self.store, &self.config, &self.metrics, on_round) => {}
+            () = round::run(&self.client, &self.store, &self.config, &self.metrics, |r| {
+                self.events.round(r);
+                on_round(r);
+            }) => {}
             () = stop => {}
         }
+        self.events.close();
         let _ = tx.send(true);
         match web.await {
             Ok(r) => r?,

@@ -125,6 +125,19 @@ impl Metrics {
         }
     }
 
+    /// Registers a metric of another part of the tracker (events, the webhook) under the
+    /// same prefix.
+    pub fn register(
+        &self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        if let Ok(mut r) = self.registry.lock() {
+            r.register(name, help, metric);
+        }
+    }
+
     /// Counts rows deleted by retention.
     pub fn pruned(&self, rows: u64) {
         self.pruned.inc_by(rows);

@@ -24,6 +24,7 @@ use crate::store::{Store, StoreError};
 
 mod api;
 mod chart;
+mod events;
 mod pages;
 
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
@@ -44,6 +45,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Seconds between the browser page's refreshes.
     pub refresh_secs: f64,
+    /// The rounds' events, for `/api/events`.
+    pub events: crate::events::EventHub,
 }
 
 /// The router: every page and API.
@@ -57,6 +60,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/servers/{addr}/history", get(api_history))
         .route("/api/players", get(api_players))
         .route("/api/rounds", get(api_rounds))
+        .route("/api/events", get(events::api_events))
         .route("/api/openapi.json", get(openapi))
         .route("/metrics", get(metrics))
         .with_state(state)

@@ -1,0 +1,575 @@
+//! Events from the rounds: after each written round its records go through a
+//! [`fragstat::events::Differ`] (the previous round kept in memory; the first round after
+//! start is the baseline), and the events go to the `/api/events` Server-Sent Events clients
+//! (a broadcast channel of fixed capacity: a client that falls behind is told how many it
+//! missed, `event: lagged`) and, when configured, to a webhook.
+//!
+//! The webhook gets one POST per round with events: JSON (`{"at": …, "events": […],
+//! "omitted": n}`, at most [`WEBHOOK_MAX_EVENTS`] events) or Discord's form
+//! (`{"content": …, "embeds": […]}` within Discord's limits). A round only enqueues its batch
+//! in a bounded queue (the oldest batch is dropped when it is full, and counted); a task of
+//! its own sends them, each request within `webhook_timeout_ms`, retrying a failure after
+//! 1 s, 2 s, 4 s… (a 429's `Retry-After`, at most a minute, instead) up to `webhook_tries`
+//! attempts, then dropping the batch (counted in `/metrics`). A 4xx other than 408 and 429
+//! is not retried.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fragstat::events::{Differ, Event, EventKind};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::sync::{broadcast, watch, Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::config::{Config, WebhookFormat};
+use crate::metrics::Metrics;
+use crate::round::RoundReport;
+
+/// Events buffered for `/api/events` clients: one further behind than this is told it
+/// lagged.
+pub const SSE_BUFFER: usize = 1024;
+/// Events in one JSON webhook POST at most; the rest of the round's are counted in
+/// `omitted`.
+pub const WEBHOOK_MAX_EVENTS: usize = 1000;
+/// The longest wait a 429's `Retry-After` gets.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The first retry's wait; doubled for each further one.
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+
+/// An event with its JSON, serialised once for every client.
+#[derive(Debug)]
+pub struct Published {
+    /// The event.
+    pub event: Event,
+    /// Its JSON (`{"event": …, "server": …}`).
+    pub json: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+/// What the `/api/events` handler needs: the broadcast, the client cap, the stop signal.
+#[derive(Debug, Clone)]
+pub struct EventHub {
+    tx: broadcast::Sender<Arc<Published>>,
+    clients: Arc<Semaphore>,
+    stop: watch::Receiver<bool>,
+    connected: Gauge,
+    refused: Counter,
+    lagged: Counter,
+}
+
+/// One `/api/events` client's place (given back on drop).
+#[derive(Debug)]
+pub struct SseClient {
+    _permit: OwnedSemaphorePermit,
+    connected: Gauge,
+}
+
+impl Drop for SseClient {
+    fn drop(&mut self) {
+        self.connected.dec();
+    }
+}
+
+impl EventHub {
+    /// A place for one more client, or `None` when the cap is reached (counted).
+    pub fn client(&self) -> Option<SseClient> {
+        match self.clients.clone().try_acquire_owned() {
+            Ok(p) => {
+                self.connected.inc();
+                Some(SseClient {
+                    _permit: p,
+                    connected: self.connected.clone(),
+                })
+            }
+            Err(_) => {
+                self.refused.inc();
+                None
+            }
+        }
+    }
+
+    /// The events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
+        self.tx.subscribe()
+    }
+
+    /// Resolves when the tracker stops (streams end then).
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut stop = self.stop.clone();
+        async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }
+    }
+
+    /// Counts events a lagging client missed.
+    pub fn lagged(&self, missed: u64) {
+        self.lagged.inc_by(missed);
+    }
+}
+
+/// One round's events for the webhook.
+#[derive(Debug)]
+struct Batch {
+    at: i64,
+    events: Vec<Arc<Published>>,
+}
+
+/// The webhook's bounded queue: the oldest batch goes when it is full.
+#[derive(Debug)]
+struct Queue {
+    items: Mutex<VecDeque<Batch>>,
+    cap: usize,
+    notify: Notify,
+    dropped: Counter,
+}
+
+impl Queue {
+    fn push(&self, b: Batch) {
+        let mut q = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        while q.len() >= self.cap {
+            q.pop_front();
+            self.dropped.inc();
+        }
+        q.push_back(b);
+        drop(q);
+        self.notify.notify_one();
+    }
+
+    async fn pop(&self) -> Batch {
+        loop {
+            let notified = self.notify.notified();
+            if let Some(b) = self
+                .items
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+            {
+                return b;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The webhook's counters.
+#[derive(Debug, Clone, Default)]
+struct WebhookMetrics {
+    posts: Counter,
+    failures: Counter,
+    dropped: Counter,
+}
+
+/// The differ, the hub and the webhook of a tracker.
+#[derive(Debug)]
+pub struct Events {
+    differ: Mutex<Differ>,
+    hub: EventHub,
+    stop: watch::Sender<bool>,
+    events: Family<KindLabel, Counter>,
+    queue: Option<Arc<Queue>>,
+    sender: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if let Some(t) = &self.sender {
+            t.abort();
+        }
+    }
+}
+
+impl Events {
+    /// The differ and hub, and the webhook's sender task when one is configured (must run
+    /// in a tokio runtime); its metrics registered in `metrics`.
+    pub fn new(config: &Config, metrics: &Metrics) -> Result<Events, String> {
+        let (tx, _) = broadcast::channel(SSE_BUFFER);
+        let (stop, stop_rx) = watch::channel(false);
+        let hub = EventHub {
+            tx,
+            clients: Arc::new(Semaphore::new(config.sse_max_clients)),
+            stop: stop_rx,
+            connected: Gauge::default(),
+            refused: Counter::default(),
+            lagged: Counter::default(),
+        };
+        let events = Family::<KindLabel, Counter>::default();
+        metrics.register("events", "Events from the rounds, by kind", events.clone());
+        metrics.register(
+            "sse_clients",
+            "/api/events clients connected",
+            hub.connected.clone(),
+        );
+        metrics.register(
+            "sse_refused",
+            "/api/events clients refused (over sse_max_clients)",
+            hub.refused.clone(),
+        );
+        metrics.register(
+            "sse_lagged_events",
+            "Events /api/events clients missed by falling behind",
+            hub.lagged.clone(),
+        );
+        let (queue, sender) = match &config.webhook {
+            None => (None, None),
+            Some(url) => {
+                let wm = WebhookMetrics::default();
+                let queue = Arc::new(Queue {
+                    items: Mutex::new(VecDeque::new()),
+                    cap: config.webhook_queue.max(1),
+                    notify: Notify::new(),
+                    dropped: Counter::default(),
+                });
+                metrics.register(
+                    "webhook_posts",
+                    "Webhook batches delivered",
+                    wm.posts.clone(),
+                );
+                metrics.register(
+                    "webhook_failures",
+                    "Webhook attempts that failed (error, timeout, status)",
+                    wm.failures.clone(),
+                );
+                metrics.register(
+                    "webhook_dropped",
+                    "Webhook batches dropped after their last attempt",
+                    wm.dropped.clone(),
+                );
+                metrics.register(
+                    "webhook_queue_dropped",
+                    "Webhook batches dropped from a full queue (the oldest)",
+                    queue.dropped.clone(),
+                );
+                let client = reqwest::Client::builder()
+                    .timeout(Duration::from_millis(config.webhook_timeout_ms))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| format!("webhook client: {e}"))?;
+                let sender = tokio::spawn(send_loop(
+                    queue.clone(),
+                    client,
+                    url.clone(),
+                    config.webhook_format,
+                    config.webhook_tries.max(1),
+                    wm,
+                ));
+                (Some(queue), Some(sender))
+            }
+        };
+        Ok(Events {
+            differ: Mutex::new(Differ::new()),
+            hub,
+            stop,
+            events,
+            queue,
+            sender,
+        })
+    }
+
+    /// The hub for the web handlers.
+    pub fn hub(&self) -> EventHub {
+        self.hub.clone()
+    }
+
+    /// A written round: its events to the SSE clients and the webhook's queue. Never waits.
+    pub fn round(&self, report: &RoundReport) -> usize {
+        let events = self
+            .differ
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .update(report.data.at, &report.data.records);
+        if events.is_empty() {
+            return 0;
+        }
+        let n = events.len();
+        let published: Vec<Arc<Published>> = events
+            .into_iter()
+            .map(|event| {
+                let json = serde_json::to_string(&event).unwrap_or_default();
+                Arc::new(Published { event, json })
+            })
+            .collect();
+        for p in &published {
+            self.events
+                .get_or_create(&KindLabel {
+                    kind: p.event.kind.name().to_string(),
+                })
+                .inc();
+            // No client connected is no error.
+            let _ = self.hub.tx.send(p.clone());
+        }
+        if let Some(q) = &self.queue {
+            q.push(Batch {
+                at: report.data.at,
+                events: published,
+            });
+        }
+        n
+    }
+
+    /// Ends every `/api/events` stream (the tracker stops).
+    pub fn close(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+async fn send_loop(
+    queue: Arc<Queue>,
+    client: reqwest::Client,
+    url: String,
+    format: WebhookFormat,
+    tries: u32,
+    m: WebhookMetrics,
+) {
+    loop {
+        let batch = queue.pop().await;
+        let body = match format {
+            WebhookFormat::Json => json_body(&batch),
+            WebhookFormat::Discord => discord_body(&batch),
+        };
+        deliver(&client, &url, body, tries, &m).await;
+    }
+}
+
+/// POSTs `body`, retrying as the module docs say.
+async fn deliver(client: &reqwest::Client, url: &str, body: String, tries: u32, m: &WebhookMetrics) {
+    for attempt in 0..tries {
+        let mut wait = FIRST_BACKOFF.saturating_mul(1 << attempt.min(16));
+        let r = client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone())
+            .send()
+            .await;
+        match r {
+            Ok(resp) if resp.status().is_success() => {
+                m.posts.inc();
+                return;
+            }
+            Ok(resp) => {
+                m.failures.inc();
+                let s = resp.status();
+                tracing::warn!(status = %s, "webhook refused the batch");
+                if s == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                    if let Some(secs) = resp
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<f64>().ok())
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                    {
+                        wait = Duration::from_secs_f64(secs.min(MAX_RETRY_AFTER.as_secs_f64()));
+                    }
+                } else if s.is_client_error() && s != reqwest::StatusCode::REQUEST_TIMEOUT {
+                    // The receiver refuses this body: sending it again will not help.
+                    break;
+                }
+            }
+            Err(e) => {
+                m.failures.inc();
+                tracing::warn!("webhook: {e}");
+            }
+        }
+        if attempt + 1 < tries {
+            tokio::time::sleep(wait).await;
+        }
+    }
+    m.dropped.inc();
+}
+
+/// `{"at": …, "events": […], "omitted": n}`.
+fn json_body(b: &Batch) -> String {
+    let shown = b.events.len().min(WEBHOOK_MAX_EVENTS);
+    let mut s = String::with_capacity(64 + b.events.iter().take(shown).map(|p| p.json.len() + 1).sum::<usize>());
+    s.push_str("{\"at\":");
+    s.push_str(&b.at.to_string());
+    s.push_str(",\"events\":[");
+    for (i, p) in b.events.iter().take(shown).enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&p.json);
+    }
+    s.push_str("],\"omitted\":");
+    s.push_str(&(b.events.len() - shown).to_string());
+    s.push('}');
+    s
+}
+
+/// Discord's limits: message content, embeds per message, an embed's title and description,
+/// and every embed's text together.
+const DISCORD_CONTENT: usize = 2000;
+const DISCORD_EMBEDS: usize = 10;
+const DISCORD_TITLE: usize = 256;
+const DISCORD_DESCRIPTION: usize = 4096;
+const DISCORD_EMBEDS_TOTAL: usize = 6000;
+
+/// Markdown characters escaped, so a player's name cannot format (or hide) the message.
+fn discord_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '#' | '[' | ']' | '(' | ')' | '@' | '<' | ':') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// At most `n` characters of `s`.
+fn chars(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => s.get(..i).unwrap_or(s),
+        None => s,
+    }
+}
+
+/// `{"content": …, "embeds": […], "allowed_mentions": {"parse": []}}`: an embed per server
+/// (its events a line each), within Discord's limits; what does not fit is counted in the
+/// content (`… and N more events`).
+fn discord_body(b: &Batch) -> String {
+    // Servers in first-event order, each with its lines.
+    let mut servers: Vec<(&Event, Vec<String>)> = Vec::new();
+    for p in &b.events {
+        let line = discord_escape(&p.event.describe());
+        match servers.iter_mut().find(|(e, _)| e.server == p.event.server) {
+            Some((_, lines)) => lines.push(line),
+            None => servers.push((&p.event, vec![line])),
+        }
+    }
+    let mut embeds = Vec::new();
+    let mut total = 0usize;
+    let mut shown = 0usize;
+    for (first, lines) in servers.iter().take(DISCORD_EMBEDS) {
+        let name = b
+            .events
+            .iter()
+            .find_map(|p| match &p.event.kind {
+                EventKind::ServerUp { name, .. } if p.event.server == first.server => {
+                    Some(name.display())
+                }
+                _ => None,
+            })
+            .map(|n| format!("{} ({})", n, first.server))
+            .unwrap_or_else(|| first.server.clone());
+        let title = chars(&format!("{} · {}", name, first.game), DISCORD_TITLE).to_string();
+        let room = DISCORD_EMBEDS_TOTAL.saturating_sub(total + title.chars().count());
+        let mut desc = String::new();
+        let mut desc_chars = 0usize;
+        let budget = room.min(DISCORD_DESCRIPTION);
+        for l in lines {
+            let n = l.chars().count() + 1;
+            if desc_chars + n > budget {
+                break;
+            }
+            desc.push_str(l);
+            desc.push('\n');
+            desc_chars += n;
+            shown += 1;
+        }
+        if desc.is_empty() {
+            break;
+        }
+        total += title.chars().count() + desc_chars;
+        embeds.push(serde_json::json!({
+            "title": title,
+            "description": desc.trim_end(),
+            "timestamp": crate::web::time_text(b.at),
+        }));
+    }
+    let more = b.events.len() - shown;
+    let mut content = format!(
+        "{} event{} from {} server{}",
+        b.events.len(),
+        if b.events.len() == 1 { "" } else { "s" },
+        servers.len(),
+        if servers.len() == 1 { "" } else { "s" }
+    );
+    if more > 0 {
+        content.push_str(&format!(" (… and {more} more events not shown)"));
+    }
+    let content = chars(&content, DISCORD_CONTENT).to_string();
+    serde_json::json!({
+        "content": content,
+        "embeds": embeds,
+        "allowed_mentions": {"parse": []},
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fragstat::core::model::{Dialect, Text};
+
+    fn batch(servers: usize, per_server: usize, name: &str) -> Batch {
+        let mut events = Vec::new();
+        let mut d = Differ::new().initial(true);
+        let records: Vec<fragstat::Record> = (0..servers)
+            .map(|s| {
+                let mut info = fragstat::ServerInfo::default();
+                info.name = Text::new(format!("srv{s}"), Dialect::Quake);
+                info.players = Some(
+                    (0..per_server)
+                        .map(|i| fragstat::Player::new(Text::new(format!("{name}{i}"), Dialect::Quake)))
+                        .collect(),
+                );
+                fragstat::Record::online(Some(format!("127.0.0.1:{}", 1000 + s)), "q3", info, None)
+            })
+            .collect();
+        for event in d.update(5, &records) {
+            let json = serde_json::to_string(&event).unwrap();
+            events.push(Arc::new(Published { event, json }));
+        }
+        Batch { at: 5, events }
+    }
+
+    #[test]
+    fn discord_body_keeps_within_limits_and_says_how_many_more() {
+        for (servers, per, name) in [(1, 2, "p"), (30, 50, "a_very_long_player_name_with_*markdown*_")] {
+            let b = batch(servers, per, name);
+            let v: serde_json::Value = serde_json::from_str(&discord_body(&b)).unwrap();
+            let content = v["content"].as_str().unwrap();
+            assert!(content.chars().count() <= DISCORD_CONTENT);
+            let embeds = v["embeds"].as_array().unwrap();
+            assert!(embeds.len() <= DISCORD_EMBEDS);
+            let mut total = 0;
+            let mut lines = 0;
+            for e in embeds {
+                let t = e["title"].as_str().unwrap().chars().count();
+                let d = e["description"].as_str().unwrap();
+                assert!(t <= DISCORD_TITLE && d.chars().count() <= DISCORD_DESCRIPTION);
+                total += t + d.chars().count();
+                lines += d.lines().count();
+            }
+            assert!(total <= DISCORD_EMBEDS_TOTAL, "{total}");
+            let more = b.events.len() - lines;
+            if more > 0 {
+                assert!(content.contains(&format!("and {more} more")), "{content}");
+            } else {
+                assert!(!content.contains("more"), "{content}");
+            }
+            assert_eq!(v["allowed_mentions"]["parse"], serde_json::json!([]));
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&discord_body(&batch(1, 1, "@everyone_*x*"))).unwrap();
+        let d = v["embeds"][0]["description"].as_str().unwrap();
+        assert!(d.contains("\\@everyone\\_\\*x\\*"), "{d}");
+    }
+
+    #[test]
+    fn json_body_caps_the_events() {
+        let b = batch(3, 600, "p");
+        let v: serde_json::Value = serde_json::from_str(&json_body(&b)).unwrap();
+        assert_eq!(v["events"].as_array().unwrap().len(), WEBHOOK_MAX_EVENTS);
+        assert_eq!(v["omitted"], b.events.len() - WEBHOOK_MAX_EVENTS);
+        assert_eq!(v["at"], 5);
+        assert_eq!(v["events"][0]["event"], "server_up");
+    }
+}
