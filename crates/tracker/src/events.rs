@@ -414,7 +414,10 @@ const DISCORD_EMBEDS_TOTAL: usize = 6000;
 fn discord_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if matches!(c, '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '#' | '[' | ']' | '(' | ')' | '@' | '<' | ':') {
+        if matches!(
+            c,
+            '\\' | '*' | '_' | '~' | '`' | '|' | '>' | '#' | '[' | ']' | '@' | '<'
+        ) {
             out.push('\\');
         }
         out.push(c);
