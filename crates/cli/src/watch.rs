@@ -77,16 +77,15 @@ const MAX_INTERVAL_S: f64 = 7.0 * 86_400.0;
 impl WatchArgs {
     /// The sources: the game's masters and servers, and each file's servers by game.
     fn sources(&self) -> Result<Vec<Source>, String> {
-        let game = crate::lookup_master_game(&self.game).map_err(|_| {
-            format!("unknown game {:?} (see `fragstat games`)", self.game)
-        })?;
+        let game = crate::lookup_master_game(&self.game)
+            .map_err(|_| format!("unknown game {:?} (see `fragstat games`)", self.game))?;
         let mut sources = vec![Source::new(&game)
             .masters(self.masters.iter().cloned())
             .servers(self.servers.iter().cloned())
             .ext(self.ext)];
         for f in &self.file {
-            let bytes = crate::scan::read_file(f)
-                .map_err(|e| format!("reading {}: {e}", f.display()))?;
+            let bytes =
+                crate::scan::read_file(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
             let read = list::read(&bytes, Some(&game), &f.display().to_string());
             if read.is_empty() {
                 return Err(format!("{} lists no servers", f.display()));

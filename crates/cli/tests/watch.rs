@@ -175,15 +175,16 @@ fn watch_a_master_like_qstat_users_do() {
         assert_eq!(of("server_up"), 1, "{events:#?}");
         assert_eq!(of("player_joined"), 2, "{events:#?}");
     }
-    assert_eq!(events.len(), 6, "the second scan changed nothing: {events:#?}");
+    assert_eq!(
+        events.len(),
+        6,
+        "the second scan changed nothing: {events:#?}"
+    );
     let a = args("table");
     let out = run(&a.iter().map(String::as_str).collect::<Vec<_>>());
     let text = support::stdout(&out);
     assert_eq!(text.lines().count(), 6, "{text}");
-    assert!(
-        text.lines().next().unwrap().contains(" q3 up: "),
-        "{text}"
-    );
+    assert!(text.lines().next().unwrap().contains(" q3 up: "), "{text}");
 }
 
 #[test]

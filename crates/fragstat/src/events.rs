@@ -647,7 +647,12 @@ mod tests {
     fn down_then_up_with_another_map_and_a_player_more() {
         let mut d = Differ::new();
         d.update(1, [&online(A, "dm6", vec![player(b"Sarge", None)])]);
-        let down = Record::failed(Some(A.into()), "openarena", Status::Timeout, "no reply".into());
+        let down = Record::failed(
+            Some(A.into()),
+            "openarena",
+            Status::Timeout,
+            "no reply".into(),
+        );
         let e = d.update(2, [&down]);
         assert_eq!(kinds(&e), ["server_down"]);
         assert_eq!(
@@ -685,15 +690,32 @@ mod tests {
     fn players_are_a_multiset_of_names() {
         let p = |n: &[u8]| player(n, None);
         let mut d = Differ::new();
-        d.update(1, [&online(A, "m", vec![p(b"Player"), p(b"Player"), p(b"x")])]);
+        d.update(
+            1,
+            [&online(A, "m", vec![p(b"Player"), p(b"Player"), p(b"x")])],
+        );
         // One "Player" leaves, x stays, a third "Player" comes and goes in the same scan: one
         // left.
         let e = d.update(2, [&online(A, "m", vec![p(b"x"), p(b"Player")])]);
         assert_eq!(kinds(&e), ["player_left"]);
-        let e = d.update(3, [&online(A, "m", vec![p(b"Player"), p(b"x"), p(b"Player"), p(b"Player")])]);
+        let e = d.update(
+            3,
+            [&online(
+                A,
+                "m",
+                vec![p(b"Player"), p(b"x"), p(b"Player"), p(b"Player")],
+            )],
+        );
         assert_eq!(kinds(&e), ["player_joined", "player_joined"]);
         // Bytes, not display: the same display name in another colour is another name.
-        let e = d.update(4, [&online(A, "m", vec![p(b"Player"), p(b"x"), p(b"Player"), p(b"^1Player")])]);
+        let e = d.update(
+            4,
+            [&online(
+                A,
+                "m",
+                vec![p(b"Player"), p(b"x"), p(b"Player"), p(b"^1Player")],
+            )],
+        );
         assert_eq!(kinds(&e), ["player_left", "player_joined"]);
     }
 
@@ -710,7 +732,13 @@ mod tests {
         let e = d.update(2, [&r, &b]);
         assert_eq!(
             kinds(&e),
-            ["name_changed", "gametype_changed", "slots_changed", "server_up", "player_joined"]
+            [
+                "name_changed",
+                "gametype_changed",
+                "slots_changed",
+                "server_up",
+                "player_joined"
+            ]
         );
         let json = serde_json::to_value(&e[0]).unwrap();
         assert_eq!(json["from_raw"], "^1Red");
@@ -718,7 +746,12 @@ mod tests {
         assert_eq!(serde_json::to_value(&e[4]).unwrap()["is_bot"], true);
         assert_eq!(e[4].describe(), "joined: bot (bot)");
         // A new server that does not answer: nothing.
-        let f = Record::failed(Some("127.0.0.1:1".into()), "q3", Status::Down, "refused".into());
+        let f = Record::failed(
+            Some("127.0.0.1:1".into()),
+            "q3",
+            Status::Down,
+            "refused".into(),
+        );
         assert!(d.update(3, [&r, &b, &f]).is_empty());
     }
 
@@ -730,7 +763,10 @@ mod tests {
         r.info.as_mut().unwrap().players = None;
         assert!(d.update(2, [&r]).is_empty());
         let r2 = online(A, "m", vec![player(b"b", None)]);
-        assert!(d.update(3, [&r2]).is_empty(), "no list before: nothing to compare");
+        assert!(
+            d.update(3, [&r2]).is_empty(),
+            "no list before: nothing to compare"
+        );
     }
 
     /// A hostile server sending 100,000 players: 1,024 are tracked, the rest counted.
@@ -746,7 +782,14 @@ mod tests {
         // The same list again: nothing, the same 1,024 tracked.
         assert!(d.update(2, [&online(A, "m", many)]).is_empty());
         let mut d = Differ::new().max_players(2).initial(true);
-        let e = d.update(1, [&online(A, "m", vec![player(b"a", None), player(b"b", None), player(b"c", None)])]);
+        let e = d.update(
+            1,
+            [&online(
+                A,
+                "m",
+                vec![player(b"a", None), player(b"b", None), player(b"c", None)],
+            )],
+        );
         assert_eq!(kinds(&e), ["server_up", "player_joined", "player_joined"]);
     }
 

@@ -338,7 +338,13 @@ async fn send_loop(
 }
 
 /// POSTs `body`, retrying as the module docs say.
-async fn deliver(client: &reqwest::Client, url: &str, body: String, tries: u32, m: &WebhookMetrics) {
+async fn deliver(
+    client: &reqwest::Client,
+    url: &str,
+    body: String,
+    tries: u32,
+    m: &WebhookMetrics,
+) {
     for attempt in 0..tries {
         let mut wait = FIRST_BACKOFF.saturating_mul(1 << attempt.min(16));
         let r = client
@@ -386,7 +392,14 @@ async fn deliver(client: &reqwest::Client, url: &str, body: String, tries: u32, 
 /// `{"at": …, "events": […], "omitted": n}`.
 fn json_body(b: &Batch) -> String {
     let shown = b.events.len().min(WEBHOOK_MAX_EVENTS);
-    let mut s = String::with_capacity(64 + b.events.iter().take(shown).map(|p| p.json.len() + 1).sum::<usize>());
+    let mut s = String::with_capacity(
+        64 + b
+            .events
+            .iter()
+            .take(shown)
+            .map(|p| p.json.len() + 1)
+            .sum::<usize>(),
+    );
     s.push_str("{\"at\":");
     s.push_str(&b.at.to_string());
     s.push_str(",\"events\":[");
@@ -520,7 +533,9 @@ mod tests {
                 info.name = Text::new(format!("srv{s}"), Dialect::Quake);
                 info.players = Some(
                     (0..per_server)
-                        .map(|i| fragstat::Player::new(Text::new(format!("{name}{i}"), Dialect::Quake)))
+                        .map(|i| {
+                            fragstat::Player::new(Text::new(format!("{name}{i}"), Dialect::Quake))
+                        })
                         .collect(),
                 );
                 fragstat::Record::online(Some(format!("127.0.0.1:{}", 1000 + s)), "q3", info, None)
@@ -535,7 +550,10 @@ mod tests {
 
     #[test]
     fn discord_body_keeps_within_limits_and_says_how_many_more() {
-        for (servers, per, name) in [(1, 2, "p"), (30, 50, "a_very_long_player_name_with_*markdown*_")] {
+        for (servers, per, name) in [
+            (1, 2, "p"),
+            (30, 50, "a_very_long_player_name_with_*markdown*_"),
+        ] {
             let b = batch(servers, per, name);
             let v: serde_json::Value = serde_json::from_str(&discord_body(&b)).unwrap();
             let content = v["content"].as_str().unwrap();

@@ -116,7 +116,10 @@ async fn receiver(script: Vec<(u16, Option<&'static str>)>) -> Receiver {
             let tx = tx.clone();
             let script = script.clone();
             async move {
-                let _ = tx.send((Instant::now(), serde_json::from_str(&body).expect("JSON body")));
+                let _ = tx.send((
+                    Instant::now(),
+                    serde_json::from_str(&body).expect("JSON body"),
+                ));
                 let (status, retry) = script.lock().unwrap().pop_front().unwrap_or((200, None));
                 let mut r = axum::response::IntoResponse::into_response(
                     StatusCode::from_u16(status).unwrap(),
@@ -233,7 +236,10 @@ impl Sse {
 }
 
 fn kinds(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["event"].as_str().unwrap()).collect()
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect()
 }
 
 fn metric(tracker: &Tracker, name: &str) -> f64 {
@@ -338,7 +344,9 @@ async fn silent_server_and_new_map_reach_sse_clients_and_webhooks() {
         .contains("fragstat_tracker_events_total{kind=\"map_changed\"} 1"));
 
     // An unknown kind is refused.
-    let r = reqwest::get(format!("{base}/api/events?kind=nope")).await.unwrap();
+    let r = reqwest::get(format!("{base}/api/events?kind=nope"))
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
 }
 
@@ -359,7 +367,11 @@ async fn failing_receiver_gets_the_retry_after_backoff_and_retry_after() {
     assert_eq!(first, second);
     assert_eq!(second, third);
     // The first retry waited its backoff (1 s); after the 429 its Retry-After (0 s).
-    assert!(t429 - t500 >= Duration::from_millis(900), "{:?}", t429 - t500);
+    assert!(
+        t429 - t500 >= Duration::from_millis(900),
+        "{:?}",
+        t429 - t500
+    );
     wait_metric(&tracker, "webhook_posts_total", 1.0).await;
     assert_eq!(metric(&tracker, "webhook_failures_total"), 2.0);
     assert_eq!(metric(&tracker, "webhook_dropped_total"), 0.0);
@@ -393,13 +405,19 @@ async fn silent_receiver_delays_no_round_and_a_full_queue_drops_the_oldest() {
         tokio::time::timeout(Duration::from_secs(30), tracker.round())
     };
     // The first batch: the sender connects and waits (up to ten minutes) for an answer.
-    round().await.expect("a round does not wait on the webhook").unwrap();
+    round()
+        .await
+        .expect("a round does not wait on the webhook")
+        .unwrap();
     let _held = tokio::time::timeout(SETTLE, conns.recv())
         .await
         .expect("the sender connected");
     // Four more batches: two fit in the queue, the two oldest of them are dropped.
     for _ in 0..4 {
-        round().await.expect("a round does not wait on the webhook").unwrap();
+        round()
+            .await
+            .expect("a round does not wait on the webhook")
+            .unwrap();
     }
     assert_eq!(metric(&tracker, "webhook_queue_dropped_total"), 2.0);
     assert_eq!(metric(&tracker, "webhook_posts_total"), 0.0);
@@ -456,7 +474,7 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
         write: Duration::ZERO,
     };
     tracker.events().round(&report(1)); // the baseline
-    // The flood: as many servers again, first seen now (each up, each player joined).
+                                        // The flood: as many servers again, first seen now (each up, each player joined).
     let records2: Vec<fragstat::Record> = records
         .iter()
         .enumerate()
@@ -466,21 +484,29 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
             r
         })
         .collect();
-    let n = tracker.events().round(&fragstat_tracker::round::RoundReport {
-        data: fragstat_tracker::store::RoundData {
-            at: 3,
-            finished: 3,
-            records: records2,
-        },
-        masters: Vec::new(),
-        elapsed: Duration::ZERO,
-        write: Duration::ZERO,
-    });
-    assert_eq!(n, 50 * (1 + 1024), "players tracked are capped at 1,024 a server");
+    let n = tracker
+        .events()
+        .round(&fragstat_tracker::round::RoundReport {
+            data: fragstat_tracker::store::RoundData {
+                at: 3,
+                finished: 3,
+                records: records2,
+            },
+            masters: Vec::new(),
+            elapsed: Duration::ZERO,
+            write: Duration::ZERO,
+        });
+    assert_eq!(
+        n,
+        50 * (1 + 1024),
+        "players tracked are capped at 1,024 a server"
+    );
     let (kind, data) = a.next().await;
     assert_eq!(kind, "lagged", "{data}");
     let missed: Value = serde_json::from_str(&data).unwrap();
-    assert!(missed["missed"].as_u64().unwrap() >= (n - fragstat_tracker::events::SSE_BUFFER) as u64);
+    assert!(
+        missed["missed"].as_u64().unwrap() >= (n - fragstat_tracker::events::SSE_BUFFER) as u64
+    );
     let (kind, _) = a.next().await;
     assert!(kind == "server_up" || kind == "player_joined", "{kind}");
     assert!(metric(&tracker, "sse_lagged_events_total") > 0.0);

@@ -87,7 +87,10 @@ fn text(code: StatusCode, msg: String) -> Response {
 }
 
 /// `GET /api/events`.
-pub(super) async fn api_events(State(st): State<AppState>, Query(q): Query<EventsQuery>) -> Response {
+pub(super) async fn api_events(
+    State(st): State<AppState>,
+    Query(q): Query<EventsQuery>,
+) -> Response {
     let filter = match Filter::new(q) {
         Ok(f) => f,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
