@@ -21,7 +21,12 @@
 //! max_per_ip = 16                       # open at once from one host (IPv4 address, IPv6 /64)
 //! connecting_ip_header = "X-Real-IP"    # behind a proxy: the client's IP, believed only
 //! trusted_proxies = ["127.0.0.1/32"]    # from these networks
+//! title = "fragstat track"              # the pages' title
+//! base_path = ""                        # behind a reverse proxy on a sub-path: "/servers"
+//! cors_origins = []                     # origins allowed to read the API from a browser, or ["*"]
 //! ```
+//!
+//! `geoip = "PATH"` (top level) names an MMDB file for the servers' countries (docs/tracker.md).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -74,6 +79,15 @@ pub struct WebConfig {
     pub connecting_ip_header: Option<String>,
     /// Networks (CIDR) or addresses of the proxies whose header is believed.
     pub trusted_proxies: Vec<String>,
+    /// The site's title, shown in every page's heading and `<title>`.
+    pub title: String,
+    /// The path the site is served under behind a reverse proxy (`/servers`), or empty: every
+    /// link, form, script and API URL the pages write starts with it, and the routes are
+    /// served under it.
+    pub base_path: String,
+    /// Origins allowed to read the API from a browser (CORS): `https://example.org`, or `*`
+    /// for any. Empty (the default): no CORS headers.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for WebConfig {
@@ -84,11 +98,64 @@ impl Default for WebConfig {
             max_per_ip: l.max_per_ip,
             connecting_ip_header: None,
             trusted_proxies: Vec::new(),
+            title: DEFAULT_TITLE.into(),
+            base_path: String::new(),
+            cors_origins: Vec::new(),
         }
     }
 }
 
+/// The pages' title when `[web] title` is not given.
+pub const DEFAULT_TITLE: &str = "fragstat track";
+
 impl WebConfig {
+    /// The base path as the router and the pages use it: empty, or `/a/b` (no trailing
+    /// slash).
+    pub fn base(&self) -> &str {
+        self.base_path.trim_end_matches('/')
+    }
+
+    /// Checks the title, the base path and the CORS origins.
+    pub fn check_site(&self) -> Result<(), String> {
+        if self.title.trim().is_empty() || self.title.len() > 200 {
+            return Err("[web] title must be 1 to 200 bytes".into());
+        }
+        let base = self.base();
+        if !base.is_empty() {
+            let ok = base.starts_with('/')
+                && !base.contains("//")
+                && base.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~')
+                })
+                && !base.split('/').any(|seg| seg == "." || seg == "..");
+            if !ok {
+                return Err(format!(
+                    "[web] base_path {:?} must be a path like \"/servers\" (letters, digits, - _ . ~ and /)",
+                    self.base_path
+                ));
+            }
+        }
+        for o in &self.cors_origins {
+            if o == "*" {
+                continue;
+            }
+            let parsed = url::Url::parse(o).ok();
+            let ok = parsed.as_ref().is_some_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && !o.ends_with('/')
+            });
+            if !ok {
+                return Err(format!(
+                    "[web] cors_origins: {o:?} is not an origin like \"https://example.org\" (or \"*\")"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The guard's limits.
     pub fn limits(&self) -> fragstat_http_guard::Limits {
         fragstat_http_guard::Limits {
@@ -144,9 +211,13 @@ pub struct Config {
     /// What to poll.
     #[serde(default, rename = "source")]
     pub sources: Vec<Source>,
-    /// The web server's guard.
+    /// The web server's guard and the site's title, base path and CORS origins.
     #[serde(default)]
     pub web: WebConfig,
+    /// An MMDB file (GeoIP country database) to look the servers' countries up in, locally;
+    /// none: countries only where a server declares one (docs/tracker.md, "Countries").
+    #[serde(default)]
+    pub geoip: Option<std::path::PathBuf>,
 }
 
 fn default_true() -> bool {
@@ -188,6 +259,7 @@ impl Default for Config {
             snapshot_records: true,
             sources: Vec::new(),
             web: WebConfig::default(),
+            geoip: None,
         }
     }
 }
@@ -246,6 +318,7 @@ impl Config {
             )));
         }
         self.web.limits().check().map_err(ConfigError::Invalid)?;
+        self.web.check_site().map_err(ConfigError::Invalid)?;
         self.web
             .client_ip()
             .map_err(|e| ConfigError::Invalid(format!("[web]: {e}")))?;
@@ -322,11 +395,24 @@ mod tests {
         .unwrap();
         assert_eq!(c.web.limits().max_per_ip, 4);
         assert!(c.web.client_ip().unwrap().header.is_some());
+        let c = Config::from_toml(&format!(
+            "geoip = \"/x.mmdb\"\n{src}[web]\ntitle = \"My list\"\nbase_path = \"/servers/\"\ncors_origins = [\"https://example.org\", \"*\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(c.web.base(), "/servers");
+        assert_eq!(c.web.title, "My list");
+        assert_eq!(c.geoip.as_deref(), Some(std::path::Path::new("/x.mmdb")));
         for bad in [
             "[web]\nmax_connections = 0\n",
             "[web]\ntrusted_proxies = [\"10.0.0.0/8\"]\n",
             "[web]\nconnecting_ip_header = \"X-Real-IP\"\n",
             "[web]\nbogus = 1\n",
+            "[web]\nbase_path = \"servers\"\n",
+            "[web]\nbase_path = \"/a/../b\"\n",
+            "[web]\nbase_path = \"/a b\"\n",
+            "[web]\ntitle = \"\"\n",
+            "[web]\ncors_origins = [\"example.org\"]\n",
+            "[web]\ncors_origins = [\"https://example.org/path\"]\n",
         ] {
             assert!(Config::from_toml(&format!("{src}{bad}")).is_err(), "{bad}");
         }

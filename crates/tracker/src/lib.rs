@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod geoip;
 pub mod metrics;
 pub mod round;
 pub mod store;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use fragstat::Client;
 
 use crate::config::{Config, ConfigError};
+use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::round::RoundReport;
 use crate::store::{Store, StoreError};
@@ -76,6 +78,7 @@ pub struct Tracker {
     store: Store,
     client: Client,
     metrics: Arc<Metrics>,
+    countries: Arc<Countries>,
 }
 
 impl Tracker {
@@ -83,6 +86,8 @@ impl Tracker {
     /// sockets.
     pub async fn open(config: Config) -> Result<Tracker, TrackError> {
         config.check()?;
+        let countries = Countries::from_config(config.geoip.as_deref())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let store = Store::open(&config.database)
             .await?
             .with_snapshot_records(config.snapshot_records);
@@ -94,6 +99,7 @@ impl Tracker {
             store,
             client,
             metrics: Arc::new(Metrics::new()),
+            countries: Arc::new(countries),
         })
     }
 
@@ -118,12 +124,21 @@ impl Tracker {
             store: self.store.clone(),
             metrics: self.metrics.clone(),
             refresh_secs: self.config.interval_secs.clamp(1.0, 60.0),
+            site: web::Site::of(&self.config),
+            countries: self.countries.clone(),
         }
     }
 
     /// Runs one round now: poll, write, prune.
     pub async fn round(&self) -> Result<RoundReport, StoreError> {
-        round::round(&self.client, &self.store, &self.config, &self.metrics).await
+        round::round(
+            &self.client,
+            &self.store,
+            &self.config,
+            &self.metrics,
+            &self.countries,
+        )
+        .await
     }
 
     /// Serves the web pages on `listener` and runs rounds until `config.rounds` have run
@@ -150,7 +165,7 @@ impl Tracker {
             },
         ));
         tokio::select! {
-            () = round::run(&self.client, &self.store, &self.config, &self.metrics, on_round) => {}
+            () = round::run(&self.client, &self.store, &self.config, &self.metrics, &self.countries, on_round) => {}
             () = stop => {}
         }
         let _ = tx.send(true);

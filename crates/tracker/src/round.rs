@@ -17,6 +17,7 @@ use serde::Serialize;
 use std::future::IntoFuture;
 
 use crate::config::Config;
+use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::store::{RoundData, Store, StoreError};
 
@@ -93,9 +94,22 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
     let mut targets: Vec<(GameRef, SocketAddr)> = Vec::new();
     let mut seen = HashSet::new();
     let mut failed: Vec<Record> = Vec::new();
+    // Where a list says a server is (DDNet's servers.json `location`), for its record.
+    let mut locations: std::collections::HashMap<SocketAddr, String> =
+        std::collections::HashMap::new();
     for ((game, source), list) in requests.iter().zip(lists) {
         match list {
             Ok(list) => {
+                for l in list.entries() {
+                    let location = l.entry.info.as_ref().and_then(|i| {
+                        i.extra_as::<fragstat::teeworlds::ServerExtra>()?
+                            .location
+                            .clone()
+                    });
+                    if let Some(loc) = location {
+                        locations.insert(l.entry.addr, loc);
+                    }
+                }
                 for r in list.reports() {
                     masters.push(MasterReport {
                         game: game.id().to_string(),
@@ -154,7 +168,10 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
         .dedupe(false)
         .indexed();
     while let Some(item) = scan.next().await {
-        let record = fragstat::record(&item.game, item.addr, item.result);
+        let mut record = fragstat::record(&item.game, item.addr, item.result);
+        if let Some(loc) = locations.get(&item.addr) {
+            with_location(&mut record, loc);
+        }
         if let Some(slot) = records.get_mut(item.index) {
             *slot = Some(record);
         }
@@ -166,10 +183,38 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
             at,
             finished: now_ms(),
             records,
+            countries: std::collections::HashMap::new(),
         },
         masters,
         elapsed: started.elapsed(),
         write: Duration::ZERO,
+    }
+}
+
+/// Copies the location a master list gave a Teeworlds server into its probed record's extra
+/// (where the probe's own reply has none), so the record says where the server is.
+fn with_location(record: &mut Record, location: &str) {
+    use fragstat::teeworlds::ServerExtra;
+    let Some(info) = record.info.as_mut() else {
+        return;
+    };
+    let Some(extra) = info.extra_as::<ServerExtra>() else {
+        return;
+    };
+    if extra.location.is_some() {
+        return;
+    }
+    let mut extra = extra.clone();
+    extra.location = Some(location.to_string());
+    info.set_extra(extra);
+}
+
+/// Fills `data.countries` from its records: declared locations, else GeoIP.
+pub fn fill_countries(data: &mut RoundData, countries: &Countries) {
+    for r in &data.records {
+        if let (Some(addr), Some(c)) = (r.address.as_deref(), countries.country(r)) {
+            data.countries.insert(addr.to_string(), c);
+        }
     }
 }
 
@@ -180,8 +225,10 @@ pub async fn round(
     store: &Store,
     config: &Config,
     metrics: &Arc<Metrics>,
+    countries: &Countries,
 ) -> Result<RoundReport, StoreError> {
     let mut report = poll(client, config).await;
+    fill_countries(&mut report.data, countries);
     let write = Instant::now();
     let written = store.write_round(&report.data).await;
     report.write = write.elapsed();
@@ -203,6 +250,7 @@ pub async fn run(
     store: &Store,
     config: &Config,
     metrics: &Arc<Metrics>,
+    countries: &Countries,
     on_round: impl Fn(&RoundReport),
 ) {
     let mut ticker = tokio::time::interval(config.interval());
@@ -210,7 +258,7 @@ pub async fn run(
     let mut n = 0u64;
     loop {
         ticker.tick().await;
-        match round(client, store, config, metrics).await {
+        match round(client, store, config, metrics, countries).await {
             Ok(r) => on_round(&r),
             Err(e) => tracing::error!("round not written: {e}"),
         }

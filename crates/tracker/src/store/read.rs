@@ -3,7 +3,7 @@
 use sqlx::Row;
 
 use super::{
-    Counts, HistoryPoint, PlayerRow, RoundRow, ServerFilter, ServerRow, Sort, Store, StoreError,
+    Counts, HistoryPoint, PlayerRow, RoundRow, ServerFilter, ServerRow, Store, StoreError,
 };
 
 /// A `LIKE` pattern matching `s` anywhere, lower case, with `\` escaping wildcards.
@@ -56,39 +56,60 @@ fn player_row(r: &sqlx::any::AnyRow) -> Result<PlayerRow, sqlx::Error> {
     })
 }
 
+/// The browser's query: `SELECT what FROM servers WHERE <the filter>`, ordered and paged when
+/// `paged`; with its bound values.
+fn server_query(what: &str, f: &ServerFilter, paged: bool) -> (String, Vec<String>) {
+    let mut sql = format!("SELECT {what} FROM servers WHERE 1 = 1");
+    let mut binds: Vec<String> = Vec::new();
+    if let Some(g) = f.game.as_deref().filter(|g| !g.is_empty()) {
+        binds.push(g.to_string());
+        sql.push_str(&format!(" AND game = ${}", binds.len()));
+    }
+    if let Some(m) = f.map.as_deref().filter(|m| !m.is_empty()) {
+        binds.push(contains_pattern(m));
+        sql.push_str(&format!(
+            " AND lower(map) LIKE ${} ESCAPE '\\'",
+            binds.len()
+        ));
+    }
+    if let Some(n) = f.name.as_deref().filter(|n| !n.is_empty()) {
+        binds.push(contains_pattern(n));
+        sql.push_str(&format!(" AND name LIKE ${} ESCAPE '\\'", binds.len()));
+    }
+    if f.online_only {
+        sql.push_str(" AND status = 'online'");
+    }
+    if paged {
+        sql.push_str(&f.order_sql());
+        if let Some(l) = f.limit {
+            sql.push_str(&format!(" LIMIT {} OFFSET {}", l.max(0), f.offset.max(0)));
+        }
+    }
+    (sql, binds)
+}
+
 impl Store {
+    /// How many servers the browser's filter matches (for pagination; `limit`, `offset` and
+    /// the order ignored).
+    pub async fn count_servers(&self, f: &ServerFilter) -> Result<i64, StoreError> {
+        let unpaged = ServerFilter {
+            limit: None,
+            offset: 0,
+            ..f.clone()
+        };
+        // The same WHERE as `servers`, counted.
+        let (sql, binds) = server_query("COUNT(*)", &unpaged, false);
+        let mut q = sqlx::query(&sql);
+        for b in &binds {
+            q = q.bind(b.as_str());
+        }
+        let row = q.fetch_one(&self.pool).await?;
+        Ok(row.try_get(0)?)
+    }
+
     /// The browser's rows: every known server's latest state, filtered and sorted.
     pub async fn servers(&self, f: &ServerFilter) -> Result<Vec<ServerRow>, StoreError> {
-        let mut sql = format!("SELECT {SERVER_COLUMNS} FROM servers WHERE 1 = 1");
-        let mut binds: Vec<String> = Vec::new();
-        if let Some(g) = f.game.as_deref().filter(|g| !g.is_empty()) {
-            binds.push(g.to_string());
-            sql.push_str(&format!(" AND game = ${}", binds.len()));
-        }
-        if let Some(m) = f.map.as_deref().filter(|m| !m.is_empty()) {
-            binds.push(contains_pattern(m));
-            sql.push_str(&format!(
-                " AND lower(map) LIKE ${} ESCAPE '\\'",
-                binds.len()
-            ));
-        }
-        if let Some(n) = f.name.as_deref().filter(|n| !n.is_empty()) {
-            binds.push(contains_pattern(n));
-            sql.push_str(&format!(" AND name LIKE ${} ESCAPE '\\'", binds.len()));
-        }
-        if f.online_only {
-            sql.push_str(" AND status = 'online'");
-        }
-        sql.push_str(match f.sort {
-            Sort::Players => {
-                " ORDER BY (status = 'online') DESC, COALESCE(num_players, -1) DESC, addr"
-            }
-            Sort::Ping => " ORDER BY (status = 'online') DESC, COALESCE(rtt_ms, 1e9), addr",
-            Sort::Name => " ORDER BY (status = 'online') DESC, COALESCE(name, '~'), addr",
-        });
-        if let Some(l) = f.limit {
-            sql.push_str(&format!(" LIMIT {}", l.max(0)));
-        }
+        let (sql, binds) = server_query(SERVER_COLUMNS, f, true);
         let mut q = sqlx::query(&sql);
         for b in &binds {
             q = q.bind(b.as_str());

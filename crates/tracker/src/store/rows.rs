@@ -15,6 +15,9 @@ pub struct RoundData {
     pub finished: i64,
     /// Every server probed.
     pub records: Vec<Record>,
+    /// Servers' countries (`addr` → ISO 3166-1 alpha-2, upper case), where known
+    /// ([`crate::geoip::Countries`]).
+    pub countries: std::collections::HashMap<String, String>,
 }
 
 /// A server as the browser lists it (its latest state).
@@ -147,31 +150,114 @@ pub struct ServerFilter {
     pub online_only: bool,
     /// Order.
     pub sort: Sort,
+    /// Descending (`Some(true)`), ascending (`Some(false)`) or the sort's own default.
+    pub desc: Option<bool>,
     /// At most this many rows.
     pub limit: Option<i64>,
+    /// Rows skipped first (pagination).
+    pub offset: i64,
+}
+
+impl ServerFilter {
+    /// The `ORDER BY` clause: servers that answered first, then the sort key (missing
+    /// values last in either direction), then the address, so pages are stable.
+    pub fn order_sql(&self) -> String {
+        let desc = self.desc.unwrap_or(self.sort.default_desc());
+        let dir = if desc { "DESC" } else { "ASC" };
+        // A key and the value that puts its NULLs last in this direction.
+        let (key, null_last) = match self.sort {
+            Sort::Players => (
+                "COALESCE(num_players, 0) - COALESCE(num_bots, 0)",
+                None,
+            ),
+            Sort::Bots => ("num_bots", Some(if desc { "-1" } else { "1e9" })),
+            Sort::Ping => ("rtt_ms", Some(if desc { "-1" } else { "1e9" })),
+            Sort::Name => ("name", Some(if desc { "''" } else { "'\u{10FFFF}'" })),
+            Sort::Map => ("lower(map)", Some(if desc { "''" } else { "'\u{10FFFF}'" })),
+            Sort::Game => ("game", None),
+            Sort::Gametype => ("lower(gametype)", Some(if desc { "''" } else { "'\u{10FFFF}'" })),
+            Sort::Addr => ("addr", None),
+        };
+        let key = match null_last {
+            Some(v) => format!("COALESCE({key}, {v})"),
+            None => key.to_string(),
+        };
+        let then = if self.sort == Sort::Players {
+            format!(", COALESCE(num_players, -1) {dir}")
+        } else {
+            String::new()
+        };
+        format!(" ORDER BY (status = 'online') DESC, {key} {dir}{then}, addr")
+    }
 }
 
 /// Row order of the browser.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Sort {
-    /// Most players first.
+    /// Most humans first (players less bots), then most players.
     #[default]
     Players,
+    /// Most bots first.
+    Bots,
     /// Lowest ping first.
     Ping,
     /// By name.
     Name,
+    /// By map.
+    Map,
+    /// By game id.
+    Game,
+    /// By game type.
+    Gametype,
+    /// By address.
+    Addr,
+}
+
+impl Sort {
+    /// Every sort key, as `sort=` takes it.
+    pub const KEYS: [&'static str; 8] = [
+        "players", "bots", "ping", "name", "map", "game", "gametype", "addr",
+    ];
+
+    /// The key as `sort=` takes it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Sort::Players => "players",
+            Sort::Bots => "bots",
+            Sort::Ping => "ping",
+            Sort::Name => "name",
+            Sort::Map => "map",
+            Sort::Game => "game",
+            Sort::Gametype => "gametype",
+            Sort::Addr => "addr",
+        }
+    }
+
+    /// Whether this key sorts descending when no order is asked for (counts: most first).
+    pub fn default_desc(self) -> bool {
+        matches!(self, Sort::Players | Sort::Bots)
+    }
 }
 
 impl FromStr for Sort {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "players" => Ok(Sort::Players),
-            "ping" => Ok(Sort::Ping),
-            "name" => Ok(Sort::Name),
-            _ => Err(format!("unknown sort {s:?}: players, ping or name")),
-        }
+        Ok(match s {
+            "players" => Sort::Players,
+            "bots" => Sort::Bots,
+            "ping" => Sort::Ping,
+            "name" => Sort::Name,
+            "map" => Sort::Map,
+            "game" => Sort::Game,
+            "gametype" => Sort::Gametype,
+            "addr" => Sort::Addr,
+            _ => {
+                return Err(format!(
+                    "unknown sort {s:?}: one of {}",
+                    Sort::KEYS.join(", ")
+                ))
+            }
+        })
     }
 }
 
