@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{not_found, AppState, WebError};
 use crate::round::now_ms;
-use crate::store::{PlayerRow, ServerFilter, ServerRow, Sort, Store};
+use crate::store::{PlayerHit, PlayerRow, ServerFilter, ServerRow, Sort, Store};
 
 /// One colour run of a name, as the API and the pages show it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -114,6 +114,31 @@ fn api_player_of(p: &PlayerRow) -> ApiPlayer<'_> {
     }
 }
 
+/// A player the search found, as the API writes it.
+#[derive(Debug, Serialize)]
+struct ApiHit<'a> {
+    player_id: i64,
+    name: String,
+    name_raw: String,
+    name_runs: Vec<NameRun>,
+    last_seen: i64,
+    addr: Option<&'a str>,
+    online: bool,
+}
+
+fn api_hit_of(h: &PlayerHit) -> ApiHit<'_> {
+    let t = h.name_text();
+    ApiHit {
+        player_id: h.player_id,
+        name: t.display(),
+        name_raw: t.raw(),
+        name_runs: name_runs(&t),
+        last_seen: h.last_seen,
+        addr: h.addr.as_deref(),
+        online: h.online,
+    }
+}
+
 /// The browser's query string.
 #[derive(Debug, Default, Deserialize)]
 pub struct BrowseQuery {
@@ -178,8 +203,7 @@ pub struct PlayerQuery {
     pub q: Option<String>,
     /// Most rows (default 100).
     pub limit: Option<i64>,
-    /// Sightings in the last this many hours (default 1: the search scans the rows of the
-    /// rounds it covers; docs/tracker.md).
+    /// Players seen in the last this many hours (default 1).
     pub hours: Option<f64>,
 }
 
@@ -194,7 +218,7 @@ impl PlayerQuery {
 
     /// The sightings this query asks for (none for an empty name): what the page and the API
     /// both show.
-    pub(super) async fn hits(&self, store: &Store) -> Result<Vec<PlayerRow>, WebError> {
+    pub(super) async fn hits(&self, store: &Store) -> Result<Vec<PlayerHit>, WebError> {
         let text = self.q.as_deref().unwrap_or_default();
         if text.is_empty() {
             return Ok(Vec::new());
@@ -258,7 +282,7 @@ pub(super) async fn api_players(
     Query(q): Query<PlayerQuery>,
 ) -> Result<Response, WebError> {
     let hits = q.hits(&st.store).await?;
-    let list: Vec<ApiPlayer<'_>> = hits.iter().map(api_player_of).collect();
+    let list: Vec<ApiHit<'_>> = hits.iter().map(api_hit_of).collect();
     Ok(Json(serde_json::json!({ "players": list })).into_response())
 }
 

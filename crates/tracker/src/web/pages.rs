@@ -175,7 +175,10 @@ pub(super) async fn players_page(
     let hits = q.hits(&st.store).await?;
     let mut rows = Vec::new();
     for h in &hits {
-        let server = st.store.server(&h.addr).await?;
+        let server = match h.addr.as_deref() {
+            Some(a) => st.store.server(a).await?,
+            None => None,
+        };
         rows.push((h, server));
     }
     let body = html! {
@@ -185,19 +188,21 @@ pub(super) async fn players_page(
             button type="submit" { "Find" }
         }
         @if !text.is_empty() {
-            p #found { (hits.len()) " sightings" }
+            p #found { (hits.len()) " players" }
             table #hits {
-                thead { tr { th { "Player" } th { "Server" } th { "Map" } th { "Score" } th { "Seen" } } }
+                thead { tr { th { "Player" } th { "Server" } th { "Map" } th { "Online" } th { "Seen" } } }
                 tbody {
                     @for (h, s) in &rows {
                         tr.hit {
                             td { (name_html(&h.name_text())) }
-                            td { a href={ "/server/" (addr_segment(&h.addr)) } {
-                                @if let Some(s) = s { (name_html(&s.name_text())) } @else { (h.addr) }
-                            } }
+                            td { @if let Some(a) = h.addr.as_deref() {
+                                a href={ "/server/" (addr_segment(a)) } {
+                                    @if let Some(s) = s { (name_html(&s.name_text())) } @else { (a) }
+                                }
+                            } @else { "-" } }
                             td { (s.as_ref().and_then(|s| s.map.as_deref()).unwrap_or("-")) }
-                            td.num { (h.score.map_or("-".into(), |v| v.to_string())) }
-                            td { (time_text(h.at)) }
+                            td { (if h.online { "yes" } else { "no" }) }
+                            td { (time_text(h.last_seen)) }
                         }
                     }
                 }
