@@ -794,6 +794,52 @@ pub(super) async fn write(
     )
     .await?;
 
+    // Sessions closed and refreshed (before any opens: a session can end and its player's
+    // next begin in one round), and their players' last sighting.
+    let mut last_sighting: HashMap<i64, (i64, i64)> = HashMap::new();
+    let updates: Vec<String> = closes
+        .iter()
+        .chain(&flushes)
+        .map(|u| {
+            let e = last_sighting
+                .entry(u.player_id)
+                .or_insert((u.last_seen, u.server_id));
+            if u.last_seen > e.0 {
+                *e = (u.last_seen, u.server_id);
+            }
+            format!(
+                "{}, {}, {}, {}, {}, {}, {}",
+                u.server_id,
+                u.player_id,
+                u.nth,
+                u.last_seen,
+                lit(u.left),
+                lit(u.score),
+                lit(u.team)
+            )
+        })
+        .collect();
+    literal_rows(
+        tx,
+        "UPDATE sessions SET last_seen = v.column4, left_at = v.column5, \
+         last_score = v.column6, team = v.column7 FROM (VALUES ",
+        ") AS v WHERE sessions.server_id = v.column1 AND sessions.player_id = v.column2 \
+         AND sessions.nth = v.column3 AND sessions.left_at IS NULL",
+        &updates,
+    )
+    .await?;
+    let sightings: Vec<String> = last_sighting
+        .into_iter()
+        .map(|(id, (seen, server))| format!("{id}, {seen}, {server}"))
+        .collect();
+    literal_rows(
+        tx,
+        "UPDATE players SET last_seen = v.column2, last_server_id = v.column3 FROM (VALUES ",
+        ") AS v WHERE players.id = v.column1 AND players.last_seen < v.column2",
+        &sightings,
+    )
+    .await?;
+
     // Players of the new sessions: their identities, ids back.
     let mut identities: HashMap<(Vec<u8>, String), (String, String)> = HashMap::new();
     for o in &opens {
@@ -863,51 +909,6 @@ pub(super) async fn write(
          is_bot, clan_raw) VALUES ",
         " ON CONFLICT (server_id, player_id, nth) WHERE left_at IS NULL DO NOTHING",
         session_rows,
-    )
-    .await?;
-
-    // Sessions closed and refreshed, and their players' last sighting.
-    let mut last_sighting: HashMap<i64, (i64, i64)> = HashMap::new();
-    let updates: Vec<String> = closes
-        .iter()
-        .chain(&flushes)
-        .map(|u| {
-            let e = last_sighting
-                .entry(u.player_id)
-                .or_insert((u.last_seen, u.server_id));
-            if u.last_seen > e.0 {
-                *e = (u.last_seen, u.server_id);
-            }
-            format!(
-                "{}, {}, {}, {}, {}, {}, {}",
-                u.server_id,
-                u.player_id,
-                u.nth,
-                u.last_seen,
-                lit(u.left),
-                lit(u.score),
-                lit(u.team)
-            )
-        })
-        .collect();
-    literal_rows(
-        tx,
-        "UPDATE sessions SET last_seen = v.column4, left_at = v.column5, \
-         last_score = v.column6, team = v.column7 FROM (VALUES ",
-        ") AS v WHERE sessions.server_id = v.column1 AND sessions.player_id = v.column2 \
-         AND sessions.nth = v.column3 AND sessions.left_at IS NULL",
-        &updates,
-    )
-    .await?;
-    let sightings: Vec<String> = last_sighting
-        .into_iter()
-        .map(|(id, (seen, server))| format!("{id}, {seen}, {server}"))
-        .collect();
-    literal_rows(
-        tx,
-        "UPDATE players SET last_seen = v.column2, last_server_id = v.column3 FROM (VALUES ",
-        ") AS v WHERE players.id = v.column1 AND players.last_seen < v.column2",
-        &sightings,
     )
     .await?;
 
