@@ -1,10 +1,11 @@
 //! `fragstat track`: a live server browser with history.
 //!
 //! Every round the tracker asks the configured masters for their lists, probes every listed
-//! (and configured) server for its players through the engine, and writes one snapshot per
-//! server and one row per player in one transaction — to an embedded SQLite file by default,
-//! or to PostgreSQL for several trackers and readers (the same schema, kept by migrations).
-//! Rows older than the retention are pruned. A web server shows a server browser, a page per
+//! (and configured) server for its players through the engine, and writes what changed in one
+//! transaction — player sessions, server state changes and a per-round series of the numbers,
+//! downsampled after a day — to an embedded SQLite file by default, or to PostgreSQL for
+//! several trackers and readers (the same schema, kept by migrations). Each table keeps its
+//! rows for its own retention. A web server shows a server browser, a page per
 //! server with its player count over time, a player search, a JSON API described by OpenAPI,
 //! and Prometheus metrics.
 //!
@@ -90,7 +91,7 @@ impl Tracker {
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let store = Store::open(&config.database)
             .await?
-            .with_snapshot_records(config.snapshot_records);
+            .with_history(config.history());
         let client = round::client(&config)
             .await
             .map_err(|e| std::io::Error::other(e.to_string()))?;

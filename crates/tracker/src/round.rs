@@ -2,7 +2,7 @@
 //! their lists (merged, filtered and capped by the client), the lists are merged with the
 //! configured servers, and every server is probed for its players in one scan
 //! (`concurrency` queries in flight, with retries). The round is then written in one
-//! transaction and old rows pruned.
+//! transaction (what changed), the old series downsampled and old rows pruned.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -172,6 +172,8 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
         if let Some(loc) = locations.get(&item.addr) {
             with_location(&mut record, loc);
         }
+        // At most so many players and warnings per server held and stored (R8).
+        crate::store::cap_record(&mut record);
         if let Some(slot) = records.get_mut(item.index) {
             *slot = Some(record);
         }
@@ -183,7 +185,7 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
             at,
             finished: now_ms(),
             records,
-            countries: std::collections::HashMap::new(),
+            countries: Default::default(),
         },
         masters,
         elapsed: started.elapsed(),
@@ -234,11 +236,9 @@ pub async fn round(
     report.write = write.elapsed();
     metrics.observe_round(&report, report.write, written.is_ok());
     written?;
-    if let Some(keep) = config.retention() {
-        let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-        let pruned = store.prune(report.data.at.saturating_sub(keep)).await?;
-        metrics.pruned(pruned);
-    }
+    // Downsampling and each table's retention (config `[history]`).
+    let pruned = store.maintain(report.data.at).await?;
+    metrics.pruned(pruned);
     Ok(report)
 }
 

@@ -155,12 +155,16 @@ async fn pipeline(database: &str) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 
-    // Rows: 6 servers (one down) per round, a row per player per round.
+    // Rows: 6 servers (one down) in the series of each round; a session per player, all
+    // still open; a state row per server (none changed after the first round).
     let counts = store.counts().await.unwrap();
     assert_eq!(counts.rounds, 3, "{counts:?}");
     assert_eq!(counts.servers, 6, "{counts:?}");
-    assert_eq!(counts.snapshots, 18, "{counts:?}");
-    assert_eq!(counts.player_snapshots, 3 * (2 + 6 + 3 + 1), "{counts:?}");
+    assert_eq!(counts.series, 18, "{counts:?}");
+    assert_eq!(counts.series_players, 3 * (2 + 6 + 3 + 1), "{counts:?}");
+    assert_eq!(counts.sessions, 2 + 6 + 3 + 1, "{counts:?}");
+    assert_eq!(counts.open_sessions, counts.sessions, "{counts:?}");
+    assert_eq!(counts.changes, 6, "{counts:?}");
     let rounds = store.rounds(10).await.unwrap();
     assert!(
         rounds
@@ -230,32 +234,54 @@ async fn pipeline(database: &str) {
     let history = store.history(&green, 0).await.unwrap();
     assert_eq!(history.iter().map(|h| h.at).collect::<Vec<_>>(), ats);
     assert!(history.iter().all(|h| h.num_players == Some(6)));
-    let record: serde_json::Value = serde_json::from_str(
-        &store
-            .snapshot_record(&green, ats[0])
-            .await
-            .unwrap()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(record["num_players"], 6);
+    assert!(history.iter().all(|h| h.map.as_deref() == Some("q3dm6")));
+    let record: serde_json::Value =
+        serde_json::from_str(&store.server_record(&green).await.unwrap().unwrap()).unwrap();
     assert_eq!(record["rules"]["mapname"], "q3dm6");
     assert!(
         record.get("players").is_none(),
-        "players are rows of their own"
+        "players are sessions of their own"
     );
     let players = store.players_on(&green).await.unwrap();
     assert_eq!(players.len(), 6);
     assert_eq!(players[0].at, ats[2]);
+    assert_eq!(players[0].joined, ats[0]);
     let name = players[0].name_text().display();
     let found = store
         .find_players(&name.to_uppercase(), 0, 100)
         .await
         .unwrap();
+    // One player per identity (the emulators' names repeat on every server: one identity,
+    // last seen on one of them).
+    assert_eq!(found.len(), 1, "{name}: {found:?}");
+    assert_eq!(found[0].player_id, players[0].player_id);
+    assert!(found[0].online && found[0].addr.is_some(), "{found:?}");
+    // The player's page, the map history and the uptime.
+    let profile = store
+        .player(players[0].player_id, 10)
+        .await
+        .unwrap()
+        .expect("player");
     assert!(
-        found.iter().any(|p| p.addr == green && p.at == ats[2]),
-        "{name}: {found:?}"
+        profile
+            .sessions
+            .iter()
+            .any(|s| s.addr == green && s.left.is_none() && s.joined == ats[0]),
+        "{profile:?}"
     );
+    assert_eq!(profile.first_seen, ats[0]);
+    let maps = store.map_history(&green, 0, 10).await.unwrap();
+    assert_eq!(maps.len(), 1, "{maps:?}");
+    assert_eq!(
+        (maps[0].map.as_str(), maps[0].from, maps[0].to),
+        ("q3dm6", ats[0], None)
+    );
+    let up = store.uptime(&green, 0).await.unwrap();
+    assert_eq!(up.fraction, Some(1.0));
+    assert_eq!((up.up_since, up.down_since), (Some(ats[0]), None));
+    let up = store.uptime(&farm.down.addr.to_string(), 0).await.unwrap();
+    assert_eq!(up.fraction, Some(0.0));
+    assert_eq!(up.down_since, Some(ats[0]));
 
     // The web side, over real HTTP.
     let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
@@ -393,8 +419,7 @@ async fn retention(database: &str) {
         .write_round(&RoundData {
             at: old,
             finished: old,
-            records: Vec::new(),
-            ..Default::default()
+            ..RoundData::default()
         })
         .await
         .unwrap();
@@ -403,9 +428,8 @@ async fn retention(database: &str) {
     let rounds = store.rounds(10).await.unwrap();
     assert_eq!(rounds.len(), 1);
     assert_eq!(rounds[0].at, r.data.at);
-    // Without snapshot records: the counts are kept, the record only as the latest state.
+    // The series is kept, the record only as the latest state.
     let solo = farm.servers[0].to_string();
-    assert_eq!(store.snapshot_record(&solo, r.data.at).await.unwrap(), None);
     assert_eq!(
         store.history(&solo, 0).await.unwrap()[0].num_players,
         Some(1)
@@ -433,7 +457,7 @@ async fn odd_bytes(database: &str) {
             at: 1000,
             finished: 1001,
             records: vec![rec],
-            ..Default::default()
+            ..RoundData::default()
         })
         .await
         .expect("odd bytes written");
@@ -478,7 +502,7 @@ async fn sqlite_pipeline_against_emulated_farm() {
     pipeline(&db.display().to_string()).await;
     // Reopening runs no migration twice and keeps the rows.
     let store = Store::open(&db.display().to_string()).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
 }
 
@@ -495,7 +519,7 @@ async fn postgres_pipeline_against_emulated_farm() {
     };
     pipeline(&pg.url).await;
     let store = Store::open(&pg.url).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
     store.close().await;
 }
@@ -612,7 +636,7 @@ async fn postgres_two_trackers_share_one_database() {
         rb.expect("round two");
     }
     let store = a.store();
-    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     let rounds = store.rounds(100).await.unwrap();
     let counts = store.counts().await.unwrap();
     // Two rounds that started in the same millisecond share their `at`: count what is kept.
@@ -623,7 +647,7 @@ async fn postgres_two_trackers_share_one_database() {
         "{rounds:?}"
     );
     if rounds.len() == 6 {
-        assert_eq!(counts.snapshots, servers, "{counts:?} {rounds:?}");
+        assert_eq!(counts.series, servers, "{counts:?} {rounds:?}");
         assert_eq!(rounds.iter().filter(|r| r.servers == 4).count(), 3);
     }
     assert_eq!(counts.servers, 4, "{counts:?}");

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{not_found, AppState, WebError};
 use crate::round::now_ms;
-use crate::store::{PlayerRow, ServerFilter, ServerRow, Sort};
+use crate::store::{PlayerHit, PlayerRow, ServerFilter, ServerRow, Sort};
 
 /// One colour run of a name, as the API and the pages show it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -118,42 +118,81 @@ pub(super) fn api_server_of<'a>(s: &'a ServerRow, st: &AppState) -> ApiServer<'a
 }
 
 /// Whether a server asks for a password, where its game says (stored with the server).
-pub(super) fn server_password(_s: &ServerRow) -> Option<bool> {
-    None
+pub(super) fn server_password(s: &ServerRow) -> Option<bool> {
+    s.password
 }
 
 /// A server's country: as stored with it (declared or GeoIP when the round wrote it), else
 /// GeoIP of its address now.
 pub(super) fn server_country(s: &ServerRow, st: &AppState) -> Option<String> {
-    st.countries.country_of_addr(&s.addr)
+    s.country
+        .clone()
+        .or_else(|| st.countries.country_of_addr(&s.addr))
 }
 
 /// A player as the API writes it.
 #[derive(Debug, Serialize)]
 struct ApiPlayer<'a> {
+    player_id: i64,
     addr: &'a str,
     seen: i64,
+    joined: i64,
     name: String,
     name_raw: String,
     name_runs: Vec<NameRun>,
+    clan: Option<String>,
     score: Option<i64>,
     ping: Option<i64>,
     team: Option<i64>,
     is_bot: Option<bool>,
 }
 
+/// A player's clan tag for display, where the game sends one (empty tags are none).
+pub(super) fn clan_text(p: &PlayerRow) -> Option<String> {
+    let raw = p.clan_raw.as_ref().filter(|c| !c.is_empty())?;
+    Some(crate::store::text_of(raw.clone(), Some(&p.dialect)).display())
+}
+
 fn api_player_of(p: &PlayerRow) -> ApiPlayer<'_> {
     let t = p.name_text();
     ApiPlayer {
+        player_id: p.player_id,
         addr: &p.addr,
         seen: p.at,
+        joined: p.joined,
         name: t.display(),
         name_raw: t.raw(),
         name_runs: name_runs(&t),
+        clan: clan_text(p),
         score: p.score,
         ping: p.ping,
         team: p.team,
         is_bot: p.is_bot,
+    }
+}
+
+/// A player the search found, as the API writes it.
+#[derive(Debug, Serialize)]
+struct ApiHit<'a> {
+    player_id: i64,
+    name: String,
+    name_raw: String,
+    name_runs: Vec<NameRun>,
+    last_seen: i64,
+    addr: Option<&'a str>,
+    online: bool,
+}
+
+fn api_hit_of(h: &PlayerHit) -> ApiHit<'_> {
+    let t = h.name_text();
+    ApiHit {
+        player_id: h.player_id,
+        name: t.display(),
+        name_raw: t.raw(),
+        name_runs: name_runs(&t),
+        last_seen: h.last_seen,
+        addr: h.addr.as_deref(),
+        online: h.online,
     }
 }
 
@@ -393,7 +432,7 @@ impl PlayerQuery {
 
     /// The sightings this query asks for (none for an empty name): what the page and the API
     /// both show.
-    pub(super) async fn hits(&self, st: &AppState) -> Result<Vec<PlayerRow>, WebError> {
+    pub(super) async fn hits(&self, st: &AppState) -> Result<Vec<PlayerHit>, WebError> {
         let since = self.since(st)?;
         let limit = int_param("limit", self.limit.as_deref(), 1, MAX_SEARCH_RESULTS)?
             .unwrap_or(100);
@@ -449,11 +488,98 @@ pub(super) async fn api_server(
     };
     let players = st.store.players_on(&addr).await?;
     let players: Vec<ApiPlayer<'_>> = players.iter().map(api_player_of).collect();
+    let since = window_since(st.site.retention_hours, 24.0 * 7.0);
+    let maps = st.store.map_history(&addr, since, MAP_HISTORY).await?;
+    let uptime = st.store.uptime(&addr, since).await?;
     Ok(Json(serde_json::json!({
         "server": api_server_of(&s, &st),
+        "down_since": s.down_since,
+        "up_since": s.up_since,
+        "uptime": uptime,
+        "map_history": maps,
         "players": players,
         "record": record,
     }))
+    .into_response())
+}
+
+/// Map changes a server page and `/api/servers/{addr}` list.
+pub const MAP_HISTORY: i64 = 50;
+
+/// The start of the last `hours` (at most the history kept), Unix ms.
+pub(super) fn window_since(retention_hours: f64, hours: f64) -> i64 {
+    let h = window_cap(retention_hours, hours);
+    now_ms().saturating_sub((h * 3_600_000.0) as i64)
+}
+
+/// A player as `/api/players/{id}` writes it.
+#[derive(Debug, Serialize)]
+struct ApiProfile {
+    player_id: i64,
+    name: String,
+    name_raw: String,
+    name_runs: Vec<NameRun>,
+    first_seen: i64,
+    last_seen: i64,
+    seconds_played: i64,
+    sessions: Vec<ApiSession>,
+}
+
+/// A session as `/api/players/{id}` writes it.
+#[derive(Debug, Serialize)]
+struct ApiSession {
+    addr: String,
+    server_name: Option<String>,
+    server_name_runs: Vec<NameRun>,
+    joined: i64,
+    left: Option<i64>,
+    seconds: i64,
+    last_score: Option<i64>,
+    is_bot: Option<bool>,
+}
+
+pub(super) async fn api_player(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, WebError> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| bad_request(format!("player id {id:?}: an integer")))?;
+    let Some(p) = st
+        .store
+        .player(id, super::pages::PLAYER_SESSIONS)
+        .await?
+    else {
+        return Err(not_found("player"));
+    };
+    let t = p.name_text();
+    let sessions = p
+        .sessions
+        .iter()
+        .map(|s| {
+            let name = s.server_name_text();
+            ApiSession {
+                addr: s.addr.clone(),
+                server_name: name.as_ref().map(Text::display),
+                server_name_runs: name.as_ref().map(name_runs).unwrap_or_default(),
+                joined: s.joined,
+                left: s.left,
+                seconds: s.seconds,
+                last_score: s.last_score,
+                is_bot: s.is_bot,
+            }
+        })
+        .collect();
+    Ok(Json(ApiProfile {
+        player_id: p.player_id,
+        name: t.display(),
+        name_raw: t.raw(),
+        name_runs: name_runs(&t),
+        first_seen: p.first_seen,
+        last_seen: p.last_seen,
+        seconds_played: p.seconds_played,
+        sessions,
+    })
     .into_response())
 }
 
@@ -475,7 +601,7 @@ pub(super) async fn api_players(
     Query(q): Query<PlayerQuery>,
 ) -> Result<Response, WebError> {
     let hits = q.hits(&st).await?;
-    let list: Vec<ApiPlayer<'_>> = hits.iter().map(api_player_of).collect();
+    let list: Vec<ApiHit<'_>> = hits.iter().map(api_hit_of).collect();
     Ok(Json(serde_json::json!({ "players": list })).into_response())
 }
 

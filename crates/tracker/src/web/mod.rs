@@ -37,8 +37,8 @@ pub use pages::{ago, race_time};
 pub use chart::chart;
 pub use colour::{contrast_ratio, readable, BACKGROUND};
 
-use api::{api_history, api_players, api_rounds, api_server, api_servers};
-use pages::{browser, players_page, server_page};
+use api::{api_history, api_player, api_players, api_rounds, api_server, api_servers};
+use pages::{browser, player_page, players_page, server_page};
 
 /// The OpenAPI 3.1 description of the JSON API, served at `/api/openapi.json`.
 pub const OPENAPI: &str = include_str!("../openapi.json");
@@ -112,10 +112,12 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/"), get(browser))
         .route(&format!("{b}/server/{{addr}}"), get(server_page))
         .route(&format!("{b}/players"), get(players_page))
+        .route(&format!("{b}/player/{{id}}"), get(player_page))
         .route(&format!("{b}/api/servers"), get(api_servers))
         .route(&format!("{b}/api/servers/{{addr}}"), get(api_server))
         .route(&format!("{b}/api/servers/{{addr}}/history"), get(api_history))
         .route(&format!("{b}/api/players"), get(api_players))
+        .route(&format!("{b}/api/players/{{id}}"), get(api_player))
         .route(&format!("{b}/api/rounds"), get(api_rounds))
         .route(&format!("{b}/api/openapi.json"), get(openapi))
         .route(&format!("{b}/metrics"), get(metrics));

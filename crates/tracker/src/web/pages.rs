@@ -13,8 +13,8 @@ use fragstat::core::text::runs_html;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::api::{
-    game_title, humans, pages, server_country, server_password, BrowseQuery, HistoryQuery,
-    PlayerQuery,
+    clan_text, game_title, humans, pages, server_country, server_password, window_since,
+    BrowseQuery, HistoryQuery, PlayerQuery, MAP_HISTORY,
 };
 use super::colour::{readable, BACKGROUND};
 use super::{chart, join, not_found, time_text, AppState, Site, WebError};
@@ -38,11 +38,6 @@ pub(super) fn name_html(t: &Text) -> Markup {
 /// An address as one URL path segment.
 fn addr_segment(addr: &str) -> String {
     url::form_urlencoded::byte_serialize(addr.as_bytes()).collect()
-}
-
-/// A query-string value.
-fn query_value(v: &str) -> String {
-    url::form_urlencoded::byte_serialize(v.as_bytes()).collect()
 }
 
 /// "3 min ago" for a Unix-ms time, at `now`.
@@ -346,6 +341,10 @@ pub(super) async fn server_page(
     let players = st.store.players_on(&addr).await?;
     let record = st.store.server_record(&addr).await?;
     let facts = record_facts(record.as_deref());
+    // Uptime and map changes over the last week (or the history kept, if shorter).
+    let week = window_since(st.site.retention_hours, 24.0 * 7.0);
+    let uptime = st.store.uptime(&addr, week).await?;
+    let maps = st.store.map_history(&addr, week, MAP_HISTORY).await?;
     let now = now_ms();
     let name = s.name_text();
     let title = if s.name_raw.is_some() {
@@ -367,6 +366,11 @@ pub(super) async fn server_page(
             tr { th { "Game" } td { (game_title(&s.game).unwrap_or_else(|| s.game.clone())) } }
             tr { th { "Status" } td #status {
                 (s.status) @if let Some(e) = &s.error { " (" (e) ")" }
+                @if let Some(d) = s.down_since { ", down since " (time_html(d, now)) }
+                @if let (true, Some(u)) = (online, s.up_since) { ", up since " (time_html(u, now)) }
+            } }
+            tr { th { "Uptime" } td #uptime {
+                @if let Some(f) = uptime.fraction { (format!("{:.1} %", f * 100.0)) " since " (time_html(uptime.since, now)) } @else { "-" }
             } }
             @if let Some(c) = &country {
                 tr { th { "Country" } td { (flag_html(Some(c))) " " (c) } }
@@ -395,10 +399,10 @@ pub(super) async fn server_page(
                         @let t = p.name_text();
                         tr class={ "player" @if p.is_bot == Some(true) { " bot" } } {
                             td {
-                                a href={ (st.site.url("/players")) "?q=" (query_value(&t.display())) } { (name_html(&t)) }
+                                a href=(player_href(&st.site, p.player_id)) { (name_html(&t)) }
                                 @if p.is_bot == Some(true) { " " span.badge.bot title="a bot" { "bot" } }
                             }
-                            td { (facts.clans.get(i).cloned().flatten().unwrap_or_default()) }
+                            td { (clan_text(p).or_else(|| facts.clans.get(i).cloned().flatten()).unwrap_or_default()) }
                             td.num {
                                 @match p.score {
                                     Some(v) if times => (race_time(v)),
@@ -407,6 +411,24 @@ pub(super) async fn server_page(
                                 }
                             }
                             td.num { (p.ping.map_or("-".into(), |v| v.to_string())) }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Maps" }
+        @if maps.is_empty() {
+            p.empty { "No map changes kept." }
+        } @else {
+            table #maps {
+                thead { tr { th { "Map" } th.opt { "Game type" } th { "From" } th { "To" } } }
+                tbody {
+                    @for m in &maps {
+                        tr.map {
+                            td { (m.map) }
+                            td.opt { (m.gametype.as_deref().unwrap_or("-")) }
+                            td { (time_html(m.from, now)) }
+                            td { @if let Some(t) = m.to { (time_html(t, now)) } @else { "now" } }
                         }
                     }
                 }
@@ -426,17 +448,22 @@ pub(super) async fn server_page(
     Ok(Html(page(&st.site, &title, None, body).into_string()))
 }
 
+/// A link to a player's page.
+fn player_href(site: &Site, id: i64) -> String {
+    site.url(&format!("/player/{id}"))
+}
+
 pub(super) async fn players_page(
     State(st): State<AppState>,
     Query(q): Query<PlayerQuery>,
 ) -> Result<Html<String>, WebError> {
     let text = q.q.clone().unwrap_or_default();
     let hits = q.hits(&st).await?;
-    // One lookup per server, not per sighting.
+    // One lookup per server, not per player.
     let mut servers: HashMap<&str, Option<ServerRow>> = HashMap::new();
-    for h in &hits {
-        if !servers.contains_key(h.addr.as_str()) {
-            servers.insert(&h.addr, st.store.server(&h.addr).await?);
+    for a in hits.iter().filter_map(|h| h.addr.as_deref()) {
+        if !servers.contains_key(a) {
+            servers.insert(a, st.store.server(a).await?);
         }
     }
     let now = now_ms();
@@ -447,24 +474,21 @@ pub(super) async fn players_page(
             button type="submit" { "Find" }
         }
         @if !text.is_empty() {
-            p #found { (hits.len()) " sightings" }
+            p #found { (hits.len()) " players" }
             table #hits {
-                thead { tr { th { "Player" } th { "Server" } th { "Map" } th.num { "Score" } th { "Seen" } } }
+                thead { tr { th { "Player" } th { "Last server" } th.opt { "Map" } th { "Seen" } } }
                 tbody {
                     @for h in &hits {
-                        @let s = servers.get(h.addr.as_str()).and_then(Option::as_ref);
-                        @let t = h.name_text();
+                        @let s = h.addr.as_deref().and_then(|a| servers.get(a)).and_then(Option::as_ref);
                         tr.hit {
-                            td {
-                                a href={ (st.site.url("/players")) "?q=" (query_value(&t.display())) } { (name_html(&t)) }
-                                @if h.is_bot == Some(true) { " " span.badge.bot { "bot" } }
-                            }
-                            td { a href=(st.site.url(&format!("/server/{}", addr_segment(&h.addr)))) {
-                                @if let Some(s) = s { (name_html(&s.name_text())) } @else { (h.addr) }
-                            } }
-                            td { (s.and_then(|s| s.map.as_deref()).unwrap_or("-")) }
-                            td.num { (h.score.map_or("-".into(), |v| v.to_string())) }
-                            td { (time_html(h.at, now)) }
+                            td { a href=(player_href(&st.site, h.player_id)) { (name_html(&h.name_text())) } }
+                            td { @if let Some(a) = h.addr.as_deref() {
+                                a href=(st.site.url(&format!("/server/{}", addr_segment(a)))) {
+                                    @if let Some(s) = s.filter(|s| s.name_raw.is_some()) { (name_html(&s.name_text())) } @else { (a) }
+                                }
+                            } @else { "-" } }
+                            td.opt { (s.and_then(|s| s.map.as_deref()).unwrap_or("-")) }
+                            td { @if h.online { span.badge.online { "playing now" } } @else { (time_html(h.last_seen, now)) } }
                         }
                     }
                 }
@@ -473,6 +497,64 @@ pub(super) async fn players_page(
     };
     Ok(Html(page(&st.site, "Players", None, body).into_string()))
 }
+
+/// "2 h 5 min", "45 s".
+pub fn duration_text(secs: i64) -> String {
+    let s = secs.max(0);
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min", s / 60),
+        3600..=86_399 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+pub(super) async fn player_page(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Html<String>, WebError> {
+    let id: i64 = id.parse().map_err(|_| not_found("player"))?;
+    let Some(p) = st.store.player(id, PLAYER_SESSIONS).await? else {
+        return Err(not_found("player"));
+    };
+    let now = now_ms();
+    let name = p.name_text();
+    let body = html! {
+        h1 { (name_html(&name)) }
+        table #info {
+            tr { th { "First seen" } td { (time_html(p.first_seen, now)) } }
+            tr { th { "Last seen" } td { (time_html(p.last_seen, now)) } }
+            tr { th { "Time played" } td #played { (duration_text(p.seconds_played)) } }
+        }
+        h2 { "Where and when" }
+        @if p.sessions.is_empty() {
+            p.empty { "No sessions kept." }
+        } @else {
+            table #sessions {
+                thead { tr { th { "Server" } th { "Joined" } th { "Left" } th.num { "Played" } th.num.opt { "Last score" } } }
+                tbody {
+                    @for s in &p.sessions {
+                        tr.session {
+                            td { a href=(st.site.url(&format!("/server/{}", addr_segment(&s.addr)))) {
+                                @if let Some(t) = s.server_name_text() { (name_html(&t)) } @else { (s.addr) }
+                            }
+                            @if s.is_bot == Some(true) { " " span.badge.bot { "bot" } } }
+                            td { (time_html(s.joined, now)) }
+                            td { @if let Some(l) = s.left { (time_html(l, now)) } @else { span.badge.online { "playing now" } } }
+                            td.num { (duration_text(s.seconds)) }
+                            td.num.opt { (s.last_score.map_or("-".into(), |v| v.to_string())) }
+                        }
+                    }
+                }
+            }
+        }
+        p { a href=(st.site.url(&format!("/api/players/{id}"))) { "as JSON" } }
+    };
+    Ok(Html(page(&st.site, &name.display(), None, body).into_string()))
+}
+
+/// Sessions a player page lists.
+pub const PLAYER_SESSIONS: i64 = 200;
 
 #[cfg(test)]
 mod tests {
