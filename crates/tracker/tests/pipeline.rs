@@ -370,15 +370,27 @@ async fn pipeline(database: &str) {
     .await;
     assert_eq!(status, 200);
     assert!(page.contains("<tr class=\"hit\""), "{page}");
+    // The hit links to the player's page, which lists where it played.
+    let pid = found[0].player_id;
+    assert!(page.contains(&format!("href=\"/player/{pid}\"")), "{page}");
+    let (status, page) = get(&client, &format!("{base}/player/{pid}")).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<tr class=\"session\""), "{page}");
+    assert_eq!(get(&client, &format!("{base}/player/999999")).await.0, 404);
 
-    // Every path the OpenAPI document lists answers, with a real address for {addr}.
+    // Every path the OpenAPI document lists answers, with a real address for {addr} and a
+    // real player for {id}.
     let (status, body) = get(&client, &format!("{base}/api/openapi.json")).await;
     assert_eq!(status, 200);
     let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
     let paths = doc["paths"].as_object().unwrap();
     assert!(paths.len() >= 7);
     for path in paths.keys() {
-        let url = format!("{base}{}?q=a", path.replace("{addr}", &seg));
+        let url = format!(
+            "{base}{}?q=a",
+            path.replace("{addr}", &seg)
+                .replace("{id}", &pid.to_string())
+        );
         let (status, _) = get(&client, &url).await;
         assert_eq!(status, 200, "{url}");
     }

@@ -367,11 +367,11 @@ impl BrowseQuery {
         if pairs.is_empty() {
             return String::new();
         }
-        let mut out = url::form_urlencoded::Serializer::new(String::from("?"));
+        let mut out = url::form_urlencoded::Serializer::new(String::new());
         for (k, v) in &pairs {
             out.append_pair(k, v);
         }
-        out.finish()
+        format!("?{}", out.finish())
     }
 }
 
