@@ -115,7 +115,11 @@
     tr.dataset.addr = s.addr;
     const n = cell(tr, 'name');
     const f = flag(s.country);
-    if (f) n.appendChild(f);
+    if (f) {
+      n.appendChild(f);
+      n.appendChild(el('span', 'cc', s.country));
+      n.appendChild(document.createTextNode(' '));
+    }
     if (s.password === true) {
       const l = el('span', 'lock', '🔒');
       l.setAttribute('role', 'img');

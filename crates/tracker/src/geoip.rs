@@ -42,7 +42,10 @@ pub struct Countries {
 impl std::fmt::Debug for Countries {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Countries")
-            .field("geoip", &self.reader.as_ref().map(|r| &r.metadata.database_type))
+            .field(
+                "geoip",
+                &self.reader.as_ref().map(|r| &r.metadata.database_type),
+            )
             .finish()
     }
 }

@@ -164,7 +164,10 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
     let mut records: Vec<Option<Record>> = vec![None; targets.len()];
     let mut scan = client
         .scan_each(targets)
-        .ask(Ask::players())
+        // Players and every variable: for the Quake III family that is getinfo with
+        // getstatus, whose counts (`clients`, `g_humanplayers`) tell the bots apart
+        // (getstatus alone does not); the server page shows the variables.
+        .ask(Ask::everything())
         .dedupe(false)
         .indexed();
     while let Some(item) = scan.next().await {

@@ -313,7 +313,10 @@ async fn pipeline(database: &str) {
     // `^1` red, lightened for contrast on the page's background (the API keeps the game's).
     let red = fragstat_tracker::web::readable([255, 0, 0], fragstat_tracker::web::BACKGROUND);
     let red = format!("#{:02x}{:02x}{:02x}", red[0], red[1], red[2]);
-    assert!(page.contains(&format!("style=\"color:{red}\"")), "{red}: {page}");
+    assert!(
+        page.contains(&format!("style=\"color:{red}\"")),
+        "{red}: {page}"
+    );
     let (status, page) = get(
         &client,
         &format!("{base}/?name=%27%3B+DROP+TABLE+servers%3B--&sort=ping"),
@@ -566,6 +569,7 @@ async fn http_master_lists_ddnet_servers() {
     ));
     let body = serde_json::json!({"servers": [{
         "addresses": [format!("tw-0.6+udp://{server}")],
+        "location": "eu:de",
         "info": {"max_clients": 16, "max_players": 16, "passworded": false,
                  "game_type": "DDraceNetwork", "name": "DDNet ^1tracked",
                  "map": {"name": "Tutorial"}, "version": "0.6.4, 16.4", "clients": []}

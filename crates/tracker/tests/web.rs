@@ -29,7 +29,11 @@ fn online(addr: &str, name: &[u8], map: &str, players: u32, bots: u32, rtt_ms: u
     let mut list = Vec::new();
     for i in 0..players + bots {
         let mut p = Player::new(Text::new(
-            format!("^4{name}{i}", name = if i < players { "human" } else { "bot" }).into_bytes(),
+            format!(
+                "^4{name}{i}",
+                name = if i < players { "human" } else { "bot" }
+            )
+            .into_bytes(),
             Dialect::Ioq3,
         ));
         p.score = Some(i32::try_from(i).unwrap());
@@ -231,9 +235,15 @@ async fn sorting_and_pagination() {
             .collect()
     };
     let asc = names(&s.json("/api/servers?sort=name").await);
-    assert_eq!(asc, ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot"]);
+    assert_eq!(
+        asc,
+        ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot"]
+    );
     let desc = names(&s.json("/api/servers?sort=name&order=desc").await);
-    assert_eq!(desc, ["Foxtrot", "Echo", "Delta", "Charlie", "Bravo", "Alpha"]);
+    assert_eq!(
+        desc,
+        ["Foxtrot", "Echo", "Delta", "Charlie", "Bravo", "Alpha"]
+    );
     let ping = addrs(&s.json("/api/servers?sort=ping").await);
     assert_eq!(ping[0], "127.0.0.1:27961", "5 ms");
     let bots = addrs(&s.json("/api/servers?sort=bots").await);
@@ -280,8 +290,16 @@ async fn sorting_and_pagination() {
     // Humans and bots apart, bots marked on the server page.
     assert!(page.contains("1 (+3 bots)/16"), "{page}");
     let (_, server) = s.text("/server/127.0.0.1%3A27961").await;
-    assert_eq!(server.matches("<span class=\"badge bot\"").count(), 3, "{server}");
-    assert_eq!(server.matches("<tr class=\"player bot\"").count(), 3, "{server}");
+    assert_eq!(
+        server.matches("<span class=\"badge bot\"").count(),
+        3,
+        "{server}"
+    );
+    assert_eq!(
+        server.matches("<tr class=\"player bot\"").count(),
+        3,
+        "{server}"
+    );
     assert!(server.contains("Server variables"), "{server}");
     assert!(server.contains("<th>g_gametype</th><td>0</td>"), "{server}");
     let delta = s.json("/api/servers/127.0.0.1%3A27963").await;
@@ -345,7 +363,12 @@ async fn etag_cache_control_and_compression() {
         assert_eq!(r.headers()["content-encoding"], enc);
         assert_ne!(r.headers()["etag"].to_str().unwrap(), tag);
         let bytes = r.bytes().await.unwrap();
-        assert!(bytes.len() < body.len(), "{enc}: {} of {}", bytes.len(), body.len());
+        assert!(
+            bytes.len() < body.len(),
+            "{enc}: {} of {}",
+            bytes.len(),
+            body.len()
+        );
         if enc == "gzip" {
             assert_eq!(&bytes[..2], &[0x1f, 0x8b]);
         }
@@ -360,7 +383,12 @@ async fn etag_cache_control_and_compression() {
             .unwrap(),
     );
     assert_eq!(page.headers()["content-encoding"], "gzip");
-    assert!(s.get("/api/servers").await.headers().get("content-encoding").is_none());
+    assert!(s
+        .get("/api/servers")
+        .await
+        .headers()
+        .get("content-encoding")
+        .is_none());
     s.close().await;
 }
 
@@ -386,10 +414,7 @@ async fn cors_only_when_configured() {
     assert!(r.headers().get("access-control-allow-origin").is_none());
     let r = s
         .client
-        .request(
-            reqwest::Method::OPTIONS,
-            format!("{}/api/servers", s.base),
-        )
+        .request(reqwest::Method::OPTIONS, format!("{}/api/servers", s.base))
         .header("Origin", origin)
         .header("Access-Control-Request-Method", "GET")
         .send()
@@ -421,12 +446,22 @@ fn links(page: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn under_a_base_path_every_link_works() {
     let s = site("base_path = \"/servers\"\ntitle = \"Frag <Central>\"").await;
-    assert_eq!(s.get("/").await.status(), 404, "nothing outside the base path");
+    assert_eq!(
+        s.get("/").await.status(),
+        404,
+        "nothing outside the base path"
+    );
     assert_eq!(s.get("/api/servers").await.status(), 404);
     let (status, home) = s.text("/servers/").await;
     assert_eq!(status, 200);
-    assert!(home.contains("Frag &lt;Central&gt;"), "the title, escaped: {home}");
-    assert!(home.contains("data-base=\"/servers\""), "the script's base: {home}");
+    assert!(
+        home.contains("Frag &lt;Central&gt;"),
+        "the title, escaped: {home}"
+    );
+    assert!(
+        home.contains("data-base=\"/servers\""),
+        "the script's base: {home}"
+    );
     // `/servers` itself leads to the browser.
     let r = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -473,7 +508,10 @@ async fn under_a_base_path_every_link_works() {
     ] {
         assert!(seen.contains(must), "{must} not linked: {seen:?}");
     }
-    assert!(seen.iter().any(|p| p.starts_with("/servers/player/")), "{seen:?}");
+    assert!(
+        seen.iter().any(|p| p.starts_with("/servers/player/")),
+        "{seen:?}"
+    );
     assert!(seen.iter().any(|p| p.starts_with("/servers/?")), "{seen:?}");
     // The API under it too, and the script fetches from it.
     let j = s.json("/servers/api/servers?per_page=1").await;
@@ -546,5 +584,8 @@ fn countries_from_a_real_mmdb_and_declared_locations() {
     let bad = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(bad.path(), b"not an mmdb").unwrap();
     let e = Countries::open(bad.path()).unwrap_err();
-    assert!(e.to_string().contains(&bad.path().display().to_string()), "{e}");
+    assert!(
+        e.to_string().contains(&bad.path().display().to_string()),
+        "{e}"
+    );
 }

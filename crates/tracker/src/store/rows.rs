@@ -197,16 +197,16 @@ impl ServerFilter {
         let dir = if desc { "DESC" } else { "ASC" };
         // A key and the value that puts its NULLs last in this direction.
         let (key, null_last) = match self.sort {
-            Sort::Players => (
-                "COALESCE(num_players, 0) - COALESCE(num_bots, 0)",
-                None,
-            ),
+            Sort::Players => ("COALESCE(num_players, 0) - COALESCE(num_bots, 0)", None),
             Sort::Bots => ("num_bots", Some(if desc { "-1" } else { "1e9" })),
             Sort::Ping => ("rtt_ms", Some(if desc { "-1" } else { "1e9" })),
             Sort::Name => ("name", Some(if desc { "''" } else { "'\u{10FFFF}'" })),
             Sort::Map => ("lower(map)", Some(if desc { "''" } else { "'\u{10FFFF}'" })),
             Sort::Game => ("game", None),
-            Sort::Gametype => ("lower(gametype)", Some(if desc { "''" } else { "'\u{10FFFF}'" })),
+            Sort::Gametype => (
+                "lower(gametype)",
+                Some(if desc { "''" } else { "'\u{10FFFF}'" }),
+            ),
             Sort::Addr => ("addr", None),
         };
         let key = match null_last {

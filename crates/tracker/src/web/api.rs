@@ -153,7 +153,18 @@ pub(super) fn clan_text(p: &PlayerRow) -> Option<String> {
     Some(crate::store::text_of(raw.clone(), Some(&p.dialect)).display())
 }
 
-fn api_player_of(p: &PlayerRow) -> ApiPlayer<'_> {
+/// Whether a player is a bot: as the game says, else as the server's counts make certain —
+/// none when it counts no bots, all when every client is one (ioq3's getstatus lines do not
+/// mark bots; its getinfo counts them).
+pub(super) fn is_bot(p: &PlayerRow, s: &ServerRow) -> Option<bool> {
+    p.is_bot.or(match (s.num_bots, s.num_players) {
+        (Some(0), _) => Some(false),
+        (Some(b), Some(n)) if b == n => Some(true),
+        _ => None,
+    })
+}
+
+fn api_player_of<'a>(p: &'a PlayerRow, s: &ServerRow) -> ApiPlayer<'a> {
     let t = p.name_text();
     ApiPlayer {
         player_id: p.player_id,
@@ -167,7 +178,7 @@ fn api_player_of(p: &PlayerRow) -> ApiPlayer<'_> {
         score: p.score,
         ping: p.ping,
         team: p.team,
-        is_bot: p.is_bot,
+        is_bot: is_bot(p, s),
     }
 }
 
@@ -434,8 +445,8 @@ impl PlayerQuery {
     /// both show.
     pub(super) async fn hits(&self, st: &AppState) -> Result<Vec<PlayerHit>, WebError> {
         let since = self.since(st)?;
-        let limit = int_param("limit", self.limit.as_deref(), 1, MAX_SEARCH_RESULTS)?
-            .unwrap_or(100);
+        let limit =
+            int_param("limit", self.limit.as_deref(), 1, MAX_SEARCH_RESULTS)?.unwrap_or(100);
         let text = self.q.as_deref().unwrap_or_default();
         if text.len() > 64 {
             return Err(bad_request("q: at most 64 bytes".into()));
@@ -487,7 +498,7 @@ pub(super) async fn api_server(
         None => serde_json::Value::Null,
     };
     let players = st.store.players_on(&addr).await?;
-    let players: Vec<ApiPlayer<'_>> = players.iter().map(api_player_of).collect();
+    let players: Vec<ApiPlayer<'_>> = players.iter().map(|p| api_player_of(p, &s)).collect();
     let since = window_since(st.site.retention_hours, 24.0 * 7.0);
     let maps = st.store.map_history(&addr, since, MAP_HISTORY).await?;
     let uptime = st.store.uptime(&addr, since).await?;
@@ -545,11 +556,7 @@ pub(super) async fn api_player(
     let id: i64 = id
         .parse()
         .map_err(|_| bad_request(format!("player id {id:?}: an integer")))?;
-    let Some(p) = st
-        .store
-        .player(id, super::pages::PLAYER_SESSIONS)
-        .await?
-    else {
+    let Some(p) = st.store.player(id, super::pages::PLAYER_SESSIONS).await? else {
         return Err(not_found("player"));
     };
     let t = p.name_text();

@@ -31,7 +31,11 @@ pub fn contrast_ratio(a: [u8; 3], b: [u8; 3]) -> f64 {
 }
 
 fn to_hsl([r, g, b]: [u8; 3]) -> (f64, f64, f64) {
-    let (r, g, b) = (f64::from(r) / 255.0, f64::from(g) / 255.0, f64::from(b) / 255.0);
+    let (r, g, b) = (
+        f64::from(r) / 255.0,
+        f64::from(g) / 255.0,
+        f64::from(b) / 255.0,
+    );
     let max = r.max(g).max(b);
     let min = r.min(g).min(b);
     let l = (max + min) / 2.0;
@@ -67,7 +71,7 @@ fn from_hsl(h: f64, s: f64, l: f64) -> [u8; 3] {
 }
 
 /// `color` as shown on `background`: itself when its contrast is at least
-/// [`MIN_CONTRAST`], else the least lightened colour of the same hue and saturation that
+/// 4.5:1 (WCAG AA), else the least lightened colour of the same hue and saturation that
 /// reaches it (white at worst).
 pub fn readable(color: [u8; 3], background: [u8; 3]) -> [u8; 3] {
     if contrast_ratio(color, background) >= MIN_CONTRAST {
@@ -113,21 +117,41 @@ mod tests {
 
     #[test]
     fn dark_colours_are_lightened_keeping_their_hue() {
-        for c in [[0, 0, 255], [0, 0, 0], [255, 0, 0], [0x80, 0, 0x80], [0x33, 0x33, 0x33]] {
+        for c in [
+            [0, 0, 255],
+            [0, 0, 0],
+            [255, 0, 0],
+            [0x80, 0, 0x80],
+            [0x33, 0x33, 0x33],
+        ] {
             let r = readable(c, BACKGROUND);
             let ratio = contrast_ratio(r, BACKGROUND);
             assert!(ratio >= MIN_CONTRAST, "{} → {}: {ratio}", hex(c), hex(r));
             // Not washed out to white when a lighter tint of the hue reads.
-            assert!(ratio < MIN_CONTRAST + 0.3, "{} → {}: {ratio}", hex(c), hex(r));
+            assert!(
+                ratio < MIN_CONTRAST + 0.3,
+                "{} → {}: {ratio}",
+                hex(c),
+                hex(r)
+            );
             let (h0, s0, _) = to_hsl(c);
             let (h1, s1, _) = to_hsl(r);
             if s0 > 0.0 {
-                assert!((h0 - h1).abs() < 3.0, "{} → {}: hue {h0} → {h1}", hex(c), hex(r));
+                assert!(
+                    (h0 - h1).abs() < 3.0,
+                    "{} → {}: hue {h0} → {h1}",
+                    hex(c),
+                    hex(r)
+                );
                 assert!((s0 - s1).abs() < 0.05, "{} → {}", hex(c), hex(r));
             }
         }
         let blue = readable([0, 0, 255], BACKGROUND);
-        assert!(blue[2] == 255 && blue[0] == blue[1] && blue[0] > 0x60, "{}", hex(blue));
+        assert!(
+            blue[2] == 255 && blue[0] == blue[1] && blue[0] > 0x60,
+            "{}",
+            hex(blue)
+        );
         // Colours that read are left alone.
         for c in [[255, 255, 255], [0, 255, 0], [255, 255, 0], [0, 255, 255]] {
             assert_eq!(readable(c, BACKGROUND), c);

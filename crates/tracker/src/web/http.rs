@@ -21,10 +21,12 @@ pub(super) fn layers(router: Router, site: &Site) -> Router {
     let max_age = max_age(site.interval_secs);
     let router = router
         .layer(CompressionLayer::new())
-        .layer(axum::middleware::from_fn(move |req: Request, next: Next| {
-            let api = api.clone();
-            async move { etag(&api, max_age, req, next).await }
-        }));
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let api = api.clone();
+                async move { etag(&api, max_age, req, next).await }
+            },
+        ));
     match cors(&site.cors_origins) {
         Some(c) => router.layer(c),
         None => router,
@@ -69,11 +71,7 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 /// A strong ETag: the first 128 bits of the body's SHA-256, in hex.
 pub fn etag_of(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
-    let hex: String = digest
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
     format!("\"{hex}\"")
 }
 
@@ -87,7 +85,8 @@ fn none_match(header: &str, tag: &str) -> bool {
 }
 
 async fn etag(api: &str, max_age: u64, req: Request, next: Next) -> Response {
-    let wanted = matches!(*req.method(), Method::GET | Method::HEAD) && req.uri().path().starts_with(api);
+    let wanted =
+        matches!(*req.method(), Method::GET | Method::HEAD) && req.uri().path().starts_with(api);
     let inm = req
         .headers()
         .get(header::IF_NONE_MATCH)

@@ -31,11 +31,11 @@ mod join;
 mod pages;
 
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
+pub use chart::chart;
+pub use colour::{contrast_ratio, readable, BACKGROUND};
 pub use http::{etag_of, max_age};
 pub use join::join_url;
 pub use pages::{ago, race_time};
-pub use chart::chart;
-pub use colour::{contrast_ratio, readable, BACKGROUND};
 
 use api::{api_history, api_player, api_players, api_rounds, api_server, api_servers};
 use pages::{browser, player_page, players_page, server_page};
@@ -115,7 +115,10 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/player/{{id}}"), get(player_page))
         .route(&format!("{b}/api/servers"), get(api_servers))
         .route(&format!("{b}/api/servers/{{addr}}"), get(api_server))
-        .route(&format!("{b}/api/servers/{{addr}}/history"), get(api_history))
+        .route(
+            &format!("{b}/api/servers/{{addr}}/history"),
+            get(api_history),
+        )
         .route(&format!("{b}/api/players"), get(api_players))
         .route(&format!("{b}/api/players/{{id}}"), get(api_player))
         .route(&format!("{b}/api/rounds"), get(api_rounds))

@@ -13,7 +13,7 @@ use fragstat::core::text::runs_html;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::api::{
-    clan_text, game_title, humans, pages, server_country, server_password, window_since,
+    clan_text, game_title, humans, is_bot, pages, server_country, server_password, window_since,
     BrowseQuery, HistoryQuery, PlayerQuery, MAP_HISTORY,
 };
 use super::colour::{readable, BACKGROUND};
@@ -64,7 +64,8 @@ fn flag_html(code: Option<&str>) -> Markup {
     html! {
         @if let Some(c) = code {
             @if let Some(f) = flag(c) {
-                span.flag role="img" aria-label=(c) title=(c) { (f) }
+                // The letters too: not every system draws flag emoji.
+                span.flag role="img" aria-label=(c) title=(c) { (f) } span.cc { (c) } " "
             }
         }
     }
@@ -370,10 +371,10 @@ pub(super) async fn server_page(
                 @if let (true, Some(u)) = (online, s.up_since) { ", up since " (time_html(u, now)) }
             } }
             tr { th { "Uptime" } td #uptime {
-                @if let Some(f) = uptime.fraction { (format!("{:.1} %", f * 100.0)) " since " (time_html(uptime.since, now)) } @else { "-" }
+                @if let Some(f) = uptime.fraction { (format!("{:.1} %", f * 100.0)) " since " (time_html(uptime.since.max(s.first_seen), now)) } @else { "-" }
             } }
             @if let Some(c) = &country {
-                tr { th { "Country" } td { (flag_html(Some(c))) " " (c) } }
+                tr { th { "Country" } td { (flag_html(Some(c))) } }
             }
             tr { th { "Password" } td { (match password { Some(true) => "🔒 yes", Some(false) => "no", None => "-" }) } }
             tr { th { "Map" } td { (s.map.as_deref().unwrap_or("-")) } }
@@ -397,10 +398,11 @@ pub(super) async fn server_page(
                 tbody {
                     @for (i, p) in players.iter().enumerate() {
                         @let t = p.name_text();
-                        tr class={ "player" @if p.is_bot == Some(true) { " bot" } } {
+                        @let bot = is_bot(p, &s) == Some(true);
+                        tr class={ "player" @if bot { " bot" } } {
                             td {
                                 a href=(player_href(&st.site, p.player_id)) { (name_html(&t)) }
-                                @if p.is_bot == Some(true) { " " span.badge.bot title="a bot" { "bot" } }
+                                @if bot { " " span.badge.bot title="a bot" { "bot" } }
                             }
                             td { (clan_text(p).or_else(|| facts.clans.get(i).cloned().flatten()).unwrap_or_default()) }
                             td.num {
@@ -550,7 +552,9 @@ pub(super) async fn player_page(
         }
         p { a href=(st.site.url(&format!("/api/players/{id}"))) { "as JSON" } }
     };
-    Ok(Html(page(&st.site, &name.display(), None, body).into_string()))
+    Ok(Html(
+        page(&st.site, &name.display(), None, body).into_string(),
+    ))
 }
 
 /// Sessions a player page lists.
