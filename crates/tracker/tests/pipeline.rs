@@ -620,6 +620,8 @@ async fn http_master_lists_ddnet_servers() {
     assert_eq!(row.game, "ddnet");
     assert_eq!(row.dialect.as_deref(), Some("plain"));
     assert_eq!(row.name_raw.as_deref(), Some(&b"DDNet ^1tracked"[..]));
+    // The list's `location` (eu:de) is the server's country, stored with it.
+    assert_eq!(row.country.as_deref(), Some("DE"));
     assert_eq!(
         tracker
             .store()
