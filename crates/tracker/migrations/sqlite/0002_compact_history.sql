@@ -14,7 +14,9 @@
 -- seen in consecutive rounds of a server is one session; two players of one name on one
 -- server in one round become one).
 
--- The latest state of every server ever seen (the browser's rows), now keyed by an id.
+-- The latest state of every server ever seen (the browser's rows), now keyed by an id. The
+-- row is written when its state changes; the numbers that change every round (players,
+-- bots, ping, last seen) are read from its latest `series` row.
 CREATE TABLE servers2 (
     id INTEGER PRIMARY KEY,
     addr TEXT NOT NULL UNIQUE,        -- ip:port as queried
@@ -37,7 +39,8 @@ CREATE TABLE servers2 (
     country TEXT,                     -- ISO 3166 alpha-2, when known
     up_since BIGINT,                  -- first round of its current online spell
     down_since BIGINT,                -- first round of its current offline spell (NULL online)
-    record TEXT NOT NULL              -- its latest JSON record (players left out: sessions)
+    record TEXT NOT NULL,             -- its latest JSON record (players left out: sessions)
+    record_hash BIGINT                -- the writer's hash of it (rewritten when it changes)
 );
 INSERT INTO servers2 (addr, game, first_seen, last_seen, last_online, status, error, name_raw,
     name, dialect, map, gametype, num_players, max_players, num_bots, rtt_ms, up_since,

@@ -76,7 +76,8 @@ async fn prune(tx: &mut Tx<'_>, r: &Retention) -> Result<(u64, u64), sqlx::Error
     let servers = run(
         tx,
         "DELETE FROM servers WHERE last_seen < $1 AND NOT EXISTS \
-         (SELECT 1 FROM sessions s WHERE s.server_id = servers.id AND s.left_at IS NULL)",
+         (SELECT 1 FROM sessions s WHERE s.server_id = servers.id AND s.left_at IS NULL) \
+         AND NOT EXISTS (SELECT 1 FROM series x WHERE x.server_id = servers.id AND x.at >= $1)",
         r.rounds,
     )
     .await?;

@@ -37,6 +37,19 @@ const SERVER_COLUMNS: &str = "addr, game, status, error, name_raw, dialect, map,
      num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online, id, \
      country, password, down_since, up_since";
 
+/// The servers with their numbers now: the row's state, and the players, bots, ping and last
+/// round from the server's latest `series` row (the row has them as of its last change).
+const SERVERS_NOW: &str = "(SELECT s.addr, s.game, s.status, s.error, s.name_raw, s.name, \
+     s.dialect, s.map, s.gametype, \
+     CASE WHEN x.at IS NULL THEN s.num_players ELSE x.players END AS num_players, \
+     s.max_players, CASE WHEN x.at IS NULL THEN s.num_bots ELSE x.bots END AS num_bots, \
+     CASE WHEN x.at IS NULL THEN s.rtt_ms ELSE CAST(x.rtt AS DOUBLE PRECISION) / 10 END \
+     AS rtt_ms, s.first_seen, COALESCE(x.at, s.last_seen) AS last_seen, \
+     CASE WHEN s.status = 'online' THEN COALESCE(x.at, s.last_online) ELSE s.last_online END \
+     AS last_online, s.id, s.country, s.password, s.down_since, s.up_since \
+     FROM servers s LEFT JOIN series x ON x.server_id = s.id \
+     AND x.at = (SELECT MAX(y.at) FROM series y WHERE y.server_id = s.id)) v";
+
 fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
     let password: Option<i64> = r.try_get(17)?;
     Ok(ServerRow {
@@ -66,7 +79,7 @@ fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
 /// The browser's query: `SELECT what FROM servers WHERE <the filter>`, ordered and paged when
 /// `paged`; with its bound values.
 fn server_query(what: &str, f: &ServerFilter, paged: bool) -> (String, Vec<String>) {
-    let mut sql = format!("SELECT {what} FROM servers WHERE 1 = 1");
+    let mut sql = format!("SELECT {what} FROM {SERVERS_NOW} WHERE 1 = 1");
     let mut binds: Vec<String> = Vec::new();
     if let Some(g) = f.game.as_deref().filter(|g| !g.is_empty()) {
         binds.push(g.to_string());
@@ -152,7 +165,7 @@ impl Store {
 
     /// One server's latest state.
     pub async fn server(&self, addr: &str) -> Result<Option<ServerRow>, StoreError> {
-        let sql = format!("SELECT {SERVER_COLUMNS} FROM servers WHERE addr = $1");
+        let sql = format!("SELECT {SERVER_COLUMNS} FROM {SERVERS_NOW} WHERE addr = $1");
         let row = self.fetch_optional(sqlx::query(&sql).bind(addr)).await?;
         Ok(row.as_ref().map(server_row).transpose()?)
     }

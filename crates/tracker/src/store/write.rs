@@ -6,8 +6,9 @@
 //!
 //! - one `series` row per server (its numbers this round),
 //! - a `server_changes` row and a `servers` upsert for each server whose state changed (name,
-//!   map, gametype, slots, password, up/down, status, record, country), and a narrow update of
-//!   the browser's numbers (last seen, players, bots, ping) for the others,
+//!   map, gametype, slots, password, up/down, status, record, country); the browser's numbers
+//!   (last seen, players, bots, ping) are read from the latest series row, so an unchanged
+//!   server's row is not written at all,
 //! - the sessions that opened (and their players' identities) and closed,
 //! - the scores and last-seen times of a rotating `1/flush_rounds` of the open sessions,
 //! - the round's row.
@@ -104,6 +105,18 @@ pub fn cap_record(rec: &mut Record) {
 /// rest changes. At most [`MAX_RECORD_BYTES`]: a bigger one loses its rules and extra
 /// fields, then everything but its address, game and status, and says so.
 pub fn stored_record(rec: &Record) -> Result<String, StoreError> {
+    let over = rec.info.as_ref().is_some_and(|i| {
+        i.warnings.len() > MAX_WARNINGS || i.players.as_ref().is_some_and(|p| p.len() > MAX_PLAYERS)
+    });
+    let capped;
+    let rec = if over {
+        let mut r = rec.clone();
+        cap_record(&mut r);
+        capped = r;
+        &capped
+    } else {
+        rec
+    };
     let mut v = serde_json::to_value(rec)?;
     if let Some(o) = v.as_object_mut() {
         for k in [
@@ -145,6 +158,25 @@ pub fn stored_record(rec: &Record) -> Result<String, StoreError> {
         "warnings": [format!("record of {} bytes over the store's {MAX_RECORD_BYTES}: not stored", json.len())],
     })
     .to_string())
+}
+
+/// A hash of what [`stored_record`] keeps of a record, computed without writing the JSON (a
+/// round writes the record only of the servers whose hash changed).
+pub(super) fn record_hash(rec: &Record) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    (&rec.address, &rec.game, rec.status, &rec.error).hash(&mut h);
+    if let Some(i) = &rec.info {
+        (i.name.as_bytes(), i.name.dialect().id(), i.map.as_bytes()).hash(&mut h);
+        (&i.gametype, &i.version, i.max_players, i.password).hash(&mut h);
+        (&i.warnings, i.truncated, i.unverified, i.rules.len()).hash(&mut h);
+        for pair in i.rules.pairs() {
+            pair.hash(&mut h);
+        }
+        if let Some(e) = &i.extra {
+            serde_json::to_vec(&**e).ok().hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 /// PostgreSQL's `TEXT` cannot hold U+0000, which a server can send in a name or a map
@@ -225,14 +257,6 @@ async fn insert_rows(
 /// in `VALUES` as text).
 fn lit(v: Option<i64>) -> String {
     v.map_or_else(|| "CAST(NULL AS BIGINT)".into(), |v| v.to_string())
-}
-
-/// A float as an SQL literal (finite values only; anything else is `NULL`).
-fn lit_f(v: Option<f64>) -> String {
-    match v.filter(|v| v.is_finite()) {
-        Some(v) => format!("CAST({v:?} AS DOUBLE PRECISION)"),
-        None => "CAST(NULL AS DOUBLE PRECISION)".into(),
-    }
 }
 
 /// Runs `head (row), (row)… tail` for rows of literal SQL values, [`LITERAL_ROWS`] a
@@ -333,7 +357,7 @@ impl State {
         let mut st = State::default();
         let rows = sqlx::query(
             "SELECT id, addr, status, error, country, last_online, up_since, down_since, \
-             name_raw, dialect, map, gametype, max_players, password, record FROM servers",
+             name_raw, dialect, map, gametype, max_players, password, record_hash FROM servers",
         )
         .fetch_all(&mut *conn)
         .await?;
@@ -346,7 +370,7 @@ impl State {
             let map: Option<String> = r.try_get(10)?;
             let gametype: Option<String> = r.try_get(11)?;
             let password: Option<i64> = r.try_get(13)?;
-            let record: String = r.try_get(14)?;
+            let record: Option<i64> = r.try_get(14)?;
             let id: i64 = r.try_get(0)?;
             by_id.insert(id, addr.clone());
             st.servers.insert(
@@ -364,7 +388,7 @@ impl State {
                     ),
                     status,
                     error: r.try_get(3)?,
-                    record: hash_of(&record),
+                    record: record.map_or(0, |h| u64::from_ne_bytes(h.to_ne_bytes())),
                     country: r.try_get(4)?,
                     last_online: r.try_get(5)?,
                     up_since: r.try_get(6)?,
@@ -480,13 +504,12 @@ pub(super) async fn write(
     let mut players_total = 0i64;
     let mut seen: HashSet<&str> = HashSet::new();
     let mut upserts: Vec<Vec<Val>> = Vec::new();
-    let mut volatile: Vec<String> = Vec::new();
     // (addr, series row without the id)
     let mut series: Vec<(String, String)> = Vec::new();
     let mut changes: Vec<(String, Vec<Val>)> = Vec::new();
     let mut opens: Vec<NewSession> = Vec::new();
     let mut flushes: Vec<SessionUpdate> = Vec::new();
-    let mut records: Vec<Record> = Vec::new();
+    let mut records: Vec<&Record> = Vec::new();
 
     for rec in &round.records {
         let Some(addr) = rec.address.as_deref() else {
@@ -496,12 +519,10 @@ pub(super) async fn write(
         if !seen.insert(addr) {
             continue;
         }
-        let mut rec = rec.clone();
-        cap_record(&mut rec);
         records.push(rec);
     }
 
-    for rec in &records {
+    for &rec in &records {
         let Some(addr) = rec.address.as_deref() else {
             continue;
         };
@@ -530,8 +551,7 @@ pub(super) async fn write(
             password,
         );
         let country = round.countries.get(addr).cloned();
-        let json = stored_record(rec)?;
-        let record_hash = hash_of(&json);
+        let record_hash = record_hash(rec);
         let rtt = rec.rtt_ms.filter(|r| r.is_finite());
         let rtt_tenths = rtt.map(|r| (r * 10.0).round() as i64);
         series.push((
@@ -587,17 +607,10 @@ pub(super) async fn write(
                 Val::S(country.clone()),
                 Val::I(up_since),
                 Val::I(down_since),
-                Val::S(Some(json)),
+                Val::S(Some(stored_record(rec)?)),
+                // The hash as its bits.
+                Val::I(Some(i64::from_ne_bytes(record_hash.to_ne_bytes()))),
             ]);
-        } else if let Some(s) = known {
-            volatile.push(format!(
-                "{}, {at}, {}, {}, {}, {}",
-                s.id,
-                lit(last_online),
-                lit(num_players),
-                lit(num_bots),
-                lit_f(rtt)
-            ));
         }
         if changed {
             changes.push((
@@ -732,7 +745,7 @@ pub(super) async fn write(
         tx,
         "INSERT INTO servers (addr, game, first_seen, last_seen, last_online, status, error, \
          name_raw, name, dialect, map, gametype, num_players, max_players, num_bots, rtt_ms, \
-         password, country, up_since, down_since, record) VALUES ",
+         password, country, up_since, down_since, record, record_hash) VALUES ",
         " ON CONFLICT (addr) DO UPDATE SET game = excluded.game, \
          last_seen = excluded.last_seen, \
          last_online = COALESCE(excluded.last_online, servers.last_online), \
@@ -748,7 +761,7 @@ pub(super) async fn write(
          password = COALESCE(excluded.password, servers.password), \
          country = COALESCE(excluded.country, servers.country), \
          up_since = excluded.up_since, down_since = excluded.down_since, \
-         record = excluded.record RETURNING id, addr",
+         record = excluded.record, record_hash = excluded.record_hash RETURNING id, addr",
         upserts,
     )
     .await?;
@@ -759,14 +772,6 @@ pub(super) async fn write(
             s.id = id;
         }
     }
-    literal_rows(
-        tx,
-        "UPDATE servers SET last_seen = v.column2, last_online = v.column3, \
-         num_players = v.column4, num_bots = v.column5, rtt_ms = v.column6 FROM (VALUES ",
-        ") AS v WHERE servers.id = v.column1",
-        &volatile,
-    )
-    .await?;
     let series: Vec<String> = series
         .into_iter()
         .map(|(addr, row)| format!("{}, {row}", id_in(&st.servers, &addr)))
