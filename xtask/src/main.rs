@@ -28,6 +28,12 @@
 //!   victim network and in all), registration during a heartbeat flood, spoofed delisting.
 //! - `bench decode` — the criterion `decode` benchmarks of every family codec crate, then
 //!   every family's whole fixture corpus through the registry (`tests/benches/decode.rs`).
+//! - `bench track [--rounds N] [--servers N] [--players N] [--search-days D] [--postgres URL]`
+//!   — the tracker's storage under a churn model (`crates/tracker/examples/track_bench.rs`,
+//!   docs/tracker.md "Scale"): rounds of 10,000 servers written through the real store into a
+//!   temp SQLite file (or the PostgreSQL database named), the bytes each table grows by, the
+//!   round write time, downsampling, and a 30-day player search; prints `projected storage:
+//!   X GB/day`, `round write: median X s, max Y s` and `player search (30 days): X ms`.
 //! - `fuzz [--seconds N]` — runs every cargo-fuzz target (`fuzz/fuzz_targets/*.rs`, needs
 //!   `cargo install cargo-fuzz`), its corpus seeded from every `tests/fixtures/*/{ok,err}`.
 
@@ -58,14 +64,15 @@ fn main() -> ExitCode {
             Some("master") => bench_master_cmd(&args[2..]),
             Some("attack") => bench_attack_cmd(&args[2..]),
             Some("decode") => bench_decode::bench_decode(),
+            Some("track") => bench_track(&args[2..]),
             _ => Err(anyhow::anyhow!(
-                "usage: cargo xtask bench scan|master|attack|decode"
+                "usage: cargo xtask bench scan|master|attack|decode|track"
             )),
         },
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("completions") => completions::completions(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | test-copies [--copies N] [--rounds R] | capture GAME ADDR NAME | bench scan|master|attack|decode | fuzz [--seconds N] | completions [--out DIR]");
+            eprintln!("usage: cargo xtask test | test-copies [--copies N] [--rounds R] | capture GAME ADDR NAME | bench scan|master|attack|decode|track | fuzz [--seconds N] | completions [--out DIR]");
             return ExitCode::from(2);
         }
     };
@@ -120,6 +127,22 @@ fn bench_master_cmd(args: &[String]) -> Result<()> {
         servers,
         dpmaster.as_deref(),
     )
+}
+
+/// `bench track`: the storage bench, an example of the tracker crate run in release.
+fn bench_track(args: &[String]) -> Result<()> {
+    run(Command::new("cargo")
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "fragstat-tracker",
+            "--example",
+            "track_bench",
+            "--",
+        ])
+        .args(args))
 }
 
 fn bench_attack_cmd(args: &[String]) -> Result<()> {

@@ -47,6 +47,31 @@ pub(crate) fn ensure_twbots() -> Result<Option<PathBuf>> {
     Ok(Some(modules))
 }
 
+/// The GeoIP database the tracker's country tests read: the CC0 npm package of
+/// ip-location-db (country by IP, from the RIRs' data), installed under `target/geoip` and
+/// passed to the tests as `FRAGSTAT_GEOIP_MMDB`.
+const GEOIP_PACKAGE: &str = "@ip-location-db/geo-whois-asn-country-mmdb@2.3.2026061719";
+
+/// Installs the GeoIP test database when it is missing; the `.mmdb` file, or `None` when
+/// npm is not there.
+pub(crate) fn ensure_geoip() -> Result<Option<PathBuf>> {
+    let prefix = root().join("target/geoip");
+    let file = prefix
+        .join("node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb");
+    if file.is_file() {
+        return Ok(Some(file));
+    }
+    if which("npm").is_none() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&prefix)?;
+    run(Command::new("npm")
+        .args(["install", "--no-save", "--prefix"])
+        .arg(&prefix)
+        .arg(GEOIP_PACKAGE))?;
+    Ok(Some(file))
+}
+
 fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
@@ -214,6 +239,9 @@ pub(crate) fn test() -> Result<()> {
     cargo.args(["test", "--workspace"]);
     if let Some(modules) = ensure_twbots()? {
         cargo.env("FRAGSTAT_TWBOTS", modules);
+    }
+    if let Some(mmdb) = ensure_geoip()? {
+        cargo.env("FRAGSTAT_GEOIP_MMDB", mmdb);
     }
     run(&mut cargo)?;
     // The core and every codec must stay sans-IO: no tokio in their normal dependency tree.

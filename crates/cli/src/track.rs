@@ -193,8 +193,9 @@ pub async fn run_tracker(config: Config) -> anyhow::Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
-            "tracking into {database} ({}); browse http://{addr}/",
-            tracker.store().backend()
+            "tracking into {database} ({}); browse http://{addr}{}/",
+            tracker.store().backend(),
+            tracker.config().web.base()
         );
         let _ = out.flush();
     }

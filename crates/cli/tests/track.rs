@@ -36,11 +36,44 @@ fn rounds(tracker: &mut Running, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// The servers' addresses in the browser's rows, in order.
+fn row_addrs(dom: &str) -> Vec<String> {
+    dom.split("<tr class=\"server ")
+        .skip(1)
+        .filter_map(|r| attr_after(r, "", "data-addr=\""))
+        .collect()
+}
+
+/// The value of the first `attr` (`href="`) after `marker` in `dom`.
+fn attr_after(dom: &str, marker: &str, attr: &str) -> Option<String> {
+    let rest = dom.get(dom.find(marker)? + marker.len()..)?;
+    let rest = rest.get(rest.find(attr)? + attr.len()..)?;
+    Some(rest.get(..rest.find('"')?)?.replace("&amp;", "&"))
+}
+
+/// The link of the header that sorts by `key`.
+fn header_href(dom: &str, key: &str) -> Option<String> {
+    let at = dom.find(&format!("data-sort=\"{key}\""))?;
+    let head = dom.get(..at)?;
+    let start = head.rfind("href=\"")? + 6;
+    let rest = dom.get(start..)?;
+    Some(rest.get(..rest.find('"')?)?.replace("&amp;", "&"))
+}
+
+/// A page's link (`/…`) as a URL of the tracker at `base` (`http://…/`).
+fn absolute(base: &str, link: &str) -> String {
+    format!("{}{link}", base.trim_end_matches('/'))
+}
+
 const HOSTILE: &str = "^1<script>alert(1)</script>^7' OR 1=1 DROP TABLE servers--";
 
 #[test]
 fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
-    let Some(oa) = OpenArena::start(OpenArenaConfig::default()) else {
+    // Three bots and no human: the page must say 0 humans (+3 bots).
+    let Some(oa) = OpenArena::start(OpenArenaConfig {
+        bots: vec!["sarge".into(), "grism".into(), "kyonshi".into()],
+        ..OpenArenaConfig::default()
+    }) else {
         return;
     };
     let chromium = Chromium::find();
@@ -71,6 +104,21 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
             "2",
         ],
     );
+    // A DDNet server listed by an HTTP servers.json that says where it is (`eu:de`): its
+    // flag comes from the list, not from an address (loopback has no country).
+    let ddnet = spawn_serve(
+        bin(),
+        &[
+            "ddnet",
+            "--listen",
+            "127.0.0.1:0",
+            "--players",
+            "4",
+            "--master",
+            "--master-listen",
+            "127.0.0.1:0",
+        ],
+    );
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("track.db");
     let config = dir.path().join("track.toml");
@@ -79,10 +127,12 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         format!(
             "database = {db:?}\nlisten = \"127.0.0.1:0\"\ninterval_secs = 2.5\ntimeout_ms = 300\nretries = 2\n\n\
              [[source]]\ngame = \"q3\"\nmasters = [\"{}\"]\nservers = [\"{}\"]\n\n\
-             [[source]]\ngame = \"openarena\"\nservers = [\"{}\"]\n",
+             [[source]]\ngame = \"openarena\"\nservers = [\"{}\"]\n\n\
+             [[source]]\ngame = \"ddnet\"\nmasters = [\"{}\"]\n",
             farm.master.unwrap(),
             hostile.servers[0],
-            oa.addr
+            oa.addr,
+            ddnet.master_url.as_deref().expect("the DDNet list's URL"),
         ),
     )
     .unwrap();
@@ -94,14 +144,14 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
     assert!(
         rounds
             .iter()
-            .all(|r| r.contains("5 of 5 servers online") && r.contains("listed 3")),
+            .all(|r| r.contains("6 of 6 servers online") && r.contains("listed 3")),
         "{rounds:?}"
     );
 
     // The API: the farm, the hostile server and the real OpenArena server with its bots.
     let api = get_json(&format!("{url}api/servers"));
     let servers = api["servers"].as_array().unwrap();
-    assert_eq!(servers.len(), 5, "{api}");
+    assert_eq!(servers.len(), 6, "{api}");
     let oa_row = servers
         .iter()
         .find(|s| s["addr"] == oa.addr.to_string())
@@ -109,8 +159,21 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
     assert_eq!(oa_row["game"], "openarena");
     assert_eq!(oa_row["status"], "online");
     assert_eq!(oa_row["name_raw"], "My ^1OA^7 Server");
-    assert_eq!(oa_row["num_players"], 2);
+    // getinfo + getstatus: the bots are told apart (ioq3's getstatus pings bots as 0).
+    assert_eq!(oa_row["num_players"], 3, "{oa_row}");
+    assert_eq!(oa_row["num_bots"], 3, "{oa_row}");
+    assert_eq!(oa_row["num_humans"], 0, "{oa_row}");
     assert_eq!(oa_row["map"], "oa_dm1");
+    assert_eq!(oa_row["game_title"], "OpenArena");
+    let dd_row = servers
+        .iter()
+        .find(|s| s["game"] == "ddnet")
+        .expect("DDNet row");
+    assert_eq!(dd_row["country"], "DE", "{dd_row}");
+    assert_eq!(
+        dd_row["join_url"],
+        format!("ddnet://{}", dd_row["addr"].as_str().unwrap())
+    );
     let seg = oa.addr.to_string().replace(':', "%3A");
     let detail = get_json(&format!("{url}api/servers/{seg}"));
     let mut names: Vec<String> = detail["players"]
@@ -120,7 +183,15 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         .map(|p| p["name"].as_str().unwrap().to_lowercase())
         .collect();
     names.sort();
-    assert_eq!(names, ["grism", "sarge"], "{detail}");
+    assert_eq!(names, ["grism", "kyonshi", "sarge"], "{detail}");
+    assert!(
+        detail["players"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["is_bot"] == true),
+        "{detail}"
+    );
     assert_eq!(detail["record"]["rules"]["gamename"], "baseoa");
     // Where is Sarge playing? On the real server.
     let found = get_json(&format!("{url}api/players?q=SARGE"));
@@ -136,7 +207,7 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
     assert!(history["history"].as_array().unwrap().len() >= 3);
     let (_, metrics) = get(&format!("{url}metrics"));
     assert!(
-        metrics.contains("fragstat_tracker_players{game=\"openarena\"} 2"),
+        metrics.contains("fragstat_tracker_players{game=\"openarena\"} 3"),
         "{metrics}"
     );
 
@@ -146,9 +217,16 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         let dom = chromium.dump_dom(&url, 3000);
         assert_eq!(
             dom.matches("<tr class=\"server online\"").count(),
-            5,
+            6,
             "{dom}"
         );
+        // Humans and bots apart; the DDNet server's flag (🇩🇪, from its list's location).
+        assert!(dom.contains("0 (+3 bots)/8"), "{dom}");
+        assert!(
+            dom.contains("<span class=\"flag\" role=\"img\" aria-label=\"DE\" title=\"DE\">\u{1F1E9}\u{1F1EA}</span><span class=\"cc\">DE</span>"),
+            "{dom}"
+        );
+        assert!(dom.contains("href=\"ddnet://"), "{dom}");
         assert!(
             dom.contains("id=\"updated\">updated "),
             "the refresh did not run: {dom}"
@@ -166,14 +244,66 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
             1,
             "{dom}"
         );
+        // Sorting: follow the Name header's link (what a click does), the rows reorder —
+        // after the refresh script ran, which keeps the page's sort.
+        let dom = chromium.dump_dom(&url, 3000);
+        let default_order = row_addrs(&dom);
+        let name_link = header_href(&dom, "name").expect("the Name header's link");
+        let sorted = chromium.dump_dom(&absolute(&url, &name_link), 3000);
+        assert!(sorted.contains("aria-sort=\"ascending\""), "{sorted}");
+        let by_name = row_addrs(&sorted);
+        assert_eq!(by_name.len(), 6, "{sorted}");
+        assert_ne!(by_name, default_order, "sorting by name reordered nothing");
+        let desc_link = header_href(&sorted, "name").expect("the Name header again");
+        let reversed = row_addrs(&chromium.dump_dom(&absolute(&url, &desc_link), 3000));
+        let mut online_by_name = by_name.clone();
+        online_by_name.reverse();
+        assert_eq!(
+            reversed, online_by_name,
+            "a second click reverses the order"
+        );
+        // Pagination: two rows a page; page 2 exists and differs, also after the refresh.
+        let page1 = chromium.dump_dom(&format!("{url}?per_page=2&sort=name"), 3000);
+        let rows1 = row_addrs(&page1);
+        assert_eq!(rows1.len(), 2, "{page1}");
+        let next = attr_after(&page1, "rel=\"next\"", "href=\"").expect("a next link");
+        let page2 = chromium.dump_dom(&absolute(&url, &next), 3000);
+        let rows2 = row_addrs(&page2);
+        assert_eq!(rows2.len(), 2, "{page2}");
+        assert!(
+            rows1.iter().all(|a| !rows2.contains(a)),
+            "{rows1:?} {rows2:?}"
+        );
+        assert_eq!(&by_name[2..4], &rows2[..], "page 2 of the same order");
+
         let page = format!("{url}server/{seg}");
         let dom = chromium.dump_dom(&page, 1000);
         assert!(dom.contains("<svg id=\"chart\""), "{dom}");
         assert!(dom.contains("<polyline class=\"players\""), "{dom}");
-        assert_eq!(dom.matches("<tr class=\"player\"").count(), 2, "{dom}");
+        // The bots, marked as bots.
+        assert_eq!(dom.matches("<tr class=\"player bot\"").count(), 3, "{dom}");
+        assert_eq!(dom.matches("<span class=\"badge bot\"").count(), 3, "{dom}");
+        assert!(dom.contains("Server variables"), "{dom}");
+        // The player page, linked from the name.
+        let player =
+            attr_after(&dom, "<tr class=\"player bot\"", "href=\"").expect("a player link");
+        assert!(player.contains("/player/"), "{player}");
+        let player_page = absolute(&url, &player);
+        let pdom = chromium.dump_dom(&player_page, 1000);
+        assert!(pdom.contains("<tr class=\"session\""), "{pdom}");
+        assert!(pdom.contains("id=\"played\""), "{pdom}");
+        // The DDNet server's page: race times, not -9999.
+        let dd_seg = dd_row["addr"].as_str().unwrap().replace(':', "%3A");
+        let dd_page = format!("{url}server/{dd_seg}");
+        let ddom = chromium.dump_dom(&dd_page, 1000);
+        assert!(ddom.contains(">Time</th>"), "{ddom}");
+        assert!(!ddom.contains("-9999"), "{ddom}");
         let out = artifacts("tracker-e2e");
         chromium.screenshot(&url, &out.join("browser.png"), 1100, 700, 3000);
-        chromium.screenshot(&page, &out.join("server.png"), 1100, 1000, 1000);
+        chromium.screenshot(&page, &out.join("server.png"), 1100, 1300, 1000);
+        chromium.screenshot(&url, &out.join("phone.png"), 390, 844, 3000);
+        chromium.screenshot(&player_page, &out.join("player.png"), 1100, 700, 1000);
+        chromium.screenshot(&dd_page, &out.join("ddnet.png"), 1100, 1300, 1000);
         eprintln!("screenshots in {}", out.display());
     }
 
@@ -250,12 +380,9 @@ fn sigkill_mid_round_keeps_earlier_rounds() {
             let counts = store.counts().await.unwrap();
             let servers: i64 = rounds.iter().map(|r| r.servers).sum();
             let players: i64 = rounds.iter().map(|r| r.players).sum();
+            assert_eq!(counts.series, servers, "run {i}: a round was half written");
             assert_eq!(
-                counts.snapshots, servers,
-                "run {i}: a round was half written"
-            );
-            assert_eq!(
-                counts.player_snapshots, players,
+                counts.series_players, players,
                 "run {i}: a round was half written"
             );
             assert!(

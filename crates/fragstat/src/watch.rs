@@ -1,7 +1,7 @@
 //! [`Client::poll`]: one scan of masters' lists and named servers (what the tracker does
 //! every round); [`Client::watch`]: that scan every interval, its [`Event`]s as a stream.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -103,11 +103,34 @@ pub fn unix_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// Gives a probed record the location its master listed (DDNet's servers.json
+/// `location`, which the server's own reply does not carry), unless it has one.
+fn with_location(record: &mut Record, location: &str) {
+    #[cfg(feature = "teeworlds")]
+    {
+        use crate::teeworlds::ServerExtra;
+        let Some(info) = record.info.as_mut() else {
+            return;
+        };
+        let Some(extra) = info.extra_as::<ServerExtra>() else {
+            return;
+        };
+        if extra.location.is_some() {
+            return;
+        }
+        let mut extra = extra.clone();
+        extra.location = Some(location.to_string());
+        info.set_extra(extra);
+    }
+    #[cfg(not(feature = "teeworlds"))]
+    let _ = (record, location);
+}
+
 impl Client {
     /// Asks every source's masters at once (UDP or HTTP by the game's master kind; lists
     /// merged, filtered and capped by the client), adds the named servers, and scans every
     /// server once with `ask` (each address once, the first source naming it giving its
-    /// game).
+    /// game). A server a DDNet list places (`location`) has that location in its record.
     pub async fn poll(&self, sources: &[Source], ask: Ask) -> Polled {
         let at = unix_ms();
         let with_masters: Vec<&Source> = sources.iter().filter(|s| !s.masters.is_empty()).collect();
@@ -121,10 +144,24 @@ impl Client {
         let mut targets: Vec<(GameRef, SocketAddr)> = Vec::new();
         let mut seen = HashSet::new();
         let mut failed: Vec<Record> = Vec::new();
+        // Where a list says a server is (DDNet's servers.json `location`), for its record.
+        #[cfg_attr(not(feature = "teeworlds"), allow(unused_mut))]
+        let mut locations: HashMap<SocketAddr, String> = HashMap::new();
         for (source, list) in with_masters.iter().zip(lists) {
             let game = source.game.id().to_string();
             match list {
                 Ok(list) => {
+                    #[cfg(feature = "teeworlds")]
+                    for l in list.entries() {
+                        let location = l.entry.info.as_ref().and_then(|i| {
+                            i.extra_as::<crate::teeworlds::ServerExtra>()?
+                                .location
+                                .clone()
+                        });
+                        if let Some(loc) = location {
+                            locations.insert(l.entry.addr, loc);
+                        }
+                    }
                     for r in list.reports() {
                         masters.push(PolledMaster {
                             game: game.clone(),
@@ -174,7 +211,10 @@ impl Client {
         let mut records: Vec<Option<Record>> = vec![None; targets.len()];
         let mut scan = self.scan_each(targets).ask(ask).dedupe(false).indexed();
         while let Some(item) = scan.next().await {
-            let record = crate::client::record(&item.game, item.addr, item.result);
+            let mut record = crate::client::record(&item.game, item.addr, item.result);
+            if let Some(loc) = locations.get(&item.addr) {
+                with_location(&mut record, loc);
+            }
             if let Some(slot) = records.get_mut(item.index) {
                 *slot = Some(record);
             }

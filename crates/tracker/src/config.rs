@@ -8,7 +8,17 @@
 //! timeout_ms = 500                      # per attempt
 //! retries = 5                         # after the first attempt
 //! concurrency = 1024                    # queries in flight
-//! snapshot_records = true               # keep every round's whole JSON record
+//!
+//! [history]                             # how history is kept (all optional)
+//! raw_hours = 24                        # per-round series (players, bots, ping) this long…
+//! bucket_minutes = 10                   # …then one row per server per 10 minutes
+//! series_hours = 168                    # downsampled series   } each defaults to
+//! changes_hours = 168                   # server state changes } retention_hours
+//! sessions_hours = 168                  # closed player sessions }
+//! players_hours = 168                   # players not seen since }
+//! rounds_hours = 168                    # rounds, and servers not probed since }
+//! session_gap_secs = 300                # a server silent this long ends its sessions
+//! flush_rounds = 10                     # open sessions' scores written every 10 rounds
 //!
 //! [[source]]
 //! game = "q3"
@@ -28,7 +38,12 @@
 //! max_per_ip = 16                       # open at once from one host (IPv4 address, IPv6 /64)
 //! connecting_ip_header = "X-Real-IP"    # behind a proxy: the client's IP, believed only
 //! trusted_proxies = ["127.0.0.1/32"]    # from these networks
+//! title = "fragstat track"              # the pages' title
+//! base_path = ""                        # behind a reverse proxy on a sub-path: "/servers"
+//! cors_origins = []                     # origins allowed to read the API from a browser, or ["*"]
 //! ```
+//!
+//! `geoip = "PATH"` (top level) names an MMDB file for the servers' countries (docs/tracker.md).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -81,6 +96,15 @@ pub struct WebConfig {
     pub connecting_ip_header: Option<String>,
     /// Networks (CIDR) or addresses of the proxies whose header is believed.
     pub trusted_proxies: Vec<String>,
+    /// The site's title, shown in every page's heading and `<title>`.
+    pub title: String,
+    /// The path the site is served under behind a reverse proxy (`/servers`), or empty: every
+    /// link, form, script and API URL the pages write starts with it, and the routes are
+    /// served under it.
+    pub base_path: String,
+    /// Origins allowed to read the API from a browser (CORS): `https://example.org`, or `*`
+    /// for any. Empty (the default): no CORS headers.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for WebConfig {
@@ -91,11 +115,64 @@ impl Default for WebConfig {
             max_per_ip: l.max_per_ip,
             connecting_ip_header: None,
             trusted_proxies: Vec::new(),
+            title: DEFAULT_TITLE.into(),
+            base_path: String::new(),
+            cors_origins: Vec::new(),
         }
     }
 }
 
+/// The pages' title when `[web] title` is not given.
+pub const DEFAULT_TITLE: &str = "fragstat track";
+
 impl WebConfig {
+    /// The base path as the router and the pages use it: empty, or `/a/b` (no trailing
+    /// slash).
+    pub fn base(&self) -> &str {
+        self.base_path.trim_end_matches('/')
+    }
+
+    /// Checks the title, the base path and the CORS origins.
+    pub fn check_site(&self) -> Result<(), String> {
+        if self.title.trim().is_empty() || self.title.len() > 200 {
+            return Err("[web] title must be 1 to 200 bytes".into());
+        }
+        let base = self.base();
+        if !base.is_empty() {
+            let ok = base.starts_with('/')
+                && !base.contains("//")
+                && base.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~')
+                })
+                && !base.split('/').any(|seg| seg == "." || seg == "..");
+            if !ok {
+                return Err(format!(
+                    "[web] base_path {:?} must be a path like \"/servers\" (letters, digits, - _ . ~ and /)",
+                    self.base_path
+                ));
+            }
+        }
+        for o in &self.cors_origins {
+            if o == "*" {
+                continue;
+            }
+            let parsed = url::Url::parse(o).ok();
+            let ok = parsed.as_ref().is_some_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && !o.ends_with('/')
+            });
+            if !ok {
+                return Err(format!(
+                    "[web] cors_origins: {o:?} is not an origin like \"https://example.org\" (or \"*\")"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The guard's limits.
     pub fn limits(&self) -> fragstat_http_guard::Limits {
         fragstat_http_guard::Limits {
@@ -126,6 +203,34 @@ pub enum WebhookFormat {
     Discord,
 }
 
+/// `[history]`: how history is kept. Every retention defaults to `retention_hours` (0: keep
+/// for ever).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    /// Hours the per-round series (players, bots, ping of every server every round) are
+    /// kept before they are downsampled (default 24).
+    pub raw_hours: Option<f64>,
+    /// Minutes per downsampled series row (default 10).
+    pub bucket_minutes: Option<f64>,
+    /// Hours the downsampled series are kept.
+    pub series_hours: Option<f64>,
+    /// Hours server state changes (map, name, slots, up/down) are kept; each server's latest
+    /// is kept whatever its age.
+    pub changes_hours: Option<f64>,
+    /// Hours closed player sessions are kept.
+    pub sessions_hours: Option<f64>,
+    /// Hours a player not seen (and with no session left) is kept.
+    pub players_hours: Option<f64>,
+    /// Hours rounds are kept, and servers not probed.
+    pub rounds_hours: Option<f64>,
+    /// Seconds a server may stay silent before its players' sessions end (default 300).
+    pub session_gap_secs: Option<f64>,
+    /// Open sessions' scores and last-seen times are written every this many rounds
+    /// (default 10).
+    pub flush_rounds: Option<u64>,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -154,9 +259,9 @@ pub struct Config {
     /// Stop after this many rounds (0: run until interrupted).
     #[serde(default)]
     pub rounds: u64,
-    /// Keep each snapshot's whole JSON record (every server variable), not only its counts,
-    /// map and ping. The record is most of a snapshot's size (docs/tracker.md); the latest
-    /// record of every server is kept either way.
+    /// Schema 1 kept each round's whole JSON record when true. Since schema 2 history is
+    /// kept as changes (`[history]`) and only each server's latest record is stored: the key
+    /// is still read, so older files load, and has no effect.
     #[serde(default = "default_true")]
     pub snapshot_records: bool,
     /// POST each round's events to this URL (http or https).
@@ -177,12 +282,19 @@ pub struct Config {
     /// `/api/events` clients at once; more are answered 503.
     #[serde(default = "default_sse_max_clients")]
     pub sse_max_clients: usize,
+    /// How history is kept.
+    #[serde(default)]
+    pub history: HistoryConfig,
     /// What to poll.
     #[serde(default, rename = "source")]
     pub sources: Vec<Source>,
-    /// The web server's guard.
+    /// The web server's guard and the site's title, base path and CORS origins.
     #[serde(default)]
     pub web: WebConfig,
+    /// An MMDB file (GeoIP country database) to look the servers' countries up in, locally;
+    /// none: countries only where a server declares one (docs/tracker.md, "Countries").
+    #[serde(default)]
+    pub geoip: Option<std::path::PathBuf>,
 }
 
 fn default_webhook_tries() -> u32 {
@@ -240,8 +352,10 @@ impl Default for Config {
             webhook_timeout_ms: default_webhook_timeout(),
             webhook_queue: default_webhook_queue(),
             sse_max_clients: default_sse_max_clients(),
+            history: HistoryConfig::default(),
             sources: Vec::new(),
             web: WebConfig::default(),
+            geoip: None,
         }
     }
 }
@@ -300,6 +414,7 @@ impl Config {
             )));
         }
         self.web.limits().check().map_err(ConfigError::Invalid)?;
+        self.web.check_site().map_err(ConfigError::Invalid)?;
         self.web
             .client_ip()
             .map_err(|e| ConfigError::Invalid(format!("[web]: {e}")))?;
@@ -322,6 +437,31 @@ impl Config {
                 "webhook_tries and webhook_queue must be at least 1, webhook_timeout_ms 1 to 3600000, sse_max_clients 1 to 100000".into(),
             ));
         }
+        let h = &self.history;
+        for (key, v) in [
+            ("raw_hours", h.raw_hours),
+            ("bucket_minutes", h.bucket_minutes),
+            ("series_hours", h.series_hours),
+            ("changes_hours", h.changes_hours),
+            ("sessions_hours", h.sessions_hours),
+            ("players_hours", h.players_hours),
+            ("rounds_hours", h.rounds_hours),
+            ("session_gap_secs", h.session_gap_secs),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && (0.0..=MAX_RETENTION_HOURS).contains(&v)) {
+                    return Err(ConfigError::Invalid(format!(
+                        "[history] {key} must be between 0 and {MAX_RETENTION_HOURS}"
+                    )));
+                }
+            }
+        }
+        if h.bucket_minutes.is_some_and(|b| b < 1.0 / 60.0) || h.flush_rounds == Some(0) {
+            return Err(ConfigError::Invalid(
+                "[history] bucket_minutes must be at least a second, flush_rounds at least 1"
+                    .into(),
+            ));
+        }
         if self.timeout_ms == 0 || self.concurrency == 0 {
             return Err(ConfigError::Invalid(
                 "timeout_ms and concurrency must be at least 1".into(),
@@ -338,6 +478,35 @@ impl Config {
     /// How long history is kept; `None` keeps everything.
     pub fn retention(&self) -> Option<Duration> {
         (self.retention_hours > 0.0).then(|| Duration::from_secs_f64(self.retention_hours * 3600.0))
+    }
+
+    /// How history is kept (`[history]`, each retention defaulting to `retention_hours`).
+    pub fn history(&self) -> crate::store::History {
+        let h = &self.history;
+        let hours = |v: Option<f64>| match v {
+            Some(v) if v > 0.0 => Some(Duration::from_secs_f64(v * 3600.0)),
+            Some(_) => None,
+            None => self.retention(),
+        };
+        let mut out = crate::store::History::keeping(self.retention());
+        if let Some(r) = h.raw_hours {
+            out.raw = Duration::from_secs_f64(r * 3600.0);
+        }
+        if let Some(b) = h.bucket_minutes {
+            out.bucket = Duration::from_secs_f64(b * 60.0);
+        }
+        out.series = hours(h.series_hours);
+        out.changes = hours(h.changes_hours);
+        out.sessions = hours(h.sessions_hours);
+        out.players = hours(h.players_hours);
+        out.rounds = hours(h.rounds_hours);
+        if let Some(g) = h.session_gap_secs {
+            out.session_gap = Duration::from_secs_f64(g);
+        }
+        if let Some(f) = h.flush_rounds {
+            out.flush_rounds = f;
+        }
+        out
     }
 }
 
@@ -409,7 +578,23 @@ mod tests {
             "interval_secs = 604800\nretention_hours = 876000\n{src}"
         ))
         .unwrap();
-        let _ = (c.interval(), c.retention());
+        let _ = (c.interval(), c.retention(), c.history());
+        // [history]: each retention defaults to retention_hours; 0 keeps for ever.
+        let c = Config::from_toml(&format!(
+            "retention_hours = 48\n{src}[history]\nraw_hours = 6\nsessions_hours = 0\nflush_rounds = 3\n"
+        ))
+        .unwrap();
+        let h = c.history();
+        assert_eq!(h.raw, Duration::from_secs(6 * 3600));
+        assert_eq!(h.series, Some(Duration::from_secs(48 * 3600)));
+        assert_eq!(h.sessions, None);
+        assert_eq!(h.flush_rounds, 3);
+        for bad in ["raw_hours = -1\n", "flush_rounds = 0\n", "bogus = 1\n"] {
+            assert!(
+                Config::from_toml(&format!("{src}[history]\n{bad}")).is_err(),
+                "{bad}"
+            );
+        }
         // The web guard's options.
         let c = Config::from_toml(&format!(
             "{src}[web]\nmax_per_ip = 4\nconnecting_ip_header = \"X-Real-IP\"\ntrusted_proxies = [\"127.0.0.1/32\"]\n"
@@ -417,11 +602,24 @@ mod tests {
         .unwrap();
         assert_eq!(c.web.limits().max_per_ip, 4);
         assert!(c.web.client_ip().unwrap().header.is_some());
+        let c = Config::from_toml(&format!(
+            "geoip = \"/x.mmdb\"\n{src}[web]\ntitle = \"My list\"\nbase_path = \"/servers/\"\ncors_origins = [\"https://example.org\", \"*\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(c.web.base(), "/servers");
+        assert_eq!(c.web.title, "My list");
+        assert_eq!(c.geoip.as_deref(), Some(std::path::Path::new("/x.mmdb")));
         for bad in [
             "[web]\nmax_connections = 0\n",
             "[web]\ntrusted_proxies = [\"10.0.0.0/8\"]\n",
             "[web]\nconnecting_ip_header = \"X-Real-IP\"\n",
             "[web]\nbogus = 1\n",
+            "[web]\nbase_path = \"servers\"\n",
+            "[web]\nbase_path = \"/a/../b\"\n",
+            "[web]\nbase_path = \"/a b\"\n",
+            "[web]\ntitle = \"\"\n",
+            "[web]\ncors_origins = [\"example.org\"]\n",
+            "[web]\ncors_origins = [\"https://example.org/path\"]\n",
         ] {
             assert!(Config::from_toml(&format!("{src}{bad}")).is_err(), "{bad}");
         }

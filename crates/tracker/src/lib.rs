@@ -1,10 +1,11 @@
 //! `fragstat track`: a live server browser with history.
 //!
 //! Every round the tracker asks the configured masters for their lists, probes every listed
-//! (and configured) server for its players through the engine, and writes one snapshot per
-//! server and one row per player in one transaction — to an embedded SQLite file by default,
-//! or to PostgreSQL for several trackers and readers (the same schema, kept by migrations).
-//! Rows older than the retention are pruned. A web server shows a server browser, a page per
+//! (and configured) server for its players through the engine, and writes what changed in one
+//! transaction — player sessions, server state changes and a per-round series of the numbers,
+//! downsampled after a day — to an embedded SQLite file by default, or to PostgreSQL for
+//! several trackers and readers (the same schema, kept by migrations). Each table keeps its
+//! rows for its own retention. A web server shows a server browser, a page per
 //! server with its player count over time, a player search, a JSON API described by OpenAPI,
 //! and Prometheus metrics.
 //!
@@ -26,6 +27,7 @@
 
 pub mod config;
 pub mod events;
+pub mod geoip;
 pub mod metrics;
 pub mod round;
 pub mod store;
@@ -37,6 +39,7 @@ use std::sync::Arc;
 use fragstat::Client;
 
 use crate::config::{Config, ConfigError};
+use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::round::RoundReport;
 use crate::store::{Store, StoreError};
@@ -78,6 +81,7 @@ pub struct Tracker {
     client: Client,
     metrics: Arc<Metrics>,
     events: events::Events,
+    countries: Arc<Countries>,
 }
 
 impl Tracker {
@@ -85,9 +89,11 @@ impl Tracker {
     /// sockets.
     pub async fn open(config: Config) -> Result<Tracker, TrackError> {
         config.check()?;
+        let countries = Countries::from_config(config.geoip.as_deref())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let store = Store::open(&config.database)
             .await?
-            .with_snapshot_records(config.snapshot_records);
+            .with_history(config.history());
         let client = round::client(&config)
             .await
             .map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -99,6 +105,7 @@ impl Tracker {
             client,
             metrics,
             events,
+            countries: Arc::new(countries),
         })
     }
 
@@ -124,13 +131,22 @@ impl Tracker {
             metrics: self.metrics.clone(),
             refresh_secs: self.config.interval_secs.clamp(1.0, 60.0),
             events: self.events.hub(),
+            site: web::Site::of(&self.config),
+            countries: self.countries.clone(),
         }
     }
 
     /// Runs one round now: poll, write, prune; then its events (to `/api/events` and the
     /// webhook).
     pub async fn round(&self) -> Result<RoundReport, StoreError> {
-        let r = round::round(&self.client, &self.store, &self.config, &self.metrics).await?;
+        let r = round::round(
+            &self.client,
+            &self.store,
+            &self.config,
+            &self.metrics,
+            &self.countries,
+        )
+        .await?;
         self.events.round(&r);
         Ok(r)
     }
@@ -164,7 +180,7 @@ impl Tracker {
             },
         ));
         tokio::select! {
-            () = round::run(&self.client, &self.store, &self.config, &self.metrics, |r| {
+            () = round::run(&self.client, &self.store, &self.config, &self.metrics, &self.countries, |r| {
                 self.events.round(r);
                 on_round(r);
             }) => {}

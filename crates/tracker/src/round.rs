@@ -2,7 +2,7 @@
 //! their lists (merged, filtered and capped by the client), the lists are merged with the
 //! configured servers, and every server is probed for its players in one scan
 //! (`concurrency` queries in flight, with retries). The round is then written in one
-//! transaction and old rows pruned.
+//! transaction (what changed), the old series downsampled and old rows pruned.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use fragstat::Client;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::store::{RoundData, Store, StoreError};
 
@@ -78,12 +79,20 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
             )
         })
         .collect();
-    let polled = client.poll(&sources, Ask::players()).await;
+    // Players and every variable: for the Quake III family that is getinfo with getstatus,
+    // whose counts (`clients`, `g_humanplayers`) tell the bots apart (getstatus alone does
+    // not); the server page shows the variables.
+    let mut polled = client.poll(&sources, Ask::everything()).await;
+    // At most so many players and warnings per server held and stored (R8).
+    for record in &mut polled.records {
+        crate::store::cap_record(record);
+    }
     RoundReport {
         data: RoundData {
             at: polled.at,
             finished: polled.finished,
             records: polled.records,
+            countries: Default::default(),
         },
         masters: polled
             .masters
@@ -101,6 +110,15 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
     }
 }
 
+/// Fills `data.countries` from its records: declared locations, else GeoIP.
+pub fn fill_countries(data: &mut RoundData, countries: &Countries) {
+    for r in &data.records {
+        if let (Some(addr), Some(c)) = (r.address.as_deref(), countries.country(r)) {
+            data.countries.insert(addr.to_string(), c);
+        }
+    }
+}
+
 /// Polls, writes the round in one transaction, prunes what is past retention, and updates
 /// the metrics.
 pub async fn round(
@@ -108,18 +126,18 @@ pub async fn round(
     store: &Store,
     config: &Config,
     metrics: &Arc<Metrics>,
+    countries: &Countries,
 ) -> Result<RoundReport, StoreError> {
     let mut report = poll(client, config).await;
+    fill_countries(&mut report.data, countries);
     let write = Instant::now();
     let written = store.write_round(&report.data).await;
     report.write = write.elapsed();
     metrics.observe_round(&report, report.write, written.is_ok());
     written?;
-    if let Some(keep) = config.retention() {
-        let keep = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-        let pruned = store.prune(report.data.at.saturating_sub(keep)).await?;
-        metrics.pruned(pruned);
-    }
+    // Downsampling and each table's retention (config `[history]`).
+    let pruned = store.maintain(report.data.at).await?;
+    metrics.pruned(pruned);
     Ok(report)
 }
 
@@ -131,6 +149,7 @@ pub async fn run(
     store: &Store,
     config: &Config,
     metrics: &Arc<Metrics>,
+    countries: &Countries,
     on_round: impl Fn(&RoundReport),
 ) {
     let mut ticker = tokio::time::interval(config.interval());
@@ -138,7 +157,7 @@ pub async fn run(
     let mut n = 0u64;
     loop {
         ticker.tick().await;
-        match round(client, store, config, metrics).await {
+        match round(client, store, config, metrics, countries).await {
             Ok(r) => on_round(&r),
             Err(e) => tracing::error!("round not written: {e}"),
         }

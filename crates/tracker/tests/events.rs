@@ -468,6 +468,7 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
             at,
             finished: at,
             records: records.clone(),
+            ..Default::default()
         },
         masters: Vec::new(),
         elapsed: Duration::ZERO,
@@ -491,6 +492,7 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
                 at: 3,
                 finished: 3,
                 records: records2,
+                ..Default::default()
             },
             masters: Vec::new(),
             elapsed: Duration::ZERO,

@@ -155,12 +155,16 @@ async fn pipeline(database: &str) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 
-    // Rows: 6 servers (one down) per round, a row per player per round.
+    // Rows: 6 servers (one down) in the series of each round; a session per player, all
+    // still open; a state row per server (none changed after the first round).
     let counts = store.counts().await.unwrap();
     assert_eq!(counts.rounds, 3, "{counts:?}");
     assert_eq!(counts.servers, 6, "{counts:?}");
-    assert_eq!(counts.snapshots, 18, "{counts:?}");
-    assert_eq!(counts.player_snapshots, 3 * (2 + 6 + 3 + 1), "{counts:?}");
+    assert_eq!(counts.series, 18, "{counts:?}");
+    assert_eq!(counts.series_players, 3 * (2 + 6 + 3 + 1), "{counts:?}");
+    assert_eq!(counts.sessions, 2 + 6 + 3 + 1, "{counts:?}");
+    assert_eq!(counts.open_sessions, counts.sessions, "{counts:?}");
+    assert_eq!(counts.changes, 6, "{counts:?}");
     let rounds = store.rounds(10).await.unwrap();
     assert!(
         rounds
@@ -230,32 +234,54 @@ async fn pipeline(database: &str) {
     let history = store.history(&green, 0).await.unwrap();
     assert_eq!(history.iter().map(|h| h.at).collect::<Vec<_>>(), ats);
     assert!(history.iter().all(|h| h.num_players == Some(6)));
-    let record: serde_json::Value = serde_json::from_str(
-        &store
-            .snapshot_record(&green, ats[0])
-            .await
-            .unwrap()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(record["num_players"], 6);
+    assert!(history.iter().all(|h| h.map.as_deref() == Some("q3dm6")));
+    let record: serde_json::Value =
+        serde_json::from_str(&store.server_record(&green).await.unwrap().unwrap()).unwrap();
     assert_eq!(record["rules"]["mapname"], "q3dm6");
     assert!(
         record.get("players").is_none(),
-        "players are rows of their own"
+        "players are sessions of their own"
     );
     let players = store.players_on(&green).await.unwrap();
     assert_eq!(players.len(), 6);
     assert_eq!(players[0].at, ats[2]);
+    assert_eq!(players[0].joined, ats[0]);
     let name = players[0].name_text().display();
     let found = store
         .find_players(&name.to_uppercase(), 0, 100)
         .await
         .unwrap();
+    // One player per identity (the emulators' names repeat on every server: one identity,
+    // last seen on one of them).
+    assert_eq!(found.len(), 1, "{name}: {found:?}");
+    assert_eq!(found[0].player_id, players[0].player_id);
+    assert!(found[0].online && found[0].addr.is_some(), "{found:?}");
+    // The player's page, the map history and the uptime.
+    let profile = store
+        .player(players[0].player_id, 10)
+        .await
+        .unwrap()
+        .expect("player");
     assert!(
-        found.iter().any(|p| p.addr == green && p.at == ats[2]),
-        "{name}: {found:?}"
+        profile
+            .sessions
+            .iter()
+            .any(|s| s.addr == green && s.left.is_none() && s.joined == ats[0]),
+        "{profile:?}"
     );
+    assert_eq!(profile.first_seen, ats[0]);
+    let maps = store.map_history(&green, 0, 10).await.unwrap();
+    assert_eq!(maps.len(), 1, "{maps:?}");
+    assert_eq!(
+        (maps[0].map.as_str(), maps[0].from, maps[0].to),
+        ("q3dm6", ats[0], None)
+    );
+    let up = store.uptime(&green, 0).await.unwrap();
+    assert_eq!(up.fraction, Some(1.0));
+    assert_eq!((up.up_since, up.down_since), (Some(ats[0]), None));
+    let up = store.uptime(&farm.down.addr.to_string(), 0).await.unwrap();
+    assert_eq!(up.fraction, Some(0.0));
+    assert_eq!(up.down_since, Some(ats[0]));
 
     // The web side, over real HTTP.
     let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
@@ -284,7 +310,13 @@ async fn pipeline(database: &str) {
         "{page}"
     );
     assert!(page.contains("&lt;img src=x onerror=alert(2)&gt;'; DROP TABLE servers;--^1"));
-    assert!(page.contains("style=\"color:#ff0000\""));
+    // `^1` red, lightened for contrast on the page's background (the API keeps the game's).
+    let red = fragstat_tracker::web::readable([255, 0, 0], fragstat_tracker::web::BACKGROUND);
+    let red = format!("#{:02x}{:02x}{:02x}", red[0], red[1], red[2]);
+    assert!(
+        page.contains(&format!("style=\"color:{red}\"")),
+        "{red}: {page}"
+    );
     let (status, page) = get(
         &client,
         &format!("{base}/?name=%27%3B+DROP+TABLE+servers%3B--&sort=ping"),
@@ -341,15 +373,27 @@ async fn pipeline(database: &str) {
     .await;
     assert_eq!(status, 200);
     assert!(page.contains("<tr class=\"hit\""), "{page}");
+    // The hit links to the player's page, which lists where it played.
+    let pid = found[0].player_id;
+    assert!(page.contains(&format!("href=\"/player/{pid}\"")), "{page}");
+    let (status, page) = get(&client, &format!("{base}/player/{pid}")).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<tr class=\"session\""), "{page}");
+    assert_eq!(get(&client, &format!("{base}/player/999999")).await.0, 404);
 
-    // Every path the OpenAPI document lists answers, with a real address for {addr}.
+    // Every path the OpenAPI document lists answers, with a real address for {addr} and a
+    // real player for {id}.
     let (status, body) = get(&client, &format!("{base}/api/openapi.json")).await;
     assert_eq!(status, 200);
     let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
     let paths = doc["paths"].as_object().unwrap();
     assert!(paths.len() >= 7);
     for path in paths.keys() {
-        let url = format!("{base}{}?q=a", path.replace("{addr}", &seg));
+        let url = format!(
+            "{base}{}?q=a",
+            path.replace("{addr}", &seg)
+                .replace("{id}", &pid.to_string())
+        );
         // The status only: `/api/events` is a stream that ends when the tracker stops.
         let status = client.get(&url).send().await.expect(&url).status();
         assert_eq!(status, 200, "{url}");
@@ -391,7 +435,7 @@ async fn retention(database: &str) {
         .write_round(&RoundData {
             at: old,
             finished: old,
-            records: Vec::new(),
+            ..RoundData::default()
         })
         .await
         .unwrap();
@@ -400,9 +444,8 @@ async fn retention(database: &str) {
     let rounds = store.rounds(10).await.unwrap();
     assert_eq!(rounds.len(), 1);
     assert_eq!(rounds[0].at, r.data.at);
-    // Without snapshot records: the counts are kept, the record only as the latest state.
+    // The series is kept, the record only as the latest state.
     let solo = farm.servers[0].to_string();
-    assert_eq!(store.snapshot_record(&solo, r.data.at).await.unwrap(), None);
     assert_eq!(
         store.history(&solo, 0).await.unwrap()[0].num_players,
         Some(1)
@@ -430,6 +473,7 @@ async fn odd_bytes(database: &str) {
             at: 1000,
             finished: 1001,
             records: vec![rec],
+            ..RoundData::default()
         })
         .await
         .expect("odd bytes written");
@@ -474,7 +518,7 @@ async fn sqlite_pipeline_against_emulated_farm() {
     pipeline(&db.display().to_string()).await;
     // Reopening runs no migration twice and keeps the rows.
     let store = Store::open(&db.display().to_string()).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
 }
 
@@ -491,7 +535,7 @@ async fn postgres_pipeline_against_emulated_farm() {
     };
     pipeline(&pg.url).await;
     let store = Store::open(&pg.url).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
     store.close().await;
 }
@@ -526,6 +570,7 @@ async fn http_master_lists_ddnet_servers() {
     ));
     let body = serde_json::json!({"servers": [{
         "addresses": [format!("tw-0.6+udp://{server}")],
+        "location": "eu:de",
         "info": {"max_clients": 16, "max_players": 16, "passworded": false,
                  "game_type": "DDraceNetwork", "name": "DDNet ^1tracked",
                  "map": {"name": "Tutorial"}, "version": "0.6.4, 16.4", "clients": []}
@@ -576,6 +621,8 @@ async fn http_master_lists_ddnet_servers() {
     assert_eq!(row.game, "ddnet");
     assert_eq!(row.dialect.as_deref(), Some("plain"));
     assert_eq!(row.name_raw.as_deref(), Some(&b"DDNet ^1tracked"[..]));
+    // The list's `location` (eu:de) is the server's country, stored with it.
+    assert_eq!(row.country.as_deref(), Some("DE"));
     assert_eq!(
         tracker
             .store()
@@ -608,7 +655,7 @@ async fn postgres_two_trackers_share_one_database() {
         rb.expect("round two");
     }
     let store = a.store();
-    assert_eq!(store.migrations().await.unwrap(), vec![1]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     let rounds = store.rounds(100).await.unwrap();
     let counts = store.counts().await.unwrap();
     // Two rounds that started in the same millisecond share their `at`: count what is kept.
@@ -619,7 +666,7 @@ async fn postgres_two_trackers_share_one_database() {
         "{rounds:?}"
     );
     if rounds.len() == 6 {
-        assert_eq!(counts.snapshots, servers, "{counts:?} {rounds:?}");
+        assert_eq!(counts.series, servers, "{counts:?} {rounds:?}");
         assert_eq!(rounds.iter().filter(|r| r.servers == 4).count(), 3);
     }
     assert_eq!(counts.servers, 4, "{counts:?}");

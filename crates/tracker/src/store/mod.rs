@@ -2,11 +2,22 @@
 //! by migrations (`migrations/sqlite`, `migrations/postgres`) and reached through sqlx's `Any`
 //! driver, so every query below is written once, with `$N` placeholders both accept.
 //!
-//! A round is written in one transaction: a crash while writing loses that round only. Names
-//! are stored as their bytes (`name_raw`) with the family's dialect; colour stripping and
-//! HTML happen when they are shown.
+//! History is kept as what changed (schema 2, docs/tracker.md): servers and players have
+//! integer ids; a player's time on a server is a session; a server's name, map, gametype,
+//! slots and up/down are a row when they change; the per-round numbers (players, bots, ping)
+//! are a narrow series, downsampled after [`History::raw`]; each table has its own retention.
+//!
+//! A round is written in one transaction on the writer's own connection (the web's readers
+//! have a pool of their own, so no page load can hold up a round): a crash while writing loses
+//! that round only. Readers are bounded: PostgreSQL cancels a reader's statement after
+//! [`READ_TIMEOUT`] (`statement_timeout`); SQLite cannot be interrupted through sqlx's `Any`
+//! driver, so there the queries are bounded by design (every one is an index range with a
+//! `LIMIT` or a window) and a caller stops waiting after [`READ_TIMEOUT`] (the statement
+//! itself runs to its end on its connection). Names are stored as their bytes (`name_raw`)
+//! with the family's dialect; colour stripping and HTML happen when they are shown.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -14,6 +25,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Row};
 
+mod maintain;
 mod read;
 mod rows;
 mod write;
@@ -22,7 +34,11 @@ mod write;
 mod tests;
 
 pub use rows::{
-    text_of, Counts, HistoryPoint, PlayerRow, RoundData, RoundRow, ServerFilter, ServerRow, Sort,
+    text_of, Counts, HistoryPoint, MapSpan, PlayerHit, PlayerProfile, PlayerRow, RoundData,
+    RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
+};
+pub use write::{
+    cap_record, stored_record, MAX_NAME_BYTES, MAX_PLAYERS, MAX_RECORD_BYTES, MAX_WARNINGS,
 };
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -54,6 +70,9 @@ pub enum StoreError {
     /// A record could not be written as JSON.
     #[error("encoding a record: {0}")]
     Json(serde_json::Error),
+    /// A reader's query took longer than [`READ_TIMEOUT`].
+    #[error("database: the query took longer than {} s", READ_TIMEOUT.as_secs())]
+    Timeout,
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -76,6 +95,170 @@ impl From<serde_json::Error> for StoreError {
 
 /// How long opening a database may take before the tracker says it cannot be reached.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest a reader's query may take (a web page's or the API's): PostgreSQL cancels it
+/// (`statement_timeout`), on SQLite the caller stops waiting for it.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long readers wait for a connection of their pool.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How history is kept: the series' resolution by age, each table's retention, and the
+/// writer's session rules. `None` keeps a table for ever.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct History {
+    /// Per-round series rows are kept this long, then downsampled into one row per server per
+    /// [`History::bucket`].
+    pub raw: Duration,
+    /// The downsampled series' bucket.
+    pub bucket: Duration,
+    /// Downsampled series rows.
+    pub series: Option<Duration>,
+    /// Server state changes (each server's latest is kept whatever its age).
+    pub changes: Option<Duration>,
+    /// Closed player sessions (by when they ended).
+    pub sessions: Option<Duration>,
+    /// Player identities not seen since and with no session left.
+    pub players: Option<Duration>,
+    /// Rounds' rows, and servers not probed since.
+    pub rounds: Option<Duration>,
+    /// A server that does not answer for longer than this ends its players' sessions (at the
+    /// last round each was seen in); shorter silences (a lost reply) do not.
+    pub session_gap: Duration,
+    /// Open sessions' scores and last-seen times are written every this many rounds (each
+    /// round a different share of them), besides when they open and close.
+    pub flush_rounds: u64,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History::keeping(Some(Duration::from_secs(168 * 3600)))
+    }
+}
+
+impl History {
+    /// Every table kept for `retention` (`None`: for ever), the series per round for 24 h
+    /// then per 10 minutes, a 5-minute session gap and a 10-round refresh.
+    pub fn keeping(retention: Option<Duration>) -> History {
+        History {
+            raw: Duration::from_secs(24 * 3600),
+            bucket: Duration::from_secs(600),
+            series: retention,
+            changes: retention,
+            sessions: retention,
+            players: retention,
+            rounds: retention,
+            session_gap: Duration::from_secs(300),
+            flush_rounds: 10,
+        }
+    }
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Each table's cut-off (Unix ms): rows older go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retention {
+    series: Option<i64>,
+    changes: Option<i64>,
+    sessions: Option<i64>,
+    players: Option<i64>,
+    rounds: Option<i64>,
+}
+
+impl Retention {
+    fn all(before: i64) -> Retention {
+        Retention {
+            series: Some(before),
+            changes: Some(before),
+            sessions: Some(before),
+            players: Some(before),
+            rounds: Some(before),
+        }
+    }
+
+    fn at(now: i64, h: &History) -> Retention {
+        let cut = |d: Option<Duration>| d.map(|d| now.saturating_sub(ms(d)));
+        Retention {
+            series: cut(h.series),
+            changes: cut(h.changes),
+            sessions: cut(h.sessions),
+            players: cut(h.players),
+            rounds: cut(h.rounds),
+        }
+    }
+}
+
+/// The round writer: its own connection (none for an in-memory database, which exists once
+/// per connection: it writes through the pool) and what it knows of the database.
+#[derive(Debug)]
+struct Writer {
+    options: AnyConnectOptions,
+    backend: Backend,
+    conn: Option<sqlx::AnyConnection>,
+    shared: bool,
+    state: Option<write::State>,
+}
+
+impl Writer {
+    /// Forgets the connection's state after a failure: the next write reconnects and reloads.
+    fn reset(&mut self) {
+        self.state = None;
+        self.conn = None;
+    }
+
+    async fn connection<'a>(
+        &'a mut self,
+        pool: &AnyPool,
+        held: &'a mut Option<sqlx::pool::PoolConnection<sqlx::Any>>,
+    ) -> Result<&'a mut sqlx::AnyConnection, StoreError> {
+        if self.shared {
+            return Ok(&mut **held.insert(pool.acquire().await?));
+        }
+        if self.conn.is_none() {
+            let mut c = tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                <sqlx::AnyConnection as sqlx::Connection>::connect_with(&self.options),
+            )
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)??;
+            if self.backend == Backend::Sqlite {
+                // WAL (set at open) with NORMAL: a process crash loses nothing committed; the
+                // last transactions can be lost only with the machine itself.
+                sqlx::query("PRAGMA synchronous = NORMAL")
+                    .execute(&mut c)
+                    .await?;
+            }
+            self.conn = Some(c);
+        }
+        match self.conn.as_mut() {
+            Some(c) => Ok(c),
+            None => Err(StoreError::Db(sqlx::Error::PoolClosed)),
+        }
+    }
+
+    async fn write(
+        &mut self,
+        round: &RoundData,
+        params: write::WriteParams,
+        pool: &AnyPool,
+    ) -> Result<write::Live, StoreError> {
+        let mut held = None;
+        let mut state = self.state.take();
+        let conn = self.connection(pool, &mut held).await?;
+        let st = match state.as_mut() {
+            Some(s) => s,
+            None => state.insert(write::State::load(conn).await?),
+        };
+        let mut tx = write::begin(conn).await?;
+        let live = write::write(&mut tx, st, round, params).await?;
+        tx.commit().await?;
+        self.state = state;
+        Ok(live)
+    }
+}
 
 /// `database` (a path or URL) with any password replaced by `***`, for messages and logs.
 pub fn redact(database: &str) -> String {
@@ -181,12 +364,15 @@ pub fn database_url(database: &str) -> String {
     }
 }
 
-/// The database: a pool, migrated on open.
+/// The database: the readers' pool and the round writer's own connection, migrated on open.
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
-    snapshot_records: bool,
+    writer: Arc<tokio::sync::Mutex<Writer>>,
+    /// The players on each server that answered in this process's last written round.
+    live: Arc<std::sync::RwLock<write::Live>>,
+    history: History,
 }
 
 impl Store {
@@ -234,11 +420,25 @@ impl Store {
                 )))
             }
         }
-        let pool = AnyPoolOptions::new()
+        let mut pool_options = AnyPoolOptions::new()
             // An in-memory SQLite database exists once per connection.
             .max_connections(if memory { 1 } else { 8 })
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options)
+            .acquire_timeout(ACQUIRE_TIMEOUT);
+        if backend == Backend::Postgres {
+            pool_options = pool_options.after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::query(&format!(
+                        "SET statement_timeout = {}",
+                        READ_TIMEOUT.as_millis()
+                    ))
+                    .execute(conn)
+                    .await?;
+                    Ok(())
+                })
+            });
+        }
+        let pool = pool_options
+            .connect_with(options.clone())
             .await
             .map_err(|e| connect_error(connect_cause(&e, names.as_ref())))?;
         if backend == Backend::Sqlite && !memory {
@@ -254,14 +454,39 @@ impl Store {
         Ok(Store {
             pool,
             backend,
-            snapshot_records: true,
+            writer: Arc::new(tokio::sync::Mutex::new(Writer {
+                options,
+                backend,
+                conn: None,
+                shared: memory,
+                state: None,
+            })),
+            live: Arc::default(),
+            history: History::default(),
         })
     }
 
-    /// Whether snapshots keep the whole JSON record (default) or only their columns.
-    pub fn with_snapshot_records(mut self, keep: bool) -> Store {
-        self.snapshot_records = keep;
+    /// How history is kept from now on (the default: [`History::default`]).
+    pub fn with_history(mut self, history: History) -> Store {
+        self.history = history;
         self
+    }
+
+    /// How history is kept.
+    pub fn history_policy(&self) -> History {
+        self.history
+    }
+
+    /// The players the last round written by this process saw on `addr`, if it answered.
+    fn live_players(&self, addr: &str) -> Option<Vec<PlayerRow>> {
+        self.live.read().ok()?.get(addr).cloned()
+    }
+
+    fn write_params(&self) -> write::WriteParams {
+        write::WriteParams {
+            session_gap_ms: ms(self.history.session_gap),
+            flush_rounds: self.history.flush_rounds.max(1),
+        }
     }
 
     /// Which database this is.
@@ -280,8 +505,13 @@ impl Store {
             .collect::<Result<_, _>>()?)
     }
 
-    /// Closes the pool.
+    /// Closes the pool and the writer's connection.
     pub async fn close(&self) {
+        let mut w = self.writer.lock().await;
+        if let Some(c) = w.conn.take() {
+            let _ = sqlx::Connection::close(c).await;
+        }
+        w.state = None;
         self.pool.close().await;
     }
 }

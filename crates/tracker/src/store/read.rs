@@ -1,10 +1,18 @@
-//! Reading: the browser's, the server pages' and the API's queries.
+//! Reading: the browser's, the server and player pages' and the API's queries. Every query
+//! is an index range with a `LIMIT` or a time window, and runs within [`READ_TIMEOUT`].
+
+use std::future::Future;
 
 use sqlx::Row;
 
+use super::write::code_status;
 use super::{
-    Counts, HistoryPoint, PlayerRow, RoundRow, ServerFilter, ServerRow, Sort, Store, StoreError,
+    Backend, Counts, HistoryPoint, MapSpan, PlayerHit, PlayerProfile, PlayerRow, RoundRow,
+    ServerFilter, ServerRow, SessionRow, Store, StoreError, Uptime, READ_TIMEOUT,
 };
+
+/// Most rows a server's history, map history or a player's sessions return.
+const MAX_ROWS: i64 = 20_000;
 
 /// A `LIKE` pattern matching `s` anywhere, lower case, with `\` escaping wildcards.
 pub(super) fn contains_pattern(s: &str) -> String {
@@ -19,10 +27,31 @@ pub(super) fn contains_pattern(s: &str) -> String {
     p
 }
 
+/// An FTS5 query for `s` as one phrase (`"…"`, quotes doubled): with the trigram tokenizer,
+/// the names that contain `s`.
+pub(super) fn fts_phrase(s: &str) -> String {
+    format!("\"{}\"", s.to_lowercase().replace('"', "\"\""))
+}
+
 const SERVER_COLUMNS: &str = "addr, game, status, error, name_raw, dialect, map, gametype, \
-     num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online";
+     num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online, id, \
+     country, password, down_since, up_since";
+
+/// The servers with their numbers now: the row's state, and the players, bots, ping and last
+/// round from the server's latest `series` row (the row has them as of its last change).
+const SERVERS_NOW: &str = "(SELECT s.addr, s.game, s.status, s.error, s.name_raw, s.name, \
+     s.dialect, s.map, s.gametype, \
+     CASE WHEN x.at IS NULL THEN s.num_players ELSE x.players END AS num_players, \
+     s.max_players, CASE WHEN x.at IS NULL THEN s.num_bots ELSE x.bots END AS num_bots, \
+     CASE WHEN x.at IS NULL THEN s.rtt_ms ELSE CAST(x.rtt AS DOUBLE PRECISION) / 10 END \
+     AS rtt_ms, s.first_seen, COALESCE(x.at, s.last_seen) AS last_seen, \
+     CASE WHEN s.status = 'online' THEN COALESCE(x.at, s.last_online) ELSE s.last_online END \
+     AS last_online, s.id, s.country, s.password, s.down_since, s.up_since \
+     FROM servers s LEFT JOIN series x ON x.server_id = s.id \
+     AND x.at = (SELECT MAX(y.at) FROM series y WHERE y.server_id = s.id)) v";
 
 fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
+    let password: Option<i64> = r.try_get(17)?;
     Ok(ServerRow {
         addr: r.try_get(0)?,
         game: r.try_get(1)?,
@@ -39,168 +68,483 @@ fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
         first_seen: r.try_get(12)?,
         last_seen: r.try_get(13)?,
         last_online: r.try_get(14)?,
+        id: r.try_get(15)?,
+        country: r.try_get(16)?,
+        password: password.map(|p| p != 0),
+        down_since: r.try_get(18)?,
+        up_since: r.try_get(19)?,
     })
 }
 
-fn player_row(r: &sqlx::any::AnyRow) -> Result<PlayerRow, sqlx::Error> {
-    let is_bot: Option<i64> = r.try_get(7)?;
-    Ok(PlayerRow {
-        addr: r.try_get(0)?,
-        at: r.try_get(1)?,
-        name_raw: r.try_get(2)?,
-        dialect: r.try_get(3)?,
-        score: r.try_get(4)?,
-        ping: r.try_get(5)?,
-        team: r.try_get(6)?,
-        is_bot: is_bot.map(|b| b != 0),
-    })
+/// The browser's query: `SELECT what FROM servers WHERE <the filter>`, ordered and paged when
+/// `paged`; with its bound values.
+fn server_query(what: &str, f: &ServerFilter, paged: bool) -> (String, Vec<String>) {
+    let mut sql = format!("SELECT {what} FROM {SERVERS_NOW} WHERE 1 = 1");
+    let mut binds: Vec<String> = Vec::new();
+    if let Some(g) = f.game.as_deref().filter(|g| !g.is_empty()) {
+        binds.push(g.to_string());
+        sql.push_str(&format!(" AND game = ${}", binds.len()));
+    }
+    if let Some(m) = f.map.as_deref().filter(|m| !m.is_empty()) {
+        binds.push(contains_pattern(m));
+        sql.push_str(&format!(
+            " AND lower(map) LIKE ${} ESCAPE '\\'",
+            binds.len()
+        ));
+    }
+    if let Some(n) = f.name.as_deref().filter(|n| !n.is_empty()) {
+        binds.push(contains_pattern(n));
+        sql.push_str(&format!(" AND name LIKE ${} ESCAPE '\\'", binds.len()));
+    }
+    if f.online_only {
+        sql.push_str(" AND status = 'online'");
+    }
+    if paged {
+        sql.push_str(&f.order_sql());
+        if let Some(l) = f.limit {
+            sql.push_str(&format!(" LIMIT {} OFFSET {}", l.max(0), f.offset.max(0)));
+        }
+    }
+    (sql, binds)
 }
 
 impl Store {
-    /// The browser's rows: every known server's latest state, filtered and sorted.
-    pub async fn servers(&self, f: &ServerFilter) -> Result<Vec<ServerRow>, StoreError> {
-        let mut sql = format!("SELECT {SERVER_COLUMNS} FROM servers WHERE 1 = 1");
-        let mut binds: Vec<String> = Vec::new();
-        if let Some(g) = f.game.as_deref().filter(|g| !g.is_empty()) {
-            binds.push(g.to_string());
-            sql.push_str(&format!(" AND game = ${}", binds.len()));
-        }
-        if let Some(m) = f.map.as_deref().filter(|m| !m.is_empty()) {
-            binds.push(contains_pattern(m));
-            sql.push_str(&format!(
-                " AND lower(map) LIKE ${} ESCAPE '\\'",
-                binds.len()
-            ));
-        }
-        if let Some(n) = f.name.as_deref().filter(|n| !n.is_empty()) {
-            binds.push(contains_pattern(n));
-            sql.push_str(&format!(" AND name LIKE ${} ESCAPE '\\'", binds.len()));
-        }
-        if f.online_only {
-            sql.push_str(" AND status = 'online'");
-        }
-        sql.push_str(match f.sort {
-            Sort::Players => {
-                " ORDER BY (status = 'online') DESC, COALESCE(num_players, -1) DESC, addr"
-            }
-            Sort::Ping => " ORDER BY (status = 'online') DESC, COALESCE(rtt_ms, 1e9), addr",
-            Sort::Name => " ORDER BY (status = 'online') DESC, COALESCE(name, '~'), addr",
-        });
-        if let Some(l) = f.limit {
-            sql.push_str(&format!(" LIMIT {}", l.max(0)));
-        }
+    /// How many servers the browser's filter matches (for pagination; `limit`, `offset` and
+    /// the order ignored).
+    pub async fn count_servers(&self, f: &ServerFilter) -> Result<i64, StoreError> {
+        let unpaged = ServerFilter {
+            limit: None,
+            offset: 0,
+            ..f.clone()
+        };
+        // The same WHERE as `servers`, counted.
+        let (sql, binds) = server_query("COUNT(*)", &unpaged, false);
         let mut q = sqlx::query(&sql);
         for b in &binds {
             q = q.bind(b.as_str());
         }
-        let rows = q.fetch_all(&self.pool).await?;
+        let row = self.bounded(q.fetch_one(&self.pool)).await?;
+        Ok(row.try_get(0)?)
+    }
+
+    /// Runs a reader's query within [`READ_TIMEOUT`].
+    async fn bounded<T>(
+        &self,
+        f: impl Future<Output = Result<T, sqlx::Error>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(READ_TIMEOUT, f).await {
+            Ok(r) => Ok(r?),
+            Err(_) => Err(StoreError::Timeout),
+        }
+    }
+
+    async fn fetch_all<'q>(
+        &'q self,
+        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<Vec<sqlx::any::AnyRow>, StoreError> {
+        self.bounded(q.fetch_all(&self.pool)).await
+    }
+
+    async fn fetch_optional<'q>(
+        &'q self,
+        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<Option<sqlx::any::AnyRow>, StoreError> {
+        self.bounded(q.fetch_optional(&self.pool)).await
+    }
+
+    /// The browser's rows: every known server's latest state, filtered and sorted.
+    pub async fn servers(&self, f: &ServerFilter) -> Result<Vec<ServerRow>, StoreError> {
+        let (sql, binds) = server_query(SERVER_COLUMNS, f, true);
+        let mut q = sqlx::query(&sql);
+        for b in &binds {
+            q = q.bind(b.as_str());
+        }
+        let rows = self.fetch_all(q).await?;
         Ok(rows.iter().map(server_row).collect::<Result<_, _>>()?)
     }
 
     /// One server's latest state.
     pub async fn server(&self, addr: &str) -> Result<Option<ServerRow>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {SERVER_COLUMNS} FROM servers WHERE addr = $1"
-        ))
-        .bind(addr)
-        .fetch_optional(&self.pool)
-        .await?;
+        let sql = format!("SELECT {SERVER_COLUMNS} FROM {SERVERS_NOW} WHERE addr = $1");
+        let row = self.fetch_optional(sqlx::query(&sql).bind(addr)).await?;
         Ok(row.as_ref().map(server_row).transpose()?)
     }
 
-    /// The JSON record of a server's latest round, as stored.
-    pub async fn server_record(&self, addr: &str) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT record FROM servers WHERE addr = $1")
-            .bind(addr)
-            .fetch_optional(&self.pool)
+    async fn server_id(&self, addr: &str) -> Result<Option<i64>, StoreError> {
+        let row = self
+            .fetch_optional(sqlx::query("SELECT id FROM servers WHERE addr = $1").bind(addr))
             .await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
-    /// The JSON record a snapshot kept (players left out); `None` when there is no such
-    /// snapshot or it kept no record (`snapshot_records = false`).
-    pub async fn snapshot_record(&self, addr: &str, at: i64) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT record FROM snapshots WHERE addr = $1 AND at = $2")
-            .bind(addr)
-            .bind(at)
-            .fetch_optional(&self.pool)
+    /// The JSON record of a server's latest state, as stored ([`super::stored_record`]:
+    /// players, ping and player counts left out; they are the row's and the sessions').
+    pub async fn server_record(&self, addr: &str) -> Result<Option<String>, StoreError> {
+        let row = self
+            .fetch_optional(sqlx::query("SELECT record FROM servers WHERE addr = $1").bind(addr))
             .await?;
-        Ok(match row {
-            Some(r) => r.try_get(0)?,
-            None => None,
-        })
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
-    /// A server's snapshots since `since` (Unix ms), oldest first.
+    /// A server's history since `since` (Unix ms), oldest first: a point per round for the
+    /// rounds not yet downsampled, a point per bucket before (`rounds` > 1: the players
+    /// averaged, with their minimum and maximum); the map and slots of the state in effect
+    /// then. At most 20,000 points of each kind.
     pub async fn history(&self, addr: &str, since: i64) -> Result<Vec<HistoryPoint>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT at, status, num_players, max_players, rtt_ms, map FROM snapshots \
-             WHERE addr = $1 AND at >= $2 ORDER BY at",
-        )
-        .bind(addr)
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
+        let Some(id) = self.server_id(addr).await? else {
+            return Ok(Vec::new());
+        };
+        let agg = self
+            .fetch_all(
+                sqlx::query(
+                    "SELECT at, rounds, online, players_min, players_avg, players_max, bots_avg, \
+                     rtt_avg FROM series_agg WHERE server_id = $1 AND at >= $2 ORDER BY at \
+                     LIMIT $3",
+                )
+                .bind(id)
+                .bind(since)
+                .bind(MAX_ROWS),
+            )
+            .await?;
+        let raw = self
+            .fetch_all(
+                sqlx::query(
+                    "SELECT at, status, players, bots, rtt FROM series \
+                     WHERE server_id = $1 AND at >= $2 ORDER BY at LIMIT $3",
+                )
+                .bind(id)
+                .bind(since)
+                .bind(MAX_ROWS),
+            )
+            .await?;
+        let changes = self.changes(id, since).await?;
+        let mut out = Vec::with_capacity(agg.len() + raw.len());
+        for r in &agg {
+            let rounds: i64 = r.try_get(1)?;
+            let online: i64 = r.try_get(2)?;
+            let avg: Option<f64> = r.try_get(4)?;
+            let rtt: Option<f64> = r.try_get(7)?;
             out.push(HistoryPoint {
                 at: r.try_get(0)?,
-                status: r.try_get(1)?,
+                status: if online > 0 { "online" } else { "timeout" }.into(),
+                num_players: avg.map(|a| a.round() as i64),
+                max_players: None,
+                rtt_ms: rtt.map(|t| t / 10.0),
+                map: None,
+                num_bots: r.try_get(6)?,
+                rounds,
+                online_rounds: online,
+                players_min: r.try_get(3)?,
+                players_max: r.try_get(5)?,
+            });
+        }
+        for r in &raw {
+            let status: i64 = r.try_get(1)?;
+            let bots: Option<i64> = r.try_get(3)?;
+            let rtt: Option<i64> = r.try_get(4)?;
+            out.push(HistoryPoint {
+                at: r.try_get(0)?,
+                status: code_status(status).into(),
                 num_players: r.try_get(2)?,
-                max_players: r.try_get(3)?,
-                rtt_ms: r.try_get(4)?,
-                map: r.try_get(5)?,
+                max_players: None,
+                rtt_ms: rtt.map(|t| t as f64 / 10.0),
+                map: None,
+                num_bots: bots.map(|b| b as f64),
+                rounds: 1,
+                online_rounds: i64::from(status == 0),
+                players_min: None,
+                players_max: None,
+            });
+        }
+        out.sort_by_key(|p| p.at);
+        // The state in effect at each point.
+        let mut c = 0;
+        for p in &mut out {
+            while changes.get(c + 1).is_some_and(|ch| ch.at <= p.at) {
+                c += 1;
+            }
+            if let Some(ch) = changes.get(c).filter(|ch| ch.at <= p.at && ch.online) {
+                if p.online_rounds > 0 {
+                    p.max_players = ch.max_players;
+                    p.map.clone_from(&ch.map);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A server's state changes from the one in effect at `since` on, oldest first.
+    async fn changes(&self, id: i64, since: i64) -> Result<Vec<Change>, StoreError> {
+        let rows = self
+            .fetch_all(
+                sqlx::query(
+                    "SELECT at, online, map, gametype, max_players FROM server_changes \
+                     WHERE server_id = $1 AND at >= COALESCE((SELECT MAX(at) FROM server_changes \
+                     WHERE server_id = $1 AND at <= $2), $2) ORDER BY at LIMIT $3",
+                )
+                .bind(id)
+                .bind(since)
+                .bind(MAX_ROWS),
+            )
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let online: i64 = r.try_get(1)?;
+            out.push(Change {
+                at: r.try_get(0)?,
+                online: online != 0,
+                map: r.try_get(2)?,
+                gametype: r.try_get(3)?,
+                max_players: r.try_get(4)?,
             });
         }
         Ok(out)
     }
 
-    /// The players a server had in the last round it answered in, in its order.
-    pub async fn players_on(&self, addr: &str) -> Result<Vec<PlayerRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT p.addr, p.at, p.name_raw, p.dialect, p.score, p.ping, p.team, p.is_bot \
-             FROM player_snapshots p JOIN servers s ON s.addr = p.addr AND s.last_online = p.at \
-             WHERE p.addr = $1 ORDER BY p.idx",
-        )
-        .bind(addr)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(player_row).collect::<Result<_, _>>()?)
+    /// The maps a server ran since `since` (Unix ms), newest first, at most `limit`: a span
+    /// from a change to the next change of map (or the server going down).
+    pub async fn map_history(
+        &self,
+        addr: &str,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<MapSpan>, StoreError> {
+        let Some(id) = self.server_id(addr).await? else {
+            return Ok(Vec::new());
+        };
+        let changes = self.changes(id, since).await?;
+        let mut spans: Vec<MapSpan> = Vec::new();
+        for ch in &changes {
+            let same = spans.last().is_some_and(|s| {
+                s.to.is_none() && ch.online && ch.map.as_deref() == Some(s.map.as_str())
+            });
+            if same {
+                continue;
+            }
+            if let Some(last) = spans.last_mut().filter(|s| s.to.is_none()) {
+                last.to = Some(ch.at);
+            }
+            if let (true, Some(map)) = (ch.online, ch.map.clone()) {
+                spans.push(MapSpan {
+                    map,
+                    gametype: ch.gametype.clone(),
+                    from: ch.at,
+                    to: None,
+                });
+            }
+        }
+        spans.reverse();
+        spans.truncate(usize::try_from(limit.max(0)).unwrap_or(usize::MAX));
+        Ok(spans)
     }
 
-    /// "Where is X playing": players seen since `since` (Unix ms) whose name (colours
-    /// stripped) contains `q`, case-insensitively; the latest sighting of each name on each
-    /// server, newest first. The `at` index bounds the scan to the rounds asked for.
+    /// How much of the time since `since` (Unix ms) a server answered: rounds online over
+    /// rounds probed, from the series (per round and downsampled).
+    pub async fn uptime(&self, addr: &str, since: i64) -> Result<Uptime, StoreError> {
+        let row = self
+            .fetch_optional(
+                sqlx::query(
+                    "SELECT s.down_since, s.up_since, \
+                     (SELECT COUNT(*) FROM series x WHERE x.server_id = s.id AND x.at >= $2), \
+                     (SELECT COUNT(*) FROM series x WHERE x.server_id = s.id AND x.at >= $2 \
+                      AND x.status = 0), \
+                     CAST((SELECT SUM(a.rounds) FROM series_agg a WHERE a.server_id = s.id \
+                      AND a.at >= $2) AS BIGINT), \
+                     CAST((SELECT SUM(a.online) FROM series_agg a WHERE a.server_id = s.id \
+                      AND a.at >= $2) AS BIGINT) \
+                     FROM servers s WHERE s.addr = $1",
+                )
+                .bind(addr)
+                .bind(since),
+            )
+            .await?;
+        let Some(r) = row else {
+            return Ok(Uptime {
+                since,
+                fraction: None,
+                down_since: None,
+                up_since: None,
+            });
+        };
+        let num = |i: usize| -> Result<i64, sqlx::Error> {
+            Ok(r.try_get::<Option<i64>, _>(i)?.unwrap_or(0))
+        };
+        let probed = num(2)? + num(4)?;
+        let online = num(3)? + num(5)?;
+        Ok(Uptime {
+            since,
+            fraction: (probed > 0).then(|| online as f64 / probed as f64),
+            down_since: r.try_get(0)?,
+            up_since: r.try_get(1)?,
+        })
+    }
+
+    /// The players on a server now, highest score first: in this process, the writer's last
+    /// round (scores and pings as the server sent them); otherwise its open sessions (scores
+    /// as last written, no ping).
+    pub async fn players_on(&self, addr: &str) -> Result<Vec<PlayerRow>, StoreError> {
+        if let Some(list) = self.live_players(addr) {
+            return Ok(list);
+        }
+        let rows = self
+            .fetch_all(
+                sqlx::query(
+                    "SELECT s.player_id, v.addr, s.last_seen, s.joined, s.clan_raw, p.name_raw, \
+                     p.dialect, s.last_score, s.team, s.is_bot FROM servers v \
+                     JOIN sessions s ON s.server_id = v.id AND s.left_at IS NULL \
+                     JOIN players p ON p.id = s.player_id WHERE v.addr = $1 \
+                     ORDER BY COALESCE(s.last_score, -2147483648) DESC, s.joined, s.player_id \
+                     LIMIT $2",
+                )
+                .bind(addr)
+                .bind(i64::try_from(super::MAX_PLAYERS).unwrap_or(1024)),
+            )
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let is_bot: Option<i64> = r.try_get(9)?;
+            out.push(PlayerRow {
+                player_id: r.try_get(0)?,
+                addr: r.try_get(1)?,
+                at: r.try_get(2)?,
+                joined: r.try_get(3)?,
+                clan_raw: r.try_get(4)?,
+                name_raw: r.try_get(5)?,
+                dialect: r.try_get(6)?,
+                score: r.try_get(7)?,
+                ping: None,
+                team: r.try_get(8)?,
+                is_bot: is_bot.map(|b| b != 0),
+            });
+        }
+        Ok(out)
+    }
+
+    /// "Where is X playing": distinct players seen since `since` (Unix ms) whose name
+    /// (colours stripped) contains `q`, case-insensitively; most recently seen first, at most
+    /// `limit`. A search of the player identities, not of every sighting: in SQLite through
+    /// an FTS5 trigram index for 3 characters or more, in PostgreSQL a `pg_trgm` GIN index;
+    /// shorter text walks the players by last sighting, newest first, until `limit` match.
     pub async fn find_players(
         &self,
         q: &str,
         since: i64,
         limit: i64,
-    ) -> Result<Vec<PlayerRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT p.addr, p.at, p.name_raw, p.dialect, p.score, p.ping, p.team, p.is_bot \
-             FROM player_snapshots p JOIN ( \
-               SELECT addr, name, MAX(at) AS at FROM player_snapshots \
-               WHERE at >= $2 AND name LIKE $1 ESCAPE '\\' GROUP BY addr, name \
-             ) latest ON latest.addr = p.addr AND latest.name = p.name AND latest.at = p.at \
-             ORDER BY p.at DESC, p.addr, p.idx LIMIT $3",
-        )
-        .bind(contains_pattern(q))
-        .bind(since)
-        .bind(limit.max(0))
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(player_row).collect::<Result<_, _>>()?)
+    ) -> Result<Vec<PlayerHit>, StoreError> {
+        let limit = limit.max(0);
+        const COLUMNS: &str = "p.id, p.name_raw, p.dialect, p.last_seen, s.addr, \
+             EXISTS (SELECT 1 FROM sessions o WHERE o.player_id = p.id AND o.left_at IS NULL)";
+        let trigram = self.backend == Backend::Sqlite && q.chars().count() >= 3;
+        let rows = if trigram {
+            self.fetch_all(
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM players_search f JOIN players p ON p.id = f.rowid \
+                     LEFT JOIN servers s ON s.id = p.last_server_id \
+                     WHERE players_search MATCH $1 AND p.last_seen >= $2 \
+                     ORDER BY p.last_seen DESC, p.id LIMIT $3"
+                ))
+                .bind(fts_phrase(q))
+                .bind(since)
+                .bind(limit),
+            )
+            .await?
+        } else {
+            self.fetch_all(
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM players p LEFT JOIN servers s ON s.id = p.last_server_id \
+                     WHERE p.name LIKE $1 ESCAPE '\\' AND p.last_seen >= $2 \
+                     ORDER BY p.last_seen DESC, p.id LIMIT $3"
+                ))
+                .bind(contains_pattern(q))
+                .bind(since)
+                .bind(limit),
+            )
+            .await?
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(PlayerHit {
+                player_id: r.try_get(0)?,
+                name_raw: r.try_get(1)?,
+                dialect: r.try_get(2)?,
+                last_seen: r.try_get(3)?,
+                addr: r.try_get(4)?,
+                online: bool_of(r, 5)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A player: its name, first and last sighting, time played, and its latest `sessions`
+    /// sessions (newest first).
+    pub async fn player(
+        &self,
+        id: i64,
+        sessions: i64,
+    ) -> Result<Option<PlayerProfile>, StoreError> {
+        let Some(p) = self
+            .fetch_optional(
+                sqlx::query(
+                    "SELECT p.name_raw, p.dialect, p.first_seen, p.last_seen, \
+                     CAST((SELECT SUM(COALESCE(s.left_at, s.last_seen) - s.joined) FROM sessions s \
+                      WHERE s.player_id = p.id) AS BIGINT) FROM players p WHERE p.id = $1",
+                )
+                .bind(id),
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let played_ms = p.try_get::<Option<i64>, _>(4)?.unwrap_or(0);
+        let rows = self
+            .fetch_all(
+                sqlx::query(
+                    "SELECT v.addr, v.name_raw, v.dialect, s.joined, s.left_at, s.last_score, \
+                     COALESCE(s.left_at, s.last_seen) - s.joined, s.is_bot \
+                     FROM sessions s JOIN servers v ON v.id = s.server_id \
+                     WHERE s.player_id = $1 ORDER BY s.joined DESC, s.id DESC LIMIT $2",
+                )
+                .bind(id)
+                .bind(sessions.clamp(0, MAX_ROWS)),
+            )
+            .await?;
+        let mut list = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let ms: i64 = r.try_get(6)?;
+            let is_bot: Option<i64> = r.try_get(7)?;
+            list.push(SessionRow {
+                addr: r.try_get(0)?,
+                server_name_raw: r.try_get(1)?,
+                server_dialect: r.try_get(2)?,
+                joined: r.try_get(3)?,
+                left: r.try_get(4)?,
+                last_score: r.try_get(5)?,
+                seconds: ms / 1000,
+                is_bot: is_bot.map(|b| b != 0),
+            });
+        }
+        Ok(Some(PlayerProfile {
+            player_id: id,
+            name_raw: p.try_get(0)?,
+            dialect: p.try_get(1)?,
+            first_seen: p.try_get(2)?,
+            last_seen: p.try_get(3)?,
+            seconds_played: played_ms / 1000,
+            sessions: list,
+        }))
     }
 
     /// The latest rounds, newest first.
     pub async fn rounds(&self, limit: i64) -> Result<Vec<RoundRow>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT at, finished, servers, online, players FROM rounds ORDER BY at DESC LIMIT $1",
-        )
-        .bind(limit.max(0))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .fetch_all(
+                sqlx::query(
+                    "SELECT at, finished, servers, online, players FROM rounds \
+                     ORDER BY at DESC LIMIT $1",
+                )
+                .bind(limit.max(0)),
+            )
+            .await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             out.push(RoundRow {
@@ -214,34 +558,64 @@ impl Store {
         Ok(out)
     }
 
-    /// Rows in every table.
+    /// Rows in every table (counts whole tables: for tests and tools, not for pages).
     pub async fn counts(&self) -> Result<Counts, StoreError> {
-        let mut n = [0i64; 4];
-        for (slot, table) in
-            n.iter_mut()
-                .zip(["rounds", "servers", "snapshots", "player_snapshots"])
-        {
-            let row = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
-                .fetch_one(&self.pool)
-                .await?;
+        let mut n = [0i64; 9];
+        for (slot, sql) in n.iter_mut().zip([
+            "SELECT COUNT(*) FROM rounds",
+            "SELECT COUNT(*) FROM servers",
+            "SELECT COUNT(*) FROM series",
+            "SELECT CAST(COALESCE(SUM(players), 0) AS BIGINT) FROM series",
+            "SELECT COUNT(*) FROM series_agg",
+            "SELECT COUNT(*) FROM server_changes",
+            "SELECT COUNT(*) FROM players",
+            "SELECT COUNT(*) FROM sessions",
+            "SELECT COUNT(*) FROM sessions WHERE left_at IS NULL",
+        ]) {
+            let row = self.bounded(sqlx::query(sql).fetch_one(&self.pool)).await?;
             *slot = row.try_get(0)?;
         }
         Ok(Counts {
             rounds: n[0],
             servers: n[1],
-            snapshots: n[2],
-            player_snapshots: n[3],
+            series: n[2],
+            series_players: n[3],
+            series_agg: n[4],
+            changes: n[5],
+            players: n[6],
+            sessions: n[7],
+            open_sessions: n[8],
         })
     }
 
     /// The games that have servers, sorted.
     pub async fn games(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query("SELECT DISTINCT game FROM servers ORDER BY game")
-            .fetch_all(&self.pool)
+        let rows = self
+            .fetch_all(sqlx::query(
+                "SELECT DISTINCT game FROM servers ORDER BY game",
+            ))
             .await?;
         Ok(rows
             .iter()
             .map(|r| r.try_get(0))
             .collect::<Result<_, _>>()?)
     }
+}
+
+/// A boolean column: SQLite gives 0/1 integers, PostgreSQL booleans.
+fn bool_of(r: &sqlx::any::AnyRow, i: usize) -> Result<bool, sqlx::Error> {
+    match r.try_get::<bool, _>(i) {
+        Ok(b) => Ok(b),
+        Err(_) => Ok(r.try_get::<i64, _>(i)? != 0),
+    }
+}
+
+/// A server's state from `at` on (a `server_changes` row).
+#[derive(Debug)]
+struct Change {
+    at: i64,
+    online: bool,
+    map: Option<String>,
+    gametype: Option<String>,
+    max_players: Option<i64>,
 }

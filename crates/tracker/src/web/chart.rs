@@ -89,6 +89,11 @@ mod tests {
             max_players: n.map(|_| 8),
             rtt_ms: None,
             map: None,
+            num_bots: None,
+            rounds: 1,
+            online_rounds: i64::from(status == "online"),
+            players_min: None,
+            players_max: None,
         };
         let svg = chart(&[
             p(0, "online", Some(1)),

@@ -19,19 +19,27 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
 mod api;
 mod chart;
+mod colour;
 mod events;
+mod http;
+mod join;
 mod pages;
 
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
 pub use chart::chart;
+pub use colour::{contrast_ratio, readable, BACKGROUND};
+pub use http::{etag_of, max_age};
+pub use join::join_url;
+pub use pages::{ago, race_time};
 
-use api::{api_history, api_players, api_rounds, api_server, api_servers};
-use pages::{browser, players_page, server_page};
+use api::{api_history, api_player, api_players, api_rounds, api_server, api_servers};
+use pages::{browser, player_page, players_page, server_page};
 
 /// The OpenAPI 3.1 description of the JSON API, served at `/api/openapi.json`.
 pub const OPENAPI: &str = include_str!("../openapi.json");
@@ -47,23 +55,88 @@ pub struct AppState {
     pub refresh_secs: f64,
     /// The rounds' events, for `/api/events`.
     pub events: crate::events::EventHub,
+    /// The site: its title, base path, CORS origins and the limits its parameters take.
+    pub site: Site,
+    /// Servers' countries by GeoIP, for rows stored without one.
+    pub countries: Arc<Countries>,
 }
 
-/// The router: every page and API.
+/// What the site is: title, base path, CORS origins, and the history it can search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Site {
+    /// Every page's title.
+    pub title: String,
+    /// The path the site is served under (`/servers`), or empty.
+    pub base: String,
+    /// Origins allowed to read the API from a browser (`*` for any); empty for none.
+    pub cors_origins: Vec<String>,
+    /// Hours of history kept (0: everything): the longest search window.
+    pub retention_hours: f64,
+    /// Seconds between rounds: how long an API answer may be cached.
+    pub interval_secs: f64,
+}
+
+impl Default for Site {
+    fn default() -> Self {
+        Site {
+            title: crate::config::DEFAULT_TITLE.into(),
+            base: String::new(),
+            cors_origins: Vec::new(),
+            retention_hours: 168.0,
+            interval_secs: 60.0,
+        }
+    }
+}
+
+impl Site {
+    /// The site of a configuration.
+    pub fn of(config: &crate::config::Config) -> Site {
+        Site {
+            title: config.web.title.clone(),
+            base: config.web.base().to_string(),
+            cors_origins: config.web.cors_origins.clone(),
+            retention_hours: config.retention_hours,
+            interval_secs: config.interval_secs,
+        }
+    }
+
+    /// `path` (starting with `/`) under the base path.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+/// The router: every page and API, under the site's base path, with CORS (when configured),
+/// compression, and ETag/Cache-Control on the API.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/", get(browser))
-        .route("/server/{addr}", get(server_page))
-        .route("/players", get(players_page))
-        .route("/api/servers", get(api_servers))
-        .route("/api/servers/{addr}", get(api_server))
-        .route("/api/servers/{addr}/history", get(api_history))
-        .route("/api/players", get(api_players))
-        .route("/api/rounds", get(api_rounds))
-        .route("/api/events", get(events::api_events))
-        .route("/api/openapi.json", get(openapi))
-        .route("/metrics", get(metrics))
-        .with_state(state)
+    let site = state.site.clone();
+    let b = site.base.clone();
+    let mut r = Router::new()
+        .route(&format!("{b}/"), get(browser))
+        .route(&format!("{b}/server/{{addr}}"), get(server_page))
+        .route(&format!("{b}/players"), get(players_page))
+        .route(&format!("{b}/player/{{id}}"), get(player_page))
+        .route(&format!("{b}/api/servers"), get(api_servers))
+        .route(&format!("{b}/api/servers/{{addr}}"), get(api_server))
+        .route(
+            &format!("{b}/api/servers/{{addr}}/history"),
+            get(api_history),
+        )
+        .route(&format!("{b}/api/players"), get(api_players))
+        .route(&format!("{b}/api/players/{{id}}"), get(api_player))
+        .route(&format!("{b}/api/rounds"), get(api_rounds))
+        .route(&format!("{b}/api/events"), get(events::api_events))
+        .route(&format!("{b}/api/openapi.json"), get(openapi))
+        .route(&format!("{b}/metrics"), get(metrics));
+    if !b.is_empty() {
+        // `/servers` itself: to the browser page, `/servers/`.
+        let to = format!("{b}/");
+        r = r.route(
+            &b,
+            get(move || async move { axum::response::Redirect::permanent(&to) }),
+        );
+    }
+    http::layers(r.with_state(state), &site)
 }
 
 /// Serves `router(state)` on `listener` until `stop` resolves, with the default guard (see

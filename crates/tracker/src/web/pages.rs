@@ -1,20 +1,37 @@
 //! The HTML pages: the server browser, a server's page and the player search.
+//!
+//! Every link, form action and script URL is made with [`Site::url`], so the site works
+//! under a base path behind a reverse proxy. Names are shown with their games' colours,
+//! lightened where they would not read on the page's background ([`super::colour`]).
+
+use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use fragstat::core::model::Text;
+use fragstat::core::text::runs_html;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
-use super::api::{BrowseQuery, HistoryQuery, PlayerQuery};
-use super::{chart, not_found, time_text, AppState, WebError};
+use super::api::{
+    clan_text, game_title, humans, is_bot, pages, server_country, server_password, window_since,
+    BrowseQuery, HistoryQuery, PlayerQuery, MAP_HISTORY,
+};
+use super::colour::{readable, BACKGROUND};
+use super::{chart, join, not_found, time_text, AppState, Site, WebError};
+use crate::geoip::flag;
 use crate::round::now_ms;
-use crate::store::ServerRow;
+use crate::store::{ServerRow, Sort};
 
-/// A name as HTML: escaped text in coloured spans, from the name's dialect
-/// ([`Text::html`]: core's one HTML renderer, which escapes every run's text).
-fn name_html(t: &Text) -> Markup {
+/// A name as HTML: escaped text in coloured spans, from the name's dialect (core's one HTML
+/// renderer, [`runs_html`], which escapes every run's text), each colour made readable on the
+/// page's background.
+pub(super) fn name_html(t: &Text) -> Markup {
+    let mut runs = t.runs();
+    for r in &mut runs {
+        r.color = r.color.map(|c| readable(c, BACKGROUND));
+    }
     html! {
-        span.name { (PreEscaped(t.html())) }
+        span.name { (PreEscaped(runs_html(&runs))) }
     }
 }
 
@@ -23,103 +40,293 @@ fn addr_segment(addr: &str) -> String {
     url::form_urlencoded::byte_serialize(addr.as_bytes()).collect()
 }
 
+/// "3 min ago" for a Unix-ms time, at `now`.
+pub fn ago(ms: i64, now: i64) -> String {
+    let s = now.saturating_sub(ms) / 1000;
+    match s {
+        i64::MIN..=9 => "just now".into(),
+        10..=59 => format!("{s} s ago"),
+        60..=3599 => format!("{} min ago", s / 60),
+        3600..=86_399 => format!("{} h ago", s / 3600),
+        _ => format!("{} d ago", s / 86_400),
+    }
+}
+
+/// A time as "3 min ago" in a `<time>` with the absolute time as its `datetime` and title
+/// (the refresh script keeps the text current).
+fn time_html(ms: i64, now: i64) -> Markup {
+    let abs = time_text(ms);
+    html! { time datetime=(abs) title=(abs) { (ago(ms, now)) } }
+}
+
+/// A country's flag (regional-indicator symbols: an emoji flag, no image) with its code.
+fn flag_html(code: Option<&str>) -> Markup {
+    html! {
+        @if let Some(c) = code {
+            @if let Some(f) = flag(c) {
+                // The letters too: not every system draws flag emoji.
+                span.flag role="img" aria-label=(c) title=(c) { (f) } span.cc { (c) } " "
+            }
+        }
+    }
+}
+
+/// The address as text, with a join link where the game has a URL scheme and a copy button
+/// (shown by the script; without it the address is still there to select).
+fn address_html(game: &str, addr: &str) -> Markup {
+    html! {
+        span.addr {
+            code { (addr) }
+            " "
+            @if let Some(u) = join::join_url(game, addr) {
+                a.join href=(u) title="join with the game's client" { "join" }
+                " "
+            }
+            button.copy type="button" data-copy=(addr) hidden title="copy the address" { "copy" }
+        }
+    }
+}
+
 /// The pages' style sheet (`assets/style.css`), after a line break.
 const STYLE: &str = concat!("\n", include_str!("../../assets/style.css"));
 
-fn page(title: &str, refresh: Option<f64>, body: Markup) -> Markup {
+fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
-                title { (title) " — fragstat track" }
-                style { (maud::PreEscaped(STYLE)) }
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " — " (site.title) }
+                style { (PreEscaped(STYLE)) }
             }
-            body data-refresh=[refresh] {
-                nav {
-                    a href="/" { "Servers" }
-                    a href="/players" { "Find a player" }
-                    a href="/api/servers" { "API" }
-                    a href="/api/openapi.json" { "OpenAPI" }
-                    a href="/metrics" { "Metrics" }
+            body data-refresh=[refresh] data-base=(site.base) {
+                header {
+                    a.site href=(site.url("/")) { (site.title) }
+                    nav {
+                        a href=(site.url("/")) { "Servers" }
+                        a href=(site.url("/players")) { "Find a player" }
+                        a href=(site.url("/api/servers")) { "API" }
+                        a href=(site.url("/api/openapi.json")) { "OpenAPI" }
+                        a href=(site.url("/metrics")) { "Metrics" }
+                    }
                 }
-                (body)
+                main { (body) }
+                script { (PreEscaped(BROWSER_JS)) }
             }
         }
     }
 }
 
-/// The browser page's script (`assets/app.js`), after a line break.
+/// The pages' script (`assets/app.js`), after a line break: the browser's refresh, copy
+/// buttons, relative times.
 const BROWSER_JS: &str = concat!("\n", include_str!("../../assets/app.js"));
 
-fn server_rows(servers: &[ServerRow]) -> Markup {
+/// "3 (+2 bots)/16": humans, bots where there are any, slots.
+fn players_text(s: &ServerRow) -> String {
+    if s.status != "online" {
+        return "-".into();
+    }
+    let slots = s.max_players.unwrap_or(0);
+    match (humans(s), s.num_bots.filter(|b| *b > 0)) {
+        (Some(h), Some(b)) => format!("{h} (+{b} bots)/{slots}"),
+        (Some(h), None) => format!("{h}/{slots}"),
+        _ => format!("-/{slots}"),
+    }
+}
+
+/// A server's row in the browser; `app.js` builds the same from the API.
+fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
+    let country = server_country(s, st);
+    let name = s.name_text();
     html! {
-        tbody #rows {
-            @for s in servers {
-                tr class={ "server " (s.status) } data-addr=(s.addr) {
-                    td { a href={ "/server/" (addr_segment(&s.addr)) } { (s.addr) } }
-                    td { (s.status) }
-                    td { (name_html(&s.name_text())) }
-                    td { (s.map.as_deref().unwrap_or("-")) }
-                    td { (s.game) }
-                    td.num.players {
-                        @if s.status == "online" {
-                            (s.num_players.unwrap_or(0)) "/" (s.max_players.unwrap_or(0))
-                        } @else { "-" }
-                    }
-                    td.num.ping {
-                        @if let Some(r) = s.rtt_ms { (format!("{r:.1}")) } @else { "-" }
-                    }
+        tr class={ "server " (s.status) } data-addr=(s.addr) {
+            td.name {
+                (flag_html(country.as_deref()))
+                @if server_password(s) == Some(true) { span.lock role="img" aria-label="password" title="password" { "🔒" } }
+                a href=(st.site.url(&format!("/server/{}", addr_segment(&s.addr)))) {
+                    @if s.name_raw.is_some() { (name_html(&name)) } @else { (s.addr) }
+                }
+                @if s.status != "online" {
+                    " " span.status { (s.status) @if let Some(t) = s.last_online { ", answered " (time_html(t, now)) } }
                 }
             }
+            td.game.opt { (game_title(&s.game).unwrap_or_else(|| s.game.clone())) }
+            td.gametype.opt { (s.gametype.as_deref().unwrap_or("")) }
+            td.map { (s.map.as_deref().unwrap_or("-")) }
+            td.num.players { (players_text(s)) }
+            td.num.ping.opt {
+                @if let Some(r) = s.rtt_ms { (format!("{r:.0}")) } @else { "-" }
+            }
+            td.address.opt { (address_html(&s.game, &s.addr)) }
         }
     }
 }
+
+/// The browser's columns: header text, sort key, and whether it hides on a phone.
+const COLUMNS: [(&str, Sort, &str); 7] = [
+    ("Name", Sort::Name, "name"),
+    ("Game", Sort::Game, "game opt"),
+    ("Type", Sort::Gametype, "gametype opt"),
+    ("Map", Sort::Map, "map"),
+    ("Players", Sort::Players, "num players"),
+    ("Ping", Sort::Ping, "num ping opt"),
+    ("Address", Sort::Addr, "address opt"),
+];
 
 pub(super) async fn browser(
     State(st): State<AppState>,
     Query(q): Query<BrowseQuery>,
 ) -> Result<Html<String>, WebError> {
-    let filter = q.filter()?;
-    let servers = st.store.servers(&filter).await?;
+    let b = q.check()?;
+    let servers = st.store.servers(&b.filter).await?;
+    let total = st.store.count_servers(&b.filter).await?;
     let games = st.store.games().await?;
-    let online: Vec<&ServerRow> = servers.iter().filter(|s| s.status == "online").collect();
-    let players: i64 = online.iter().filter_map(|s| s.num_players).sum();
-    let sort = q.sort.as_deref().unwrap_or("players");
+    let now = now_ms();
+    let humans_here: i64 = servers.iter().filter_map(humans).sum();
+    let bots_here: i64 = servers
+        .iter()
+        .filter(|s| s.status == "online")
+        .filter_map(|s| s.num_bots)
+        .sum();
+    let last_page = pages(total, b.per_page);
+    let from = (b.page - 1) * b.per_page + 1;
+    let to = from + i64::try_from(servers.len()).unwrap_or(0) - 1;
+    let home = st.site.url("/");
     let body = html! {
         h1 { "Servers" }
-        form #filters method="get" action="/" {
+        form #filters method="get" action=(home) {
             label { "Game " select name="game" {
                 option value="" { "any" }
                 @for g in &games {
-                    option value=(g) selected[q.game.as_deref() == Some(g.as_str())] { (g) }
+                    option value=(g) selected[b.filter.game.as_deref() == Some(g.as_str())] {
+                        (game_title(g).unwrap_or_else(|| g.clone()))
+                    }
                 }
             } }
             label { "Map " input type="search" name="map" value=[q.map.as_deref()]; }
             label { "Name " input type="search" name="name" value=[q.name.as_deref()]; }
-            label { "Sort " select name="sort" {
-                option value="players" selected[sort == "players"] { "players" }
-                option value="ping" selected[sort == "ping"] { "ping" }
-                option value="name" selected[sort == "name"] { "name" }
-            } }
+            label { input type="checkbox" name="online" value="1" checked[b.filter.online_only]; " online only" }
+            input type="hidden" name="sort" value=(b.filter.sort.key());
+            input type="hidden" name="order" value=(if b.desc { "desc" } else { "asc" });
+            input type="hidden" name="per_page" value=(b.per_page);
             button type="submit" { "Filter" }
         }
         p {
-            span #summary { (online.len()) " of " (servers.len()) " servers online, " (players) " players" }
-            " · " span #updated { "rendered " (time_text(now_ms())) }
+            span #summary {
+                (total) " servers"
+                @if total > 0 { ", " (from) "–" (to) " shown" }
+                "; " (humans_here) " humans (+" (bots_here) " bots) on this page"
+            }
+            " · " span #updated { "rendered " (time_text(now)) }
         }
         table #servers {
             thead { tr {
-                th { "Address" } th { "Status" } th { "Name" } th { "Map" } th { "Game" }
-                th { "Players" } th { "Ping" }
+                @for (label, key, class) in COLUMNS {
+                    @let active = b.filter.sort == key;
+                    @let next_desc = if active { !b.desc } else { key.default_desc() };
+                    @let href = format!("{home}{}", q.with(&[
+                        ("sort", Some(key.key().to_string())),
+                        ("order", Some((if next_desc { "desc" } else { "asc" }).to_string())),
+                        ("page", None),
+                    ]));
+                    th class=(class) aria-sort=[active.then_some(if b.desc { "descending" } else { "ascending" })] {
+                        a.sort href=(href) data-sort=(key.key()) {
+                            (label)
+                            @if active { (if b.desc { " ▼" } else { " ▲" }) }
+                        }
+                    }
+                }
             } }
-            (server_rows(&servers))
+            tbody #rows {
+                @for s in &servers { (server_row(s, &st, now)) }
+            }
         }
-        script { (maud::PreEscaped(BROWSER_JS)) }
+        nav #pages aria-label="pages" {
+            @if b.page > 1 {
+                a rel="prev" href={ (home) (q.with(&[("page", Some((b.page - 1).to_string()))])) } { "← previous" }
+                " "
+            }
+            span { "page " (b.page) " of " (last_page) }
+            @if b.page < last_page {
+                " "
+                a rel="next" href={ (home) (q.with(&[("page", Some((b.page + 1).to_string()))])) } { "next →" }
+            }
+        }
     };
     Ok(Html(
-        page("Servers", Some(st.refresh_secs), body).into_string(),
+        page(&st.site, "Servers", Some(st.refresh_secs), body).into_string(),
     ))
+}
+
+/// What the server page reads from a server's latest JSON record.
+#[derive(Debug, Default)]
+struct RecordFacts {
+    rules: Vec<(String, String)>,
+    password: Option<bool>,
+    score_kind: Option<String>,
+    clans: Vec<Option<String>>,
+}
+
+fn record_facts(record: Option<&str>) -> RecordFacts {
+    let Some(v) = record.and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok()) else {
+        return RecordFacts::default();
+    };
+    let info = v.get("info").unwrap_or(&v);
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    RecordFacts {
+        rules: info
+            .get("rules")
+            .and_then(|r| r.as_object())
+            .map(|o| o.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+            .unwrap_or_default(),
+        password: info.get("password").and_then(serde_json::Value::as_bool),
+        score_kind: info
+            .get("extra")
+            .and_then(|e| e.get("score_kind"))
+            .and_then(|k| k.as_str())
+            .map(str::to_string),
+        clans: info
+            .get("players")
+            .and_then(|p| p.as_array())
+            .map(|ps| {
+                ps.iter()
+                    .map(|p| {
+                        p.get("clan")
+                            .and_then(|c| c.as_str())
+                            .filter(|c| !c.is_empty())
+                            .map(str::to_string)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Whether a server's scores are race times: its record says so (DDNet's
+/// `client_score_kind`, Teeworlds 0.7's time-score flag), or a Teeworlds-family server runs
+/// a race game type (the DDNet client's rule, `IsRace`/`IsDDNet` in
+/// `src/game/client/gameclient.cpp`: "race", "fastcap" and DDNet's own types).
+fn race_times(game: &str, gametype: Option<&str>, score_kind: Option<&str>) -> bool {
+    if let Some(k) = score_kind {
+        return k == "time";
+    }
+    let teeworlds = matches!(game, "ddnet" | "teeworlds" | "teeworlds07");
+    let gt = gametype.unwrap_or_default().to_ascii_lowercase();
+    teeworlds && (gt.contains("race") || gt.contains("fastcap") || gt.contains("ddnet"))
+}
+
+/// A race time score as `m:ss` (DDNet sends whole seconds, negated on 0.6); empty for
+/// "no time" (−9999, or DDNet's `FinishTime::NOT_FINISHED_MILLIS` as seconds).
+pub fn race_time(score: i64) -> String {
+    if score == -9999 || score == i64::from(i32::MIN) || score.unsigned_abs() >= 10_000_000 {
+        return String::new();
+    }
+    let s = score.unsigned_abs();
+    format!("{}:{:02}", s / 60, s % 60)
 }
 
 pub(super) async fn server_page(
@@ -127,44 +334,125 @@ pub(super) async fn server_page(
     Path(addr): Path<String>,
     Query(q): Query<HistoryQuery>,
 ) -> Result<Html<String>, WebError> {
+    let since = q.since(&st)?;
     let Some(s) = st.store.server(&addr).await? else {
         return Err(not_found("server"));
     };
-    let history = st.store.history(&addr, q.since()).await?;
+    let history = st.store.history(&addr, since).await?;
     let players = st.store.players_on(&addr).await?;
+    let record = st.store.server_record(&addr).await?;
+    let facts = record_facts(record.as_deref());
+    // Uptime and map changes over the last week (or the history kept, if shorter).
+    let week = window_since(st.site.retention_hours, 24.0 * 7.0);
+    let uptime = st.store.uptime(&addr, week).await?;
+    let maps = st.store.map_history(&addr, week, MAP_HISTORY).await?;
+    let now = now_ms();
     let name = s.name_text();
+    let title = if s.name_raw.is_some() {
+        name.display()
+    } else {
+        s.addr.clone()
+    };
+    let online = s.status == "online";
+    let times = race_times(&s.game, s.gametype.as_deref(), facts.score_kind.as_deref());
+    let country = server_country(&s, &st);
+    let password = server_password(&s).or(facts.password);
     let body = html! {
-        h1 { (name_html(&name)) }
+        h1 {
+            @if s.name_raw.is_some() { (name_html(&name)) } @else { (s.addr) }
+            @if !online { " " span.badge.down { (s.status) } }
+        }
         table #info {
-            tr { th { "Address" } td { (s.addr) } }
-            tr { th { "Game" } td { (s.game) } }
-            tr { th { "Status" } td #status { (s.status) @if let Some(e) = &s.error { " (" (e) ")" } } }
+            tr { th { "Address" } td { (address_html(&s.game, &s.addr)) } }
+            tr { th { "Game" } td { (game_title(&s.game).unwrap_or_else(|| s.game.clone())) } }
+            tr { th { "Status" } td #status {
+                (s.status) @if let Some(e) = &s.error { " (" (e) ")" }
+                @if let Some(d) = s.down_since { ", down since " (time_html(d, now)) }
+                @if let (true, Some(u)) = (online, s.up_since) { ", up since " (time_html(u, now)) }
+            } }
+            tr { th { "Uptime" } td #uptime {
+                @if let Some(f) = uptime.fraction { (format!("{:.1} %", f * 100.0)) " since " (time_html(uptime.since.max(s.first_seen), now)) } @else { "-" }
+            } }
+            @if let Some(c) = &country {
+                tr { th { "Country" } td { (flag_html(Some(c))) } }
+            }
+            tr { th { "Password" } td { (match password { Some(true) => "🔒 yes", Some(false) => "no", None => "-" }) } }
             tr { th { "Map" } td { (s.map.as_deref().unwrap_or("-")) } }
             tr { th { "Game type" } td { (s.gametype.as_deref().unwrap_or("-")) } }
-            tr { th { "Players" } td { (s.num_players.unwrap_or(0)) " / " (s.max_players.unwrap_or(0)) } }
+            tr { th { "Players" } td {
+                @if online { (players_text(&s)) } @else { "- (no answer in the last round)" }
+            } }
             tr { th { "Ping" } td { @if let Some(r) = s.rtt_ms { (format!("{r:.1} ms")) } @else { "-" } } }
-            tr { th { "First seen" } td { (time_text(s.first_seen)) } }
-            tr { th { "Last answered" } td { @if let Some(t) = s.last_online { (time_text(t)) } @else { "never" } } }
+            tr { th { "First seen" } td { (time_html(s.first_seen, now)) } }
+            tr { th { "Last answered" } td { @if let Some(t) = s.last_online { (time_html(t, now)) } @else { "never" } } }
         }
         h2 { "Players over time" }
         (chart(&history))
-        p { a href={ "/api/servers/" (addr_segment(&s.addr)) "/history" } { "history as JSON" } }
-        h2 { "Players now" }
-        table #players {
-            thead { tr { th { "Name" } th { "Score" } th { "Ping" } th { "Bot" } } }
-            tbody {
-                @for p in &players {
-                    tr.player {
-                        td { (name_html(&p.name_text())) }
-                        td.num { (p.score.map_or("-".into(), |v| v.to_string())) }
-                        td.num { (p.ping.map_or("-".into(), |v| v.to_string())) }
-                        td { (match p.is_bot { Some(true) => "yes", Some(false) => "no", None => "-" }) }
+        p { a href=(st.site.url(&format!("/api/servers/{}/history", addr_segment(&s.addr)))) { "history as JSON" } }
+        h2 { @if online { "Players now" } @else { "Players when it last answered" } }
+        @if players.is_empty() {
+            p.empty { "No players." }
+        } @else {
+            table #players {
+                thead { tr { th { "Name" } th { "Clan" } th.num { @if times { "Time" } @else { "Score" } } th.num { "Ping" } } }
+                tbody {
+                    @for (i, p) in players.iter().enumerate() {
+                        @let t = p.name_text();
+                        @let bot = is_bot(p, &s) == Some(true);
+                        tr class={ "player" @if bot { " bot" } } {
+                            td {
+                                a href=(player_href(&st.site, p.player_id)) { (name_html(&t)) }
+                                @if bot { " " span.badge.bot title="a bot" { "bot" } }
+                            }
+                            td { (clan_text(p).or_else(|| facts.clans.get(i).cloned().flatten()).unwrap_or_default()) }
+                            td.num {
+                                @match p.score {
+                                    Some(v) if times => (race_time(v)),
+                                    Some(v) => (v),
+                                    None => "-",
+                                }
+                            }
+                            td.num { (p.ping.map_or("-".into(), |v| v.to_string())) }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Maps" }
+        @if maps.is_empty() {
+            p.empty { "No map changes kept." }
+        } @else {
+            table #maps {
+                thead { tr { th { "Map" } th.opt { "Game type" } th { "From" } th { "To" } } }
+                tbody {
+                    @for m in &maps {
+                        tr.map {
+                            td { (m.map) }
+                            td.opt { (m.gametype.as_deref().unwrap_or("-")) }
+                            td { (time_html(m.from, now)) }
+                            td { @if let Some(t) = m.to { (time_html(t, now)) } @else { "now" } }
+                        }
+                    }
+                }
+            }
+        }
+        @if !facts.rules.is_empty() {
+            details #rules open {
+                summary { h2 { "Server variables" } }
+                table.rules {
+                    tbody {
+                        @for (k, v) in &facts.rules { tr { th { (k) } td { (v) } } }
                     }
                 }
             }
         }
     };
-    Ok(Html(page(&name.display(), None, body).into_string()))
+    Ok(Html(page(&st.site, &title, None, body).into_string()))
+}
+
+/// A link to a player's page.
+fn player_href(site: &Site, id: i64) -> String {
+    site.url(&format!("/player/{id}"))
 }
 
 pub(super) async fn players_page(
@@ -172,47 +460,112 @@ pub(super) async fn players_page(
     Query(q): Query<PlayerQuery>,
 ) -> Result<Html<String>, WebError> {
     let text = q.q.clone().unwrap_or_default();
-    let hits = q.hits(&st.store).await?;
-    let mut rows = Vec::new();
-    for h in &hits {
-        let server = st.store.server(&h.addr).await?;
-        rows.push((h, server));
+    let hits = q.hits(&st).await?;
+    // One lookup per server, not per player.
+    let mut servers: HashMap<&str, Option<ServerRow>> = HashMap::new();
+    for a in hits.iter().filter_map(|h| h.addr.as_deref()) {
+        if !servers.contains_key(a) {
+            servers.insert(a, st.store.server(a).await?);
+        }
     }
+    let now = now_ms();
     let body = html! {
         h1 { "Where is … playing?" }
-        form method="get" action="/players" {
+        form method="get" action=(st.site.url("/players")) {
             input type="search" name="q" value=(text) placeholder="player name";
             button type="submit" { "Find" }
         }
         @if !text.is_empty() {
-            p #found { (hits.len()) " sightings" }
+            p #found { (hits.len()) " players" }
             table #hits {
-                thead { tr { th { "Player" } th { "Server" } th { "Map" } th { "Score" } th { "Seen" } } }
+                thead { tr { th { "Player" } th { "Last server" } th.opt { "Map" } th { "Seen" } } }
                 tbody {
-                    @for (h, s) in &rows {
+                    @for h in &hits {
+                        @let s = h.addr.as_deref().and_then(|a| servers.get(a)).and_then(Option::as_ref);
                         tr.hit {
-                            td { (name_html(&h.name_text())) }
-                            td { a href={ "/server/" (addr_segment(&h.addr)) } {
-                                @if let Some(s) = s { (name_html(&s.name_text())) } @else { (h.addr) }
-                            } }
-                            td { (s.as_ref().and_then(|s| s.map.as_deref()).unwrap_or("-")) }
-                            td.num { (h.score.map_or("-".into(), |v| v.to_string())) }
-                            td { (time_text(h.at)) }
+                            td { a href=(player_href(&st.site, h.player_id)) { (name_html(&h.name_text())) } }
+                            td { @if let Some(a) = h.addr.as_deref() {
+                                a href=(st.site.url(&format!("/server/{}", addr_segment(a)))) {
+                                    @if let Some(s) = s.filter(|s| s.name_raw.is_some()) { (name_html(&s.name_text())) } @else { (a) }
+                                }
+                            } @else { "-" } }
+                            td.opt { (s.and_then(|s| s.map.as_deref()).unwrap_or("-")) }
+                            td { @if h.online { span.badge.online { "playing now" } } @else { (time_html(h.last_seen, now)) } }
                         }
                     }
                 }
             }
         }
     };
-    Ok(Html(page("Players", None, body).into_string()))
+    Ok(Html(page(&st.site, "Players", None, body).into_string()))
 }
+
+/// "2 h 5 min", "45 s".
+pub fn duration_text(secs: i64) -> String {
+    let s = secs.max(0);
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min", s / 60),
+        3600..=86_399 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+pub(super) async fn player_page(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Html<String>, WebError> {
+    let id: i64 = id.parse().map_err(|_| not_found("player"))?;
+    let Some(p) = st.store.player(id, PLAYER_SESSIONS).await? else {
+        return Err(not_found("player"));
+    };
+    let now = now_ms();
+    let name = p.name_text();
+    let body = html! {
+        h1 { (name_html(&name)) }
+        table #info {
+            tr { th { "First seen" } td { (time_html(p.first_seen, now)) } }
+            tr { th { "Last seen" } td { (time_html(p.last_seen, now)) } }
+            tr { th { "Time played" } td #played { (duration_text(p.seconds_played)) } }
+        }
+        h2 { "Where and when" }
+        @if p.sessions.is_empty() {
+            p.empty { "No sessions kept." }
+        } @else {
+            table #sessions {
+                thead { tr { th { "Server" } th { "Joined" } th { "Left" } th.num { "Played" } th.num.opt { "Last score" } } }
+                tbody {
+                    @for s in &p.sessions {
+                        tr.session {
+                            td { a href=(st.site.url(&format!("/server/{}", addr_segment(&s.addr)))) {
+                                @if let Some(t) = s.server_name_text() { (name_html(&t)) } @else { (s.addr) }
+                            }
+                            @if s.is_bot == Some(true) { " " span.badge.bot { "bot" } } }
+                            td { (time_html(s.joined, now)) }
+                            td { @if let Some(l) = s.left { (time_html(l, now)) } @else { span.badge.online { "playing now" } } }
+                            td.num { (duration_text(s.seconds)) }
+                            td.num.opt { (s.last_score.map_or("-".into(), |v| v.to_string())) }
+                        }
+                    }
+                }
+            }
+        }
+        p { a href=(st.site.url(&format!("/api/players/{id}"))) { "as JSON" } }
+    };
+    Ok(Html(
+        page(&st.site, &name.display(), None, body).into_string(),
+    ))
+}
+
+/// Sessions a player page lists.
+pub const PLAYER_SESSIONS: i64 = 200;
 
 #[cfg(test)]
 mod tests {
     use fragstat::core::model::Dialect;
 
     use super::*;
-    use crate::web::{name_runs, NameRun};
+    use crate::web::{contrast_ratio, name_runs, NameRun};
 
     #[test]
     fn hostile_names_render_inert() {
@@ -223,13 +576,15 @@ mod tests {
         let h = name_html(&t).into_string();
         assert!(!h.contains("<script>"), "{h}");
         assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{h}");
-        assert!(h.contains("color:#ff0000"), "{h}");
+        // Red reads on the page only lightened a little.
+        assert!(h.contains("color:#ff"), "{h}");
         assert!(h.starts_with("<span class=\"name\"><span"), "{h}");
         let plain = Text::new(b"a^1<b>".to_vec(), Dialect::Plain);
         assert_eq!(
             name_runs(&plain),
             vec![NameRun {
                 color: None,
+                page_color: None,
                 text: "a^1<b>".into(),
                 half_alpha: false,
                 icon: None,
@@ -250,5 +605,43 @@ mod tests {
         assert_eq!(runs(Dialect::Idtech4)[0].color.as_deref(), Some("#000000"));
         let h = name_html(&Text::new(b"^8ghost".to_vec(), Dialect::DarkPlaces)).into_string();
         assert!(h.contains("opacity:.5"), "{h}");
+    }
+
+    /// `^4` and `^0` read on the page: their colours are lightened where the HTML is made,
+    /// and the API says what the page shows beside the game's colour.
+    #[test]
+    fn dark_name_colours_are_made_readable() {
+        let t = Text::new(b"^4blue^0black^2green".to_vec(), Dialect::Ioq3);
+        let h = name_html(&t).into_string();
+        assert!(!h.contains("#0000ff") && !h.contains("#000000"), "{h}");
+        for part in h.split("color:#").skip(1) {
+            let hex = part.get(..6).unwrap();
+            let c = [0, 2, 4].map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap());
+            assert!(contrast_ratio(c, BACKGROUND) >= 4.5, "{hex} in {h}");
+        }
+        let runs = name_runs(&t);
+        assert_eq!(runs[0].color.as_deref(), Some("#0000ff"));
+        assert!(runs[0].page_color.is_some());
+        assert_eq!(runs[2].page_color, None, "green reads as it is");
+    }
+
+    #[test]
+    fn times_and_scores() {
+        assert_eq!(ago(0, 5_000), "just now");
+        assert_eq!(ago(0, 42_000), "42 s ago");
+        assert_eq!(ago(0, 180_000), "3 min ago");
+        assert_eq!(ago(0, 7_200_000), "2 h ago");
+        assert_eq!(ago(0, 3 * 86_400_000), "3 d ago");
+        assert_eq!(ago(10_000, 0), "just now");
+        assert_eq!(race_time(-9999), "");
+        assert_eq!(race_time(i64::from(i32::MIN)), "");
+        assert_eq!(race_time(-95), "1:35");
+        assert_eq!(race_time(20), "0:20");
+        assert!(race_times("ddnet", Some("DDraceNetwork"), None));
+        assert!(race_times("teeworlds", Some("Race"), None));
+        assert!(!race_times("teeworlds", Some("DM"), None));
+        assert!(!race_times("ddnet", Some("DDraceNetwork"), Some("points")));
+        assert!(race_times("teeworlds07", Some("DM"), Some("time")));
+        assert!(!race_times("q3", Some("race"), None));
     }
 }

@@ -1,0 +1,152 @@
+//! HTTP hygiene around every route: CORS when configured, compression, and on the JSON API
+//! a strong ETag with `If-None-Match` → 304 and a short `Cache-Control`.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use sha2::{Digest, Sha256};
+use tower_http::compression::CompressionLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use super::Site;
+
+/// The router with its layers: ETag outside compression (so each encoding of a body has
+/// its own strong ETag, as RFC 9110 asks of a strong validator), CORS outermost (its
+/// preflight answered before anything else).
+pub(super) fn layers(router: Router, site: &Site) -> Router {
+    let api = site.url("/api/");
+    let max_age = max_age(site.interval_secs);
+    let router = router
+        .layer(CompressionLayer::new())
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let api = api.clone();
+                async move { etag(&api, max_age, req, next).await }
+            },
+        ));
+    match cors(&site.cors_origins) {
+        Some(c) => router.layer(c),
+        None => router,
+    }
+}
+
+/// Seconds an API answer may be cached: half a round interval (a cached answer is at most
+/// that much older than the newest round), at most 30.
+pub fn max_age(interval_secs: f64) -> u64 {
+    let half = (interval_secs / 2.0).floor();
+    if half.is_finite() && half > 0.0 {
+        half.min(30.0) as u64
+    } else {
+        0
+    }
+}
+
+/// The CORS layer for these origins; `None` (no CORS headers at all) when there are none.
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(
+            origins
+                .iter()
+                .filter_map(|o| HeaderValue::from_str(o).ok())
+                .collect::<Vec<_>>(),
+        )
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::HEAD])
+            .allow_headers([header::IF_NONE_MATCH])
+            .expose_headers([header::ETAG]),
+    )
+}
+
+/// A strong ETag: the first 128 bits of the body's SHA-256, in hex.
+pub fn etag_of(body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+/// Whether an `If-None-Match` value matches `tag` (`*`, or any listed tag; the weak
+/// comparison RFC 9110 asks for here, so `W/"x"` matches `"x"`).
+fn none_match(header: &str, tag: &str) -> bool {
+    header
+        .split(',')
+        .map(str::trim)
+        .any(|t| t == "*" || t.strip_prefix("W/").unwrap_or(t) == tag)
+}
+
+async fn etag(api: &str, max_age: u64, req: Request, next: Next) -> Response {
+    let wanted =
+        matches!(*req.method(), Method::GET | Method::HEAD) && req.uri().path().starts_with(api);
+    let inm = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let res = next.run(req).await;
+    let json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    // Only whole JSON answers: a stream (Server-Sent Events) is never buffered here.
+    if !wanted || !json || res.status() != StatusCode::OK {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    // The body is the API's own answer, bounded by its parameters' limits.
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(e) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response();
+        }
+    };
+    let tag = etag_of(&bytes);
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        parts.headers.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={max_age}")) {
+        parts.headers.insert(header::CACHE_CONTROL, v);
+    }
+    if inm.as_deref().is_some_and(|h| none_match(h, &tag)) {
+        parts.status = StatusCode::NOT_MODIFIED;
+        for h in [
+            header::CONTENT_LENGTH,
+            header::CONTENT_TYPE,
+            header::CONTENT_ENCODING,
+        ] {
+            parts.headers.remove(h);
+        }
+        return Response::from_parts(parts, Body::empty());
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etags_and_ages() {
+        let t = etag_of(b"{}");
+        assert_eq!(t.len(), 34);
+        assert_ne!(t, etag_of(b"{ }"));
+        assert!(none_match(&t, &t));
+        assert!(none_match(&format!("\"x\", W/{t}"), &t));
+        assert!(none_match("*", &t));
+        assert!(!none_match("\"x\"", &t));
+        assert_eq!(max_age(60.0), 30);
+        assert_eq!(max_age(10.0), 5);
+        assert_eq!(max_age(0.2), 0);
+        assert_eq!(max_age(f64::NAN), 0);
+    }
+}

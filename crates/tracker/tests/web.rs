@@ -1,0 +1,591 @@
+//! The web side over real HTTP, on rounds written straight into the store: every parameter's
+//! validation (400 with a message), CORS off and on, compression, ETag/304 and
+//! Cache-Control, the base path (every link on every page followed), sorting and
+//! pagination; and countries from a real MMDB (the CC0 `@ip-location-db` package) for
+//! public addresses taken from the fixtures, looked up only.
+
+use std::path::PathBuf;
+
+use fragstat::core::model::{Dialect, Player, ServerInfo, Text};
+use fragstat::core::record::{Record, Status};
+use fragstat_tracker::config::{Config, Source};
+use fragstat_tracker::geoip::Countries;
+use fragstat_tracker::store::RoundData;
+use fragstat_tracker::Tracker;
+use tokio::sync::watch;
+
+/// A server that answered: `name` (Quake III colours), `players` humans and `bots` bots.
+fn online(addr: &str, name: &[u8], map: &str, players: u32, bots: u32, rtt_ms: u64) -> Record {
+    let mut info = ServerInfo::default();
+    info.name = Text::new(name.to_vec(), Dialect::Ioq3);
+    info.map = Text::new(map.as_bytes().to_vec(), Dialect::Plain);
+    info.gametype = Some("ffa".into());
+    info.num_players = players + bots;
+    info.max_players = 16;
+    info.num_bots = Some(bots);
+    info.password = Some(players == 0);
+    info.rules.push("g_gametype", "0");
+    info.rules.push("sv_hostname", name);
+    let mut list = Vec::new();
+    for i in 0..players + bots {
+        let mut p = Player::new(Text::new(
+            format!(
+                "^4{name}{i}",
+                name = if i < players { "human" } else { "bot" }
+            )
+            .into_bytes(),
+            Dialect::Ioq3,
+        ));
+        p.score = Some(i32::try_from(i).unwrap());
+        p.is_bot = Some(i >= players);
+        list.push(p);
+    }
+    info.players = Some(list);
+    Record::online(
+        Some(addr.into()),
+        "q3",
+        info,
+        Some(std::time::Duration::from_millis(rtt_ms)),
+    )
+}
+
+/// Seven servers: names A…F and one that does not answer.
+fn records() -> Vec<Record> {
+    vec![
+        online("127.0.0.1:27960", b"^1Alpha", "q3dm17", 3, 0, 20),
+        online("127.0.0.1:27961", b"^4Bravo", "q3dm6", 1, 3, 5),
+        online("127.0.0.1:27962", b"Charlie", "q3dm1", 6, 1, 50),
+        online("127.0.0.1:27963", b"Delta", "q3tourney2", 0, 0, 10),
+        online("127.0.0.1:27964", b"Echo", "q3dm17", 2, 0, 40),
+        online("127.0.0.1:27965", b"Foxtrot", "q3dm7", 4, 2, 30),
+        Record::failed(
+            Some("127.0.0.1:27966".into()),
+            "q3",
+            Status::Timeout,
+            "no reply".into(),
+        ),
+    ]
+}
+
+struct Site {
+    base: String,
+    client: reqwest::Client,
+    stop: watch::Sender<bool>,
+    web: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Site {
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect(path)
+    }
+
+    async fn text(&self, path: &str) -> (u16, String) {
+        let r = self.get(path).await;
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    async fn json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = self.text(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    async fn close(self) {
+        let _ = self.stop.send(true);
+        self.web.await.unwrap().unwrap();
+    }
+}
+
+/// A tracker whose store holds two rounds of [`records`], its web side served on loopback
+/// with `web` as its `[web]` table.
+async fn site(web: &str) -> Site {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db");
+    let mut config = Config::parse(&format!(
+        "database = {db:?}\ninterval_secs = 10\nretention_hours = 48\n[web]\n{web}"
+    ))
+    .unwrap();
+    // Never polled: the rounds are written below.
+    config.sources.push(Source {
+        game: "q3".into(),
+        masters: Vec::new(),
+        servers: vec!["127.0.0.1:9".into()],
+        ext: false,
+    });
+    let tracker = Tracker::open(config).await.unwrap();
+    let now = fragstat_tracker::round::now_ms();
+    for at in [now - 20_000, now - 10_000] {
+        tracker
+            .store()
+            .write_round(&RoundData {
+                at,
+                finished: at + 5,
+                records: records(),
+                ..RoundData::default()
+            })
+            .await
+            .unwrap();
+    }
+    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, mut rx) = watch::channel(false);
+    let web = tokio::spawn(fragstat_tracker::web::serve(
+        listener,
+        tracker.state(),
+        async move {
+            let _ = rx.changed().await;
+        },
+    ));
+    Site {
+        base,
+        client: reqwest::Client::new(),
+        stop,
+        web,
+        _dir: dir,
+    }
+}
+
+fn addrs(json: &serde_json::Value) -> Vec<String> {
+    json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["addr"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parameters_out_of_range_are_refused_with_a_message() {
+    let s = site("").await;
+    for (path, says) in [
+        ("/api/servers?limit=-1", "limit"),
+        ("/api/servers?limit=501", "limit"),
+        ("/api/servers?per_page=0", "per_page"),
+        ("/api/servers?online=yes", "online"),
+        ("/api/servers?page=0", "page"),
+        ("/api/servers?page=x", "page"),
+        ("/api/servers?sort=bogus", "sort"),
+        ("/api/servers?order=up", "order"),
+        ("/api/servers?game=nosuchgame", "game"),
+        ("/?online=yes", "online"),
+        ("/?sort=bogus", "sort"),
+        ("/api/players?q=a&hours=49", "hours"),
+        ("/api/players?q=a&hours=-1", "hours"),
+        ("/api/players?q=a&hours=1e9", "hours"),
+        ("/api/players?q=a&limit=0", "limit"),
+        ("/players?q=a&hours=1000000", "hours"),
+        ("/api/rounds?limit=-5", "limit"),
+        ("/api/servers/127.0.0.1%3A27960/history?since=-1", "since"),
+        ("/api/servers/127.0.0.1%3A27960/history?hours=100", "hours"),
+        ("/api/players/abc", "player id"),
+    ] {
+        let (status, body) = s.text(path).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(body.contains(says), "{path}: {body}");
+    }
+    // In range, and the forms that mean "not given", are taken.
+    for path in [
+        "/api/servers?online=1&page=1&per_page=500&sort=name&order=desc",
+        "/api/servers?online=&sort=&game=oa",
+        "/api/servers?online=false&limit=3",
+        "/api/players?q=human&hours=48",
+        "/api/servers/127.0.0.1%3A27960/history?hours=48",
+    ] {
+        let (status, body) = s.text(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    // `online=1`: the server that did not answer is left out; `game` takes an alias.
+    assert_eq!(addrs(&s.json("/api/servers?online=1").await).len(), 6);
+    assert_eq!(addrs(&s.json("/api/servers?online=0").await).len(), 7);
+    assert_eq!(addrs(&s.json("/api/servers?game=q3a").await).len(), 7);
+    s.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sorting_and_pagination() {
+    let s = site("").await;
+    // Default: online first, most humans first.
+    let all = s.json("/api/servers").await;
+    assert_eq!(all["total"], 7);
+    assert_eq!(all["sort"], "players");
+    assert_eq!(all["order"], "desc");
+    let order = addrs(&all);
+    assert_eq!(order.first().unwrap(), "127.0.0.1:27962", "6 humans");
+    assert_eq!(order.last().unwrap(), "127.0.0.1:27966", "no answer: last");
+    let first = &all["servers"][0];
+    assert_eq!(first["num_humans"], 6);
+    assert_eq!(first["num_bots"], 1);
+    assert_eq!(first["game_title"], "Quake III Arena");
+    assert_eq!(first["join_url"], "quake3://connect/127.0.0.1:27962");
+    // By name, both ways (colours stripped).
+    let names = |j: &serde_json::Value| -> Vec<String> {
+        j["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["status"] == "online")
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let asc = names(&s.json("/api/servers?sort=name").await);
+    assert_eq!(
+        asc,
+        ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot"]
+    );
+    let desc = names(&s.json("/api/servers?sort=name&order=desc").await);
+    assert_eq!(
+        desc,
+        ["Foxtrot", "Echo", "Delta", "Charlie", "Bravo", "Alpha"]
+    );
+    let ping = addrs(&s.json("/api/servers?sort=ping").await);
+    assert_eq!(ping[0], "127.0.0.1:27961", "5 ms");
+    let bots = addrs(&s.json("/api/servers?sort=bots").await);
+    assert_eq!(bots[0], "127.0.0.1:27961", "3 bots");
+    // Pages: 3 a page, pages differ, together they are the whole list.
+    let mut paged = Vec::new();
+    for page in 1..=3 {
+        let j = s
+            .json(&format!("/api/servers?sort=name&per_page=3&page={page}"))
+            .await;
+        assert_eq!(j["pages"], 3);
+        assert_eq!(j["page"], page);
+        paged.extend(addrs(&j));
+    }
+    assert_eq!(paged, addrs(&s.json("/api/servers?sort=name").await));
+    let beyond = s.json("/api/servers?per_page=3&page=4").await;
+    assert!(beyond["servers"].as_array().unwrap().is_empty());
+
+    // The page: headers link to their sort keeping the filters, the active one has
+    // aria-sort, and the page links keep everything.
+    let (status, page) = s.text("/?map=q3dm&sort=name&per_page=2").await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("aria-sort=\"ascending\""),
+        "the active header: {page}"
+    );
+    assert!(
+        page.contains("href=\"/?map=q3dm&amp;per_page=2&amp;sort=name&amp;order=desc\""),
+        "clicking the active header reverses it, keeping map and per_page: {page}"
+    );
+    assert!(
+        page.contains("href=\"/?map=q3dm&amp;per_page=2&amp;sort=ping&amp;order=asc\""),
+        "{page}"
+    );
+    assert!(
+        page.contains("rel=\"next\" href=\"/?map=q3dm&amp;sort=name&amp;per_page=2&amp;page=2\""),
+        "{page}"
+    );
+    assert!(!page.contains("rel=\"prev\""), "{page}");
+    assert_eq!(page.matches("<tr class=\"server ").count(), 2);
+    let (_, page2) = s.text("/?map=q3dm&sort=name&per_page=2&page=2").await;
+    assert!(page2.contains("rel=\"prev\""), "{page2}");
+    assert_ne!(page, page2);
+    // Humans and bots apart, bots marked on the server page.
+    assert!(page.contains("1 (+3 bots)/16"), "{page}");
+    let (_, server) = s.text("/server/127.0.0.1%3A27961").await;
+    assert_eq!(
+        server.matches("<span class=\"badge bot\"").count(),
+        3,
+        "{server}"
+    );
+    assert_eq!(
+        server.matches("<tr class=\"player bot\"").count(),
+        3,
+        "{server}"
+    );
+    assert!(server.contains("Server variables"), "{server}");
+    assert!(server.contains("<th>g_gametype</th><td>0</td>"), "{server}");
+    let delta = s.json("/api/servers/127.0.0.1%3A27963").await;
+    assert_eq!(delta["server"]["password"], true);
+    assert_eq!(all["servers"][0]["password"], false);
+    assert!(server.contains("name=\"viewport\""), "{server}");
+    // A server that never answered: a heading, no "Players 0/0".
+    let (_, down) = s.text("/server/127.0.0.1%3A27966").await;
+    assert!(down.contains("<h1>127.0.0.1:27966"), "{down}");
+    assert!(!down.contains("0 / 0") && !down.contains("0/0"), "{down}");
+    assert!(down.contains("no answer in the last round"), "{down}");
+    s.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn etag_cache_control_and_compression() {
+    let s = site("").await;
+    let r = s.get("/api/servers").await;
+    assert_eq!(r.status(), 200);
+    let tag = r.headers()["etag"].to_str().unwrap().to_string();
+    assert!(tag.starts_with('"') && tag.len() == 34, "{tag}");
+    // interval_secs = 10: half of it.
+    assert_eq!(r.headers()["cache-control"], "public, max-age=5");
+    let body = r.bytes().await.unwrap();
+    assert_eq!(tag, fragstat_tracker::web::etag_of(&body));
+    // The same answer again: 304, empty.
+    let r = s
+        .client
+        .get(format!("{}/api/servers", s.base))
+        .header("If-None-Match", &tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 304);
+    assert_eq!(r.headers()["etag"].to_str().unwrap(), tag);
+    assert!(r.bytes().await.unwrap().is_empty());
+    // Another answer, another tag; a stale tag gets the body.
+    let other = s.get("/api/servers?sort=name").await;
+    assert_ne!(other.headers()["etag"].to_str().unwrap(), tag);
+    let r = s
+        .client
+        .get(format!("{}/api/servers?sort=name", s.base))
+        .header("If-None-Match", &tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Pages are not cached that way.
+    assert!(s.get("/").await.headers().get("etag").is_none());
+
+    // gzip and br when asked, plain when not; each encoding its own strong tag.
+    for enc in ["gzip", "br"] {
+        let r = s
+            .client
+            .get(format!("{}/api/servers", s.base))
+            .header("Accept-Encoding", enc)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-encoding"], enc);
+        assert_ne!(r.headers()["etag"].to_str().unwrap(), tag);
+        let bytes = r.bytes().await.unwrap();
+        assert!(
+            bytes.len() < body.len(),
+            "{enc}: {} of {}",
+            bytes.len(),
+            body.len()
+        );
+        if enc == "gzip" {
+            assert_eq!(&bytes[..2], &[0x1f, 0x8b]);
+        }
+    }
+    let (_, page) = (
+        (),
+        s.client
+            .get(format!("{}/", s.base))
+            .header("Accept-Encoding", "gzip")
+            .send()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(page.headers()["content-encoding"], "gzip");
+    assert!(s
+        .get("/api/servers")
+        .await
+        .headers()
+        .get("content-encoding")
+        .is_none());
+    s.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cors_only_when_configured() {
+    let origin = "https://example.org";
+    let ask = |s: &Site, from: &str| {
+        s.client
+            .get(format!("{}/api/servers", s.base))
+            .header("Origin", from)
+            .send()
+    };
+    // Off by default: no header for anyone.
+    let s = site("").await;
+    let r = ask(&s, origin).await.unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    s.close().await;
+    // One origin: that one, not another; the preflight answered.
+    let s = site("cors_origins = [\"https://example.org\"]").await;
+    let r = ask(&s, origin).await.unwrap();
+    assert_eq!(r.headers()["access-control-allow-origin"], origin);
+    let r = ask(&s, "https://evil.example").await.unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    let r = s
+        .client
+        .request(reqwest::Method::OPTIONS, format!("{}/api/servers", s.base))
+        .header("Origin", origin)
+        .header("Access-Control-Request-Method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(r.headers()["access-control-allow-origin"], origin);
+    s.close().await;
+    // Anyone.
+    let s = site("cors_origins = [\"*\"]").await;
+    let r = ask(&s, "https://anyone.example").await.unwrap();
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    s.close().await;
+}
+
+/// Every `href`, `action` and `src` in a page.
+fn links(page: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for attr in ["href=\"", "action=\""] {
+        for part in page.split(attr).skip(1) {
+            if let Some(end) = part.find('"') {
+                out.push(part[..end].replace("&amp;", "&"));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_a_base_path_every_link_works() {
+    let s = site("base_path = \"/servers\"\ntitle = \"Frag <Central>\"").await;
+    assert_eq!(
+        s.get("/").await.status(),
+        404,
+        "nothing outside the base path"
+    );
+    assert_eq!(s.get("/api/servers").await.status(), 404);
+    let (status, home) = s.text("/servers/").await;
+    assert_eq!(status, 200);
+    assert!(
+        home.contains("Frag &lt;Central&gt;"),
+        "the title, escaped: {home}"
+    );
+    assert!(
+        home.contains("data-base=\"/servers\""),
+        "the script's base: {home}"
+    );
+    // `/servers` itself leads to the browser.
+    let r = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{}/servers", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["location"], "/servers/");
+    // Crawl: every link of every page reached, two levels deep, answers 200 and stays
+    // under the base path (join links use the games' schemes).
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec!["/servers/".to_string()];
+    let mut depth = 0;
+    while !todo.is_empty() && depth < 3 {
+        let mut next = Vec::new();
+        for path in std::mem::take(&mut todo) {
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            let (status, body) = s.text(&path).await;
+            assert_eq!(status, 200, "{path}");
+            if !body.trim_start().starts_with("<!DOCTYPE") {
+                continue;
+            }
+            for l in links(&body) {
+                if l.starts_with("quake3://") {
+                    continue;
+                }
+                assert!(l.starts_with("/servers/"), "{l} on {path}");
+                next.push(l);
+            }
+        }
+        todo = next;
+        depth += 1;
+    }
+    for must in [
+        "/servers/players",
+        "/servers/api/servers",
+        "/servers/api/openapi.json",
+        "/servers/metrics",
+        "/servers/server/127.0.0.1%3A27960",
+    ] {
+        assert!(seen.contains(must), "{must} not linked: {seen:?}");
+    }
+    assert!(
+        seen.iter().any(|p| p.starts_with("/servers/player/")),
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|p| p.starts_with("/servers/?")), "{seen:?}");
+    // The API under it too, and the script fetches from it.
+    let j = s.json("/servers/api/servers?per_page=1").await;
+    assert_eq!(j["servers"].as_array().unwrap().len(), 1);
+    s.close().await;
+}
+
+/// The MMDB the tests use: `$FRAGSTAT_GEOIP_MMDB`, else where `cargo xtask test` installs
+/// the CC0 package (`target/geoip`).
+fn mmdb() -> Option<PathBuf> {
+    let path = std::env::var_os("FRAGSTAT_GEOIP_MMDB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+                "../../target/geoip/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb",
+            )
+        });
+    if path.is_file() {
+        return Some(path);
+    }
+    let msg = format!(
+        "GeoIP test database not at {} (run `cargo xtask test`, or set FRAGSTAT_GEOIP_MMDB)",
+        path.display()
+    );
+    assert!(!fragstat_testkit::in_ci(), "{msg}");
+    eprintln!("SKIPPED (not in CI): {msg}");
+    None
+}
+
+#[test]
+fn countries_from_a_real_mmdb_and_declared_locations() {
+    let Some(path) = mmdb() else {
+        return;
+    };
+    let c = Countries::open(&path).unwrap();
+    assert!(c.has_geoip());
+    // Public addresses from tests/fixtures/quake3 (a master's list and a status reply),
+    // looked up in the file only: no packet goes to them.
+    for (addr, country) in [
+        ("188.40.71.213:27970", "DE"),
+        ("178.62.202.219:27960", "NL"),
+        ("24.166.252.209:27966", "US"),
+    ] {
+        assert_eq!(c.country_of_addr(addr).as_deref(), Some(country), "{addr}");
+    }
+    // IPv4-mapped IPv6 reads as its IPv4 address; loopback and documentation ranges have
+    // no country.
+    assert_eq!(
+        c.country_of_addr("[::ffff:188.40.71.213]:27970").as_deref(),
+        Some("DE")
+    );
+    assert_eq!(c.country_of_addr("127.0.0.1:27960"), None);
+    assert_eq!(c.country_of_addr("192.0.2.1:27960"), None);
+    // A record: GeoIP of its address…
+    let r = Record::failed(
+        Some("188.40.71.213:27970".into()),
+        "q3",
+        Status::Timeout,
+        "x".into(),
+    );
+    assert_eq!(c.country(&r).as_deref(), Some("DE"));
+    // …unless its list declares a location (DDNet's servers.json), which wins.
+    let mut info = ServerInfo::default();
+    let mut extra = fragstat::teeworlds::ServerExtra::default();
+    extra.location = Some("na:us".into());
+    info.set_extra(extra);
+    let r = Record::online(Some("188.40.71.213:8303".into()), "ddnet", info, None);
+    assert_eq!(c.country(&r).as_deref(), Some("US"));
+    // Not a file of the format: a message naming the file.
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(bad.path(), b"not an mmdb").unwrap();
+    let e = Countries::open(bad.path()).unwrap_err();
+    assert!(
+        e.to_string().contains(&bad.path().display().to_string()),
+        "{e}"
+    );
+}
