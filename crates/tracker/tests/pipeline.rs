@@ -388,6 +388,25 @@ async fn pipeline(database: &str) {
         .collect();
     let written: Vec<&str> = h.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(required, written);
+    // And the player search's.
+    let (status, body) = get(
+        &client,
+        &format!("{base}/api/players?q={}", name.to_lowercase()),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let hits: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let hit = hits["players"][0].as_object().expect("a player found");
+    let mut written: Vec<&str> = hit.keys().map(String::as_str).collect();
+    let mut required: Vec<&str> = doc["components"]["schemas"]["PlayerHit"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    written.sort_unstable();
+    required.sort_unstable();
+    assert_eq!(required, written);
 
     let (status, metrics) = get(&client, &format!("{base}/metrics")).await;
     assert_eq!(status, 200);

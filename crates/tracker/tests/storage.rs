@@ -182,7 +182,7 @@ async fn migrates_from_schema_1(url: &str, backend: &str) {
         .map(|p| p.name_text().display())
         .collect();
     assert_eq!(on, ["bob", "alice"], "highest score first");
-    assert!(store.find_players("carol", 0, 10).await.unwrap()[0].online == false);
+    assert!(!store.find_players("carol", 0, 10).await.unwrap()[0].online);
 
     // The next round (within the session gap): bob stays, alice left.
     store
