@@ -311,8 +311,8 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
 }
 
 /// SIGKILL while rounds of 200 servers with 8 players each are written back to back: after
-/// each kill the database opens and every round in it is whole (as many snapshots as the
-/// round says it probed), and the next tracker goes on adding rounds.
+/// each kill the database opens and every round in it is whole (as many series rows as the
+/// round says it probed, and the players it counted), and the next tracker goes on adding rounds.
 #[test]
 fn sigkill_mid_round_keeps_earlier_rounds() {
     let farm = spawn_serve(

@@ -407,6 +407,25 @@ async fn pipeline(database: &str) {
         .collect();
     let written: Vec<&str> = h.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(required, written);
+    // And the player search's.
+    let (status, body) = get(
+        &client,
+        &format!("{base}/api/players?q={}", name.to_lowercase()),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let hits: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let hit = hits["players"][0].as_object().expect("a player found");
+    let mut written: Vec<&str> = hit.keys().map(String::as_str).collect();
+    let mut required: Vec<&str> = doc["components"]["schemas"]["PlayerHit"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    written.sort_unstable();
+    required.sort_unstable();
+    assert_eq!(required, written);
 
     let (status, metrics) = get(&client, &format!("{base}/metrics")).await;
     assert_eq!(status, 200);
@@ -686,4 +705,138 @@ async fn postgres_two_trackers_share_one_database() {
     );
     a.store().close().await;
     b.store().close().await;
+}
+
+/// Seeds `n` player identities straight into the database (names `seed…`, some with an `a`).
+async fn seed_players(database: &str, n: i64) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&fragstat_tracker::store::database_url(database))
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let mut i = 0;
+    while i < n {
+        let rows = (n - i).min(500);
+        let mut sql = String::from(
+            "INSERT INTO players (name_raw, dialect, name, first_seen, last_seen) VALUES ",
+        );
+        for k in 0..rows {
+            let id = i + k;
+            if k > 0 {
+                sql.push_str(", ");
+            }
+            // Numbers only: no bound value needed, nothing to escape.
+            sql.push_str(&format!("('seed{id}x', 'plain', 'seed{id}x', {id}, {id})"));
+        }
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+        i += rows;
+    }
+    tx.commit().await.unwrap();
+    pool.close().await;
+}
+
+/// R7: web load never makes a round fail. With 200,000 players seeded, 16 clients search
+/// `/api/players` over the widest window it takes (30 days) without pause (a match on every name, and a
+/// two-letter text that matches none, so each walks the whole table) while rounds are
+/// written: every round is written (the writer has its own connection) and every search is
+/// answered.
+async fn searches_during_a_round(database: &str) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let farm = farm(&[(b"Busy", "q3dm17", 4), (b"Quiet", "q3dm6", 1)]).await;
+    let tracker = Tracker::open(config(database, &farm)).await.unwrap();
+    tracker.round().await.expect("first round");
+    seed_players(database, 200_000).await;
+    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, mut rx) = watch::channel(false);
+    let web = tokio::spawn(fragstat_tracker::web::serve(
+        listener,
+        tracker.state(),
+        async move {
+            let _ = rx.changed().await;
+        },
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut clients = Vec::new();
+    for c in 0..16 {
+        let (stop, answered, started, base) = (
+            stop.clone(),
+            answered.clone(),
+            started.clone(),
+            base.clone(),
+        );
+        clients.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let q = if c % 2 == 0 { "a" } else { "qz" };
+            // The widest search the API takes (all of history here, retention 0: 30 days).
+            let url = format!("{base}/api/players?q={q}&hours=720&limit=500");
+            let mut statuses = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                started.fetch_add(1, Ordering::Relaxed);
+                let (status, _) = get(&client, &url).await;
+                statuses.push(status);
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+            statuses
+        }));
+    }
+    // The load is on before the rounds start.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while answered.load(Ordering::Relaxed) < 16 {
+        assert!(tokio::time::Instant::now() < deadline, "no search answered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for _ in 0..3 {
+        // More searches than the readers' pool has connections are in flight.
+        let in_flight = started.load(Ordering::Relaxed) - answered.load(Ordering::Relaxed);
+        assert!(in_flight >= 8, "{in_flight} searches in flight");
+        tracker.round().await.expect("a round under web load");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut statuses = Vec::new();
+    for c in clients {
+        statuses.extend(c.await.unwrap());
+    }
+    // Answered: found, or (a reader past its time limit) an error; never left hanging.
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 500),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().filter(|s| **s == 200).count() * 2 >= statuses.len(),
+        "{statuses:?}"
+    );
+    // Wider windows and longer lists are refused, not run.
+    // (Asked after the load, whose 16 clients are the guard's per-address cap.)
+    let client = reqwest::Client::new();
+    for q in ["hours=1000000", "limit=1000"] {
+        let (status, _) = get(&client, &format!("{base}/api/players?q=a&{q}")).await;
+        assert_eq!(status, 400, "{q}");
+    }
+    let store = tracker.store();
+    assert_eq!(store.rounds(10).await.unwrap().len(), 4);
+    // Every round whole: the two servers, the address where nothing listens, Teeworlds.
+    assert_eq!(store.counts().await.unwrap().series, 4 * 4);
+    let _ = tx.send(true);
+    web.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_rounds_are_written_under_search_load() {
+    let dir = tempfile::tempdir().unwrap();
+    searches_during_a_round(&dir.path().join("load.db").display().to_string()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_rounds_are_written_under_search_load() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    searches_during_a_round(&pg.url).await;
 }

@@ -182,7 +182,7 @@ async fn migrates_from_schema_1(url: &str, backend: &str) {
         .map(|p| p.name_text().display())
         .collect();
     assert_eq!(on, ["bob", "alice"], "highest score first");
-    assert!(store.find_players("carol", 0, 10).await.unwrap()[0].online == false);
+    assert!(!store.find_players("carol", 0, 10).await.unwrap()[0].online);
 
     // The next round (within the session gap): bob stays, alice left.
     store
@@ -329,4 +329,56 @@ async fn sqlite_restart_continues_or_ends_sessions() {
     let left = ben.sessions[0].left.unwrap();
     assert!((1_000..=61_000).contains(&left), "{ben:?}");
     store.close().await;
+}
+
+/// A server without a round-trip time (it did not answer) and then with one, in the same
+/// place of the same statement: sqlx binds a NULL double to PostgreSQL as a `float4`, and a
+/// statement prepared so refused every later double (a round failed).
+async fn null_then_float(url: &str) {
+    use fragstat::core::record::Status;
+    let store = Store::open(url).await.unwrap();
+    let mut answered = online(B, &["x"]);
+    answered.rtt_ms = Some(12.25);
+    store
+        .write_round(&RoundData {
+            at: 1000,
+            finished: 1000,
+            records: vec![
+                Record::failed(Some(A.into()), "q3", Status::Timeout, "no reply".into()),
+                answered.clone(),
+            ],
+            ..RoundData::default()
+        })
+        .await
+        .unwrap();
+    let mut back = online(A, &["y"]);
+    back.rtt_ms = Some(40.5);
+    if let Some(i) = answered.info.as_mut() {
+        i.map = Text::new(b"other".to_vec(), Dialect::Plain);
+    }
+    store
+        .write_round(&RoundData {
+            at: 2000,
+            finished: 2000,
+            records: vec![back, answered],
+            ..RoundData::default()
+        })
+        .await
+        .expect("a double where a NULL was");
+    assert_eq!(store.server(A).await.unwrap().unwrap().rtt_ms, Some(40.5));
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_null_then_float() {
+    let dir = tempfile::tempdir().unwrap();
+    null_then_float(&dir.path().join("f.db").display().to_string()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_null_then_float() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    null_then_float(&pg.url).await;
 }

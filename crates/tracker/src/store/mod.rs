@@ -447,9 +447,21 @@ impl Store {
                 .fetch_optional(&pool)
                 .await?;
         }
-        match backend {
-            Backend::Sqlite => SQLITE.run(&pool).await?,
-            Backend::Postgres => POSTGRES.run(&pool).await?,
+        let migrator = match backend {
+            Backend::Sqlite => &SQLITE,
+            Backend::Postgres => &POSTGRES,
+        };
+        if memory {
+            migrator.run(&pool).await?;
+        } else {
+            // On a connection of its own: the readers' `statement_timeout` must not cut short
+            // an upgrade of a big database (schema 1's snapshots become the series).
+            let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect_with(&options)
+                .await
+                .map_err(|e| connect_error(connect_cause(&e, names.as_ref())))?;
+            let migrated = migrator.run(&mut conn).await;
+            let _ = sqlx::Connection::close(conn).await;
+            migrated?;
         }
         Ok(Store {
             pool,

@@ -227,11 +227,26 @@ async fn insert_rows(
         let chunk: Vec<Vec<Val>> = rows.by_ref().take(per).collect();
         let mut sql = String::from(head);
         let mut n = 0usize;
+        let mut literal = false;
         for (i, row) in chunk.iter().enumerate() {
             sql.push_str(if i > 0 { ", (" } else { "(" });
-            for j in 0..row.len() {
+            for (j, v) in row.iter().enumerate() {
                 if j > 0 {
                     sql.push_str(", ");
+                }
+                // Floats go in as literals: sqlx 0.8's `Any` binds a NULL double to
+                // PostgreSQL as a `float4`, so a statement first prepared with a NULL there
+                // refuses every 8-byte double bound to it later ("incorrect binary data
+                // format in bind parameter").
+                if let Val::F(f) = v {
+                    literal = true;
+                    match f.filter(|f| f.is_finite()) {
+                        Some(f) => {
+                            let _ = write!(sql, "CAST({f:?} AS DOUBLE PRECISION)");
+                        }
+                        None => sql.push_str("CAST(NULL AS DOUBLE PRECISION)"),
+                    }
+                    continue;
                 }
                 n += 1;
                 let _ = write!(sql, "${n}");
@@ -239,11 +254,12 @@ async fn insert_rows(
             sql.push(')');
         }
         sql.push_str(tail);
-        let mut q = sqlx::query(&sql);
+        // A statement with literals is new text each time: not prepared and cached.
+        let mut q = sqlx::query(&sql).persistent(!literal);
         for v in chunk.into_iter().flatten() {
             q = match v {
                 Val::I(x) => q.bind(x),
-                Val::F(x) => q.bind(x),
+                Val::F(_) => q,
                 Val::S(x) => q.bind(x.map(no_nul)),
                 Val::B(x) => q.bind(x),
             };

@@ -435,7 +435,7 @@ impl PlayerQuery {
     fn since(&self, st: &AppState) -> Result<i64, WebError> {
         let h = hours_param(
             self.hours.as_deref(),
-            window_cap(st.site.retention_hours, MAX_SEARCH_HOURS),
+            window_cap(st.site.players_hours, MAX_SEARCH_HOURS),
         )?
         .unwrap_or(1.0);
         Ok(now_ms().saturating_sub((h * 3_600_000.0) as i64))

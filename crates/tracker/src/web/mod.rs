@@ -70,8 +70,12 @@ pub struct Site {
     pub base: String,
     /// Origins allowed to read the API from a browser (`*` for any); empty for none.
     pub cors_origins: Vec<String>,
-    /// Hours of history kept (0: everything): the longest search window.
+    /// Hours of history kept (0: everything): the longest window of a server's history
+    /// (its series, `[history] series_hours`, by default `retention_hours`).
     pub retention_hours: f64,
+    /// Hours players are kept (`[history] players_hours`, 0: everything): the longest
+    /// window of a player search.
+    pub players_hours: f64,
     /// Seconds between rounds: how long an API answer may be cached.
     pub interval_secs: f64,
 }
@@ -83,6 +87,7 @@ impl Default for Site {
             base: String::new(),
             cors_origins: Vec::new(),
             retention_hours: 168.0,
+            players_hours: 168.0,
             interval_secs: 60.0,
         }
     }
@@ -91,11 +96,15 @@ impl Default for Site {
 impl Site {
     /// The site of a configuration.
     pub fn of(config: &crate::config::Config) -> Site {
+        let history = config.history();
+        let hours =
+            |kept: Option<std::time::Duration>| kept.map_or(0.0, |d| d.as_secs_f64() / 3600.0);
         Site {
             title: config.web.title.clone(),
             base: config.web.base().to_string(),
             cors_origins: config.web.cors_origins.clone(),
-            retention_hours: config.retention_hours,
+            retention_hours: hours(history.series),
+            players_hours: hours(history.players),
             interval_secs: config.interval_secs,
         }
     }
