@@ -331,6 +331,46 @@ async fn sqlite_restart_continues_or_ends_sessions() {
     store.close().await;
 }
 
+/// A player still on a server has played until the server's last answer, though the writer
+/// refreshes an open session only every `flush_rounds` rounds; a round the server does not
+/// answer adds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_open_session_time_runs_to_the_last_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db").display().to_string();
+    let store = Store::open(&db).await.unwrap();
+    for at in [1_000i64, 61_000, 121_000] {
+        let data = RoundData {
+            at,
+            finished: at,
+            records: vec![online(A, &["ann"])],
+            ..RoundData::default()
+        };
+        store.write_round(&data).await.unwrap();
+    }
+    let silent = RoundData {
+        at: 181_000,
+        finished: 181_000,
+        records: vec![Record::failed(
+            Some(A.into()),
+            "q3",
+            fragstat::core::record::Status::Timeout,
+            "no answer".to_string(),
+        )],
+        ..RoundData::default()
+    };
+    store.write_round(&silent).await.unwrap();
+    let ann = store.find_players("ann", 0, 1).await.unwrap();
+    let ann = store.player(ann[0].player_id, 5).await.unwrap().unwrap();
+    assert_eq!(ann.sessions[0].left, None, "{ann:?}");
+    assert_eq!(
+        (ann.seconds_played, ann.sessions[0].seconds, ann.last_seen),
+        (120, 120, 121_000),
+        "{ann:?}"
+    );
+    store.close().await;
+}
+
 /// A server without a round-trip time (it did not answer) and then with one, in the same
 /// place of the same statement: sqlx binds a NULL double to PostgreSQL as a `float4`, and a
 /// statement prepared so refused every later double (a round failed).

@@ -33,6 +33,13 @@ pub(super) fn fts_phrase(s: &str) -> String {
     format!("\"{}\"", s.to_lowercase().replace('"', "\"\""))
 }
 
+/// When session `s` ended: when it was left, or, while it is open, the last round its server
+/// answered in (the writer refreshes an open session's `last_seen` only every
+/// `flush_rounds` rounds; the series has every round).
+const SESSION_END: &str = "CASE WHEN s.left_at IS NOT NULL THEN s.left_at ELSE \
+     COALESCE((SELECT MAX(y.at) FROM series y WHERE y.server_id = s.server_id \
+     AND y.status = 0 AND y.at > s.last_seen), s.last_seen) END";
+
 const SERVER_COLUMNS: &str = "addr, game, status, error, name_raw, dialect, map, gametype, \
      num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online, id, \
      country, password, down_since, up_since";
@@ -484,11 +491,11 @@ impl Store {
     ) -> Result<Option<PlayerProfile>, StoreError> {
         let Some(p) = self
             .fetch_optional(
-                sqlx::query(
+                sqlx::query(&format!(
                     "SELECT p.name_raw, p.dialect, p.first_seen, p.last_seen, \
-                     CAST((SELECT SUM(COALESCE(s.left_at, s.last_seen) - s.joined) FROM sessions s \
-                      WHERE s.player_id = p.id) AS BIGINT) FROM players p WHERE p.id = $1",
-                )
+                         CAST((SELECT SUM({SESSION_END} - s.joined) FROM sessions s \
+                          WHERE s.player_id = p.id) AS BIGINT) FROM players p WHERE p.id = $1"
+                ))
                 .bind(id),
             )
             .await?
@@ -498,19 +505,21 @@ impl Store {
         let played_ms = p.try_get::<Option<i64>, _>(4)?.unwrap_or(0);
         let rows = self
             .fetch_all(
-                sqlx::query(
+                sqlx::query(&format!(
                     "SELECT v.addr, v.name_raw, v.dialect, s.joined, s.left_at, s.last_score, \
-                     COALESCE(s.left_at, s.last_seen) - s.joined, s.is_bot \
-                     FROM sessions s JOIN servers v ON v.id = s.server_id \
-                     WHERE s.player_id = $1 ORDER BY s.joined DESC, s.id DESC LIMIT $2",
-                )
+                         {SESSION_END} - s.joined, s.is_bot, {SESSION_END} \
+                         FROM sessions s JOIN servers v ON v.id = s.server_id \
+                         WHERE s.player_id = $1 ORDER BY s.joined DESC, s.id DESC LIMIT $2"
+                ))
                 .bind(id)
                 .bind(sessions.clamp(0, MAX_ROWS)),
             )
             .await?;
         let mut list = Vec::with_capacity(rows.len());
+        let mut last_seen: i64 = p.try_get(3)?;
         for r in &rows {
             let ms: i64 = r.try_get(6)?;
+            last_seen = last_seen.max(r.try_get::<i64, _>(8)?);
             let is_bot: Option<i64> = r.try_get(7)?;
             list.push(SessionRow {
                 addr: r.try_get(0)?,
@@ -528,7 +537,7 @@ impl Store {
             name_raw: p.try_get(0)?,
             dialect: p.try_get(1)?,
             first_seen: p.try_get(2)?,
-            last_seen: p.try_get(3)?,
+            last_seen,
             seconds_played: played_ms / 1000,
             sessions: list,
         }))
