@@ -2,7 +2,7 @@
 //! need, `cargo test --workspace`, the check that the core and every codec stay free of tokio,
 //! and the fuzz targets' build.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -33,18 +33,21 @@ const TWBOTS_PACKAGE: &str = "teeworlds@2.6.1";
 pub(crate) fn ensure_twbots() -> Result<Option<PathBuf>> {
     let prefix = root().join("target/twbots");
     let modules = prefix.join("node_modules");
-    if modules.join("teeworlds").is_dir() {
-        return Ok(Some(modules));
+    npm_install(&prefix, TWBOTS_PACKAGE, &modules.join("teeworlds"))?;
+    Ok(modules.join("teeworlds").is_dir().then_some(modules))
+}
+
+/// `npm install PACKAGE` into `prefix` unless `installed` (a path the package brings) is
+/// there already; nothing when npm is missing (the callers say what that means).
+fn npm_install(prefix: &Path, package: &str, installed: &Path) -> Result<()> {
+    if installed.exists() || which("npm").is_none() {
+        return Ok(());
     }
-    if which("npm").is_none() {
-        return Ok(None);
-    }
-    std::fs::create_dir_all(&prefix)?;
+    std::fs::create_dir_all(prefix)?;
     run(Command::new("npm")
         .args(["install", "--no-save", "--prefix"])
-        .arg(&prefix)
-        .arg(TWBOTS_PACKAGE))?;
-    Ok(Some(modules))
+        .arg(prefix)
+        .arg(package))
 }
 
 /// The GeoIP database the tracker's country tests read: the CC0 npm package of
@@ -58,18 +61,8 @@ pub(crate) fn ensure_geoip() -> Result<Option<PathBuf>> {
     let prefix = root().join("target/geoip");
     let file = prefix
         .join("node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb");
-    if file.is_file() {
-        return Ok(Some(file));
-    }
-    if which("npm").is_none() {
-        return Ok(None);
-    }
-    std::fs::create_dir_all(&prefix)?;
-    run(Command::new("npm")
-        .args(["install", "--no-save", "--prefix"])
-        .arg(&prefix)
-        .arg(GEOIP_PACKAGE))?;
-    Ok(Some(file))
+    npm_install(&prefix, GEOIP_PACKAGE, &file)?;
+    Ok(file.is_file().then_some(file))
 }
 
 fn is_root() -> bool {

@@ -48,7 +48,7 @@ pub struct WatchArgs {
     #[arg(long, value_enum, default_value = "ndjson")]
     format: WatchFormat,
     /// Stop after this many scans (default: until interrupted).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     rounds: Option<u64>,
     /// Events for the first scan too (every server up, every player joined) instead of
     /// taking it as the baseline.
@@ -130,13 +130,18 @@ impl WatchArgs {
 fn line(e: &Event, format: WatchFormat) -> anyhow::Result<String> {
     Ok(match format {
         WatchFormat::Ndjson => serde_json::to_string(e)?,
+        // Names, maps and reasons come from the servers: no control characters (escape
+        // sequences) reach the terminal.
         WatchFormat::Table => format!(
             "{} {} {} {}",
             fragstat_tracker::web::time_text(e.at),
             e.server,
             e.game,
             e.describe()
-        ),
+        )
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect(),
     })
 }
 
@@ -171,4 +176,40 @@ pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
         out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use fragstat::core::model::{Dialect, Player, ServerInfo, Text};
+    use fragstat::core::record::Record;
+    use fragstat::events::Differ;
+
+    use super::{line, WatchFormat};
+
+    fn server(players: &[&[u8]]) -> Record {
+        let mut info = ServerInfo::default();
+        info.map = Text::new("dm1", Dialect::Plain);
+        info.players = Some(
+            players
+                .iter()
+                .map(|p| Player::new(Text::new(p.to_vec(), Dialect::Plain)))
+                .collect(),
+        );
+        Record::online(Some("127.0.0.1:8303".into()), "ddnet", info, None)
+    }
+
+    /// A name with an escape sequence prints without its control characters in the table;
+    /// NDJSON keeps the bytes (escaped by JSON).
+    #[test]
+    fn table_lines_carry_no_control_characters() {
+        let mut differ = Differ::new();
+        assert!(differ.update(1, &[server(&[])]).is_empty());
+        let events = differ.update(2, &[server(&[b"\x1b[2Jevil\x07"])]);
+        assert_eq!(events.len(), 1, "{events:?}");
+        let table = line(&events[0], WatchFormat::Table).unwrap();
+        assert!(!table.chars().any(char::is_control), "{table:?}");
+        assert!(table.contains("[2Jevil"), "{table:?}");
+        let json = line(&events[0], WatchFormat::Ndjson).unwrap();
+        assert!(json.contains(r"\u001b[2Jevil\u0007"), "{json}");
+    }
 }

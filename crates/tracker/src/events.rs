@@ -13,7 +13,7 @@
 //! attempts, then dropping the batch (counted in `/metrics`). A 4xx other than 408 and 429
 //! is not retried.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -450,15 +450,21 @@ fn chars(s: &str, n: usize) -> &str {
 /// (its events a line each), within Discord's limits; what does not fit is counted in the
 /// content (`… and N more events`).
 fn discord_body(b: &Batch) -> String {
-    // Servers in first-event order, each with its lines.
+    // Servers in first-event order; the first DISCORD_EMBEDS with their lines (the others
+    // only counted: a batch can hold every server of a master coming back).
+    let mut index: HashMap<&str, usize> = HashMap::new();
     let mut servers: Vec<(&Event, Vec<String>)> = Vec::new();
     for p in &b.events {
-        let line = discord_escape(&p.event.describe());
-        match servers.iter_mut().find(|(e, _)| e.server == p.event.server) {
-            Some((_, lines)) => lines.push(line),
-            None => servers.push((&p.event, vec![line])),
+        let next = index.len();
+        let i = *index.entry(p.event.server.as_str()).or_insert(next);
+        if i == next && i < DISCORD_EMBEDS {
+            servers.push((&p.event, Vec::new()));
+        }
+        if let Some((_, lines)) = servers.get_mut(i) {
+            lines.push(discord_escape(&p.event.describe()));
         }
     }
+    let server_count = index.len();
     let mut embeds = Vec::new();
     let mut total = 0usize;
     let mut shown = 0usize;
@@ -504,8 +510,8 @@ fn discord_body(b: &Batch) -> String {
         "{} event{} from {} server{}",
         b.events.len(),
         if b.events.len() == 1 { "" } else { "s" },
-        servers.len(),
-        if servers.len() == 1 { "" } else { "s" }
+        server_count,
+        if server_count == 1 { "" } else { "s" }
     );
     if more > 0 {
         content.push_str(&format!(" (… and {more} more events not shown)"));

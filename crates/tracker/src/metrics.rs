@@ -31,6 +31,7 @@ pub struct Metrics {
     registry: Mutex<Registry>,
     rounds: Counter,
     round_failures: Counter,
+    maintenance_failures: Counter,
     pruned: Counter,
     servers: Family<StatusLabel, Gauge>,
     players: Family<GameLabel, Gauge>,
@@ -53,6 +54,7 @@ impl Metrics {
             registry: Mutex::new(Registry::default()),
             rounds: Counter::default(),
             round_failures: Counter::default(),
+            maintenance_failures: Counter::default(),
             pruned: Counter::default(),
             servers: Family::default(),
             players: Family::default(),
@@ -65,6 +67,11 @@ impl Metrics {
             "round_failures",
             "Rounds whose write failed",
             m.round_failures.clone(),
+        );
+        registry.register(
+            "maintenance_failures",
+            "Written rounds whose downsampling or pruning failed",
+            m.maintenance_failures.clone(),
         );
         registry.register("pruned_rows", "Rows deleted by retention", m.pruned.clone());
         registry.register(
@@ -141,6 +148,11 @@ impl Metrics {
     /// Counts rows deleted by retention.
     pub fn pruned(&self, rows: u64) {
         self.pruned.inc_by(rows);
+    }
+
+    /// Counts a written round whose downsampling or pruning failed.
+    pub fn maintenance_failed(&self) {
+        self.maintenance_failures.inc();
     }
 
     /// The text exposition.

@@ -135,9 +135,15 @@ pub async fn round(
     report.write = write.elapsed();
     metrics.observe_round(&report, report.write, written.is_ok());
     written?;
-    // Downsampling and each table's retention (config `[history]`).
-    let pruned = store.maintain(report.data.at).await?;
-    metrics.pruned(pruned);
+    // Downsampling and each table's retention (config `[history]`). The round is written
+    // whatever happens here: a failure is logged and counted, and its events still go out.
+    match store.maintain(report.data.at).await {
+        Ok(pruned) => metrics.pruned(pruned),
+        Err(e) => {
+            tracing::error!("round written; downsampling or pruning failed: {e}");
+            metrics.maintenance_failed();
+        }
+    }
     Ok(report)
 }
 

@@ -371,6 +371,41 @@ async fn sqlite_open_session_time_runs_to_the_last_answer() {
     store.close().await;
 }
 
+/// A round whose player list is missing (a Quake III `getinfo` answered and its `getstatus`
+/// was lost) leaves the sessions and the players shown as they were: the next round with the
+/// list continues them rather than starting new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_round_without_the_list_keeps_the_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db").display().to_string();
+    let store = Store::open(&db).await.unwrap();
+    let round = |at: i64, rec: Record| RoundData {
+        at,
+        finished: at,
+        records: vec![rec],
+        ..RoundData::default()
+    };
+    store
+        .write_round(&round(1_000, online(A, &["ann", "ben"])))
+        .await
+        .unwrap();
+    let mut info_only = online(A, &["ann", "ben"]);
+    if let Some(info) = info_only.info.as_mut() {
+        info.players = None;
+    }
+    store.write_round(&round(61_000, info_only)).await.unwrap();
+    let c = store.counts().await.unwrap();
+    assert_eq!((c.sessions, c.open_sessions), (2, 2), "{c:?}");
+    assert_eq!(store.players_on(A).await.unwrap().len(), 2);
+    store
+        .write_round(&round(121_000, online(A, &["ann", "ben"])))
+        .await
+        .unwrap();
+    let c = store.counts().await.unwrap();
+    assert_eq!((c.sessions, c.open_sessions), (2, 2), "{c:?}");
+    store.close().await;
+}
+
 /// A server without a round-trip time (it did not answer) and then with one, in the same
 /// place of the same statement: sqlx binds a NULL double to PostgreSQL as a `float4`, and a
 /// statement prepared so refused every later double (a round failed).

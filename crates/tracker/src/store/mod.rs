@@ -70,14 +70,23 @@ pub enum StoreError {
     /// A record could not be written as JSON.
     #[error("encoding a record: {0}")]
     Json(serde_json::Error),
-    /// A reader's query took longer than [`READ_TIMEOUT`].
-    #[error("database: the query took longer than {} s", READ_TIMEOUT.as_secs())]
+    /// A reader's query, or its wait for a connection, took longer than [`READ_TIMEOUT`]:
+    /// the database is busy.
+    #[error("database busy: no answer within {} s", READ_TIMEOUT.as_secs())]
     Timeout,
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError::Db(e)
+        match &e {
+            // PostgreSQL cancelled the statement at `statement_timeout` (query_canceled).
+            sqlx::Error::Database(db) if db.code().as_deref() == Some("57014") => {
+                StoreError::Timeout
+            }
+            // Every reader's connection busy for as long.
+            sqlx::Error::PoolTimedOut => StoreError::Timeout,
+            _ => StoreError::Db(e),
+        }
     }
 }
 
@@ -244,7 +253,7 @@ impl Writer {
         round: &RoundData,
         params: write::WriteParams,
         pool: &AnyPool,
-    ) -> Result<write::Live, StoreError> {
+    ) -> Result<(write::Live, Vec<String>), StoreError> {
         let mut held = None;
         let mut state = self.state.take();
         let conn = self.connection(pool, &mut held).await?;

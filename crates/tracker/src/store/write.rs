@@ -340,6 +340,24 @@ struct ServerState {
     sessions: HashMap<PlayerKey, Session>,
 }
 
+impl ServerState {
+    /// Ends every open session at the last round its player was seen in (the tracker did
+    /// not see them leave), as updates for `closes`.
+    fn end_sessions(&mut self, closes: &mut Vec<SessionUpdate>) {
+        for ((_, _, nth), s) in self.sessions.drain() {
+            closes.push(SessionUpdate {
+                server_id: self.id,
+                player_id: s.player_id,
+                nth,
+                last_seen: s.last_seen,
+                left: Some(s.last_seen),
+                score: s.score,
+                team: s.team,
+            });
+        }
+    }
+}
+
 /// What the database holds now, as far as the writer needs it.
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -372,7 +390,13 @@ impl State {
     pub(super) async fn load(conn: &mut sqlx::AnyConnection) -> Result<State, StoreError> {
         let mut st = State::default();
         let rows = sqlx::query(
-            "SELECT id, addr, status, error, country, last_online, up_since, down_since, \
+            // `last_online` as of the series: an unchanged server's row is not rewritten, so
+            // its column says when it last changed (the last series row of an online server;
+            // for one down, the row before its offline spell began).
+            "SELECT id, addr, status, error, country, COALESCE(CASE WHEN down_since IS NULL \
+             THEN (SELECT MAX(y.at) FROM series y WHERE y.server_id = servers.id) \
+             ELSE (SELECT MAX(y.at) FROM series y WHERE y.server_id = servers.id \
+             AND y.at < servers.down_since) END, last_online), up_since, down_since, \
              name_raw, dialect, map, gametype, max_players, password, record_hash FROM servers",
         )
         .fetch_all(&mut *conn)
@@ -483,6 +507,17 @@ pub(super) struct WriteParams {
 /// The players on each server that answered, in its order, as the round saw them.
 pub(super) type Live = HashMap<String, Vec<PlayerRow>>;
 
+/// The player list a record gives: its list, none when it says it has no players, or `None`
+/// when the players are unknown this round (a Quake III `getinfo` answered and its
+/// `getstatus` was lost): then sessions and the live list stay as they were.
+fn listed(info: &fragstat::ServerInfo) -> Option<&[fragstat::Player]> {
+    match info.players.as_deref() {
+        Some(l) => Some(l),
+        None if info.num_players == 0 => Some(&[]),
+        None => None,
+    }
+}
+
 /// Writes `round` given the database's state `st` (updated in place; the caller drops it
 /// when the transaction fails, so it is reloaded). Returns the players on each server that
 /// answered.
@@ -491,7 +526,7 @@ pub(super) async fn write(
     st: &mut State,
     round: &RoundData,
     p: WriteParams,
-) -> Result<Live, StoreError> {
+) -> Result<(Live, Vec<String>), StoreError> {
     let at = round.at;
     st.rounds += 1;
     let mut closes: Vec<SessionUpdate> = Vec::new();
@@ -501,17 +536,7 @@ pub(super) async fn write(
         st.resumed = false;
         if st.last_round.is_none_or(|l| at - l > p.session_gap_ms) {
             for srv in st.servers.values_mut() {
-                for ((_, _, nth), s) in srv.sessions.drain() {
-                    closes.push(SessionUpdate {
-                        server_id: srv.id,
-                        player_id: s.player_id,
-                        nth,
-                        last_seen: s.last_seen,
-                        left: Some(s.last_seen),
-                        score: s.score,
-                        team: s.team,
-                    });
-                }
+                srv.end_sessions(&mut closes);
             }
         }
     }
@@ -671,8 +696,7 @@ pub(super) async fn write(
         entry.up_since = up_since;
         entry.down_since = down_since;
         let server_id = entry.id;
-        if let Some(info) = info {
-            let list = info.players.as_deref().unwrap_or_default();
+        if let Some(list) = info.and_then(listed) {
             let mut now: HashMap<PlayerKey, &fragstat::Player> = HashMap::new();
             let mut nths: HashMap<(Vec<u8>, &str), i64> = HashMap::new();
             for pl in list.iter().take(MAX_PLAYERS) {
@@ -743,17 +767,7 @@ pub(super) async fn write(
         if srv.sessions.is_empty() || srv.last_online.is_some_and(|l| at - l <= p.session_gap_ms) {
             continue;
         }
-        for ((_, _, nth), s) in srv.sessions.drain() {
-            closes.push(SessionUpdate {
-                server_id: srv.id,
-                player_id: s.player_id,
-                nth,
-                last_seen: s.last_seen,
-                left: Some(s.last_seen),
-                score: s.score,
-                team: s.team,
-            });
-        }
+        srv.end_sessions(&mut closes);
     }
 
     // Servers: new and changed ones with all their columns (and their ids back).
@@ -947,6 +961,7 @@ pub(super) async fn write(
     st.last_round = Some(at);
 
     let mut live = Live::new();
+    let mut unlisted = Vec::new();
     for rec in records.iter().filter(|r| r.status == Status::Online) {
         let (Some(addr), Some(info)) = (rec.address.as_deref(), rec.info.as_ref()) else {
             continue;
@@ -954,15 +969,13 @@ pub(super) async fn write(
         let Some(srv) = st.servers.get(addr) else {
             continue;
         };
+        let Some(players) = listed(info) else {
+            unlisted.push(addr.to_string());
+            continue;
+        };
         let mut nths: HashMap<(Vec<u8>, &str), i64> = HashMap::new();
         let mut list = Vec::new();
-        for pl in info
-            .players
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .take(MAX_PLAYERS)
-        {
+        for pl in players.iter().take(MAX_PLAYERS) {
             let bytes = capped(pl.name.as_bytes());
             let d = dialect_str(pl.name.dialect());
             let n = nths.entry((bytes.clone(), d)).or_insert(0);
@@ -987,7 +1000,7 @@ pub(super) async fn write(
         }
         live.insert(addr.to_string(), list);
     }
-    Ok(live)
+    Ok((live, unlisted))
 }
 
 impl Store {
@@ -999,8 +1012,14 @@ impl Store {
         let mut w = self.writer.lock().await;
         let params = self.write_params();
         match w.write(round, params, &self.pool).await {
-            Ok(live) => {
+            Ok((mut live, unlisted)) => {
                 if let Ok(mut l) = self.live.write() {
+                    // Servers whose players are unknown this round keep the last list seen.
+                    for addr in unlisted {
+                        if let Some(old) = l.remove(&addr) {
+                            live.insert(addr, old);
+                        }
+                    }
                     *l = live;
                 }
                 Ok(())

@@ -199,6 +199,12 @@ struct WebError(StatusCode, String);
 
 impl From<StoreError> for WebError {
     fn from(e: StoreError) -> Self {
+        // A read past its time limit is the database being busy (a round, other readers):
+        // 503, to be asked again, not a fault.
+        if matches!(e, StoreError::Timeout) {
+            tracing::warn!("web: {e}");
+            return WebError(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
         tracing::error!("web: {e}");
         WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     }
