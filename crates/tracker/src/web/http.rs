@@ -20,6 +20,12 @@ pub(super) fn layers(router: Router, site: &Site) -> Router {
     let api = site.url("/api/");
     let max_age = max_age(site.interval_secs);
     let router = router
+        // A page or answer not ready within ANSWER_TIMEOUT (the database busy) is a 503,
+        // before the HTTP guard's request timeout would close the connection unanswered.
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            ANSWER_TIMEOUT,
+        ))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(
             move |req: Request, next: Next| {
@@ -32,6 +38,11 @@ pub(super) fn layers(router: Router, site: &Site) -> Router {
         None => router,
     }
 }
+
+/// How long a handler may take before it is answered 503: under the HTTP guard's default
+/// request timeout (10 s), so a busy tracker says so rather than dropping the connection.
+/// (Streams, `/api/events`, are timed only until their first bytes.)
+pub const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// Seconds an API answer may be cached: half a round interval (a cached answer is at most
 /// that much older than the newest round), at most 30.
