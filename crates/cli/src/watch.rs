@@ -76,19 +76,19 @@ const MAX_INTERVAL_S: f64 = 7.0 * 86_400.0;
 
 impl WatchArgs {
     /// The sources: the game's masters and servers, and each file's servers by game.
-    fn sources(&self) -> Result<Vec<Source>, String> {
-        let game = crate::lookup_master_game(&self.game)
-            .map_err(|_| format!("unknown game {:?} (see `fragstat games`)", self.game))?;
+    /// A usage error is said here (the `Err` is the exit status).
+    fn sources(&self) -> Result<Vec<Source>, ExitCode> {
+        let game = crate::lookup_master_game(&self.game)?;
         let mut sources = vec![Source::new(&game)
             .masters(self.masters.iter().cloned())
             .servers(self.servers.iter().cloned())
             .ext(self.ext)];
         for f in &self.file {
-            let bytes =
-                crate::scan::read_file(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
+            let bytes = crate::scan::read_file(f)
+                .map_err(|e| usage(format!("reading {}: {e}", f.display())))?;
             let read = list::read(&bytes, Some(&game), &f.display().to_string());
             if read.is_empty() {
-                return Err(format!("{} lists no servers", f.display()));
+                return Err(usage(format!("{} lists no servers", f.display())));
             }
             for e in read {
                 match e {
@@ -106,7 +106,7 @@ impl WatchArgs {
             .iter()
             .all(|s| s.masters.is_empty() && s.servers.is_empty())
         {
-            return Err("nothing to watch: SERVERS, -f FILE or --master".into());
+            return Err(usage("nothing to watch: SERVERS, -f FILE or --master"));
         }
         Ok(sources)
     }
@@ -154,9 +154,25 @@ pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
     }
     let sources = match a.sources() {
         Ok(s) => s,
-        Err(e) => return Ok(usage(e)),
+        Err(code) => return Ok(code),
     };
     let client = a.client().await?;
+    // Servers that do not resolve are said once, here (each scan resolves them again, so a
+    // name that comes to resolve is watched); with none left and no master, nothing to watch.
+    let mut watchable = 0usize;
+    for s in &sources {
+        watchable += s.masters.len();
+        for (text, addr) in client.resolve(&s.servers, s.game.default_port()).await {
+            match addr {
+                Ok(_) => watchable += 1,
+                // The error names the address itself.
+                Err(e) => eprintln!("warning: {e}"),
+            }
+        }
+    }
+    if watchable == 0 {
+        return Ok(usage("no server to watch resolved"));
+    }
     let mut events = client
         .watch(sources, Duration::from_secs_f64(a.interval_s))
         .differ(Differ::new().initial(a.initial))

@@ -193,4 +193,16 @@ fn nothing_to_watch_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["watch", "q3", "127.0.0.1:1", "--interval-s", "0"]);
     assert_eq!(out.status.code(), Some(2));
+    // Said once.
+    let out = run(&["watch", "nosuch", "127.0.0.1:1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("unknown game").count(), 1, "{err}");
+    // An address that cannot be one is said (no DNS: a port out of range); with nothing
+    // else to watch, a usage error.
+    let out = run(&["watch", "q3", "127.0.0.1:99999", "--rounds", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("127.0.0.1:99999"), "{err}");
+    assert!(err.contains("no server to watch resolved"), "{err}");
 }
