@@ -162,7 +162,7 @@ pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
     let mut watchable = 0usize;
     for s in &sources {
         watchable += s.masters.len();
-        for (text, addr) in client.resolve(&s.servers, s.game.default_port()).await {
+        for (_, addr) in client.resolve(&s.servers, s.game.default_port()).await {
             match addr {
                 Ok(_) => watchable += 1,
                 // The error names the address itself.
