@@ -6,8 +6,17 @@
 //!
 //! ```text
 //! track_bench [--servers 10000] [--players 30000] [--rounds 60] [--warmup 5] [--seed 23]
-//!             [--search-days 30] [--postgres URL]
+//!             [--search-days 30] [--prefill-hours 24] [--prefill-days 7] [--postgres URL]
 //! ```
+//!
+//! The rounds are measured in a steady state, not on an empty database: after the warm-up
+//! rounds, the database is filled in bulk with what a day of running leaves (the per-round
+//! series of the last `--prefill-hours` for every server, `--prefill-days` of closed
+//! sessions and of the downsampled series, the players of `--search-days`), and the site
+//! keeps the default week of history (the series per round for 24 h, then per 10 minutes)
+//! and its players for `--search-days`, so each round's upkeep downsamples and deletes as
+//! it does on a site that has run for a while. The allocator is the
+//! `fragstat` binary's (jemalloc).
 //!
 //! The model (seeded, so every run writes the same rounds):
 //! - `--servers` servers; each has a popularity drawn log-normally (σ = 1.5) so that the
@@ -27,6 +36,10 @@
 //! - Each record carries 20 server variables like a Quake III `getinfo`/`getstatus`.
 
 use std::time::{Duration, Instant};
+
+/// The `fragstat` binary's allocator, so the write is measured as `fragstat track` runs it.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use fragstat::core::model::{Dialect, Text};
 use fragstat::core::record::{Record, Status};
@@ -49,6 +62,8 @@ struct Args {
     warmup: usize,
     seed: u64,
     search_days: i64,
+    prefill_hours: i64,
+    prefill_days: i64,
     postgres: Option<String>,
 }
 
@@ -68,6 +83,8 @@ fn args() -> Args {
         warmup: num("--warmup", 5),
         seed: num("--seed", 23) as u64,
         search_days: num("--search-days", 30) as i64,
+        prefill_hours: num("--prefill-hours", 24) as i64,
+        prefill_days: num("--prefill-days", 7) as i64,
         postgres: get("--postgres"),
     }
 }
@@ -333,6 +350,166 @@ fn gb(bytes: f64) -> f64 {
     bytes / 1e9
 }
 
+/// The writes of a day of history the measured rounds run on top of: the per-round series
+/// of the `--prefill-hours` before the first round (every server, every round, with its
+/// numbers of the first round), their rounds, `--prefill-days` of closed sessions at the
+/// model's rate, and the players a `--search-days` window holds (the model's names and the
+/// new names of those days). Written in bulk, SQL-side; not measured.
+async fn prefill(
+    conn: &mut sqlx::AnyConnection,
+    pg: bool,
+    a: &Args,
+    model: &Model,
+    t0: i64,
+    arrivals_a_round: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let t = Instant::now();
+    let from = t0 - a.prefill_hours * 3_600_000;
+    sqlx::query("BEGIN").execute(&mut *conn).await?;
+    if a.prefill_hours > 0 {
+        sqlx::query(
+            "INSERT INTO rounds (at, finished, servers, online, players) \
+             WITH RECURSIVE r(at) AS (SELECT CAST($1 AS BIGINT) UNION ALL \
+             SELECT at + 60000 FROM r WHERE at + 60000 < $2) \
+             SELECT at, at + 500, $3, $3, $4 FROM r",
+        )
+        .bind(from)
+        .bind(t0)
+        .bind(a.servers as i64)
+        .bind(a.players as i64)
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query(
+            "INSERT INTO series (server_id, at, status, players, bots, rtt) \
+             SELECT s.id, r.at, CASE WHEN s.status = 'online' THEN 0 ELSE 1 END, \
+             s.num_players, s.num_bots, CAST(s.rtt_ms * 10 AS BIGINT) \
+             FROM rounds r CROSS JOIN servers s WHERE r.at >= $1 AND r.at < $2",
+        )
+        .bind(from)
+        .bind(t0)
+        .execute(&mut *conn)
+        .await?;
+    }
+    // The downsampled series of the days before, kept as long as the sessions.
+    let agg_from = t0 - a.prefill_days * 86_400_000;
+    if a.prefill_days > 0 && agg_from < from {
+        sqlx::query(
+            "INSERT INTO series_agg (server_id, at, rounds, online, players_min, players_avg, \
+             players_max, bots_avg, rtt_avg) \
+             WITH RECURSIVE b(at) AS (SELECT CAST($1 AS BIGINT) UNION ALL \
+             SELECT at + 600000 FROM b WHERE at + 600000 < $2) \
+             SELECT s.id, b.at, 10, CASE WHEN s.status = 'online' THEN 10 ELSE 0 END, \
+             s.num_players, CAST(s.num_players AS DOUBLE PRECISION), s.num_players, \
+             CAST(s.num_bots AS DOUBLE PRECISION), s.rtt_ms * 10 \
+             FROM b CROSS JOIN servers s",
+        )
+        .bind(agg_from)
+        .bind(from - from % 600_000)
+        .execute(&mut *conn)
+        .await?;
+    }
+    // Players: the model's names (seen before), then new ones up to what `--search-days`
+    // of arrivals add.
+    let mut rng = fastrand::Rng::with_seed(a.seed ^ 0x5eed);
+    let span = a.search_days.max(1) * 86_400_000;
+    let extra = (arrivals_a_round * 1440.0 * NEW_PLAYER * a.search_days as f64) as usize;
+    let mut names: Vec<Vec<u8>> = model.names.clone();
+    names.extend((0..extra).map(|_| name(&mut rng)));
+    for chunk in names.chunks(1000) {
+        let mut sql = String::from(
+            "INSERT INTO players (name_raw, dialect, name, first_seen, last_seen, \
+             last_server_id) VALUES ",
+        );
+        for (i, _) in chunk.iter().enumerate() {
+            let last = t0 - rng.i64(0..span);
+            let first = last - rng.i64(0..span);
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(${}, 'ioq3', ${}, {first}, {last}, {})",
+                2 * i + 1,
+                2 * i + 2,
+                rng.i64(1..=a.servers as i64)
+            ));
+        }
+        sql.push_str(" ON CONFLICT (name_raw, dialect) DO NOTHING");
+        let mut q = sqlx::query(&sql);
+        for raw in chunk {
+            let shown = Text::new(raw.clone(), Dialect::Ioq3)
+                .display()
+                .to_lowercase();
+            q = q.bind(raw.clone()).bind(shown);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    // Closed sessions of `--prefill-days` at the model's rate, oldest first.
+    let sessions = (arrivals_a_round * 1440.0 * a.prefill_days as f64) as i64;
+    if sessions > 0 {
+        let span = a.prefill_days * 86_400_000;
+        let step = (span / sessions).max(1);
+        let start = t0 - span;
+        let players: i64 = sqlx::query("SELECT MAX(id) FROM players")
+            .fetch_one(&mut *conn)
+            .await?
+            .try_get(0)?;
+        let (rows, rand) = if pg {
+            (
+                format!(
+                    "(SELECT i FROM generate_series(0, {}) AS g(i))",
+                    sessions - 1
+                ),
+                "CAST(floor(random() * 2147483647) AS BIGINT)",
+            )
+        } else {
+            (
+                format!(
+                    "(WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n \
+                     WHERE i < {}) SELECT i FROM n)",
+                    sessions - 1
+                ),
+                "(random() & 2147483647)",
+            )
+        };
+        // Sessions of 2 to 60 minutes; left when the next round saw them gone.
+        sqlx::query(&format!(
+            "INSERT INTO sessions (player_id, server_id, nth, joined, last_seen, left_at, \
+             last_score, team, is_bot) \
+             SELECT 1 + {rand} % {players}, 1 + {rand} % {servers}, 0, j, j + d, j + d + 60000, \
+             {rand} % 100, NULL, 0 \
+             FROM (SELECT {start} + i * {step} AS j, 60000 * (2 + {rand} % 59) AS d FROM {rows} AS q) AS x",
+            servers = a.servers,
+        ))
+        .execute(&mut *conn)
+        .await?;
+    }
+    sqlx::query("COMMIT").execute(&mut *conn).await?;
+    if !pg {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&mut *conn)
+            .await?;
+    } else {
+        sqlx::query("VACUUM ANALYZE").execute(&mut *conn).await?;
+    }
+    println!(
+        "prefill: {} h of per-round series ({} rows), {} days of sessions ({sessions} closed) and of the downsampled series, {} players in {:.0} s",
+        a.prefill_hours,
+        a.prefill_hours * 60 * a.servers as i64,
+        a.prefill_days,
+        names.len(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn median_max(v: &mut [f64]) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (
+        v.get(v.len() / 2).copied().unwrap_or_default(),
+        v.last().copied().unwrap_or_default(),
+    )
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = args();
@@ -343,10 +520,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .clone()
         .unwrap_or_else(|| path.display().to_string());
     let sqlite = a.postgres.is_none();
-    // Keep everything; downsampling is measured at the end.
-    let store = Store::open(&database)
-        .await?
-        .with_history(History::keeping(None));
+    // A site keeping a week of history (the default; the series per round for 24 h, then per
+    // 10 minutes) and its players as long as a `--search-days` search needs.
+    let history = History {
+        players: Some(Duration::from_secs(a.search_days.max(1) as u64 * 86_400)),
+        ..History::default()
+    };
+    let store = Store::open(&database).await?.with_history(history);
     let mut model = Model::new(&a);
     let mut conn = if sqlite {
         Some(
@@ -362,10 +542,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t0: i64 = 1_800_000_000_000;
     let mut at = t0;
     let mut writes = Vec::new();
+    let mut upkeeps = Vec::new();
     let mut before = None;
     let (mut players_seen, mut arrivals0) = (0u64, 0);
     for r in 0..a.warmup + a.rounds {
         if r == a.warmup {
+            if a.prefill_hours > 0 || a.prefill_days > 0 || a.search_days > 0 {
+                let mut c = <sqlx::AnyConnection as sqlx::Connection>::connect(
+                    &fragstat_tracker::store::database_url(&database),
+                )
+                .await?;
+                if sqlite {
+                    sqlx::query("PRAGMA cache_size = -1000000")
+                        .execute(&mut c)
+                        .await?;
+                }
+                let per_round = model.arrivals as f64 / a.warmup.max(1) as f64;
+                prefill(&mut c, !sqlite, &a, &model, t0, per_round).await?;
+                sqlx::Connection::close(c).await?;
+            }
             if let Some(c) = conn.as_mut() {
                 before = Some(sizes(c).await?);
             }
@@ -388,16 +583,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         store.write_round(&round).await?;
         let took = t.elapsed();
+        let t = Instant::now();
         store.maintain(at).await?;
         if r >= a.warmup {
             writes.push(took.as_secs_f64());
+            upkeeps.push(t.elapsed().as_secs_f64());
         }
         at += 60_000;
     }
     let rounds = a.rounds as f64;
-    writes.sort_by(f64::total_cmp);
-    let median = writes[writes.len() / 2];
-    let max = writes.last().copied().unwrap_or_default();
+    let (median, max) = median_max(&mut writes);
+    let p90 = writes[(writes.len() * 9 / 10).min(writes.len().saturating_sub(1))];
+    let (up_median, up_max) = median_max(&mut upkeeps);
     println!(
         "model: {} servers, {:.0} players a round on average, {:.0} arrivals a round ({} rounds measured after {} warm-up rounds)",
         a.servers,
@@ -406,7 +603,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         a.rounds,
         a.warmup
     );
-    println!("round write: median {median:.3} s, max {max:.3} s");
+    println!("round write: median {median:.3} s, 90th percentile {p90:.3} s, max {max:.3} s");
+    println!(
+        "upkeep after each round (downsampling every 10 minutes, retention): median {up_median:.3} s, max {up_max:.3} s"
+    );
 
     let counts = store.counts().await?;
     println!("rows: {counts:?}");
@@ -422,25 +622,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         per_round.insert(table.clone(), grew);
         println!("  {table}: {bytes} bytes, {grew:.0} bytes a round");
     }
-    let series = per_round.get("series").copied().unwrap_or(0.0);
+    // The series' bytes a round: its rows a round at its bytes a row (the downsampling
+    // deletes as many old rows as a round adds, so its growth says nothing).
+    let series_bytes = after.get("series").copied().unwrap_or(0) as f64;
+    let series = series_bytes / counts.series.max(1) as f64 * a.servers as f64;
     let rest: f64 = per_round
         .iter()
         .filter(|(t, _)| !matches!(t.as_str(), "series" | "series_agg"))
         .map(|(_, b)| *b)
         .sum();
-
-    // Downsampling: every per-round row into 10-minute buckets.
-    let t = Instant::now();
-    let series_rows = counts.series;
-    store.maintain(at + 24 * 3_600_000 + 600_000).await?;
-    let took = t.elapsed();
-    let down = sizes(conn).await?;
-    let agg_rows = store.counts().await?.series_agg;
-    let agg_bytes = down.get("series_agg").copied().unwrap_or(0) as f64;
-    let per_agg = agg_bytes / agg_rows.max(1) as f64;
+    let agg_rows = counts.series_agg;
+    let agg_bytes = after.get("series_agg").copied().unwrap_or(0) as f64;
+    let per_agg = if agg_rows > 0 {
+        agg_bytes / agg_rows as f64
+    } else {
+        0.0
+    };
     println!(
-        "downsampling: {series_rows} rows into {agg_rows} in {:.2} s ({per_agg:.1} bytes a downsampled row)",
-        took.as_secs_f64()
+        "series: {:.1} bytes a per-round row, {per_agg:.1} bytes a downsampled row ({agg_rows} rows)",
+        series_bytes / counts.series.max(1) as f64
     );
     // A day: 1,440 rounds (one a minute); the per-round series of the last raw_hours (24)
     // and one row per server per 10 minutes before.
@@ -465,75 +665,31 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         store.close().await;
         return Ok(());
     }
-    // The 30-day player search: the players table as 30 days of the model fill it, in bulk.
-    let arrivals_a_day = (model.arrivals - arrivals0) as f64 / rounds * rounds_a_day;
-    let population = (a.players * 10) as f64 + arrivals_a_day * NEW_PLAYER * a.search_days as f64;
-    let existing = store.counts().await?.players;
-    let add = (population as i64 - existing).max(0);
-    let t = Instant::now();
-    let mut rng = fastrand::Rng::with_seed(a.seed ^ 0x5eed);
-    let span = a.search_days * 86_400_000;
-    sqlx::query("BEGIN").execute(&mut *conn).await?;
-    let mut left = add;
-    while left > 0 {
-        let n = left.min(1000);
-        let mut sql = String::from(
-            "INSERT OR IGNORE INTO players (name_raw, dialect, name, first_seen, last_seen, \
-             last_server_id) VALUES ",
-        );
-        let mut names = Vec::new();
-        for i in 0..n {
-            let raw = name(&mut rng);
-            let shown = Text::new(raw.clone(), Dialect::Ioq3)
-                .display()
-                .to_lowercase();
-            let last = at - rng.i64(0..span);
-            let first = last - rng.i64(0..span);
-            if i > 0 {
-                sql.push_str(", ");
-            }
-            sql.push_str(&format!(
-                "(?, 'idq3', ?, {first}, {last}, {})",
-                rng.i64(1..=a.servers as i64)
-            ));
-            names.push((raw, shown));
-        }
-        let mut q = sqlx::query(&sql);
-        for (raw, shown) in names {
-            q = q.bind(raw).bind(shown);
-        }
-        q.execute(&mut *conn).await?;
-        left -= n;
-    }
-    sqlx::query("COMMIT").execute(&mut *conn).await?;
+    // The 30-day player search over the players the prefill wrote and the rounds added.
     let players = store.counts().await?.players;
     println!(
-        "players table: {players} identities ({add} added in bulk in {:.1} s: {:.0} a day new at the model's rate, over {} days)",
-        t.elapsed().as_secs_f64(),
-        arrivals_a_day * NEW_PLAYER,
+        "players table: {players} identities ({} days of the model's arrivals)",
         a.search_days
     );
-    let since = at - span;
+    let since = at - a.search_days * 86_400_000;
     let mut times = Vec::new();
     for q in ["dark", "slayer", "ki", "a", "nova12", "zzq", "ghost", "er"] {
-        // One warm query, then the timed ones.
+        // One warm query, then the timed ones; the slowest of them is the figure.
         store.find_players(q, since, 100).await?;
-        let mut best = f64::MAX;
+        let mut worst: f64 = 0.0;
         let mut hits = 0;
         for _ in 0..5 {
             let t = Instant::now();
             hits = store.find_players(q, since, 100).await?.len();
-            best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+            worst = worst.max(t.elapsed().as_secs_f64() * 1000.0);
         }
-        println!("  search {q:?}: {hits} hits in {best:.1} ms");
-        times.push(best);
+        println!("  search {q:?}: {hits} hits, slowest of 5 in {worst:.1} ms");
+        times.push(worst);
     }
-    times.sort_by(f64::total_cmp);
+    let (search_median, search_max) = median_max(&mut times);
     println!(
-        "player search ({} days): {:.1} ms (the slowest query; median {:.1} ms)",
+        "player search ({} days): {search_max:.1} ms (the slowest query; median {search_median:.1} ms)",
         a.search_days,
-        times.last().copied().unwrap_or_default(),
-        times[times.len() / 2]
     );
     store.close().await;
     Ok(())

@@ -16,9 +16,13 @@
 
 -- The latest state of every server ever seen (the browser's rows), now keyed by an id. The
 -- row is written when its state changes; the numbers that change every round (players,
--- bots, ping, last seen) are read from its latest `series` row.
+-- bots, ping, last seen) are read from its `server_latest` row.
 CREATE TABLE servers2 (
-    id INTEGER PRIMARY KEY,
+-- backend-specific: begin
+    -- never reused (AUTOINCREMENT): rows of a deleted server that age out later (its
+    -- series) must not become a new server's
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+-- backend-specific: end
     addr TEXT NOT NULL UNIQUE,        -- ip:port as queried
     game TEXT NOT NULL,               -- registry id
     first_seen BIGINT NOT NULL,
@@ -53,33 +57,58 @@ SELECT addr, game, first_seen, last_seen, last_online, status, error, name_raw, 
 FROM servers ORDER BY first_seen, addr;
 
 -- The numbers of every server in every round, for the chart and uptime: per round for
--- `raw_hours`, then one row per `bucket_minutes` in `series_agg`.
+-- `raw_hours`, then one row per `bucket_minutes` in `series_agg`. Keyed by the round first:
+-- a round's rows are appended at the end of the table (a server-first key would dirty one
+-- page per server every round, all over a table of 14 million rows at steady state), and
+-- the downsampling deletes the oldest rounds from its beginning. A server's rows are read
+-- round by round through `rounds` (an index seek each).
 CREATE TABLE series (
-    server_id BIGINT NOT NULL,
     at BIGINT NOT NULL,               -- the round
+    server_id BIGINT NOT NULL,
     status BIGINT NOT NULL,           -- 0 online, 1 timeout, 2 down, 3 error
     players BIGINT,                   -- when online: players (bots included)
     bots BIGINT,                      -- bots, where known
     rtt BIGINT,                       -- round-trip time in tenths of a millisecond
-    PRIMARY KEY (server_id, at)
+    PRIMARY KEY (at, server_id)
 )
 -- backend-specific: begin
 WITHOUT ROWID
 -- backend-specific: end
 ;
-CREATE INDEX series_at ON series (at);
 
 INSERT INTO series (server_id, at, status, players, rtt)
 SELECT s.id, n.at,
     CASE n.status WHEN 'online' THEN 0 WHEN 'timeout' THEN 1 WHEN 'down' THEN 2 ELSE 3 END,
     n.num_players, CAST(ROUND(n.rtt_ms * 10) AS BIGINT)
-FROM snapshots n JOIN servers2 s ON s.addr = n.addr;
+FROM snapshots n JOIN servers2 s ON s.addr = n.addr ORDER BY n.at, s.id;
+
+-- Each server's numbers of the last round that probed it (its latest `series` row): the
+-- browser's players, bots, ping and last seen. Rewritten every round for every server
+-- probed: 10,000 narrow rows, about a hundred pages.
+CREATE TABLE server_latest (
+    server_id BIGINT PRIMARY KEY,
+    at BIGINT NOT NULL,               -- the last round that probed it
+    status BIGINT NOT NULL,           -- as in `series`
+    players BIGINT,
+    bots BIGINT,
+    rtt BIGINT
+)
+-- backend-specific: begin
+WITHOUT ROWID
+-- backend-specific: end
+;
+INSERT INTO server_latest (server_id, at, status, players, bots, rtt)
+SELECT x.server_id, x.at, x.status, x.players, x.bots, x.rtt FROM series x
+JOIN (SELECT server_id, MAX(at) AS at FROM series GROUP BY server_id) m
+    ON m.server_id = x.server_id AND m.at = x.at;
 
 -- Downsampled series: one row per server per bucket once the rounds are older than
--- `raw_hours`.
+-- `raw_hours`. Keyed by the bucket first, like `series`: a bucket's rows are appended, the
+-- expired ones deleted from the table's beginning; a server's rows are read bucket by
+-- bucket.
 CREATE TABLE series_agg (
-    server_id BIGINT NOT NULL,
     at BIGINT NOT NULL,               -- the bucket's start
+    server_id BIGINT NOT NULL,
     rounds BIGINT NOT NULL,           -- rounds probed in the bucket
     online BIGINT NOT NULL,           -- of those, answered
     players_min BIGINT,
@@ -87,13 +116,12 @@ CREATE TABLE series_agg (
     players_max BIGINT,
     bots_avg DOUBLE PRECISION,
     rtt_avg DOUBLE PRECISION,         -- tenths of a millisecond
-    PRIMARY KEY (server_id, at)
+    PRIMARY KEY (at, server_id)
 )
 -- backend-specific: begin
 WITHOUT ROWID
 -- backend-specific: end
 ;
-CREATE INDEX series_agg_at ON series_agg (at);
 
 -- A server's state from `at` on, a row each time it changes: up or down, and while up its
 -- name, map, gametype, slots and password.
@@ -166,7 +194,9 @@ CREATE TABLE sessions (
     clan_raw BLOB                     -- the clan's bytes, where the game has clans
 );
 CREATE INDEX sessions_player ON sessions (player_id, joined);
-CREATE INDEX sessions_left ON sessions (left_at);
+-- Closed sessions by when they ended (retention): an open session is not in it, so a
+-- session's opening adds nothing here and its closing appends at the end.
+CREATE INDEX sessions_left ON sessions (left_at) WHERE left_at IS NOT NULL;
 CREATE UNIQUE INDEX sessions_open ON sessions (server_id, player_id, nth) WHERE left_at IS NULL;
 CREATE INDEX sessions_open_player ON sessions (player_id) WHERE left_at IS NULL;
 

@@ -4,7 +4,7 @@
 use sqlx::Row;
 
 use super::write::begin;
-use super::{ms, History, Retention, Store, StoreError};
+use super::{ms, Backend, History, Retention, Store, StoreError};
 
 type Tx<'c> = sqlx::Transaction<'c, sqlx::Any>;
 
@@ -26,8 +26,10 @@ async fn downsample(tx: &mut Tx<'_>, cutoff: i64, bucket: i64) -> Result<u64, sq
          SUM(CASE WHEN status = 0 THEN 1 ELSE 0 END), MIN(players), \
          CAST(AVG(players) AS DOUBLE PRECISION), MAX(players), \
          CAST(AVG(bots) AS DOUBLE PRECISION), CAST(AVG(rtt) AS DOUBLE PRECISION) \
-         FROM series WHERE at < $1 GROUP BY server_id, at - at % {bucket} \
-         ON CONFLICT (server_id, at) DO NOTHING"
+         FROM series WHERE at < $1 \
+         AND EXISTS (SELECT 1 FROM servers s WHERE s.id = series.server_id) \
+         GROUP BY server_id, at - at % {bucket} \
+         ON CONFLICT (at, server_id) DO NOTHING"
     ))
     .bind(cutoff)
     .execute(&mut **tx)
@@ -72,24 +74,42 @@ async fn prune(tx: &mut Tx<'_>, r: &Retention) -> Result<(u64, u64), sqlx::Error
         r.players,
     )
     .await?;
-    // Servers not probed since, with everything that was theirs.
-    let servers = run(
-        tx,
-        "DELETE FROM servers WHERE last_seen < $1 AND NOT EXISTS \
-         (SELECT 1 FROM sessions s WHERE s.server_id = servers.id AND s.left_at IS NULL) \
-         AND NOT EXISTS (SELECT 1 FROM series x WHERE x.server_id = servers.id AND x.at >= $1)",
-        r.rounds,
-    )
-    .await?;
-    if servers > 0 {
-        for table in ["series", "series_agg", "server_changes", "sessions"] {
-            n += sqlx::query(&format!(
-                "DELETE FROM {table} WHERE NOT EXISTS \
-                 (SELECT 1 FROM servers s WHERE s.id = {table}.server_id)"
-            ))
-            .execute(&mut **tx)
-            .await?
-            .rows_affected();
+    // Servers not probed since, with their latest numbers and changes; kept while their
+    // players' sessions are (a session ends by its server's last answer, so once a server
+    // has not been probed for the sessions' retention, the sessions deleted above were its
+    // last; an open one, left by a tracker stopped meanwhile, keeps it). Their per-round
+    // series rows, at most a bucket's, go with the next downsampling (which leaves rows of
+    // deleted servers out) and their downsampled rows with the series' retention: ids are
+    // never reused.
+    let mut servers = 0;
+    if let (Some(rounds), Some(sessions)) = (r.rounds, r.sessions) {
+        let ids: Vec<i64> = sqlx::query(
+            "DELETE FROM servers WHERE id IN (SELECT s.id FROM servers s \
+             LEFT JOIN server_latest l ON l.server_id = s.id \
+             WHERE COALESCE(l.at, s.last_seen) < $1 \
+             AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.server_id = s.id \
+             AND x.left_at IS NULL)) RETURNING id",
+        )
+        .bind(rounds.min(sessions))
+        .fetch_all(&mut **tx)
+        .await?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()?;
+        servers = ids.len() as u64;
+        for chunk in ids.chunks(500) {
+            // Ids from the database, written in as numbers.
+            let list = chunk
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            for table in ["server_latest", "server_changes"] {
+                n += sqlx::query(&format!("DELETE FROM {table} WHERE server_id IN ({list})"))
+                    .execute(&mut **tx)
+                    .await?
+                    .rows_affected();
+            }
         }
     }
     Ok((n + servers, servers))
@@ -121,6 +141,7 @@ impl Store {
         let mut w = self.writer.lock().await;
         let result = async {
             let mut held = None;
+            let checkpoint = w.backend == Backend::Sqlite && !w.shared;
             let conn = w.connection(&self.pool, &mut held).await?;
             let mut tx = begin(conn).await?;
             let mut n = 0;
@@ -129,6 +150,13 @@ impl Store {
             }
             let (pruned, servers) = prune(&mut tx, r).await?;
             tx.commit().await?;
+            if checkpoint {
+                // The round's and this upkeep's pages, from the log into the database (readers
+                // go on; what a reader still needs stays in the log until the next one).
+                sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                    .execute(&mut *conn)
+                    .await?;
+            }
             Ok::<_, StoreError>((n + pruned, servers))
         }
         .await;

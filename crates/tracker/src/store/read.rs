@@ -14,6 +14,18 @@ use super::{
 /// Most rows a server's history, map history or a player's sessions return.
 const MAX_ROWS: i64 = 20_000;
 
+/// The CTE `t(at)`: the distinct times (rounds, or buckets) of `table` from `$2` on, oldest
+/// first, an index seek each (the series tables are keyed by the time first). A server's
+/// rows are then `t` joined to `table` on its whole key: a seek per time, where filtering
+/// the time range by server would read every server's rows.
+fn times_of(table: &str) -> String {
+    format!(
+        "WITH RECURSIVE t(at) AS (SELECT MIN(at) FROM {table} WHERE at >= $2 \
+         UNION ALL SELECT (SELECT MIN(y.at) FROM {table} y WHERE y.at > t.at) FROM t \
+         WHERE t.at IS NOT NULL)"
+    )
+}
+
 /// A `LIKE` pattern matching `s` anywhere, lower case, with `\` escaping wildcards.
 pub(super) fn contains_pattern(s: &str) -> String {
     let mut p = String::from("%");
@@ -35,17 +47,20 @@ pub(super) fn fts_phrase(s: &str) -> String {
 
 /// When session `s` ended: when it was left, or, while it is open, the last round its server
 /// answered in (the writer refreshes an open session's `last_seen` only every
-/// `flush_rounds` rounds; the series has every round).
+/// `flush_rounds` rounds): its latest round while it answers, else the server row's
+/// `last_online` (rewritten when it stopped answering).
 const SESSION_END: &str = "CASE WHEN s.left_at IS NOT NULL THEN s.left_at ELSE \
-     COALESCE((SELECT MAX(y.at) FROM series y WHERE y.server_id = s.server_id \
-     AND y.status = 0 AND y.at > s.last_seen), s.last_seen) END";
+     COALESCE((SELECT CASE WHEN l.status = 0 AND l.at > s.last_seen THEN l.at \
+     WHEN l.status <> 0 AND v.last_online > s.last_seen THEN v.last_online \
+     ELSE s.last_seen END FROM servers v LEFT JOIN server_latest l ON l.server_id = v.id \
+     WHERE v.id = s.server_id), s.last_seen) END";
 
 const SERVER_COLUMNS: &str = "addr, game, status, error, name_raw, dialect, map, gametype, \
      num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online, id, \
      country, password, down_since, up_since";
 
 /// The servers with their numbers now: the row's state, and the players, bots, ping and last
-/// round from the server's latest `series` row (the row has them as of its last change).
+/// round from its `server_latest` row (the row has them as of its last change).
 const SERVERS_NOW: &str = "(SELECT s.addr, s.game, s.status, s.error, s.name_raw, s.name, \
      s.dialect, s.map, s.gametype, \
      CASE WHEN x.at IS NULL THEN s.num_players ELSE x.players END AS num_players, \
@@ -54,8 +69,7 @@ const SERVERS_NOW: &str = "(SELECT s.addr, s.game, s.status, s.error, s.name_raw
      AS rtt_ms, s.first_seen, COALESCE(x.at, s.last_seen) AS last_seen, \
      CASE WHEN s.status = 'online' THEN COALESCE(x.at, s.last_online) ELSE s.last_online END \
      AS last_online, s.id, s.country, s.password, s.down_since, s.up_since \
-     FROM servers s LEFT JOIN series x ON x.server_id = s.id \
-     AND x.at = (SELECT MAX(y.at) FROM series y WHERE y.server_id = s.id)) v";
+     FROM servers s LEFT JOIN server_latest x ON x.server_id = s.id) v";
 
 fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
     let password: Option<i64> = r.try_get(17)?;
@@ -203,11 +217,12 @@ impl Store {
         };
         let agg = self
             .fetch_all(
-                sqlx::query(
-                    "SELECT at, rounds, online, players_min, players_avg, players_max, bots_avg, \
-                     rtt_avg FROM series_agg WHERE server_id = $1 AND at >= $2 ORDER BY at \
-                     LIMIT $3",
-                )
+                sqlx::query(&format!(
+                    "{} SELECT a.at, a.rounds, a.online, a.players_min, a.players_avg, \
+                     a.players_max, a.bots_avg, a.rtt_avg FROM t JOIN series_agg a \
+                     ON a.at = t.at AND a.server_id = $1 ORDER BY a.at LIMIT $3",
+                    times_of("series_agg")
+                ))
                 .bind(id)
                 .bind(since)
                 .bind(MAX_ROWS),
@@ -215,10 +230,11 @@ impl Store {
             .await?;
         let raw = self
             .fetch_all(
-                sqlx::query(
-                    "SELECT at, status, players, bots, rtt FROM series \
-                     WHERE server_id = $1 AND at >= $2 ORDER BY at LIMIT $3",
-                )
+                sqlx::query(&format!(
+                    "{} SELECT x.at, x.status, x.players, x.bots, x.rtt FROM t \
+                     JOIN series x ON x.at = t.at AND x.server_id = $1 ORDER BY x.at LIMIT $3",
+                    times_of("series")
+                ))
                 .bind(id)
                 .bind(since)
                 .bind(MAX_ROWS),
@@ -350,19 +366,8 @@ impl Store {
     pub async fn uptime(&self, addr: &str, since: i64) -> Result<Uptime, StoreError> {
         let row = self
             .fetch_optional(
-                sqlx::query(
-                    "SELECT s.down_since, s.up_since, \
-                     (SELECT COUNT(*) FROM series x WHERE x.server_id = s.id AND x.at >= $2), \
-                     (SELECT COUNT(*) FROM series x WHERE x.server_id = s.id AND x.at >= $2 \
-                      AND x.status = 0), \
-                     CAST((SELECT SUM(a.rounds) FROM series_agg a WHERE a.server_id = s.id \
-                      AND a.at >= $2) AS BIGINT), \
-                     CAST((SELECT SUM(a.online) FROM series_agg a WHERE a.server_id = s.id \
-                      AND a.at >= $2) AS BIGINT) \
-                     FROM servers s WHERE s.addr = $1",
-                )
-                .bind(addr)
-                .bind(since),
+                sqlx::query("SELECT id, down_since, up_since FROM servers WHERE addr = $1")
+                    .bind(addr),
             )
             .await?;
         let Some(r) = row else {
@@ -373,16 +378,36 @@ impl Store {
                 up_since: None,
             });
         };
-        let num = |i: usize| -> Result<i64, sqlx::Error> {
-            Ok(r.try_get::<Option<i64>, _>(i)?.unwrap_or(0))
-        };
-        let probed = num(2)? + num(4)?;
-        let online = num(3)? + num(5)?;
+        let id: i64 = r.try_get(0)?;
+        let mut probed = 0;
+        let mut online = 0;
+        // Per round, then downsampled: (rounds probed, of them answered).
+        for sql in [
+            format!(
+                "{} SELECT CAST(COUNT(*) AS BIGINT), \
+                 CAST(SUM(CASE WHEN x.status = 0 THEN 1 ELSE 0 END) AS BIGINT) \
+                 FROM t JOIN series x ON x.at = t.at AND x.server_id = $1",
+                times_of("series")
+            ),
+            format!(
+                "{} SELECT CAST(SUM(a.rounds) AS BIGINT), CAST(SUM(a.online) AS BIGINT) \
+                 FROM t JOIN series_agg a ON a.at = t.at AND a.server_id = $1",
+                times_of("series_agg")
+            ),
+        ] {
+            let n = self
+                .fetch_optional(sqlx::query(&sql).bind(id).bind(since))
+                .await?;
+            if let Some(n) = n {
+                probed += n.try_get::<Option<i64>, _>(0)?.unwrap_or(0);
+                online += n.try_get::<Option<i64>, _>(1)?.unwrap_or(0);
+            }
+        }
         Ok(Uptime {
             since,
             fraction: (probed > 0).then(|| online as f64 / probed as f64),
-            down_since: r.try_get(0)?,
-            up_since: r.try_get(1)?,
+            down_since: r.try_get(1)?,
+            up_since: r.try_get(2)?,
         })
     }
 

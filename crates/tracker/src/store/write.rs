@@ -4,10 +4,11 @@
 //! open player sessions — loaded from the database when it first writes (so a restarted
 //! tracker continues where the last one stopped). A round then writes only:
 //!
-//! - one `series` row per server (its numbers this round),
+//! - one `series` row per server (its numbers this round), appended at the table's end (its
+//!   key is the round first), and the same numbers as the server's `server_latest` row,
 //! - a `server_changes` row and a `servers` upsert for each server whose state changed (name,
 //!   map, gametype, slots, password, up/down, status, record, country); the browser's numbers
-//!   (last seen, players, bots, ping) are read from the latest series row, so an unchanged
+//!   (last seen, players, bots, ping) are read from `server_latest`, so an unchanged
 //!   server's row is not written at all,
 //! - the sessions that opened (and their players' identities) and closed,
 //! - the scores and last-seen times of a rotating `1/flush_rounds` of the open sessions,
@@ -19,13 +20,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 
 use fragstat::core::model::Dialect;
 use fragstat::core::record::{Record, Status};
 use sqlx::{Connection as _, Row};
 
-use super::{PlayerRow, RoundData, Store, StoreError};
+use super::{Backend, PlayerRow, RoundData, Store, StoreError};
 
 /// Most players of one server stored per round (R8): a hostile server can list ~9,000 in a
 /// datagram.
@@ -163,7 +164,7 @@ pub fn stored_record(rec: &Record) -> Result<String, StoreError> {
 /// A hash of what [`stored_record`] keeps of a record, computed without writing the JSON (a
 /// round writes the record only of the servers whose hash changed).
 pub(super) fn record_hash(rec: &Record) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
+    let mut h = stable_hasher();
     (&rec.address, &rec.game, rec.status, &rec.error).hash(&mut h);
     if let Some(i) = &rec.info {
         (i.name.as_bytes(), i.name.dialect().id(), i.map.as_bytes()).hash(&mut h);
@@ -269,51 +270,123 @@ async fn insert_rows(
     Ok(out)
 }
 
-/// A number as an SQL literal: `NULL` typed as `BIGINT` (PostgreSQL types an untyped `NULL`
-/// in `VALUES` as text).
-fn lit(v: Option<i64>) -> String {
-    v.map_or_else(|| "CAST(NULL AS BIGINT)".into(), |v| v.to_string())
+/// Writes a number as an SQL literal into `out`: `NULL` typed as `BIGINT` (PostgreSQL types
+/// an untyped `NULL` in `VALUES` as text).
+fn push_lit(out: &mut String, v: Option<i64>) {
+    match v {
+        Some(v) => {
+            let _ = write!(out, "{v}");
+        }
+        None => out.push_str("CAST(NULL AS BIGINT)"),
+    }
 }
 
-/// Runs `head (row), (row)… tail` for rows of literal SQL values, [`LITERAL_ROWS`] a
-/// statement.
-async fn literal_rows(
+/// A column of numbers: its value in a row.
+type Column<'a, T> = &'a dyn Fn(&T) -> Option<i64>;
+
+/// Writes rows of numbers in bulk, `columns` of each of `rows`; `sql` says where they go, with
+/// `ROWS` in the place of a table of them, `v`, whose columns are `column1`, `column2`…:
+///
+/// - SQLite: `(VALUES (…), (…)…) AS v`, the numbers written in as literals, [`LITERAL_ROWS`] rows
+///   a statement (binding 6 values a row costs more than parsing them);
+/// - PostgreSQL: `unnest($1::bigint[], $2::bigint[], …) AS v(column1, column2, …)`, a bound
+///   array of each column, all rows in one statement.
+///
+/// The numbers are `i64`s written by Rust: nothing in them can change the statement.
+async fn number_rows<T>(
     tx: &mut Tx<'_>,
-    head: &str,
-    tail: &str,
-    rows: &[String],
+    backend: Backend,
+    sql: &str,
+    rows: &[T],
+    columns: &[Column<'_, T>],
 ) -> Result<(), sqlx::Error> {
-    for chunk in rows.chunks(LITERAL_ROWS) {
-        let mut sql = String::with_capacity(head.len() + tail.len() + chunk.len() * 40);
-        sql.push_str(head);
-        for (i, r) in chunk.iter().enumerate() {
-            sql.push_str(if i > 0 { ", (" } else { "(" });
-            sql.push_str(r);
-            sql.push(')');
+    if rows.is_empty() {
+        return Ok(());
+    }
+    match backend {
+        Backend::Sqlite => {
+            let mut values = String::new();
+            for chunk in rows.chunks(LITERAL_ROWS) {
+                values.clear();
+                values.push_str("(VALUES ");
+                for (i, r) in chunk.iter().enumerate() {
+                    values.push_str(if i > 0 { ", (" } else { "(" });
+                    for (j, c) in columns.iter().enumerate() {
+                        if j > 0 {
+                            values.push_str(", ");
+                        }
+                        push_lit(&mut values, c(r));
+                    }
+                    values.push(')');
+                }
+                values.push_str(") AS v");
+                // Not prepared and cached: each of these statements is new text.
+                sqlx::query(&sql.replace("ROWS", &values))
+                    .persistent(false)
+                    .execute(&mut **tx)
+                    .await?;
+            }
         }
-        sql.push_str(tail);
-        // Not prepared and cached: each of these statements is new text.
-        sqlx::query(&sql)
-            .persistent(false)
-            .execute(&mut **tx)
-            .await?;
+        Backend::Postgres => {
+            let arrays = (1..=columns.len())
+                .map(|i| format!("${i}::bigint[]"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let names = (1..=columns.len())
+                .map(|i| format!("column{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = sql.replace("ROWS", &format!("unnest({arrays}) AS v({names})"));
+            let mut q = sqlx::query(&sql);
+            for c in columns {
+                // An array literal, `{1,NULL,3}`.
+                let mut a = String::with_capacity(rows.len() * 8 + 2);
+                a.push('{');
+                for (i, r) in rows.iter().enumerate() {
+                    if i > 0 {
+                        a.push(',');
+                    }
+                    match c(r) {
+                        Some(v) => {
+                            let _ = write!(a, "{v}");
+                        }
+                        None => a.push_str("NULL"),
+                    }
+                }
+                a.push('}');
+                q = q.bind(a);
+            }
+            q.execute(&mut **tx).await?;
+        }
     }
     Ok(())
 }
 
+/// The writer's in-memory maps: foldhash, not SipHash (a round looks up every server and
+/// every player).
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A hasher that hashes alike in every process ([`record_hash`] is stored).
+fn stable_hasher() -> impl Hasher {
+    foldhash::quality::FixedState::with_seed(0x6672_6167).build_hasher()
+}
+
+/// A stable hash of `v` ([`stable_hasher`]).
 fn hash_of(v: impl Hash) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
+    let mut h = stable_hasher();
     v.hash(&mut h);
     h.finish()
 }
 
-/// A player on a server: its name's bytes, dialect, and which of that name (0 for the
-/// first).
-type PlayerKey = (Vec<u8>, String, i64);
+/// A player on a server: its name's bytes (at most [`MAX_NAME_BYTES`]), dialect, and which
+/// of that name (0 for the first).
+type PlayerKey = (Box<[u8]>, Dialect, i64);
 
 /// An open session as the writer remembers it.
 #[derive(Debug, Clone)]
 struct Session {
+    /// Its row's id (`sessions.id`).
+    id: i64,
     player_id: i64,
     joined: i64,
     last_seen: i64,
@@ -327,7 +400,7 @@ struct Session {
 #[derive(Debug, Clone)]
 struct ServerState {
     id: i64,
-    status: String,
+    status: &'static str,
     error: Option<String>,
     /// Hash of what a `server_changes` row holds.
     change: u64,
@@ -337,18 +410,18 @@ struct ServerState {
     last_online: Option<i64>,
     up_since: Option<i64>,
     down_since: Option<i64>,
-    sessions: HashMap<PlayerKey, Session>,
+    sessions: Map<PlayerKey, Session>,
 }
 
 impl ServerState {
     /// Ends every open session at the last round its player was seen in (the tracker did
     /// not see them leave), as updates for `closes`.
     fn end_sessions(&mut self, closes: &mut Vec<SessionUpdate>) {
-        for ((_, _, nth), s) in self.sessions.drain() {
+        for (_, s) in self.sessions.drain() {
             closes.push(SessionUpdate {
+                id: s.id,
                 server_id: self.id,
                 player_id: s.player_id,
-                nth,
                 last_seen: s.last_seen,
                 left: Some(s.last_seen),
                 score: s.score,
@@ -361,7 +434,7 @@ impl ServerState {
 /// What the database holds now, as far as the writer needs it.
 #[derive(Debug, Default)]
 pub(super) struct State {
-    servers: HashMap<String, ServerState>,
+    servers: Map<String, ServerState>,
     last_round: Option<i64>,
     /// Sessions were loaded from the database, not yet checked against the gap.
     resumed: bool,
@@ -385,26 +458,32 @@ fn change_hash(
     }
 }
 
+/// A dialect as stored (an unknown id, which this writer never wrote, as the generic one).
+fn dialect_of(id: &str) -> Dialect {
+    id.parse().unwrap_or_default()
+}
+
 impl State {
     /// Loads the servers, the open sessions and the last round.
     pub(super) async fn load(conn: &mut sqlx::AnyConnection) -> Result<State, StoreError> {
         let mut st = State::default();
         let rows = sqlx::query(
-            // `last_online` as of the series: an unchanged server's row is not rewritten, so
-            // its column says when it last changed (the last series row of an online server;
-            // for one down, the row before its offline spell began).
-            "SELECT id, addr, status, error, country, COALESCE(CASE WHEN down_since IS NULL \
-             THEN (SELECT MAX(y.at) FROM series y WHERE y.server_id = servers.id) \
-             ELSE (SELECT MAX(y.at) FROM series y WHERE y.server_id = servers.id \
-             AND y.at < servers.down_since) END, last_online), up_since, down_since, \
-             name_raw, dialect, map, gametype, max_players, password, record_hash FROM servers",
+            // `last_online` as of the latest numbers: an unchanged server's row is not
+            // rewritten, so its column says when it last changed; an online server last
+            // answered in its latest round (a server going down rewrites its row, with the
+            // last round it answered in).
+            "SELECT s.id, s.addr, s.status, s.error, s.country, COALESCE(CASE WHEN l.status = 0 \
+             THEN l.at END, s.last_online), s.up_since, s.down_since, s.name_raw, s.dialect, \
+             s.map, s.gametype, s.max_players, s.password, s.record_hash FROM servers s \
+             LEFT JOIN server_latest l ON l.server_id = s.id",
         )
         .fetch_all(&mut *conn)
         .await?;
-        let mut by_id = HashMap::new();
+        let mut by_id = Map::default();
         for r in &rows {
             let addr: String = r.try_get(1)?;
             let status: String = r.try_get(2)?;
+            let status = code_status(status_code(&status));
             let name: Option<Vec<u8>> = r.try_get(8)?;
             let dialect: Option<String> = r.try_get(9)?;
             let map: Option<String> = r.try_get(10)?;
@@ -433,14 +512,14 @@ impl State {
                     last_online: r.try_get(5)?,
                     up_since: r.try_get(6)?,
                     down_since: r.try_get(7)?,
-                    sessions: HashMap::new(),
+                    sessions: Map::default(),
                 },
             );
         }
         let rows = sqlx::query(
             "SELECT s.server_id, s.player_id, s.nth, s.joined, s.last_seen, s.last_score, \
-             s.team, p.name_raw, p.dialect FROM sessions s JOIN players p ON p.id = s.player_id \
-             WHERE s.left_at IS NULL",
+             s.team, p.name_raw, p.dialect, s.id FROM sessions s \
+             JOIN players p ON p.id = s.player_id WHERE s.left_at IS NULL",
         )
         .fetch_all(&mut *conn)
         .await?;
@@ -450,9 +529,12 @@ impl State {
                 continue;
             };
             let last_seen: i64 = r.try_get(4)?;
+            let name: Vec<u8> = r.try_get(7)?;
+            let dialect: String = r.try_get(8)?;
             srv.sessions.insert(
-                (r.try_get(7)?, r.try_get(8)?, r.try_get(2)?),
+                (name.into_boxed_slice(), dialect_of(&dialect), r.try_get(2)?),
                 Session {
+                    id: r.try_get(9)?,
                     player_id: r.try_get(1)?,
                     joined: r.try_get(3)?,
                     last_seen,
@@ -471,15 +553,12 @@ impl State {
     }
 }
 
-fn id_in(servers: &HashMap<String, ServerState>, addr: &str) -> i64 {
-    servers.get(addr).map_or(0, |s| s.id)
-}
-
 /// A session to close or refresh: its key and the values to write.
 struct SessionUpdate {
+    /// The session's row.
+    id: i64,
     server_id: i64,
     player_id: i64,
-    nth: i64,
     last_seen: i64,
     left: Option<i64>,
     score: Option<i64>,
@@ -488,7 +567,8 @@ struct SessionUpdate {
 
 /// A session to open, once its player has an id.
 struct NewSession {
-    addr: String,
+    /// The server, an index into the round's records.
+    server: usize,
     key: PlayerKey,
     name: String,
     score: Option<i64>,
@@ -502,6 +582,7 @@ struct NewSession {
 pub(super) struct WriteParams {
     pub(super) session_gap_ms: i64,
     pub(super) flush_rounds: u64,
+    pub(super) backend: Backend,
 }
 
 /// The players on each server that answered, in its order, as the round saw them.
@@ -518,9 +599,48 @@ fn listed(info: &fragstat::ServerInfo) -> Option<&[fragstat::Player]> {
     }
 }
 
+/// The keys of a server's listed players, in its order: the name's bytes (capped), its
+/// dialect, and which of that name it is.
+fn player_keys(list: &[fragstat::Player]) -> Vec<PlayerKey> {
+    let mut keys: Vec<PlayerKey> = Vec::with_capacity(list.len());
+    // Small lists (nearly all) count earlier equal names; long ones (up to MAX_PLAYERS) a map.
+    let mut counts: Option<Map<(&[u8], Dialect), i64>> = (list.len() > 16).then(Map::default);
+    for pl in list {
+        let bytes = pl.name.as_bytes();
+        let bytes = bytes.get(..MAX_NAME_BYTES).unwrap_or(bytes);
+        let d = pl.name.dialect();
+        let nth = match counts.as_mut() {
+            Some(c) => {
+                let n = c.entry((bytes, d)).or_insert(0);
+                *n += 1;
+                *n - 1
+            }
+            None => keys.iter().filter(|k| k.1 == d && *k.0 == *bytes).count() as i64,
+        };
+        keys.push((bytes.into(), d, nth));
+    }
+    keys
+}
+
+/// A listed player of a server that answered, for the live list: its session when it was
+/// open already, else the index of the session it opens.
+enum Slot {
+    Known { player_id: i64, joined: i64 },
+    Opened(usize),
+}
+
+/// One server's numbers this round: a `series` and `server_latest` row once its id is known.
+struct SeriesRow {
+    server: usize,
+    status: i64,
+    players: Option<i64>,
+    bots: Option<i64>,
+    rtt: Option<i64>,
+}
+
 /// Writes `round` given the database's state `st` (updated in place; the caller drops it
 /// when the transaction fails, so it is reloaded). Returns the players on each server that
-/// answered.
+/// answered, and the servers that answered without saying who plays.
 pub(super) async fn write(
     tx: &mut Tx<'_>,
     st: &mut State,
@@ -541,32 +661,31 @@ pub(super) async fn write(
         }
     }
 
+    // One row per address and round.
+    let mut seen: HashSet<&str, foldhash::fast::RandomState> = HashSet::default();
+    let records: Vec<(&str, &Record)> = round
+        .records
+        .iter()
+        .filter_map(|rec| {
+            let addr = rec.address.as_deref()?;
+            seen.insert(addr).then_some((addr, rec))
+        })
+        .collect();
+    // Each record's server id (0 until a new server's row is written).
+    let mut ids: Vec<i64> = vec![0; records.len()];
+
     let mut online = 0i64;
     let mut players_total = 0i64;
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut upserts: Vec<Vec<Val>> = Vec::new();
-    // (addr, series row without the id)
-    let mut series: Vec<(String, String)> = Vec::new();
-    let mut changes: Vec<(String, Vec<Val>)> = Vec::new();
+    let mut upserts: Vec<(usize, Vec<Val>)> = Vec::new();
+    let mut series: Vec<SeriesRow> = Vec::with_capacity(records.len());
+    let mut changes: Vec<(usize, Vec<Val>)> = Vec::new();
     let mut opens: Vec<NewSession> = Vec::new();
     let mut flushes: Vec<SessionUpdate> = Vec::new();
-    let mut records: Vec<&Record> = Vec::new();
+    // The live list: (record, its listed players and their slots).
+    let mut live_slots: Vec<(usize, Vec<Slot>)> = Vec::new();
+    let mut unlisted = Vec::new();
 
-    for rec in &round.records {
-        let Some(addr) = rec.address.as_deref() else {
-            continue;
-        };
-        // One row per address and round.
-        if !seen.insert(addr) {
-            continue;
-        }
-        records.push(rec);
-    }
-
-    for &rec in &records {
-        let Some(addr) = rec.address.as_deref() else {
-            continue;
-        };
+    for (i, &(addr, rec)) in records.iter().enumerate() {
         let is_online = rec.status == Status::Online;
         let status = status_str(rec.status);
         let info = rec.info.as_ref().filter(|_| is_online);
@@ -576,35 +695,38 @@ pub(super) async fn write(
             online += 1;
             players_total += num_players.unwrap_or(0);
         }
-        let name = info.map(|i| i.name.as_bytes().to_vec());
+        let name = info.map(|i| i.name.as_bytes());
         let dialect = info.map(|i| dialect_str(i.name.dialect()));
         let map = info.map(|i| no_nul(i.map.display()));
-        let gametype = info.and_then(|i| i.gametype.clone()).map(no_nul);
+        let gametype = info.and_then(|i| i.gametype.as_deref());
+        let gametype = gametype.map(|g| {
+            if g.contains('\0') {
+                std::borrow::Cow::Owned(no_nul(g.to_string()))
+            } else {
+                std::borrow::Cow::Borrowed(g)
+            }
+        });
         let max_players = info.map(|i| i64::from(i.max_players));
         let password = info.and_then(|i| i.password);
         let change = change_hash(
             is_online,
-            name.as_deref(),
+            name,
             dialect,
             map.as_deref(),
             gametype.as_deref(),
             max_players,
             password,
         );
-        let country = round.countries.get(addr).cloned();
+        let country = round.countries.get(addr);
         let record_hash = record_hash(rec);
         let rtt = rec.rtt_ms.filter(|r| r.is_finite());
-        let rtt_tenths = rtt.map(|r| (r * 10.0).round() as i64);
-        series.push((
-            addr.to_string(),
-            format!(
-                "{at}, {}, {}, {}, {}",
-                status_code(status),
-                lit(num_players),
-                lit(num_bots),
-                lit(rtt_tenths)
-            ),
-        ));
+        series.push(SeriesRow {
+            server: i,
+            status: status_code(status),
+            players: num_players,
+            bots: num_bots,
+            rtt: rtt.map(|r| (r * 10.0).round() as i64),
+        });
 
         let known = st.servers.get(addr);
         let changed = known.is_none_or(|s| s.change != change);
@@ -613,7 +735,7 @@ pub(super) async fn write(
                 s.status != status
                     || s.error != rec.error
                     || s.record != record_hash
-                    || (country.is_some() && s.country != country)
+                    || (country.is_some() && s.country.as_ref() != country)
             });
         let was_online = known.is_some_and(|s| s.status == "online");
         let (up_since, down_since) = match known {
@@ -627,139 +749,158 @@ pub(super) async fn write(
             known.and_then(|s| s.last_online)
         };
         if upsert {
-            upserts.push(vec![
-                Val::S(Some(addr.to_string())),
-                Val::S(Some(rec.game.clone())),
-                Val::I(Some(at)),
-                Val::I(Some(at)),
-                Val::I(last_online),
-                Val::S(Some(status.to_string())),
-                Val::S(rec.error.clone()),
-                Val::B(name.clone()),
-                Val::S(info.map(|i| i.name.display().to_lowercase())),
-                Val::S(dialect.map(str::to_string)),
-                Val::S(map.clone()),
-                Val::S(gametype.clone()),
-                Val::I(num_players),
-                Val::I(max_players),
-                Val::I(num_bots),
-                Val::F(rtt),
-                Val::I(password.map(i64::from)),
-                Val::S(country.clone()),
-                Val::I(up_since),
-                Val::I(down_since),
-                Val::S(Some(stored_record(rec)?)),
-                // The hash as its bits.
-                Val::I(Some(i64::from_ne_bytes(record_hash.to_ne_bytes()))),
-            ]);
+            upserts.push((
+                i,
+                vec![
+                    Val::S(Some(addr.to_string())),
+                    Val::S(Some(rec.game.clone())),
+                    Val::I(Some(at)),
+                    Val::I(Some(at)),
+                    Val::I(last_online),
+                    Val::S(Some(status.to_string())),
+                    Val::S(rec.error.clone()),
+                    Val::B(name.map(<[u8]>::to_vec)),
+                    Val::S(info.map(|i| i.name.display().to_lowercase())),
+                    Val::S(dialect.map(str::to_string)),
+                    Val::S(map.clone()),
+                    Val::S(gametype.as_deref().map(str::to_string)),
+                    Val::I(num_players),
+                    Val::I(max_players),
+                    Val::I(num_bots),
+                    Val::F(rtt),
+                    Val::I(password.map(i64::from)),
+                    Val::S(country.cloned()),
+                    Val::I(up_since),
+                    Val::I(down_since),
+                    Val::S(Some(stored_record(rec)?)),
+                    // The hash as its bits.
+                    Val::I(Some(i64::from_ne_bytes(record_hash.to_ne_bytes()))),
+                ],
+            ));
         }
         if changed {
             changes.push((
-                addr.to_string(),
+                i,
                 vec![
                     Val::I(Some(at)),
                     Val::I(Some(i64::from(is_online))),
-                    Val::B(name),
+                    Val::B(name.map(<[u8]>::to_vec)),
                     Val::S(dialect.map(str::to_string)),
                     Val::S(map),
-                    Val::S(gametype),
+                    Val::S(gametype.map(std::borrow::Cow::into_owned)),
                     Val::I(max_players),
                     Val::I(password.map(i64::from)),
                 ],
             ));
         }
 
-        // Sessions.
-        let entry = st
-            .servers
-            .entry(addr.to_string())
-            .or_insert_with(|| ServerState {
-                id: 0,
-                status: String::new(),
-                error: None,
-                change: 0,
-                record: 0,
-                country: None,
-                last_online: None,
-                up_since: None,
-                down_since: None,
-                sessions: HashMap::new(),
-            });
-        entry.status = status.to_string();
-        entry.error.clone_from(&rec.error);
+        // The server as remembered from now on.
+        let entry = match st.servers.get_mut(addr) {
+            Some(e) => e,
+            None => st
+                .servers
+                .entry(addr.to_string())
+                .or_insert_with(|| ServerState {
+                    id: 0,
+                    status: "",
+                    error: None,
+                    change: 0,
+                    record: 0,
+                    country: None,
+                    last_online: None,
+                    up_since: None,
+                    down_since: None,
+                    sessions: Map::default(),
+                }),
+        };
+        entry.status = status;
+        if entry.error != rec.error {
+            entry.error.clone_from(&rec.error);
+        }
         entry.change = change;
         entry.record = record_hash;
-        if country.is_some() {
-            entry.country = country;
+        if let Some(c) = country.filter(|c| entry.country.as_ref() != Some(*c)) {
+            entry.country = Some(c.clone());
         }
         entry.last_online = last_online;
         entry.up_since = up_since;
         entry.down_since = down_since;
+        ids[i] = entry.id;
         let server_id = entry.id;
-        if let Some(list) = info.and_then(listed) {
-            let mut now: HashMap<PlayerKey, &fragstat::Player> = HashMap::new();
-            let mut nths: HashMap<(Vec<u8>, &str), i64> = HashMap::new();
-            for pl in list.iter().take(MAX_PLAYERS) {
-                let bytes = capped(pl.name.as_bytes());
-                let d = dialect_str(pl.name.dialect());
-                let n = nths.entry((bytes.clone(), d)).or_insert(0);
-                now.insert((bytes, d.to_string(), *n), pl);
-                *n += 1;
-            }
-            // Gone: the round saw them gone.
-            let gone: Vec<PlayerKey> = entry
-                .sessions
-                .keys()
-                .filter(|k| !now.contains_key(*k))
-                .cloned()
-                .collect();
-            for k in gone {
-                if let Some(s) = entry.sessions.remove(&k) {
-                    closes.push(SessionUpdate {
-                        server_id,
+
+        // Sessions: each listed player continues its open session or opens one; the open
+        // sessions not listed end (the round saw them gone).
+        let Some(info) = info else {
+            continue;
+        };
+        let Some(list) = listed(info) else {
+            unlisted.push(addr.to_string());
+            continue;
+        };
+        let list = list.get(..MAX_PLAYERS).unwrap_or(list);
+        let mut slots = Vec::with_capacity(list.len());
+        let mut continued = 0usize;
+        for (key, pl) in player_keys(list).into_iter().zip(list) {
+            let score = pl.score.map(i64::from);
+            let team = pl.team.map(i64::from);
+            match entry.sessions.get_mut(&key) {
+                Some(s) => {
+                    continued += 1;
+                    s.last_seen = at;
+                    s.score = score;
+                    s.team = team;
+                    slots.push(Slot::Known {
                         player_id: s.player_id,
-                        nth: k.2,
-                        last_seen: s.last_seen,
-                        left: Some(at),
-                        score: s.score,
-                        team: s.team,
+                        joined: s.joined,
                     });
-                }
-            }
-            for (k, pl) in now {
-                let score = pl.score.map(i64::from);
-                let team = pl.team.map(i64::from);
-                match entry.sessions.get_mut(&k) {
-                    Some(s) => {
-                        s.last_seen = at;
-                        s.score = score;
-                        s.team = team;
-                        let turn = (s.player_id.unsigned_abs() + st.rounds) % p.flush_rounds == 0;
-                        if turn && s.written_seen != at {
-                            s.written_seen = at;
-                            flushes.push(SessionUpdate {
-                                server_id,
-                                player_id: s.player_id,
-                                nth: k.2,
-                                last_seen: at,
-                                left: None,
-                                score,
-                                team,
-                            });
-                        }
+                    let turn = (s.player_id.unsigned_abs() + st.rounds) % p.flush_rounds == 0;
+                    if turn && s.written_seen != at {
+                        s.written_seen = at;
+                        flushes.push(SessionUpdate {
+                            id: s.id,
+                            server_id,
+                            player_id: s.player_id,
+                            last_seen: at,
+                            left: None,
+                            score,
+                            team,
+                        });
                     }
-                    None => opens.push(NewSession {
-                        addr: addr.to_string(),
+                }
+                None => {
+                    slots.push(Slot::Opened(opens.len()));
+                    opens.push(NewSession {
+                        server: i,
                         name: no_nul(pl.name.display().to_lowercase()),
-                        key: k,
+                        key,
                         score,
                         team,
                         is_bot: pl.is_bot,
                         clan: pl.clan.as_ref().map(|c| capped(c.as_bytes())),
-                    }),
+                    });
                 }
             }
         }
+        // Gone: the open sessions this round did not continue (every continued one was
+        // seen this round; a session opened this round is not in the map yet).
+        if continued < entry.sessions.len() {
+            entry.sessions.retain(|_, s| {
+                if s.last_seen == at {
+                    return true;
+                }
+                closes.push(SessionUpdate {
+                    id: s.id,
+                    server_id,
+                    player_id: s.player_id,
+                    last_seen: s.last_seen,
+                    left: Some(at),
+                    score: s.score,
+                    team: s.team,
+                });
+                false
+            });
+        }
+        live_slots.push((i, slots));
     }
     // Servers that did not answer (or were not probed) for longer than the gap: their
     // sessions end at the last round each player was seen in.
@@ -792,31 +933,57 @@ pub(super) async fn write(
          country = COALESCE(excluded.country, servers.country), \
          up_since = excluded.up_since, down_since = excluded.down_since, \
          record = excluded.record, record_hash = excluded.record_hash RETURNING id, addr",
-        upserts,
+        upserts.into_iter().map(|(_, row)| row).collect(),
     )
     .await?;
-    for r in &rows {
-        let id: i64 = r.try_get(0)?;
-        let addr: String = r.try_get(1)?;
-        if let Some(s) = st.servers.get_mut(&addr) {
-            s.id = id;
+    if !rows.is_empty() {
+        for r in &rows {
+            let id: i64 = r.try_get(0)?;
+            let addr: String = r.try_get(1)?;
+            if let Some(s) = st.servers.get_mut(&addr) {
+                s.id = id;
+            }
+        }
+        // The new servers' ids.
+        for (i, &(addr, _)) in records.iter().enumerate() {
+            if ids[i] == 0 {
+                ids[i] = st.servers.get(addr).map_or(0, |s| s.id);
+            }
         }
     }
-    let series: Vec<String> = series
-        .into_iter()
-        .map(|(addr, row)| format!("{}, {row}", id_in(&st.servers, &addr)))
-        .collect();
-    literal_rows(
+    number_rows(
         tx,
-        "INSERT INTO series (server_id, at, status, players, bots, rtt) VALUES ",
-        " ON CONFLICT (server_id, at) DO NOTHING",
+        p.backend,
+        "INSERT INTO series (server_id, at, status, players, bots, rtt) \
+         SELECT column1, column2, column3, column4, column5, column6 FROM ROWS \
+         WHERE true ON CONFLICT (at, server_id) DO NOTHING",
         &series,
+        &[
+            &|r: &SeriesRow| Some(ids[r.server]),
+            &|_| Some(at),
+            &|r| Some(r.status),
+            &|r| r.players,
+            &|r| r.bots,
+            &|r| r.rtt,
+        ],
     )
+    .await?;
+    // The same numbers, copied from the round's series rows, as each server's latest (an
+    // older round written late by another tracker does not replace a newer one).
+    sqlx::query(
+        "INSERT INTO server_latest (server_id, at, status, players, bots, rtt) \
+         SELECT server_id, at, status, players, bots, rtt FROM series WHERE at = $1 \
+         ON CONFLICT (server_id) DO UPDATE SET at = excluded.at, status = excluded.status, \
+         players = excluded.players, bots = excluded.bots, rtt = excluded.rtt \
+         WHERE excluded.at >= server_latest.at",
+    )
+    .bind(at)
+    .execute(&mut **tx)
     .await?;
     let changes: Vec<Vec<Val>> = changes
         .into_iter()
-        .map(|(addr, mut row)| {
-            row.insert(0, Val::I(Some(id_in(&st.servers, &addr))));
+        .map(|(i, mut row)| {
+            row.insert(0, Val::I(Some(ids[i])));
             row
         })
         .collect();
@@ -831,56 +998,53 @@ pub(super) async fn write(
 
     // Sessions closed and refreshed (before any opens: a session can end and its player's
     // next begin in one round), and their players' last sighting.
-    let mut last_sighting: HashMap<i64, (i64, i64)> = HashMap::new();
-    let updates: Vec<String> = closes
-        .iter()
-        .chain(&flushes)
-        .map(|u| {
-            let e = last_sighting
-                .entry(u.player_id)
-                .or_insert((u.last_seen, u.server_id));
-            if u.last_seen > e.0 {
-                *e = (u.last_seen, u.server_id);
-            }
-            format!(
-                "{}, {}, {}, {}, {}, {}, {}",
-                u.server_id,
-                u.player_id,
-                u.nth,
-                u.last_seen,
-                lit(u.left),
-                lit(u.score),
-                lit(u.team)
-            )
-        })
-        .collect();
-    literal_rows(
+    let mut last_sighting: Map<i64, (i64, i64)> = Map::default();
+    let updates: Vec<&SessionUpdate> = closes.iter().chain(&flushes).collect();
+    for u in &updates {
+        let e = last_sighting
+            .entry(u.player_id)
+            .or_insert((u.last_seen, u.server_id));
+        if u.last_seen > e.0 {
+            *e = (u.last_seen, u.server_id);
+        }
+    }
+    number_rows(
         tx,
-        "UPDATE sessions SET last_seen = v.column4, left_at = v.column5, \
-         last_score = v.column6, team = v.column7 FROM (VALUES ",
-        ") AS v WHERE sessions.server_id = v.column1 AND sessions.player_id = v.column2 \
-         AND sessions.nth = v.column3 AND sessions.left_at IS NULL",
+        p.backend,
+        "UPDATE sessions SET last_seen = v.column2, left_at = v.column3, \
+         last_score = v.column4, team = v.column5 FROM ROWS \
+         WHERE sessions.id = v.column1 AND sessions.left_at IS NULL",
         &updates,
+        &[
+            &|u: &&SessionUpdate| Some(u.id),
+            &|u| Some(u.last_seen),
+            &|u| u.left,
+            &|u| u.score,
+            &|u| u.team,
+        ],
     )
     .await?;
-    let sightings: Vec<String> = last_sighting
-        .into_iter()
-        .map(|(id, (seen, server))| format!("{id}, {seen}, {server}"))
-        .collect();
-    literal_rows(
+    let sightings: Vec<(i64, (i64, i64))> = last_sighting.into_iter().collect();
+    number_rows(
         tx,
-        "UPDATE players SET last_seen = v.column2, last_server_id = v.column3 FROM (VALUES ",
-        ") AS v WHERE players.id = v.column1 AND players.last_seen < v.column2",
+        p.backend,
+        "UPDATE players SET last_seen = v.column2, last_server_id = v.column3 FROM ROWS \
+         WHERE players.id = v.column1 AND players.last_seen < v.column2",
         &sightings,
+        &[
+            &|s: &(i64, (i64, i64))| Some(s.0),
+            &|s| Some(s.1 .0),
+            &|s| Some(s.1 .1),
+        ],
     )
     .await?;
 
     // Players of the new sessions: their identities, ids back.
-    let mut identities: HashMap<(Vec<u8>, String), (String, String)> = HashMap::new();
+    let mut identities: Map<(&[u8], Dialect), (&str, usize)> = Map::default();
     for o in &opens {
         identities
-            .entry((o.key.0.clone(), o.key.1.clone()))
-            .or_insert_with(|| (o.name.clone(), o.addr.clone()));
+            .entry((&o.key.0, o.key.1))
+            .or_insert((&o.name, o.server));
     }
     let rows = insert_rows(
         tx,
@@ -890,32 +1054,38 @@ pub(super) async fn write(
          last_server_id = excluded.last_server_id RETURNING id, name_raw, dialect",
         identities
             .into_iter()
-            .map(|((bytes, dialect), (name, addr))| {
+            .map(|((bytes, dialect), (name, server))| {
                 vec![
-                    Val::B(Some(bytes)),
-                    Val::S(Some(dialect)),
-                    Val::S(Some(name)),
+                    Val::B(Some(bytes.to_vec())),
+                    Val::S(Some(dialect_str(dialect).to_string())),
+                    Val::S(Some(name.to_string())),
                     Val::I(Some(at)),
                     Val::I(Some(at)),
-                    Val::I(Some(id_in(&st.servers, &addr))),
+                    Val::I(Some(ids[server])),
                 ]
             })
             .collect(),
     )
     .await?;
-    let mut player_ids: HashMap<(Vec<u8>, String), i64> = HashMap::new();
+    let mut player_ids: Map<(Vec<u8>, Dialect), i64> = Map::default();
     for r in &rows {
-        player_ids.insert((r.try_get(1)?, r.try_get(2)?), r.try_get(0)?);
+        let dialect: String = r.try_get(2)?;
+        player_ids.insert((r.try_get(1)?, dialect_of(&dialect)), r.try_get(0)?);
     }
-    let mut session_rows: Vec<Vec<Val>> = Vec::new();
+    let mut session_rows: Vec<Vec<Val>> = Vec::with_capacity(opens.len());
+    // Each opened session's player id and join time, for the live list.
+    let mut opened: Vec<Option<(i64, i64)>> = Vec::with_capacity(opens.len());
+    // The sessions to remember once their rows' ids are known.
+    let mut remember: Vec<(usize, PlayerKey, Session)> = Vec::with_capacity(opens.len());
     for o in opens {
-        let Some(&player_id) = player_ids.get(&(o.key.0.clone(), o.key.1.clone())) else {
+        let player_id = player_ids.get(&(o.key.0.to_vec(), o.key.1)).copied();
+        opened.push(player_id.map(|id| (id, at)));
+        let Some(player_id) = player_id else {
             continue;
         };
-        let server_id = id_in(&st.servers, &o.addr);
         session_rows.push(vec![
             Val::I(Some(player_id)),
-            Val::I(Some(server_id)),
+            Val::I(Some(ids[o.server])),
             Val::I(Some(o.key.2)),
             Val::I(Some(at)),
             Val::I(Some(at)),
@@ -924,28 +1094,56 @@ pub(super) async fn write(
             Val::I(o.is_bot.map(i64::from)),
             Val::B(o.clan),
         ]);
-        if let Some(srv) = st.servers.get_mut(&o.addr) {
-            srv.sessions.insert(
-                o.key,
-                Session {
-                    player_id,
-                    joined: at,
-                    last_seen: at,
-                    score: o.score,
-                    team: o.team,
-                    written_seen: at,
-                },
-            );
-        }
+        remember.push((
+            o.server,
+            o.key,
+            Session {
+                id: 0,
+                player_id,
+                joined: at,
+                last_seen: at,
+                score: o.score,
+                team: o.team,
+                written_seen: at,
+            },
+        ));
     }
-    insert_rows(
+    let rows = insert_rows(
         tx,
         "INSERT INTO sessions (player_id, server_id, nth, joined, last_seen, last_score, team, \
          is_bot, clan_raw) VALUES ",
-        " ON CONFLICT (server_id, player_id, nth) WHERE left_at IS NULL DO NOTHING",
+        " ON CONFLICT (server_id, player_id, nth) WHERE left_at IS NULL DO NOTHING \
+         RETURNING id, server_id, player_id, nth",
         session_rows,
     )
     .await?;
+    let mut session_ids: Map<(i64, i64, i64), i64> = Map::default();
+    for r in &rows {
+        session_ids.insert((r.try_get(1)?, r.try_get(2)?, r.try_get(3)?), r.try_get(0)?);
+    }
+    for (server, key, mut session) in remember {
+        let server_id = ids[server];
+        let wanted = (server_id, session.player_id, key.2);
+        session.id = match session_ids.get(&wanted) {
+            Some(&id) => id,
+            // Open already (another tracker writing this server): that row.
+            None => sqlx::query(
+                "SELECT id FROM sessions WHERE server_id = $1 AND player_id = $2 AND nth = $3 \
+                 AND left_at IS NULL",
+            )
+            .bind(server_id)
+            .bind(session.player_id)
+            .bind(key.2)
+            .fetch_optional(&mut **tx)
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()?
+            .unwrap_or(0),
+        };
+        if let Some(srv) = st.servers.get_mut(records[server].0) {
+            srv.sessions.insert(key, session);
+        }
+    }
 
     sqlx::query(
         "INSERT INTO rounds (at, finished, servers, online, players) VALUES ($1, $2, $3, $4, $5) \
@@ -960,45 +1158,37 @@ pub(super) async fn write(
     .await?;
     st.last_round = Some(at);
 
-    let mut live = Live::new();
-    let mut unlisted = Vec::new();
-    for rec in records.iter().filter(|r| r.status == Status::Online) {
-        let (Some(addr), Some(info)) = (rec.address.as_deref(), rec.info.as_ref()) else {
+    // The players now, for the pages.
+    let mut live = Live::with_capacity(live_slots.len());
+    for (i, slots) in live_slots {
+        let (addr, rec) = records[i];
+        let Some(list) = rec.info.as_ref().and_then(listed) else {
             continue;
         };
-        let Some(srv) = st.servers.get(addr) else {
-            continue;
-        };
-        let Some(players) = listed(info) else {
-            unlisted.push(addr.to_string());
-            continue;
-        };
-        let mut nths: HashMap<(Vec<u8>, &str), i64> = HashMap::new();
-        let mut list = Vec::new();
-        for pl in players.iter().take(MAX_PLAYERS) {
-            let bytes = capped(pl.name.as_bytes());
-            let d = dialect_str(pl.name.dialect());
-            let n = nths.entry((bytes.clone(), d)).or_insert(0);
-            let key = (bytes, d.to_string(), *n);
-            *n += 1;
-            let Some(s) = srv.sessions.get(&key) else {
+        let mut rows = Vec::with_capacity(slots.len());
+        for (slot, pl) in slots.into_iter().zip(list) {
+            let known = match slot {
+                Slot::Known { player_id, joined } => Some((player_id, joined)),
+                Slot::Opened(o) => opened.get(o).copied().flatten(),
+            };
+            let Some((player_id, joined)) = known else {
                 continue;
             };
-            list.push(PlayerRow {
-                player_id: s.player_id,
+            rows.push(PlayerRow {
+                player_id,
                 addr: addr.to_string(),
                 at,
-                joined: s.joined,
+                joined,
                 clan_raw: pl.clan.as_ref().map(|c| capped(c.as_bytes())),
-                name_raw: key.0,
-                dialect: key.1,
+                name_raw: capped(pl.name.as_bytes()),
+                dialect: dialect_str(pl.name.dialect()).to_string(),
                 score: pl.score.map(i64::from),
                 ping: pl.ping.map(i64::from),
                 team: pl.team.map(i64::from),
                 is_bot: pl.is_bot,
             });
         }
-        live.insert(addr.to_string(), list);
+        live.insert(addr.to_string(), rows);
     }
     Ok((live, unlisted))
 }
