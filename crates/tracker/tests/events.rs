@@ -1,8 +1,8 @@
 //! The tracker's events: a server that goes silent and comes back with another map, seen by
 //! an `/api/events` client (Server-Sent Events over real HTTP) and by local webhook
-//! receivers (JSON and Discord form); a receiver that fails first gets the retry; one that
-//! never answers delays no round; the limits flooded (the SSE client cap, a lagging client,
-//! a full webhook queue).
+//! receivers (JSON and Discord form); a receiver that fails first gets the retry, one that
+//! refuses (400, 404) does not; one that never answers delays no round; the limits flooded
+//! (the SSE client cap, a lagging client, a full webhook queue).
 //!
 //! The emulated server runs in this process on a socket the test keeps; it is "stopped" by
 //! not answering. Rounds are run by the test (`Tracker::round`), so nothing depends on timing.
@@ -375,6 +375,35 @@ async fn failing_receiver_gets_the_retry_after_backoff_and_retry_after() {
     wait_metric(&tracker, "webhook_posts_total", 1.0).await;
     assert_eq!(metric(&tracker, "webhook_failures_total"), 2.0);
     assert_eq!(metric(&tracker, "webhook_dropped_total"), 0.0);
+}
+
+/// A 400 and a 404 are not retried: each batch is dropped at once (counted), and the
+/// receiver's next POST is already the next round's batch.
+#[tokio::test]
+async fn other_4xx_drops_the_batch_at_once() {
+    let server = Server::start("m0", 0);
+    let dir = tempfile::tempdir().unwrap();
+    let mut hook = receiver(vec![(400, None), (404, None)]).await;
+    let mut c = config(&dir, server.addr);
+    c.webhook = Some(hook.url.clone());
+    c.webhook_tries = 5;
+    let tracker = Tracker::open(c).await.unwrap();
+    tracker.round().await.unwrap(); // the baseline
+                                    // Three rounds, three batches (m1, m2, m3), queued one after the other.
+    for map in ["m1", "m2", "m3"] {
+        server.set(Some(emulated(map, 0)));
+        tracker.round().await.unwrap();
+    }
+    for want in ["m1", "m2", "m3"] {
+        let (_, batch) = hook.next().await;
+        let events = batch["events"].as_array().unwrap();
+        assert_eq!(kinds(events), ["map_changed"], "{batch}");
+        assert_eq!(events[0]["to"], want, "a refused batch sent again: {batch}");
+    }
+    wait_metric(&tracker, "webhook_posts_total", 1.0).await;
+    assert_eq!(metric(&tracker, "webhook_failures_total"), 2.0);
+    assert_eq!(metric(&tracker, "webhook_dropped_total"), 2.0);
+    assert_eq!(metric(&tracker, "webhook_queue_dropped_total"), 0.0);
 }
 
 /// A receiver that accepts and never answers: rounds go on (each returns long before the
