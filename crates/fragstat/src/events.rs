@@ -22,8 +22,11 @@
 //! - **Players are a multiset of names** (raw bytes): two players named `Player` are two; one
 //!   leaving is one `player_left`. A renamed player is one leaving and one joining. Bots are
 //!   marked where the game says so (`is_bot`; `null` where it does not, e.g. a Quake III
-//!   `getstatus` alone). Without a player list (not asked for, or not sent) no player events
-//!   are made.
+//!   `getstatus` alone). A scan without a player list (not asked for, or not sent: a Quake
+//!   III `getinfo` answered and its `getstatus` lost) makes no player events and keeps the
+//!   last known list, so the next list is compared with that one (whoever joined or left
+//!   meanwhile is reported then, once); a server saying it has no players needs no list (its
+//!   list is empty). Until a server has sent a list, its first one is a baseline.
 //! - **A server missing from a scan** (no record for it) yields nothing; after
 //!   [`Differ::forget_after`] scans in a row without it, it is forgotten.
 //! - **Order within a server**: `server_down`/`server_up`, `name_changed`, `map_changed`,
@@ -331,7 +334,7 @@ struct Known {
     map: Text,
     gametype: Option<String>,
     max_players: u32,
-    /// `None`: no list (not asked, or not sent).
+    /// The last known list; `None`: none known yet (not asked, or not sent).
     players: Option<Vec<EventPlayer>>,
 }
 
@@ -476,7 +479,7 @@ impl Differ {
             };
             match (&r.info, r.status) {
                 (Some(info), Status::Online) => {
-                    let (now, dropped) = known(info, self.max_players);
+                    let (mut now, dropped) = known(info, self.max_players);
                     self.untracked_players += dropped;
                     if !state.online {
                         push(EventKind::ServerUp {
@@ -488,6 +491,10 @@ impl Differ {
                         });
                     }
                     diff(state.known.as_ref(), &now, &mut push);
+                    if now.players.is_none() {
+                        // Unknown this scan: the last known list stands.
+                        now.players = state.known.as_mut().and_then(|k| k.players.take());
+                    }
                     state.known = Some(now);
                     state.online = true;
                 }
@@ -516,13 +523,19 @@ impl Differ {
     }
 }
 
-/// What to keep of an answer, and how many players were past the cap.
+/// What to keep of an answer, and how many players were past the cap. Its players are
+/// its list, an empty list when it says it has none, or `None` when they are unknown (no
+/// list, clients on it).
 fn known(info: &ServerInfo, max_players: usize) -> (Known, u64) {
     let mut dropped = 0;
-    let players = info.players.as_ref().map(|ps| {
-        dropped = ps.len().saturating_sub(max_players) as u64;
-        ps.iter().take(max_players).map(EventPlayer::of).collect()
-    });
+    let players = match &info.players {
+        Some(ps) => {
+            dropped = ps.len().saturating_sub(max_players) as u64;
+            Some(ps.iter().take(max_players).map(EventPlayer::of).collect())
+        }
+        None if info.num_players == 0 => Some(Vec::new()),
+        None => None,
+    };
     (
         Known {
             name: info.name.clone(),
@@ -544,7 +557,8 @@ fn counts(list: &[EventPlayer]) -> HashMap<&[u8], usize> {
     c
 }
 
-/// The changes from `old` (`None`: nothing known) to `now`, in the documented order.
+/// The changes from `old` (`None`: nothing known) to `now`, in the documented order; no
+/// player events when either list is unknown.
 fn diff(old: Option<&Known>, now: &Known, push: &mut impl FnMut(EventKind)) {
     if let Some(old) = old {
         if old.name != now.name {
@@ -576,7 +590,7 @@ fn diff(old: Option<&Known>, now: &Known, push: &mut impl FnMut(EventKind)) {
     let old_players = match old {
         Some(o) => match &o.players {
             Some(p) => p,
-            // No list before: nothing to compare with.
+            // No list known before: this one is the baseline.
             None => return,
         },
         None => &empty,
@@ -755,17 +769,98 @@ mod tests {
         assert!(d.update(3, [&r, &b, &f]).is_empty());
     }
 
+    /// A record of `addr` on `map` without a player list, saying `num_players` are on it.
+    fn unlisted(addr: &str, map: &str, num_players: u32) -> Record {
+        let mut r = online(addr, map, vec![]);
+        let info = r.info.as_mut().unwrap();
+        info.players = None;
+        info.num_players = num_players;
+        r
+    }
+
+    fn names(events: &[Event]) -> Vec<(&'static str, &[u8])> {
+        events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::PlayerJoined(p) | EventKind::PlayerLeft(p) => {
+                    Some((e.kind.name(), p.name.as_bytes()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A scan whose list was lost (Quake III `getinfo` answered, `getstatus` not): nothing
+    /// about players then, and the next list is compared with the last known one.
     #[test]
-    fn no_player_list_no_player_events() {
+    fn a_scan_without_the_list_keeps_the_last_known_one() {
+        let p = |n: &[u8]| player(n, None);
         let mut d = Differ::new();
-        let mut r = online(A, "m", vec![player(b"a", None)]);
-        d.update(1, [&r]);
-        r.info.as_mut().unwrap().players = None;
-        assert!(d.update(2, [&r]).is_empty());
-        let r2 = online(A, "m", vec![player(b"b", None)]);
-        assert!(
-            d.update(3, [&r2]).is_empty(),
-            "no list before: nothing to compare"
+        d.update(1, [&online(A, "m", vec![p(b"a"), p(b"b"), p(b"c")])]);
+        // No list, and the map changed: only the map.
+        let e = d.update(2, [&unlisted(A, "m2", 3)]);
+        assert_eq!(kinds(&e), ["map_changed"]);
+        // The list back with one player changed: exactly that one leaving and one joining.
+        let e = d.update(3, [&online(A, "m2", vec![p(b"a"), p(b"x"), p(b"c")])]);
+        assert_eq!(
+            names(&e),
+            [("player_left", &b"b"[..]), ("player_joined", b"x")]
+        );
+        // Lost twice in a row, then the same list: nothing.
+        assert!(d.update(4, [&unlisted(A, "m2", 3)]).is_empty());
+        assert!(d.update(5, [&unlisted(A, "m2", 2)]).is_empty());
+        let e = d.update(6, [&online(A, "m2", vec![p(b"c"), p(b"x"), p(b"a")])]);
+        assert!(e.is_empty(), "{e:?}");
+        // Lost, while one joined and two left: told once, when the list comes back (those
+        // who left in the last known list's order).
+        d.update(7, [&unlisted(A, "m2", 2)]);
+        let e = d.update(8, [&online(A, "m2", vec![p(b"x"), p(b"y")])]);
+        assert_eq!(
+            names(&e),
+            [
+                ("player_left", &b"c"[..]),
+                ("player_left", b"a"),
+                ("player_joined", b"y")
+            ]
+        );
+        assert!(d
+            .update(9, [&online(A, "m2", vec![p(b"x"), p(b"y")])])
+            .is_empty());
+    }
+
+    /// A server saying it has nobody needs no list: its list is empty.
+    #[test]
+    fn no_list_and_no_players_is_an_empty_list() {
+        let mut d = Differ::new();
+        d.update(1, [&online(A, "m", vec![player(b"a", Some(true))])]);
+        let e = d.update(2, [&unlisted(A, "m", 0)]);
+        assert_eq!(names(&e), [("player_left", &b"a"[..])]);
+        // Then one with clients but no list: still empty as far as is known.
+        assert!(d.update(3, [&unlisted(A, "m", 1)]).is_empty());
+        let e = d.update(4, [&online(A, "m", vec![player(b"a", Some(true))])]);
+        assert_eq!(names(&e), [("player_joined", &b"a"[..])]);
+    }
+
+    /// Until a list is known there is nothing to compare with: the first list is a baseline,
+    /// and a server that went down keeps its last list through an answer without one.
+    #[test]
+    fn the_first_list_is_a_baseline_and_down_keeps_the_list() {
+        let p = |n: &[u8]| player(n, None);
+        let mut d = Differ::new().initial(true);
+        let e = d.update(1, [&unlisted(A, "m", 2)]);
+        assert_eq!(kinds(&e), ["server_up"]);
+        assert!(d
+            .update(2, [&online(A, "m", vec![p(b"a"), p(b"b")])])
+            .is_empty());
+        let e = d.update(3, [&online(A, "m", vec![p(b"a")])]);
+        assert_eq!(names(&e), [("player_left", &b"b"[..])]);
+        let down = Record::failed(Some(A.into()), "openarena", Status::Timeout, "x".into());
+        assert_eq!(kinds(&d.update(4, [&down])), ["server_down"]);
+        assert_eq!(kinds(&d.update(5, [&unlisted(A, "m", 1)])), ["server_up"]);
+        let e = d.update(6, [&online(A, "m", vec![p(b"c")])]);
+        assert_eq!(
+            names(&e),
+            [("player_left", &b"a"[..]), ("player_joined", b"c")]
         );
     }
 

@@ -28,7 +28,7 @@
 //!
 //! webhook = "https://hooks.example.org/…"  # POST each round's events (docs/tracker.md, Events)
 //! webhook_format = "json"               # or "discord"
-//! webhook_tries = 5                     # attempts per batch (1 s, 2 s, 4 s… apart)
+//! webhook_tries = 5                     # attempts per batch (1 s, 2 s, 4 s… apart, ≤ 60 s)
 //! webhook_timeout_ms = 10000            # per request
 //! webhook_queue = 64                    # round batches waiting; the oldest dropped past it
 //! sse_max_clients = 64                  # /api/events clients at once (503 beyond)

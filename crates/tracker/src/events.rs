@@ -9,9 +9,9 @@
 //! (`{"content": …, "embeds": […]}` within Discord's limits). A round only enqueues its batch
 //! in a bounded queue (the oldest batch is dropped when it is full, and counted); a task of
 //! its own sends them, each request within `webhook_timeout_ms`, retrying a failure after
-//! 1 s, 2 s, 4 s… (a 429's `Retry-After`, at most a minute, instead) up to `webhook_tries`
-//! attempts, then dropping the batch (counted in `/metrics`). A 4xx other than 408 and 429
-//! is not retried.
+//! 1 s, 2 s, 4 s… up to a minute (a 429's `Retry-After`, at most a minute, instead) up to
+//! `webhook_tries` attempts, then dropping the batch (counted in `/metrics`). A 4xx other
+//! than 408 and 429 is not retried: the batch is dropped at once.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -36,8 +36,10 @@ pub const SSE_BUFFER: usize = 1024;
 pub const WEBHOOK_MAX_EVENTS: usize = 1000;
 /// The longest wait a 429's `Retry-After` gets.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-/// The first retry's wait; doubled for each further one.
+/// The first retry's wait; doubled for each further one, up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts without a `Retry-After`.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// An event with its JSON, serialised once for every client.
 #[derive(Debug)]
@@ -346,47 +348,95 @@ async fn deliver(
     m: &WebhookMetrics,
 ) {
     for attempt in 0..tries {
-        let mut wait = FIRST_BACKOFF.saturating_mul(1 << attempt.min(16));
-        let r = client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.clone())
-            .send()
-            .await;
-        match r {
-            Ok(resp) if resp.status().is_success() => {
-                m.posts.inc();
-                return;
-            }
-            Ok(resp) => {
-                m.failures.inc();
-                let s = resp.status();
-                tracing::warn!(status = %s, "webhook refused the batch");
-                if s == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                    if let Some(secs) = resp
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                    {
-                        wait = Duration::from_secs_f64(secs.min(MAX_RETRY_AFTER.as_secs_f64()));
-                    }
-                } else if s.is_client_error() && s != reqwest::StatusCode::REQUEST_TIMEOUT {
-                    // The receiver refuses this body: sending it again will not help.
-                    break;
-                }
-            }
-            Err(e) => {
-                m.failures.inc();
-                tracing::warn!("webhook: {e}");
-            }
+        let answer = post(client, url, &body).await;
+        if answer == Answer::Delivered {
+            m.posts.inc();
+            return;
         }
-        if attempt + 1 < tries {
-            tokio::time::sleep(wait).await;
+        m.failures.inc();
+        match next_wait(attempt, tries, answer) {
+            Some(wait) => tokio::time::sleep(wait).await,
+            None => break,
         }
     }
     m.dropped.inc();
+}
+
+/// One POST of `body`, and what its answer means.
+async fn post(client: &reqwest::Client, url: &str, body: &str) -> Answer {
+    let r = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_owned())
+        .send()
+        .await;
+    match r {
+        Ok(resp) => {
+            let s = resp.status();
+            let a = answer(s, resp.headers().get(reqwest::header::RETRY_AFTER));
+            if a != Answer::Delivered {
+                tracing::warn!(status = %s, "webhook refused the batch");
+            }
+            a
+        }
+        Err(e) => {
+            tracing::warn!("webhook: {e}");
+            Answer::Failed { retry_after: None }
+        }
+    }
+}
+
+/// What one attempt's answer means for its batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Answer {
+    /// A 2xx.
+    Delivered,
+    /// An error, a timeout, a 5xx, 408 or 429 (with its `Retry-After` in seconds, at most
+    /// [`MAX_RETRY_AFTER`], where a 429 gave one): worth another attempt.
+    Failed { retry_after: Option<Duration> },
+    /// Any other 4xx: the receiver refuses this body, sending it again will not help.
+    Refused,
+}
+
+/// The [`Answer`] a status (and its `Retry-After` header) gives.
+fn answer(
+    status: reqwest::StatusCode,
+    retry_after: Option<&reqwest::header::HeaderValue>,
+) -> Answer {
+    use reqwest::StatusCode;
+    if status.is_success() {
+        Answer::Delivered
+    } else if status == StatusCode::TOO_MANY_REQUESTS {
+        let retry_after = retry_after
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|secs| Duration::from_secs_f64(secs.min(MAX_RETRY_AFTER.as_secs_f64())));
+        Answer::Failed { retry_after }
+    } else if status.is_client_error() && status != StatusCode::REQUEST_TIMEOUT {
+        Answer::Refused
+    } else {
+        Answer::Failed { retry_after: None }
+    }
+}
+
+/// The wait after failed attempt `attempt` (0 for the first) without a `Retry-After`:
+/// [`FIRST_BACKOFF`], doubled for each further attempt, at most [`MAX_BACKOFF`].
+fn backoff(attempt: u32) -> Duration {
+    FIRST_BACKOFF
+        .saturating_mul(1 << attempt.min(16))
+        .min(MAX_BACKOFF)
+}
+
+/// After attempt `attempt` (0 for the first) of `tries` answered `answer`: the wait before
+/// the next attempt, or `None` when there is none (delivered, refused, or the last).
+fn next_wait(attempt: u32, tries: u32, answer: Answer) -> Option<Duration> {
+    match answer {
+        Answer::Failed { retry_after } if attempt.saturating_add(1) < tries => {
+            Some(retry_after.unwrap_or_else(|| backoff(attempt)))
+        }
+        _ => None,
+    }
 }
 
 /// `{"at": …, "events": […], "omitted": n}`.
@@ -588,6 +638,77 @@ mod tests {
             serde_json::from_str(&discord_body(&batch(1, 1, "@everyone_*x*"))).unwrap();
         let d = v["embeds"][0]["description"].as_str().unwrap();
         assert!(d.contains("\\@everyone\\_\\*x\\*"), "{d}");
+    }
+
+    /// The waits between attempts: 1 s doubled each time up to the cap, then the cap; none
+    /// after the last attempt.
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        let failed = Answer::Failed { retry_after: None };
+        let waits: Vec<Option<f64>> = (0..10).map(|a| secs(next_wait(a, 10, failed))).collect();
+        assert_eq!(
+            waits,
+            [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0]
+                .map(Some)
+                .into_iter()
+                .chain([None])
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(MAX_BACKOFF, Duration::from_secs(60));
+        for attempt in [6, 16, 17, 1000, u32::MAX - 2] {
+            assert_eq!(next_wait(attempt, u32::MAX, failed), Some(MAX_BACKOFF));
+        }
+        assert_eq!(next_wait(u32::MAX - 1, u32::MAX, failed), None, "the last");
+        assert_eq!(next_wait(u32::MAX, u32::MAX, failed), None);
+        assert_eq!(next_wait(0, 1, failed), None, "one try: no retry");
+        // A 429's Retry-After instead of the backoff, even past the cap's step.
+        let after = Answer::Failed {
+            retry_after: Some(Duration::from_millis(2500)),
+        };
+        assert_eq!(next_wait(7, 10, after), Some(Duration::from_millis(2500)));
+        assert_eq!(next_wait(9, 10, after), None);
+        assert_eq!(next_wait(0, 10, Answer::Refused), None);
+        assert_eq!(next_wait(0, 10, Answer::Delivered), None);
+    }
+
+    #[test]
+    fn answers_retried_or_not() {
+        use reqwest::header::HeaderValue;
+        let code = |c: u16| reqwest::StatusCode::from_u16(c).unwrap();
+        let failed = Answer::Failed { retry_after: None };
+        for c in [200, 201, 204] {
+            assert_eq!(answer(code(c), None), Answer::Delivered, "{c}");
+        }
+        for c in [500, 502, 503, 504, 408, 429, 301, 302] {
+            assert_eq!(answer(code(c), None), failed, "{c}");
+        }
+        for c in [400, 401, 403, 404, 405, 410, 413, 422] {
+            assert_eq!(answer(code(c), None), Answer::Refused, "{c}");
+        }
+        let with =
+            |c: u16, v: &'static [u8]| answer(code(c), Some(&HeaderValue::from_bytes(v).unwrap()));
+        let after = |ms: u64| Answer::Failed {
+            retry_after: Some(Duration::from_millis(ms)),
+        };
+        assert_eq!(with(429, b"7"), after(7000));
+        assert_eq!(with(429, b" 2.5 "), after(2500));
+        assert_eq!(with(429, b"0"), after(0));
+        assert_eq!(with(429, b"100000"), after(60_000), "at most a minute");
+        for v in [
+            &b"-1"[..],
+            b"NaN",
+            b"inf",
+            b"1e400",
+            b"",
+            b"Wed, 21 Oct 2015 07:28:00 GMT",
+            b"\xff",
+        ] {
+            assert_eq!(with(429, v), failed, "{v:?}");
+        }
+        // Only a 429's Retry-After counts.
+        assert_eq!(with(503, b"7"), failed);
+        assert_eq!(with(400, b"7"), Answer::Refused);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The tracker's events: a server that goes silent and comes back with another map, seen by
 //! an `/api/events` client (Server-Sent Events over real HTTP) and by local webhook
-//! receivers (JSON and Discord form); a receiver that fails first gets the retry; one that
-//! never answers delays no round; the limits flooded (the SSE client cap, a lagging client,
-//! a full webhook queue).
+//! receivers (JSON and Discord form); a round that lost a server's player list loses no
+//! join or leave; a receiver that fails first gets the retry, one that refuses (400, 404)
+//! does not; one that never answers delays no round; the limits flooded (the SSE client
+//! cap, a lagging client, a full webhook queue).
 //!
 //! The emulated server runs in this process on a socket the test keeps; it is "stopped" by
 //! not answering. Rounds are run by the test (`Tracker::round`), so nothing depends on timing.
@@ -375,6 +376,91 @@ async fn failing_receiver_gets_the_retry_after_backoff_and_retry_after() {
     wait_metric(&tracker, "webhook_posts_total", 1.0).await;
     assert_eq!(metric(&tracker, "webhook_failures_total"), 2.0);
     assert_eq!(metric(&tracker, "webhook_dropped_total"), 0.0);
+}
+
+/// A round that lost a server's player list (its `getinfo` answered, its `getstatus` not)
+/// makes no player events, and the next round's list is compared with the last known one:
+/// exactly the one who left and the one who joined meanwhile.
+#[tokio::test]
+async fn a_round_without_the_player_list_loses_no_join_and_makes_none_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::open(config(&dir, "127.0.0.1:1".parse().unwrap()))
+        .await
+        .unwrap();
+    let record = |players: Option<&[&str]>, num_players: u32| {
+        let mut info = fragstat::ServerInfo::default();
+        info.num_players = num_players;
+        info.players = players.map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    fragstat::Player::new(fragstat::Text::new(
+                        *p,
+                        fragstat::core::model::Dialect::Quake,
+                    ))
+                })
+                .collect()
+        });
+        fragstat::Record::online(Some("127.0.0.2:27960".into()), "q3", info, None)
+    };
+    let round = |at: i64, r: fragstat::Record| {
+        tracker
+            .events()
+            .round(&fragstat_tracker::round::RoundReport {
+                data: fragstat_tracker::store::RoundData {
+                    at,
+                    finished: at,
+                    records: vec![r],
+                    ..Default::default()
+                },
+                masters: Vec::new(),
+                elapsed: Duration::ZERO,
+                write: Duration::ZERO,
+            })
+    };
+    let mut seen = tracker.events().hub().subscribe();
+    assert_eq!(round(1, record(Some(&["a", "b"]), 2)), 0, "the baseline");
+    assert_eq!(round(2, record(None, 2)), 0, "no list: no player events");
+    assert_eq!(round(3, record(Some(&["a", "c"]), 2)), 2);
+    let mut got = Vec::new();
+    while let Ok(p) = seen.try_recv() {
+        got.push((
+            p.event.kind.name(),
+            serde_json::to_value(&p.event).unwrap()["name"].clone(),
+        ));
+    }
+    assert_eq!(
+        got,
+        [("player_left", "b".into()), ("player_joined", "c".into())]
+    );
+}
+
+/// A 400 and a 404 are not retried: each batch is dropped at once (counted), and the
+/// receiver's next POST is already the next round's batch.
+#[tokio::test]
+async fn other_4xx_drops_the_batch_at_once() {
+    let server = Server::start("m0", 0);
+    let dir = tempfile::tempdir().unwrap();
+    let mut hook = receiver(vec![(400, None), (404, None)]).await;
+    let mut c = config(&dir, server.addr);
+    c.webhook = Some(hook.url.clone());
+    c.webhook_tries = 5;
+    let tracker = Tracker::open(c).await.unwrap();
+    tracker.round().await.unwrap(); // the baseline
+                                    // Three rounds, three batches (m1, m2, m3), queued one after the other.
+    for map in ["m1", "m2", "m3"] {
+        server.set(Some(emulated(map, 0)));
+        tracker.round().await.unwrap();
+    }
+    for want in ["m1", "m2", "m3"] {
+        let (_, batch) = hook.next().await;
+        let events = batch["events"].as_array().unwrap();
+        assert_eq!(kinds(events), ["map_changed"], "{batch}");
+        assert_eq!(events[0]["to"], want, "a refused batch sent again: {batch}");
+    }
+    wait_metric(&tracker, "webhook_posts_total", 1.0).await;
+    assert_eq!(metric(&tracker, "webhook_failures_total"), 2.0);
+    assert_eq!(metric(&tracker, "webhook_dropped_total"), 2.0);
+    assert_eq!(metric(&tracker, "webhook_queue_dropped_total"), 0.0);
 }
 
 /// A receiver that accepts and never answers: rounds go on (each returns long before the
