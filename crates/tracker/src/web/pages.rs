@@ -4,8 +4,6 @@
 //! under a base path behind a reverse proxy. Names are shown with their games' colours,
 //! lightened where they would not read on the page's background ([`super::colour`]).
 
-use std::collections::HashMap;
-
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use fragstat::core::model::Text;
@@ -461,13 +459,9 @@ pub(super) async fn players_page(
 ) -> Result<Html<String>, WebError> {
     let text = q.q.clone().unwrap_or_default();
     let hits = q.hits(&st).await?;
-    // One lookup per server, not per player.
-    let mut servers: HashMap<&str, Option<ServerRow>> = HashMap::new();
-    for a in hits.iter().filter_map(|h| h.addr.as_deref()) {
-        if !servers.contains_key(a) {
-            servers.insert(a, st.store.server(a).await?);
-        }
-    }
+    // The servers the hits were last seen on: one query for all of them.
+    let addrs: Vec<&str> = hits.iter().filter_map(|h| h.addr.as_deref()).collect();
+    let servers = st.store.servers_at(&addrs).await?;
     let now = now_ms();
     let body = html! {
         h1 { "Where is … playing?" }
@@ -481,7 +475,7 @@ pub(super) async fn players_page(
                 thead { tr { th { "Player" } th { "Last server" } th.opt { "Map" } th { "Seen" } } }
                 tbody {
                     @for h in &hits {
-                        @let s = h.addr.as_deref().and_then(|a| servers.get(a)).and_then(Option::as_ref);
+                        @let s = h.addr.as_deref().and_then(|a| servers.get(a));
                         tr.hit {
                             td { a href=(player_href(&st.site, h.player_id)) { (name_html(&h.name_text())) } }
                             td { @if let Some(a) = h.addr.as_deref() {
