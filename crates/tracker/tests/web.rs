@@ -104,6 +104,22 @@ impl Site {
 /// A tracker whose store holds two rounds of [`records`], its web side served on loopback
 /// with `web` as its `[web]` table.
 async fn site(web: &str) -> Site {
+    let now = fragstat_tracker::round::now_ms();
+    let rounds = [now - 20_000, now - 10_000]
+        .into_iter()
+        .map(|at| RoundData {
+            at,
+            finished: at + 5,
+            records: records(),
+            ..RoundData::default()
+        })
+        .collect();
+    site_with(web, rounds).await
+}
+
+/// A tracker whose store holds `rounds` (written in order), its web side served on loopback
+/// with `web` as its `[web]` table.
+async fn site_with(web: &str, rounds: Vec<RoundData>) -> Site {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("web.db");
     let mut config = Config::parse(&format!(
@@ -118,19 +134,14 @@ async fn site(web: &str) -> Site {
         ext: false,
     });
     let tracker = Tracker::open(config).await.unwrap();
-    let now = fragstat_tracker::round::now_ms();
-    for at in [now - 20_000, now - 10_000] {
-        tracker
-            .store()
-            .write_round(&RoundData {
-                at,
-                finished: at + 5,
-                records: records(),
-                ..RoundData::default()
-            })
-            .await
-            .unwrap();
+    for round in &rounds {
+        tracker.store().write_round(round).await.unwrap();
     }
+    serve(&tracker, dir).await
+}
+
+/// Serves `tracker`'s web side on loopback.
+async fn serve(tracker: &Tracker, dir: tempfile::TempDir) -> Site {
     let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -588,4 +599,154 @@ fn countries_from_a_real_mmdb_and_declared_locations() {
         e.to_string().contains(&bad.path().display().to_string()),
         "{e}"
     );
+}
+
+/// A server that answered, of any game: `players` as (name, score), the Teeworlds extra's
+/// score kind where given.
+fn answered(
+    addr: &str,
+    game: &str,
+    name: &str,
+    map: &str,
+    gametype: &str,
+    players: &[(&str, i32)],
+    score_kind: Option<&str>,
+) -> Record {
+    let dialect = if game == "ddnet" || game.starts_with("teeworlds") {
+        Dialect::Plain
+    } else {
+        Dialect::Ioq3
+    };
+    let mut info = ServerInfo::default();
+    info.name = Text::new(name.as_bytes().to_vec(), dialect);
+    info.map = Text::new(map.as_bytes().to_vec(), Dialect::Plain);
+    info.gametype = Some(gametype.into());
+    info.num_players = u32::try_from(players.len()).unwrap();
+    info.max_players = 16;
+    info.password = Some(false);
+    let mut list = Vec::new();
+    for (n, score) in players {
+        let mut p = Player::new(Text::new(n.as_bytes().to_vec(), dialect));
+        p.score = Some(*score);
+        list.push(p);
+    }
+    info.players = Some(list);
+    if let Some(kind) = score_kind {
+        let mut extra = fragstat::teeworlds::ServerExtra::default();
+        extra.score_kind = Some(kind.into());
+        info.set_extra(extra);
+    }
+    Record::online(
+        Some(addr.into()),
+        game,
+        info,
+        Some(std::time::Duration::from_millis(10)),
+    )
+}
+
+/// A player's page shows a race server's last score as a time, as the server page does: by
+/// the record's score kind where it says (DDNet's `client_score_kind`, even for a game type
+/// that is no race), else by the game type.
+#[tokio::test(flavor = "multi_thread")]
+async fn player_page_shows_race_times() {
+    let now = fragstat_tracker::round::now_ms();
+    let records = vec![
+        // A race game type: a time (0.6 sends negated seconds).
+        answered(
+            "127.0.0.1:8303",
+            "ddnet",
+            "Race",
+            "Tutorial",
+            "DDraceNetwork",
+            &[("racer", -95)],
+            None,
+        ),
+        // No race in the game type, but the record says its scores are times.
+        answered(
+            "127.0.0.1:8304",
+            "ddnet",
+            "Gores",
+            "Gores1",
+            "Gores",
+            &[("racer", 125)],
+            Some("time"),
+        ),
+        // A race game type whose record says points.
+        answered(
+            "127.0.0.1:8305",
+            "ddnet",
+            "Block",
+            "Block1",
+            "DDraceNetwork",
+            &[("racer", 42)],
+            Some("points"),
+        ),
+        // Another game: a number.
+        answered(
+            "127.0.0.1:27960",
+            "q3",
+            "Quake",
+            "q3dm17",
+            "ffa",
+            &[("racer", 17)],
+            None,
+        ),
+    ];
+    let s = site_with(
+        "",
+        vec![RoundData {
+            at: now - 10_000,
+            finished: now - 9_995,
+            records,
+            ..RoundData::default()
+        }],
+    )
+    .await;
+    let found = s.json("/api/players?q=racer").await;
+    let ids: Vec<i64> = found["players"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["player_id"].as_i64().unwrap())
+        .collect();
+    assert!(!ids.is_empty(), "{found}");
+    // The last score of each server's session, whichever player identity holds it.
+    let mut scores = std::collections::BTreeMap::new();
+    for id in ids {
+        let (status, page) = s.text(&format!("/player/{id}")).await;
+        assert_eq!(status, 200, "{page}");
+        for row in page.split("<tr class=\"session\">").skip(1) {
+            let addr = row.split("href=\"/server/").nth(1).unwrap();
+            let addr = addr[..addr.find('"').unwrap()].replace("%3A", ":");
+            let score = row.split("<td class=\"num opt\">").nth(1).unwrap();
+            let score = score[..score.find("</td>").unwrap()].to_string();
+            scores.insert(addr, score);
+        }
+    }
+    let want: std::collections::BTreeMap<String, String> = [
+        ("127.0.0.1:8303", "1:35"),
+        ("127.0.0.1:8304", "2:05"),
+        ("127.0.0.1:8305", "42"),
+        ("127.0.0.1:27960", "17"),
+    ]
+    .into_iter()
+    .map(|(a, v)| (a.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(scores, want);
+    // The search page links each hit's last server by its name (the servers read in one
+    // query), not by its address.
+    let (_, search) = s.text("/players?q=racer").await;
+    let hits: Vec<&str> = search.split("<tr class=\"hit\">").skip(1).collect();
+    assert!(!hits.is_empty(), "{search}");
+    for hit in hits {
+        let last = hit.split("href=\"/server/").nth(1).expect("a server link");
+        let text = &last[last.find('>').unwrap() + 1..last.find("</a>").unwrap()];
+        assert!(
+            ["Race", "Gores", "Block", "Quake"]
+                .iter()
+                .any(|n| text.contains(&format!(">{n}<"))),
+            "{hit}"
+        );
+    }
+    s.close().await;
 }

@@ -4,6 +4,8 @@
 //! under a base path behind a reverse proxy. Names are shown with their games' colours,
 //! lightened where they would not read on the page's background ([`super::colour`]).
 
+use std::collections::HashSet;
+
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use fragstat::core::model::Text;
@@ -312,9 +314,34 @@ fn race_times(game: &str, gametype: Option<&str>, score_kind: Option<&str>) -> b
     if let Some(k) = score_kind {
         return k == "time";
     }
-    let teeworlds = matches!(game, "ddnet" | "teeworlds" | "teeworlds07");
+    let teeworlds = TEEWORLDS_FAMILY.contains(&game);
     let gt = gametype.unwrap_or_default().to_ascii_lowercase();
     teeworlds && (gt.contains("race") || gt.contains("fastcap") || gt.contains("ddnet"))
+}
+
+/// The games whose records may say how scores count (`extra.score_kind`) and whose race
+/// game types score times.
+const TEEWORLDS_FAMILY: [&str; 3] = ["ddnet", "teeworlds", "teeworlds07"];
+
+/// Of the servers at `addrs`, those whose scores are race times ([`race_times`], as the
+/// server page decides): their rows in one query, and the records of the Teeworlds family's
+/// (the only ones that say) in another.
+async fn race_servers(st: &AppState, addrs: &[&str]) -> Result<HashSet<String>, WebError> {
+    let servers = st.store.servers_at(addrs).await?;
+    let tee: Vec<&str> = servers
+        .values()
+        .filter(|s| TEEWORLDS_FAMILY.contains(&s.game.as_str()))
+        .map(|s| s.addr.as_str())
+        .collect();
+    let records = st.store.records_at(&tee, &TEEWORLDS_FAMILY).await?;
+    Ok(servers
+        .values()
+        .filter(|s| {
+            let facts = record_facts(records.get(&s.addr).map(String::as_str));
+            race_times(&s.game, s.gametype.as_deref(), facts.score_kind.as_deref())
+        })
+        .map(|s| s.addr.clone())
+        .collect())
 }
 
 /// A race time score as `m:ss` (DDNet sends whole seconds, negated on 0.6); empty for
@@ -513,6 +540,8 @@ pub(super) async fn player_page(
     let Some(p) = st.store.player(id, PLAYER_SESSIONS).await? else {
         return Err(not_found("player"));
     };
+    let addrs: Vec<&str> = p.sessions.iter().map(|s| s.addr.as_str()).collect();
+    let races = race_servers(&st, &addrs).await?;
     let now = now_ms();
     let name = p.name_text();
     let body = html! {
@@ -538,7 +567,13 @@ pub(super) async fn player_page(
                             td { (time_html(s.joined, now)) }
                             td { @if let Some(l) = s.left { (time_html(l, now)) } @else { span.badge.online { "playing now" } } }
                             td.num { (duration_text(s.seconds)) }
-                            td.num.opt { (s.last_score.map_or("-".into(), |v| v.to_string())) }
+                            td.num.opt {
+                                @match s.last_score {
+                                    Some(v) if races.contains(&s.addr) => (race_time(v)),
+                                    Some(v) => (v),
+                                    None => "-",
+                                }
+                            }
                         }
                     }
                 }
