@@ -644,6 +644,161 @@ fn answered(
     )
 }
 
+/// The `<tr class="server …">` rows of a browser page, each as its HTML.
+fn server_rows(page: &str) -> Vec<&str> {
+    page.split("<tr class=\"server ")
+        .skip(1)
+        .map(|r| r.split("</tr>").next().unwrap())
+        .collect()
+}
+
+/// The cell of class `class` in a row (its inner HTML).
+fn cell<'a>(row: &'a str, class: &str) -> &'a str {
+    let open = format!("<td class=\"{class}\">");
+    let start = row
+        .find(&open)
+        .unwrap_or_else(|| panic!("no {class} in {row}"))
+        + open.len();
+    let end = row[start..].find("</td>").unwrap() + start;
+    &row[start..end]
+}
+
+/// The rows' addresses, in page order.
+fn row_addrs(page: &str) -> Vec<String> {
+    server_rows(page)
+        .iter()
+        .map(|r| {
+            let a = r.split("data-addr=\"").nth(1).unwrap();
+            a[..a.find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+/// Country and password are columns of their own, sortable like the others both ways (missing
+/// values last), kept on a phone; the name cell has neither.
+#[tokio::test(flavor = "multi_thread")]
+async fn country_and_password_columns_sort() {
+    let now = fragstat_tracker::round::now_ms();
+    let countries: std::collections::HashMap<String, String> = [
+        ("127.0.0.1:27962", "US"),
+        ("127.0.0.1:27960", "DE"),
+        ("127.0.0.1:27961", "NL"),
+    ]
+    .into_iter()
+    .map(|(a, c)| (a.to_string(), c.to_string()))
+    .collect();
+    // And one that answers without saying whether it asks for a password.
+    let mut silent = answered("127.0.0.1:27967", "q3", "Golf", "q3dm2", "ffa", &[], None);
+    silent.info.as_mut().unwrap().password = None;
+    let mut records = records();
+    records.push(silent);
+    let s = site_with(
+        "",
+        vec![RoundData {
+            at: now - 10_000,
+            finished: now - 9_995,
+            records,
+            countries,
+        }],
+    )
+    .await;
+    let (status, page) = s.text("/").await;
+    assert_eq!(status, 200);
+    // The headers: links to their sort (ascending first), no `opt` (shown on a phone, as a
+    // symbol there, the word kept for screen readers).
+    for (key, label, short) in [("country", "Country", "🌐"), ("password", "Password", "🔒")] {
+        let th = format!(
+            "<th class=\"{key}\"><a class=\"sort\" href=\"/?sort={key}&amp;order=asc\" data-sort=\"{key}\" title=\"{label}\"><span class=\"long\">{label}</span><span class=\"short\" aria-hidden=\"true\">{short}</span></a></th>"
+        );
+        assert!(page.contains(&th), "{th}: {page}");
+    }
+    let rows = server_rows(&page);
+    assert_eq!(rows.len(), 8);
+    let row = |addr: &str| {
+        *rows
+            .iter()
+            .find(|r| r.contains(&format!("data-addr=\"{addr}\"")))
+            .unwrap()
+    };
+    assert_eq!(
+        cell(row("127.0.0.1:27960"), "country"),
+        "<span class=\"flag\" role=\"img\" aria-label=\"DE\" title=\"DE\">\u{1F1E9}\u{1F1EA}</span><span class=\"cc\">DE</span>"
+    );
+    assert_eq!(cell(row("127.0.0.1:27964"), "country"), "-");
+    // Delta (no humans) asks for a password; the others say they do not, but Golf and the
+    // server that never answered.
+    assert_eq!(
+        cell(row("127.0.0.1:27963"), "password"),
+        "<span class=\"lock\" role=\"img\" aria-label=\"password\" title=\"password\">🔒</span>"
+    );
+    assert_eq!(
+        cell(row("127.0.0.1:27960"), "password"),
+        "<span class=\"sr\">no</span>"
+    );
+    assert_eq!(
+        cell(row("127.0.0.1:27966"), "password"),
+        "<span title=\"the game does not say\">-</span>"
+    );
+    assert_eq!(
+        cell(row("127.0.0.1:27967"), "password"),
+        cell(row("127.0.0.1:27966"), "password")
+    );
+    for r in &rows {
+        let name = cell(r, "name");
+        assert!(!name.contains("flag") && !name.contains("lock"), "{name}");
+    }
+    // The phone layout hides the `.opt` columns, and shows the symbols for the long headers.
+    let phone = page
+        .split("@media (max-width:700px){")
+        .nth(1)
+        .expect("a phone layout");
+    let phone = &phone[..phone.find("\n}").unwrap()];
+    assert!(phone.contains(".opt{display:none}"), "{phone}");
+    assert!(phone.contains("th .short{display:inline}"), "{phone}");
+    assert!(!phone.contains(".country{display:none") && !phone.contains(".password{display:none"));
+
+    // By country: online first, then the code, servers without one last, both ways.
+    let (_, asc) = s.text("/?sort=country").await;
+    assert!(
+        asc.contains("<th class=\"country\" aria-sort=\"ascending\"><a class=\"sort\" href=\"/?sort=country&amp;order=desc\""),
+        "clicking it again reverses it: {asc}"
+    );
+    let order = row_addrs(&asc);
+    assert_eq!(
+        order[..3],
+        ["127.0.0.1:27960", "127.0.0.1:27961", "127.0.0.1:27962"],
+        "DE, NL, US"
+    );
+    assert_eq!(order[7], "127.0.0.1:27966", "offline last");
+    let desc = row_addrs(&s.text("/?sort=country&order=desc").await.1);
+    assert_eq!(
+        desc[..3],
+        ["127.0.0.1:27962", "127.0.0.1:27961", "127.0.0.1:27960"],
+        "US, NL, DE, then none"
+    );
+    assert_eq!(
+        addrs(&s.json("/api/servers?sort=country").await),
+        order,
+        "the API and the page agree"
+    );
+    // By password: the one that asks for one after those that do not ascending, first
+    // descending; the one whose game does not say last of those that answered either way.
+    let asc = row_addrs(&s.text("/?sort=password").await.1);
+    assert_eq!(
+        asc[5..],
+        ["127.0.0.1:27963", "127.0.0.1:27967", "127.0.0.1:27966"],
+        "{asc:?}"
+    );
+    let desc = addrs(&s.json("/api/servers?sort=password&order=desc").await);
+    assert_eq!(desc[0], "127.0.0.1:27963", "{desc:?}");
+    assert_eq!(
+        desc[6..],
+        ["127.0.0.1:27967", "127.0.0.1:27966"],
+        "{desc:?}"
+    );
+    s.close().await;
+}
+
 /// A player's page shows a race server's last score as a time, as the server page does: by
 /// the record's score kind where it says (DDNet's `client_score_kind`, even for a game type
 /// that is no race), else by the game type.

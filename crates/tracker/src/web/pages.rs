@@ -59,14 +59,27 @@ fn time_html(ms: i64, now: i64) -> Markup {
     html! { time datetime=(abs) title=(abs) { (ago(ms, now)) } }
 }
 
-/// A country's flag (regional-indicator symbols: an emoji flag, no image) with its code.
+/// A country's flag (regional-indicator symbols: an emoji flag, no image) with its code; "-"
+/// for none.
 fn flag_html(code: Option<&str>) -> Markup {
     html! {
-        @if let Some(c) = code {
-            @if let Some(f) = flag(c) {
-                // The letters too: not every system draws flag emoji.
-                span.flag role="img" aria-label=(c) title=(c) { (f) } span.cc { (c) } " "
-            }
+        @if let Some((c, f)) = code.and_then(|c| Some((c, flag(c)?))) {
+            // The letters too: not every system draws flag emoji.
+            span.flag role="img" aria-label=(c) title=(c) { (f) } span.cc { (c) }
+        } @else {
+            "-"
+        }
+    }
+}
+
+/// Whether a server asks for a password, as a cell: a lock where it does, nothing to see where
+/// it does not ("no" for screen readers), "-" where its game does not say.
+fn password_html(password: Option<bool>) -> Markup {
+    html! {
+        @match password {
+            Some(true) => span.lock role="img" aria-label="password" title="password" { "🔒" },
+            Some(false) => span.sr { "no" },
+            None => span title="the game does not say" { "-" },
         }
     }
 }
@@ -142,8 +155,6 @@ fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
     html! {
         tr class={ "server " (s.status) } data-addr=(s.addr) {
             td.name {
-                (flag_html(country.as_deref()))
-                @if server_password(s) == Some(true) { span.lock role="img" aria-label="password" title="password" { "🔒" } }
                 a href=(st.site.url(&format!("/server/{}", addr_segment(&s.addr)))) {
                     @if s.name_raw.is_some() { (name_html(&name)) } @else { (s.addr) }
                 }
@@ -151,6 +162,8 @@ fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
                     " " span.status { (s.status) @if let Some(t) = s.last_online { ", answered " (time_html(t, now)) } }
                 }
             }
+            td.country { (flag_html(country.as_deref())) }
+            td.password { (password_html(server_password(s))) }
             td.game.opt { (game_title(&s.game).unwrap_or_else(|| s.game.clone())) }
             td.gametype.opt { (s.gametype.as_deref().unwrap_or("")) }
             td.map { (s.map.as_deref().unwrap_or("-")) }
@@ -163,15 +176,18 @@ fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
     }
 }
 
-/// The browser's columns: header text, sort key, and whether it hides on a phone.
-const COLUMNS: [(&str, Sort, &str); 7] = [
-    ("Name", Sort::Name, "name"),
-    ("Game", Sort::Game, "game opt"),
-    ("Type", Sort::Gametype, "gametype opt"),
-    ("Map", Sort::Map, "map"),
-    ("Players", Sort::Players, "num players"),
-    ("Ping", Sort::Ping, "num ping opt"),
-    ("Address", Sort::Addr, "address opt"),
+/// The browser's columns: header text, the symbol a phone shows instead (the text is still
+/// there for screen readers), sort key, and classes (`opt`: hidden on a phone).
+const COLUMNS: [(&str, Option<&str>, Sort, &str); 9] = [
+    ("Name", None, Sort::Name, "name"),
+    ("Country", Some("🌐"), Sort::Country, "country"),
+    ("Password", Some("🔒"), Sort::Password, "password"),
+    ("Game", None, Sort::Game, "game opt"),
+    ("Type", None, Sort::Gametype, "gametype opt"),
+    ("Map", None, Sort::Map, "map"),
+    ("Players", None, Sort::Players, "num players"),
+    ("Ping", None, Sort::Ping, "num ping opt"),
+    ("Address", None, Sort::Addr, "address opt"),
 ];
 
 pub(super) async fn browser(
@@ -222,7 +238,7 @@ pub(super) async fn browser(
         }
         table #servers {
             thead { tr {
-                @for (label, key, class) in COLUMNS {
+                @for (label, short, key, class) in COLUMNS {
                     @let active = b.filter.sort == key;
                     @let next_desc = if active { !b.desc } else { key.default_desc() };
                     @let href = format!("{home}{}", q.with(&[
@@ -231,8 +247,12 @@ pub(super) async fn browser(
                         ("page", None),
                     ]));
                     th class=(class) aria-sort=[active.then_some(if b.desc { "descending" } else { "ascending" })] {
-                        a.sort href=(href) data-sort=(key.key()) {
-                            (label)
+                        a.sort href=(href) data-sort=(key.key()) title=[short.map(|_| label)] {
+                            @if let Some(sh) = short {
+                                span.long { (label) } span.short aria-hidden="true" { (sh) }
+                            } @else {
+                                (label)
+                            }
                             @if active { (if b.desc { " ▼" } else { " ▲" }) }
                         }
                     }
