@@ -799,6 +799,177 @@ async fn country_and_password_columns_sort() {
     s.close().await;
 }
 
+/// The server page of a server that went down: "down since" the first round it missed, its
+/// uptime over the rounds probed, and the maps it ran (newest first, each until the next
+/// change); one that stayed up: "up since", no "down since".
+#[tokio::test(flavor = "multi_thread")]
+async fn server_page_shows_down_since_uptime_and_map_history() {
+    let now = fragstat_tracker::round::now_ms();
+    let at = [now - 40_000, now - 30_000, now - 20_000, now - 10_000];
+    let gone = "127.0.0.1:27970";
+    let up = "127.0.0.1:27971";
+    let round = |i: usize| {
+        let first = match i {
+            0 => answered(gone, "q3", "Gone", "q3dm1", "ffa", &[], None),
+            1 => answered(gone, "q3", "Gone", "q3dm7", "ctf", &[], None),
+            _ => Record::failed(Some(gone.into()), "q3", Status::Timeout, "no reply".into()),
+        };
+        RoundData {
+            at: at[i],
+            finished: at[i] + 5,
+            records: vec![
+                first,
+                answered(up, "q3", "Stays", "q3dm17", "ffa", &[("a", 1)], None),
+            ],
+            ..RoundData::default()
+        }
+    };
+    let s = site_with("", (0..4).map(round).collect()).await;
+    let (status, page) = s.text("/server/127.0.0.1%3A27970").await;
+    assert_eq!(status, 200, "{page}");
+    let t = fragstat_tracker::web::time_text;
+    assert!(
+        page.contains("<span class=\"badge down\">timeout</span>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            ", down since <time datetime=\"{0}\" title=\"{0}\">",
+            t(at[2])
+        )),
+        "{page}"
+    );
+    assert!(!page.contains("up since"), "{page}");
+    // Two rounds of four answered.
+    assert!(page.contains("<td id=\"uptime\">50.0 % since "), "{page}");
+    // The maps: q3dm7 (ctf) from the second round until it went down, q3dm1 before it.
+    let maps = page
+        .split("<table id=\"maps\">")
+        .nth(1)
+        .expect("a map table")
+        .split("</table>")
+        .next()
+        .unwrap();
+    let rows: Vec<&str> = maps.split("<tr class=\"map\">").skip(1).collect();
+    assert_eq!(rows.len(), 2, "{maps}");
+    for (row, (map, gt, from, to)) in rows.iter().zip([
+        ("q3dm7", "ctf", at[1], at[2]),
+        ("q3dm1", "ffa", at[0], at[1]),
+    ]) {
+        assert!(
+            row.starts_with(&format!("<td>{map}</td><td class=\"opt\">{gt}</td>")),
+            "{row}"
+        );
+        assert!(
+            row.contains(&format!("<time datetime=\"{0}\" title=\"{0}\">", t(from))),
+            "{row}"
+        );
+        assert!(
+            row.contains(&format!("<time datetime=\"{0}\" title=\"{0}\">", t(to))),
+            "{row}"
+        );
+    }
+    // The API says the same.
+    let j = s.json("/api/servers/127.0.0.1%3A27970").await;
+    assert_eq!(j["down_since"], at[2]);
+    assert_eq!(j["uptime"]["fraction"], 0.5);
+    assert_eq!(j["map_history"][0]["map"], "q3dm7");
+    assert_eq!(j["map_history"][0]["to"], at[2]);
+
+    let (_, page) = s.text("/server/127.0.0.1%3A27971").await;
+    assert!(
+        page.contains(&format!(
+            ", up since <time datetime=\"{0}\" title=\"{0}\">",
+            t(at[0])
+        )),
+        "{page}"
+    );
+    assert!(!page.contains("down since"), "{page}");
+    assert!(page.contains("<td id=\"uptime\">100.0 % since "), "{page}");
+    assert!(
+        page.contains("<td>now</td>"),
+        "the map it still runs: {page}"
+    );
+    s.close().await;
+}
+
+/// A copy button with the address everywhere an address is shown, and a join link only where
+/// the game's client has a URL scheme: on the browser and on the server page.
+#[tokio::test(flavor = "multi_thread")]
+async fn copy_buttons_and_join_links() {
+    let now = fragstat_tracker::round::now_ms();
+    let servers = [
+        ("127.0.0.1:27980", "openarena", None),
+        (
+            "127.0.0.1:27981",
+            "q3",
+            Some("quake3://connect/127.0.0.1:27981"),
+        ),
+        ("127.0.0.1:8303", "ddnet", Some("ddnet://127.0.0.1:8303")),
+        ("127.0.0.1:8304", "teeworlds07", None),
+        (
+            "127.0.0.1:44400",
+            "warsow",
+            Some("warsow://127.0.0.1:44400"),
+        ),
+    ];
+    let records = servers
+        .iter()
+        .map(|(addr, game, _)| answered(addr, game, game, "m", "dm", &[], None))
+        .collect();
+    let s = site_with(
+        "",
+        vec![RoundData {
+            at: now - 10_000,
+            finished: now - 9_995,
+            records,
+            ..RoundData::default()
+        }],
+    )
+    .await;
+    let (_, browser) = s.text("/").await;
+    let rows = server_rows(&browser);
+    assert_eq!(rows.len(), servers.len(), "{browser}");
+    for (addr, game, join) in servers {
+        let copy = format!(
+            "<button class=\"copy\" type=\"button\" data-copy=\"{addr}\" hidden title=\"copy the address\">copy</button>"
+        );
+        let row = rows
+            .iter()
+            .find(|r| r.contains(&format!("data-addr=\"{addr}\"")))
+            .unwrap();
+        let (_, server) = s
+            .text(&format!("/server/{}", addr.replace(':', "%3A")))
+            .await;
+        let info = server.split("<table id=\"info\">").nth(1).unwrap();
+        let info = info.split("</tr>").next().unwrap();
+        for (what, html) in [("browser", cell(row, "address opt")), ("server page", info)] {
+            assert!(
+                html.contains(&format!("<code>{addr}</code>")),
+                "{game} {what}: {html}"
+            );
+            assert!(html.contains(&copy), "{game} {what}: {html}");
+            match join {
+                Some(url) => assert!(
+                    html.contains(&format!(
+                        "<a class=\"join\" href=\"{url}\" title=\"join with the game's client\">join</a>"
+                    )),
+                    "{game} {what}: {html}"
+                ),
+                None => assert!(!html.contains("class=\"join\""), "{game} {what}: {html}"),
+            }
+        }
+        // The API's join URL for the refresh script is the same.
+        let j = s
+            .json(&format!("/api/servers/{}", addr.replace(':', "%3A")))
+            .await;
+        assert_eq!(j["server"]["join_url"].as_str(), join, "{game}");
+    }
+    // The script shows the buttons (hidden without it: the address is there to select).
+    assert!(browser.contains("showCopyButtons(document)"), "{browser}");
+    s.close().await;
+}
+
 /// A player's page shows a race server's last score as a time, as the server page does: by
 /// the record's score kind where it says (DDNet's `client_score_kind`, even for a game type
 /// that is no race), else by the game type.
