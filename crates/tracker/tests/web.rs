@@ -976,7 +976,7 @@ async fn copy_buttons_and_join_links() {
 #[tokio::test(flavor = "multi_thread")]
 async fn player_page_shows_race_times() {
     let now = fragstat_tracker::round::now_ms();
-    let records = vec![
+    let mut records = vec![
         // A race game type: a time (0.6 sends negated seconds).
         answered(
             "127.0.0.1:8303",
@@ -1018,6 +1018,9 @@ async fn player_page_shows_race_times() {
             None,
         ),
     ];
+    // The racer plays for a clan on the first.
+    records[0].info.as_mut().unwrap().players.as_mut().unwrap()[0].clan =
+        Some(Text::new(b"Tee Clan".to_vec(), Dialect::Plain));
     let s = site_with(
         "",
         vec![RoundData {
@@ -1059,6 +1062,16 @@ async fn player_page_shows_race_times() {
     .map(|(a, v)| (a.to_string(), v.to_string()))
     .collect();
     assert_eq!(scores, want);
+    // The server page says the same, with the clan in its column.
+    let (_, race) = s.text("/server/127.0.0.1%3A8303").await;
+    assert!(
+        race.contains("<thead><tr><th>Name</th><th>Clan</th><th class=\"num\">Time</th>"),
+        "{race}"
+    );
+    assert!(
+        race.contains("<td>Tee Clan</td><td class=\"num\">1:35</td>"),
+        "{race}"
+    );
     // The search page links each hit's last server by its name (the servers read in one
     // query), not by its address.
     let (_, search) = s.text("/players?q=racer").await;
