@@ -1,8 +1,11 @@
 //! The web side over real HTTP, on rounds written straight into the store: every parameter's
 //! validation (400 with a message), CORS off and on, compression, ETag/304 and
 //! Cache-Control, the base path (every link on every page followed), sorting and
-//! pagination; and countries from a real MMDB (the CC0 `@ip-location-db` package) for
-//! public addresses taken from the fixtures, looked up only.
+//! pagination, the country and password columns, a server page's "down since", uptime and
+//! map history, copy buttons and join links, race times on a player's page; and countries
+//! from a real MMDB (the CC0 `@ip-location-db` package) for public addresses taken from the
+//! fixtures, looked up only — also end to end, from a config naming the file through a round
+//! over emulated servers in a simulated network to the page.
 
 use std::path::PathBuf;
 
@@ -1088,4 +1091,196 @@ async fn player_page_shows_race_times() {
         );
     }
     s.close().await;
+}
+
+/// An emulated server as a [`SimNet`] responder: each datagram handled at once, the replies
+/// to the client kept.
+fn responder(
+    mut service: Box<dyn fragstat::core::service::Service>,
+    client: std::net::SocketAddr,
+) -> fragstat::core::testing::Responder {
+    let mut out = Vec::new();
+    service.start(std::time::Instant::now(), &mut out);
+    let service = std::sync::Mutex::new(service);
+    std::sync::Arc::new(move |datagram: &[u8]| {
+        let mut out = Vec::new();
+        service
+            .lock()
+            .unwrap()
+            .handle(std::time::Instant::now(), client, datagram, &mut out);
+        out.into_iter()
+            .filter(|(to, _)| *to == client)
+            .map(|(_, d)| d)
+            .collect()
+    })
+}
+
+/// The whole GeoIP path: a `track.toml` naming the CC0 MMDB (`geoip = "PATH"`), a round
+/// through the tracker's own round function over emulated servers at public addresses from
+/// the fixtures, the countries stored, `/api/servers`' `country`, and the flags on the page.
+/// The servers live in a simulated network inside the test ([`SimNet`]): the public
+/// addresses are looked up in the file and used as keys, and no packet goes to them. The
+/// DDNet server's list is served over loopback HTTP. The same round with
+/// `country_from_name = false` reads the name's tag no more.
+#[tokio::test(flavor = "multi_thread")]
+async fn geoip_end_to_end_from_the_config_to_the_page() {
+    use fragstat::core::registry::EmuServer;
+    use fragstat::core::testing::{Faults, SimNet};
+    use fragstat::core::Transport;
+    let Some(mmdb) = mmdb() else {
+        return;
+    };
+    // Quake III servers: (address, name, the country expected and why).
+    let q3 = [
+        // GeoIP.
+        ("188.40.71.213:27970", &b"^2Frankfurt ^7FFA"[..], "DE"),
+        ("178.62.202.219:27960", &b"Amsterdam ^1Tourney"[..], "NL"),
+        // A tag in the name (colours stripped) over the address (US).
+        ("24.166.252.209:27966", &b"^3[^7NL^3]^7 Dutch CTF"[..], "NL"),
+        // `[EU]` is no country: the address (US).
+        ("74.91.112.64:27960", &b"[EU] Chicago Instagib"[..], "US"),
+    ];
+    // A DDNet server whose list says `na:us`, named `[RU] …`, at a German address: the list.
+    let ddnet = "185.107.96.110:8303";
+    let net = SimNet::new(Faults::default(), 1);
+    let me = net.local_addr().unwrap();
+    let q3_game = fragstat::game("q3").unwrap();
+    for (i, (addr, name, _)) in q3.iter().enumerate() {
+        let c = EmuServer::new(name.to_vec(), "q3dm17", 2).with_seed(i as u64 + 1);
+        let service = q3_game.emulator().unwrap().emulated_server(&c).unwrap();
+        net.add_server(addr.parse().unwrap(), responder(service, me));
+    }
+    let dd_game = fragstat::game("ddnet").unwrap();
+    let c = EmuServer::new(b"[RU] DDraceNetwork".to_vec(), "Tutorial", 1).with_seed(9);
+    let service = dd_game.emulator().unwrap().emulated_server(&c).unwrap();
+    net.add_server(ddnet.parse().unwrap(), responder(service, me));
+    let list = serde_json::json!({"servers": [{
+        "addresses": [format!("tw-0.6+udp://{ddnet}")],
+        "location": "na:us",
+        "info": {"max_clients": 16, "max_players": 16, "passworded": false,
+                 "game_type": "DDraceNetwork", "name": "[RU] DDraceNetwork",
+                 "map": {"name": "Tutorial"}, "version": "0.6.4, 16.4", "clients": []}
+    }]})
+    .to_string();
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let list_url = format!("http://{}/servers.json", http.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/servers.json",
+        axum::routing::get(move || {
+            let list = list.clone();
+            async move { list }
+        }),
+    );
+    let list_server = tokio::spawn(async move { axum::serve(http, app).await });
+    let client = fragstat::Client::builder()
+        .transports(Some(net.clone() as std::sync::Arc<dyn Transport>), None)
+        .timeout(std::time::Duration::from_millis(500))
+        .retries(2)
+        .build()
+        .await
+        .unwrap();
+
+    let q3_servers: Vec<String> = q3.iter().map(|(a, _, _)| format!("{a:?}")).collect();
+    let round_with = |name_tags: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = format!(
+            "database = {db:?}\ngeoip = {mmdb:?}\ncountry_from_name = {name_tags}\n\
+             [[source]]\ngame = \"q3\"\nservers = [{q3}]\n\
+             [[source]]\ngame = \"ddnet\"\nmasters = [{list_url:?}]\n",
+            db = dir.path().join("geo.db"),
+            q3 = q3_servers.join(", "),
+        );
+        let client = &client;
+        async move {
+            let tracker = Tracker::open(Config::from_toml(&toml).unwrap())
+                .await
+                .unwrap();
+            let state = tracker.state();
+            assert!(state.countries.has_geoip(), "the config's MMDB is loaded");
+            // The tracker's round (poll, countries, write, upkeep) through the simulated
+            // network.
+            let report = fragstat_tracker::round::round(
+                client,
+                tracker.store(),
+                tracker.config(),
+                tracker.metrics(),
+                &state.countries,
+            )
+            .await
+            .unwrap();
+            assert_eq!(report.data.records.len(), 5, "{:?}", report.data.records);
+            assert!(
+                report
+                    .data
+                    .records
+                    .iter()
+                    .all(|r| r.status == Status::Online),
+                "{:?}",
+                report.data.records
+            );
+            (tracker, dir)
+        }
+    };
+
+    let (tracker, dir) = round_with(true).await;
+    let mut want: Vec<(&str, &str)> = q3.iter().map(|(a, _, c)| (*a, *c)).collect();
+    want.push((ddnet, "US"));
+    for (addr, country) in &want {
+        let row = tracker.store().server(addr).await.unwrap().expect(addr);
+        assert_eq!(row.country.as_deref(), Some(*country), "{addr} stored");
+    }
+    // Every datagram went to one of the servers above, inside the simulated network.
+    let targets: std::collections::BTreeSet<String> =
+        net.sent().iter().map(|s| s.to.to_string()).collect();
+    let expected: std::collections::BTreeSet<String> =
+        want.iter().map(|(a, _)| a.to_string()).collect();
+    assert_eq!(targets, expected);
+
+    let s = serve(&tracker, dir).await;
+    let api = s.json("/api/servers?per_page=500").await;
+    for (addr, country) in &want {
+        let row = api["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["addr"] == *addr)
+            .unwrap_or_else(|| panic!("{addr}: {api}"));
+        assert_eq!(row["country"], *country, "{addr} in the API");
+    }
+    let (_, page) = s.text("/?sort=country").await;
+    let flag = |c: &str| {
+        let f = fragstat_tracker::geoip::flag(c).unwrap();
+        format!("<span class=\"flag\" role=\"img\" aria-label=\"{c}\" title=\"{c}\">{f}</span><span class=\"cc\">{c}</span>")
+    };
+    let rows = server_rows(&page);
+    assert_eq!(rows.len(), want.len(), "{page}");
+    for (addr, country) in &want {
+        let row = rows
+            .iter()
+            .find(|r| r.contains(&format!("data-addr=\"{addr}\"")))
+            .unwrap_or_else(|| panic!("{addr}: {page}"));
+        assert_eq!(cell(row, "country"), flag(country), "{addr} on the page");
+    }
+    // Sorted by country: DE, NL, NL, US, US.
+    let order: Vec<&str> = row_addrs(&page)
+        .iter()
+        .map(|a| want.iter().find(|(w, _)| w == a).unwrap().1)
+        .collect();
+    assert_eq!(order, ["DE", "NL", "NL", "US", "US"]);
+    // The server page.
+    let (_, server) = s.text("/server/24.166.252.209%3A27966").await;
+    assert!(
+        server.contains(&format!("<tr><th>Country</th><td>{}</td></tr>", flag("NL"))),
+        "{server}"
+    );
+    s.close().await;
+
+    // Tags off: the tagged server is where its address is; the list still wins.
+    let (tracker, _dir) = round_with(false).await;
+    let store = tracker.store();
+    let tagged = store.server("24.166.252.209:27966").await.unwrap().unwrap();
+    assert_eq!(tagged.country.as_deref(), Some("US"));
+    let listed = store.server(ddnet).await.unwrap().unwrap();
+    assert_eq!(listed.country.as_deref(), Some("US"));
+    list_server.abort();
 }
