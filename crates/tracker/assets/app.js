@@ -114,19 +114,6 @@
     const tr = el('tr', 'server ' + s.status);
     tr.dataset.addr = s.addr;
     const n = cell(tr, 'name');
-    const f = flag(s.country);
-    if (f) {
-      n.appendChild(f);
-      n.appendChild(el('span', 'cc', s.country));
-      n.appendChild(document.createTextNode(' '));
-    }
-    if (s.password === true) {
-      const l = el('span', 'lock', '🔒');
-      l.setAttribute('role', 'img');
-      l.setAttribute('aria-label', 'password');
-      l.title = 'password';
-      n.appendChild(l);
-    }
     const a = el('a');
     a.href = base + '/server/' + encodeURIComponent(s.addr);
     if (s.name_raw != null) name(a, s.name_runs); else a.textContent = s.addr;
@@ -139,6 +126,28 @@
         st.appendChild(timeEl(s.last_online));
       }
       n.appendChild(st);
+    }
+    const c = cell(tr, 'country');
+    const f = flag(s.country);
+    if (f) {
+      c.appendChild(f);
+      c.appendChild(el('span', 'cc', s.country));
+    } else {
+      c.textContent = '-';
+    }
+    const pw = cell(tr, 'password');
+    if (s.password === true) {
+      const l = el('span', 'lock', '🔒');
+      l.setAttribute('role', 'img');
+      l.setAttribute('aria-label', 'password');
+      l.title = 'password';
+      pw.appendChild(l);
+    } else if (s.password === false) {
+      pw.appendChild(el('span', 'sr', 'no'));
+    } else {
+      const u = el('span', null, '-');
+      u.title = 'the game does not say';
+      pw.appendChild(u);
     }
     cell(tr, 'game opt', s.game_title || s.game);
     cell(tr, 'gametype opt', s.gametype || '');

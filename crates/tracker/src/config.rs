@@ -43,7 +43,9 @@
 //! cors_origins = []                     # origins allowed to read the API from a browser, or ["*"]
 //! ```
 //!
-//! `geoip = "PATH"` (top level) names an MMDB file for the servers' countries (docs/tracker.md).
+//! `geoip = "PATH"` (top level) names an MMDB file for the servers' countries, and
+//! `country_from_name = false` stops a tag in a server's name (`[DE] …`) from declaring its
+//! country (on by default; docs/tracker.md, "Countries").
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -295,6 +297,11 @@ pub struct Config {
     /// none: countries only where a server declares one (docs/tracker.md, "Countries").
     #[serde(default)]
     pub geoip: Option<std::path::PathBuf>,
+    /// Whether a clear country tag at the start or end of a server's name (`[DE] …`,
+    /// `… | NL`) declares its country, over GeoIP and under its list's location
+    /// ([`crate::geoip::name_tag_country`]).
+    #[serde(default = "default_true")]
+    pub country_from_name: bool,
 }
 
 fn default_webhook_tries() -> u32 {
@@ -356,6 +363,7 @@ impl Default for Config {
             sources: Vec::new(),
             web: WebConfig::default(),
             geoip: None,
+            country_from_name: true,
         }
     }
 }
@@ -609,6 +617,10 @@ mod tests {
         assert_eq!(c.web.base(), "/servers");
         assert_eq!(c.web.title, "My list");
         assert_eq!(c.geoip.as_deref(), Some(std::path::Path::new("/x.mmdb")));
+        assert!(c.country_from_name, "on unless turned off");
+        let c = Config::from_toml(&format!("country_from_name = false\n{src}")).unwrap();
+        assert!(!c.country_from_name);
+        assert!(Config::from_toml(&format!("country_from_name = \"no\"\n{src}")).is_err());
         for bad in [
             "[web]\nmax_connections = 0\n",
             "[web]\ntrusted_proxies = [\"10.0.0.0/8\"]\n",

@@ -1,20 +1,30 @@
-//! Servers' countries: what the server declares, else a local GeoIP lookup of its address.
+//! Servers' countries: what the server or its list declares, else a local GeoIP lookup of its
+//! address.
 //!
 //! The rule, first match wins:
 //!
-//! 1. **Declared by the server or its list.** DDNet's master list (`servers.json`) gives each
-//!    server a `location` such as `eu:de` (continent, then the ISO 3166-1 alpha-2 country in
-//!    lower case); it lands in the record's Teeworlds extra (`extra.location`), and the round
-//!    copies it there from the list for servers probed over UDP. A location without a country
-//!    (`eu`, `as:`) declares none.
-//! 2. **GeoIP**: the server's IP address looked up in the MMDB file the operator names
+//! 1. **Declared by its list.** DDNet's master list (`servers.json`) gives each server a
+//!    `location` such as `eu:de` (continent, then the ISO 3166-1 alpha-2 country in lower
+//!    case); it lands in the record's Teeworlds extra (`extra.location`), and the round copies
+//!    it there from the list for servers probed over UDP. A location without a country (`eu`,
+//!    `as:`) declares none.
+//! 2. **Declared by its name** ([`name_tag_country`]; `country_from_name = false` turns it
+//!    off): a clear tag at the start or the end of the name, colour codes stripped first —
+//!    `[DE] …`, `(NL) …`, `{FR} …`, `|US| …`, `US | …`, and the same at the end (`… [DE]`,
+//!    `… | DE`) — holding a code ISO 3166-1 has assigned, in upper case. `UK` is read as `GB`
+//!    (the code ISO reserves for the United Kingdom's own use); `EU` and the other codes that
+//!    name no country (`UN`, `EL`, unassigned ones such as `XK`) are not tags; and the
+//!    assigned codes these games' names use for something else — [`AMBIGUOUS_TAGS`]: `CA`
+//!    (Clan Arena), `DM` (deathmatch), `ET` (Enemy Territory), `TW` (Teeworlds), `AI`
+//!    (bots), `GG`, `TV` — are not read as countries. A tag in the middle of a name, a lower
+//!    case one (`[de]`, mostly a clan's or a community's) or two tags that disagree
+//!    (`[DE] … [NL]`) declare nothing. A tag names where a server's players are meant to
+//!    come from as often as where it runs (`[RU] DDraceNetwork` hosted in Germany): it is
+//!    taken as the server's word, over its address.
+//! 3. **GeoIP**: the server's IP address looked up in the MMDB file the operator names
 //!    (`geoip = "PATH"`), in memory, never over the network. Both common layouts are read: a
 //!    top-level `country_code` (the ip-location-db databases) and GeoIP2/GeoLite2's
 //!    `country.iso_code`.
-//!
-//! Name tags such as `[DE]` are **not** used: on the real lists they name a community's
-//! language or a clan as often as a location (`[EU]`, `[RU] DDraceNetwork` hosted in
-//! Germany), so they would contradict the address more often than they would correct it.
 //!
 //! Codes are ISO 3166-1 alpha-2 in upper case; anything else a source says is dropped.
 
@@ -37,6 +47,7 @@ pub struct GeoIpError {
 /// Finds servers' countries; see the module docs for the rule.
 pub struct Countries {
     reader: Option<maxminddb::Reader<Vec<u8>>>,
+    name_tags: bool,
 }
 
 impl std::fmt::Debug for Countries {
@@ -46,6 +57,7 @@ impl std::fmt::Debug for Countries {
                 "geoip",
                 &self.reader.as_ref().map(|r| &r.metadata.database_type),
             )
+            .field("name_tags", &self.name_tags)
             .finish()
     }
 }
@@ -76,6 +88,113 @@ pub fn location_country(location: &str) -> Option<String> {
     iso_code(location.rsplit_once(':')?.1)
 }
 
+/// Every code ISO 3166-1 has assigned (alpha-2), sorted: the 249 of the standard's list
+/// (Debian's `iso-codes`, `iso_3166-1.json`).
+pub const ISO_3166_ALPHA2: [&str; 249] = [
+    "AD", "AE", "AF", "AG", "AI", "AL", "AM", "AO", "AQ", "AR", "AS", "AT", "AU", "AW", "AX", "AZ",
+    "BA", "BB", "BD", "BE", "BF", "BG", "BH", "BI", "BJ", "BL", "BM", "BN", "BO", "BQ", "BR", "BS",
+    "BT", "BV", "BW", "BY", "BZ", "CA", "CC", "CD", "CF", "CG", "CH", "CI", "CK", "CL", "CM", "CN",
+    "CO", "CR", "CU", "CV", "CW", "CX", "CY", "CZ", "DE", "DJ", "DK", "DM", "DO", "DZ", "EC", "EE",
+    "EG", "EH", "ER", "ES", "ET", "FI", "FJ", "FK", "FM", "FO", "FR", "GA", "GB", "GD", "GE", "GF",
+    "GG", "GH", "GI", "GL", "GM", "GN", "GP", "GQ", "GR", "GS", "GT", "GU", "GW", "GY", "HK", "HM",
+    "HN", "HR", "HT", "HU", "ID", "IE", "IL", "IM", "IN", "IO", "IQ", "IR", "IS", "IT", "JE", "JM",
+    "JO", "JP", "KE", "KG", "KH", "KI", "KM", "KN", "KP", "KR", "KW", "KY", "KZ", "LA", "LB", "LC",
+    "LI", "LK", "LR", "LS", "LT", "LU", "LV", "LY", "MA", "MC", "MD", "ME", "MF", "MG", "MH", "MK",
+    "ML", "MM", "MN", "MO", "MP", "MQ", "MR", "MS", "MT", "MU", "MV", "MW", "MX", "MY", "MZ", "NA",
+    "NC", "NE", "NF", "NG", "NI", "NL", "NO", "NP", "NR", "NU", "NZ", "OM", "PA", "PE", "PF", "PG",
+    "PH", "PK", "PL", "PM", "PN", "PR", "PS", "PT", "PW", "PY", "QA", "RE", "RO", "RS", "RU", "RW",
+    "SA", "SB", "SC", "SD", "SE", "SG", "SH", "SI", "SJ", "SK", "SL", "SM", "SN", "SO", "SR", "SS",
+    "ST", "SV", "SX", "SY", "SZ", "TC", "TD", "TF", "TG", "TH", "TJ", "TK", "TL", "TM", "TN", "TO",
+    "TR", "TT", "TV", "TW", "TZ", "UA", "UG", "UM", "US", "UY", "UZ", "VA", "VC", "VE", "VG", "VI",
+    "VN", "VU", "WF", "WS", "YE", "YT", "ZA", "ZM", "ZW",
+];
+
+/// Name tags read as another code: `UK`, which ISO 3166-1 reserves for the United Kingdom's
+/// own use, is `GB`.
+pub const TAG_ALIASES: [(&str, &str); 1] = [("UK", "GB")];
+
+/// Assigned codes that these games' server names use for something else more often than for
+/// a country, so not read from a name: `AI` (bots), `CA` (Clan Arena), `DM` (deathmatch),
+/// `ET` (Enemy Territory), `GG` ("good game"), `TV` (spectator relays), `TW` (Teeworlds).
+pub const AMBIGUOUS_TAGS: [&str; 7] = ["AI", "CA", "DM", "ET", "GG", "TV", "TW"];
+
+/// The country two tag letters name: an assigned upper-case code that is not ambiguous
+/// ([`AMBIGUOUS_TAGS`]), or an alias of one ([`TAG_ALIASES`]).
+fn tag_code(letters: &[u8]) -> Option<String> {
+    let &[a, b] = letters else {
+        return None;
+    };
+    if !(a.is_ascii_uppercase() && b.is_ascii_uppercase()) {
+        return None;
+    }
+    let code: String = [char::from(a), char::from(b)].into_iter().collect();
+    if let Some((_, to)) = TAG_ALIASES.iter().find(|(from, _)| *from == code) {
+        return Some((*to).to_string());
+    }
+    if AMBIGUOUS_TAGS.contains(&code.as_str()) {
+        return None;
+    }
+    ISO_3166_ALPHA2
+        .binary_search(&code.as_str())
+        .is_ok()
+        .then_some(code)
+}
+
+/// The brackets a tag may stand in.
+const TAG_BRACKETS: [(u8, u8); 4] = [(b'[', b']'), (b'(', b')'), (b'{', b'}'), (b'|', b'|')];
+
+/// The two letters of a tag that `name` starts with: `[XX]`, `(XX)`, `{XX}`, `|XX|`, or
+/// `XX` followed by `|` (spaces between allowed).
+fn leading_tag(name: &[u8]) -> Option<&[u8]> {
+    if let [open, _, _, close, ..] = name {
+        if TAG_BRACKETS.contains(&(*open, *close)) {
+            return name.get(1..3);
+        }
+    }
+    let rest = name.get(2..)?;
+    let rest = rest.trim_ascii_start();
+    (rest.first() == Some(&b'|'))
+        .then(|| name.get(..2))
+        .flatten()
+}
+
+/// The two letters of a tag that `name` ends with: `[XX]`, `(XX)`, `{XX}`, `|XX|`, or `XX`
+/// after `|` (spaces between allowed).
+fn trailing_tag(name: &[u8]) -> Option<&[u8]> {
+    let n = name.len();
+    if let [.., open, _, _, close] = name {
+        if TAG_BRACKETS.contains(&(*open, *close)) {
+            return name.get(n - 3..n - 1);
+        }
+    }
+    let rest = name.get(..n.checked_sub(2)?)?;
+    let rest = rest.trim_ascii_end();
+    (rest.last() == Some(&b'|'))
+        .then(|| name.get(n - 2..))
+        .flatten()
+}
+
+/// The country a server's name declares by a clear tag at its start or end (the name as
+/// shown: colour codes stripped): see the module docs for the forms and the codes taken.
+/// `None` when it has none, or a tag at each end and they disagree.
+///
+/// ```
+/// use fragstat_tracker::geoip::name_tag_country;
+/// assert_eq!(name_tag_country("[DE] Frankfurt Instagib").as_deref(), Some("DE"));
+/// assert_eq!(name_tag_country("Clan Arena | UK").as_deref(), Some("GB"));
+/// assert_eq!(name_tag_country("[EU] Unique Block"), None);
+/// assert_eq!(name_tag_country("DDNet GER [DE] Novice"), None);
+/// ```
+pub fn name_tag_country(name: &str) -> Option<String> {
+    let name = name.trim().as_bytes();
+    let lead = leading_tag(name).and_then(tag_code);
+    let trail = trailing_tag(name).and_then(tag_code);
+    match (lead, trail) {
+        (Some(a), Some(b)) if a != b => None,
+        (a, b) => a.or(b),
+    }
+}
+
 /// The location a record declares (DDNet's `extra.location`), if any.
 pub fn declared_location(record: &Record) -> Option<&str> {
     let info = record.info.as_ref()?;
@@ -85,9 +204,19 @@ pub fn declared_location(record: &Record) -> Option<&str> {
 }
 
 impl Countries {
-    /// No GeoIP database: declared locations only.
+    /// No GeoIP database: declared locations and name tags only.
     pub fn none() -> Countries {
-        Countries { reader: None }
+        Countries {
+            reader: None,
+            name_tags: true,
+        }
+    }
+
+    /// Whether servers' names may declare their country ([`name_tag_country`]; on unless
+    /// turned off, config `country_from_name`).
+    pub fn with_name_tags(mut self, on: bool) -> Countries {
+        self.name_tags = on;
+        self
     }
 
     /// Reads the MMDB file at `path` into memory.
@@ -99,6 +228,7 @@ impl Countries {
         let reader = maxminddb::Reader::open_readfile(path).map_err(|e| err(e.to_string()))?;
         Ok(Countries {
             reader: Some(reader),
+            name_tags: true,
         })
     }
 
@@ -126,10 +256,20 @@ impl Countries {
             .and_then(iso_code)
     }
 
-    /// The country of a server: declared (DDNet's `location`), else GeoIP of its address.
+    /// The country of a server: declared by its list (DDNet's `location`), else by a tag in
+    /// its name (when on), else GeoIP of its address.
     pub fn country(&self, record: &Record) -> Option<String> {
         if let Some(c) = declared_location(record).and_then(location_country) {
             return Some(c);
+        }
+        if self.name_tags {
+            let tagged = record
+                .info
+                .as_ref()
+                .and_then(|i| name_tag_country(&i.name.display_cow()));
+            if tagged.is_some() {
+                return tagged;
+            }
         }
         let addr: SocketAddr = record.address.as_deref()?.parse().ok()?;
         self.lookup(addr.ip())
@@ -172,5 +312,122 @@ mod tests {
         assert_eq!(none.country_of_addr("192.0.2.1:27960"), None);
         let e = Countries::open(Path::new("/nonexistent/x.mmdb")).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/x.mmdb"), "{e}");
+    }
+
+    #[test]
+    fn the_code_list_is_sorted_and_whole() {
+        assert!(ISO_3166_ALPHA2.windows(2).all(|w| w[0] < w[1]));
+        assert!(ISO_3166_ALPHA2
+            .iter()
+            .all(|c| iso_code(c).as_deref() == Some(*c)));
+        for (from, to) in TAG_ALIASES {
+            assert!(ISO_3166_ALPHA2.binary_search(&from).is_err(), "{from}");
+            assert!(ISO_3166_ALPHA2.binary_search(&to).is_ok(), "{to}");
+        }
+        for c in AMBIGUOUS_TAGS {
+            assert!(ISO_3166_ALPHA2.binary_search(&c).is_ok(), "{c}: assigned");
+        }
+    }
+
+    /// Names as servers write them (their shown text: colour codes already stripped).
+    #[test]
+    fn name_tags() {
+        for (name, country) in [
+            // Leading tags, each bracket.
+            ("[DE] Frankfurt Instagib", Some("DE")),
+            ("[RU] DDraceNetwork", Some("RU")),
+            ("(NL) Tourney 1v1 | q3dm17", Some("NL")),
+            ("{FR} Defrag VQ3 Run", Some("FR")),
+            ("|US| Chicago CTF 24/7", Some("US")),
+            ("BR | Clan Arena Sao Paulo", Some("BR")),
+            ("PL| Gores Novice", Some("PL")),
+            ("  [SE]Stockholm FFA  ", Some("SE")),
+            // Trailing ones.
+            ("Unique Gores [FI]", Some("FI")),
+            ("Terminal 24/7 [US]", Some("US")),
+            ("Instagib CTF | DE", Some("DE")),
+            ("Freeze Tag (AU)", Some("AU")),
+            ("KoG Gores |CL|", Some("CL")),
+            // The same tag at both ends.
+            ("[JP] Tokyo DM [JP]", Some("JP")),
+            // UK is GB.
+            ("[UK] London Rocket Arena", Some("GB")),
+            ("Midlands FFA | UK", Some("GB")),
+            // Not countries: regions, unassigned or reserved codes, game words.
+            ("[EU] Unique Block", None),
+            ("[XK] Pristina", None),
+            ("[UN] Peacekeepers", None),
+            ("[DM] q3dm17 only", None),
+            ("[CA] Clan Arena", None),
+            ("[ET] Oasis", None),
+            ("[TW] Teeworlds DM", None),
+            ("[AI] bots only", None),
+            ("Sunday Cup [GG]", None),
+            // Two countries: neither.
+            ("[DE] Frankfurt [NL]", None),
+            // A refused tag at one end, a country at the other: the country.
+            ("[EU] Block | DE", Some("DE")),
+            // Not clear tags: in the middle, lower case, clan tags, words, cut.
+            ("DDNet GER [DE] Novice", None),
+            ("Official [NL] Server", None),
+            ("[de] Kneipe", None),
+            ("[De] Kneipe", None),
+            ("[DDNet] Tutorial", None),
+            ("[DEU] Berlin", None),
+            ("DEAD | zombies", None),
+            ("US-East Instagib", None),
+            ("Gores [PL", None),
+            ("[PL Gores", None),
+            ("", None),
+            ("|", None),
+            ("[]", None),
+            ("[D]", None),
+            ("DE", None),
+            ("[ÄÖ] Ümlaut", None),
+            ("x [Ü]", None),
+            ("Ω | 🇩🇪", None),
+        ] {
+            assert_eq!(name_tag_country(name).as_deref(), country, "{name:?}");
+        }
+    }
+
+    /// The rule's order: the list's location, then the name's tag (colours stripped in the
+    /// name's own dialect), then GeoIP (none here); tags off, the name says nothing.
+    #[test]
+    fn a_list_location_beats_a_name_tag() {
+        use fragstat::core::model::{Dialect, ServerInfo, Text};
+        let record = |name: &[u8], dialect, location: Option<&str>| {
+            let mut info = ServerInfo::default();
+            info.name = Text::new(name.to_vec(), dialect);
+            if let Some(l) = location {
+                let mut extra = fragstat::teeworlds::view::ServerExtra::default();
+                extra.location = Some(l.into());
+                info.set_extra(extra);
+            }
+            Record::online(Some("192.0.2.1:27960".into()), "q3", info, None)
+        };
+        let c = Countries::none();
+        let quake = record(b"^1[^7NL^1] ^7Dutch Defrag", Dialect::Ioq3, None);
+        assert_eq!(c.country(&quake).as_deref(), Some("NL"));
+        let dp = record(b"^x00f[^7SE^x00f]^7 Nexuiz CTF", Dialect::DarkPlaces, None);
+        assert_eq!(c.country(&dp).as_deref(), Some("SE"));
+        let tee = record(b"[RU] DDraceNetwork", Dialect::Plain, Some("eu:de"));
+        assert_eq!(c.country(&tee).as_deref(), Some("DE"), "the list wins");
+        let tee = record(b"[RU] DDraceNetwork", Dialect::Plain, Some("eu"));
+        assert_eq!(
+            c.country(&tee).as_deref(),
+            Some("RU"),
+            "a list without a country"
+        );
+        let off = Countries::none().with_name_tags(false);
+        assert_eq!(off.country(&quake), None);
+        assert_eq!(off.country(&tee), None);
+        let failed = Record::failed(
+            Some("192.0.2.1:27960".into()),
+            "q3",
+            fragstat::core::record::Status::Timeout,
+            "x".into(),
+        );
+        assert_eq!(c.country(&failed), None, "no name, no tag");
     }
 }

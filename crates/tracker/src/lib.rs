@@ -90,7 +90,8 @@ impl Tracker {
     pub async fn open(config: Config) -> Result<Tracker, TrackError> {
         config.check()?;
         let countries = Countries::from_config(config.geoip.as_deref())
-            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?
+            .with_name_tags(config.country_from_name);
         let store = Store::open(&config.database)
             .await?
             .with_history(config.history());

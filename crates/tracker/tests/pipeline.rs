@@ -228,6 +228,37 @@ async fn pipeline(database: &str) {
         farm.servers[3].to_string(),
         "blue three < green"
     );
+    // The country and password sorts (no country on loopback; the down server says no
+    // password): valid in both backends, servers that answered first.
+    for sort in [Sort::Country, Sort::Password] {
+        for desc in [false, true] {
+            let rows = store
+                .servers(&ServerFilter {
+                    sort,
+                    desc: Some(desc),
+                    ..ServerFilter::default()
+                })
+                .await
+                .unwrap();
+            assert_eq!(rows.len(), 6);
+            assert_eq!(rows[5].addr, farm.down.addr.to_string(), "{sort:?}");
+        }
+    }
+    // Several servers in one query (the player search's, a player page's): what one by one
+    // reads; and the records of the games asked for.
+    let addrs: Vec<&str> = all.iter().map(|s| s.addr.as_str()).collect();
+    let many = store.servers_at(&addrs).await.unwrap();
+    assert_eq!(many.len(), 6);
+    for s in &all {
+        assert_eq!(many.get(&s.addr), Some(s));
+    }
+    let records = store.records_at(&addrs, &["teeworlds"]).await.unwrap();
+    let tw_addr = farm.tw.to_string();
+    assert_eq!(records.keys().collect::<Vec<_>>(), [&tw_addr]);
+    assert_eq!(
+        records.get(&tw_addr),
+        store.server_record(&tw_addr).await.unwrap().as_ref()
+    );
 
     // History and players.
     let green = farm.servers[1].to_string();

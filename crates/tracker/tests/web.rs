@@ -1,8 +1,11 @@
 //! The web side over real HTTP, on rounds written straight into the store: every parameter's
 //! validation (400 with a message), CORS off and on, compression, ETag/304 and
 //! Cache-Control, the base path (every link on every page followed), sorting and
-//! pagination; and countries from a real MMDB (the CC0 `@ip-location-db` package) for
-//! public addresses taken from the fixtures, looked up only.
+//! pagination, the country and password columns, a server page's "down since", uptime and
+//! map history, copy buttons and join links, race times on a player's page; and countries
+//! from a real MMDB (the CC0 `@ip-location-db` package) for public addresses taken from the
+//! fixtures, looked up only — also end to end, from a config naming the file through a round
+//! over emulated servers in a simulated network to the page.
 
 use std::path::PathBuf;
 
@@ -104,6 +107,22 @@ impl Site {
 /// A tracker whose store holds two rounds of [`records`], its web side served on loopback
 /// with `web` as its `[web]` table.
 async fn site(web: &str) -> Site {
+    let now = fragstat_tracker::round::now_ms();
+    let rounds = [now - 20_000, now - 10_000]
+        .into_iter()
+        .map(|at| RoundData {
+            at,
+            finished: at + 5,
+            records: records(),
+            ..RoundData::default()
+        })
+        .collect();
+    site_with(web, rounds).await
+}
+
+/// A tracker whose store holds `rounds` (written in order), its web side served on loopback
+/// with `web` as its `[web]` table.
+async fn site_with(web: &str, rounds: Vec<RoundData>) -> Site {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("web.db");
     let mut config = Config::parse(&format!(
@@ -118,19 +137,14 @@ async fn site(web: &str) -> Site {
         ext: false,
     });
     let tracker = Tracker::open(config).await.unwrap();
-    let now = fragstat_tracker::round::now_ms();
-    for at in [now - 20_000, now - 10_000] {
-        tracker
-            .store()
-            .write_round(&RoundData {
-                at,
-                finished: at + 5,
-                records: records(),
-                ..RoundData::default()
-            })
-            .await
-            .unwrap();
+    for round in &rounds {
+        tracker.store().write_round(round).await.unwrap();
     }
+    serve(&tracker, dir).await
+}
+
+/// Serves `tracker`'s web side on loopback.
+async fn serve(tracker: &Tracker, dir: tempfile::TempDir) -> Site {
     let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -588,4 +602,685 @@ fn countries_from_a_real_mmdb_and_declared_locations() {
         e.to_string().contains(&bad.path().display().to_string()),
         "{e}"
     );
+}
+
+/// A server that answered, of any game: `players` as (name, score), the Teeworlds extra's
+/// score kind where given.
+fn answered(
+    addr: &str,
+    game: &str,
+    name: &str,
+    map: &str,
+    gametype: &str,
+    players: &[(&str, i32)],
+    score_kind: Option<&str>,
+) -> Record {
+    let dialect = if game == "ddnet" || game.starts_with("teeworlds") {
+        Dialect::Plain
+    } else {
+        Dialect::Ioq3
+    };
+    let mut info = ServerInfo::default();
+    info.name = Text::new(name.as_bytes().to_vec(), dialect);
+    info.map = Text::new(map.as_bytes().to_vec(), Dialect::Plain);
+    info.gametype = Some(gametype.into());
+    info.num_players = u32::try_from(players.len()).unwrap();
+    info.max_players = 16;
+    info.password = Some(false);
+    let mut list = Vec::new();
+    for (n, score) in players {
+        let mut p = Player::new(Text::new(n.as_bytes().to_vec(), dialect));
+        p.score = Some(*score);
+        list.push(p);
+    }
+    info.players = Some(list);
+    if let Some(kind) = score_kind {
+        let mut extra = fragstat::teeworlds::ServerExtra::default();
+        extra.score_kind = Some(kind.into());
+        info.set_extra(extra);
+    }
+    Record::online(
+        Some(addr.into()),
+        game,
+        info,
+        Some(std::time::Duration::from_millis(10)),
+    )
+}
+
+/// The `<tr class="server …">` rows of a browser page, each as its HTML.
+fn server_rows(page: &str) -> Vec<&str> {
+    page.split("<tr class=\"server ")
+        .skip(1)
+        .map(|r| r.split("</tr>").next().unwrap())
+        .collect()
+}
+
+/// The cell of class `class` in a row (its inner HTML).
+fn cell<'a>(row: &'a str, class: &str) -> &'a str {
+    let open = format!("<td class=\"{class}\">");
+    let start = row
+        .find(&open)
+        .unwrap_or_else(|| panic!("no {class} in {row}"))
+        + open.len();
+    let end = row[start..].find("</td>").unwrap() + start;
+    &row[start..end]
+}
+
+/// The rows' addresses, in page order.
+fn row_addrs(page: &str) -> Vec<String> {
+    server_rows(page)
+        .iter()
+        .map(|r| {
+            let a = r.split("data-addr=\"").nth(1).unwrap();
+            a[..a.find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+/// Country and password are columns of their own, sortable like the others both ways (missing
+/// values last), kept on a phone; the name cell has neither.
+#[tokio::test(flavor = "multi_thread")]
+async fn country_and_password_columns_sort() {
+    let now = fragstat_tracker::round::now_ms();
+    let countries: std::collections::HashMap<String, String> = [
+        ("127.0.0.1:27962", "US"),
+        ("127.0.0.1:27960", "DE"),
+        ("127.0.0.1:27961", "NL"),
+    ]
+    .into_iter()
+    .map(|(a, c)| (a.to_string(), c.to_string()))
+    .collect();
+    // And one that answers without saying whether it asks for a password.
+    let mut silent = answered("127.0.0.1:27967", "q3", "Golf", "q3dm2", "ffa", &[], None);
+    silent.info.as_mut().unwrap().password = None;
+    let mut records = records();
+    records.push(silent);
+    let s = site_with(
+        "",
+        vec![RoundData {
+            at: now - 10_000,
+            finished: now - 9_995,
+            records,
+            countries,
+        }],
+    )
+    .await;
+    let (status, page) = s.text("/").await;
+    assert_eq!(status, 200);
+    // The headers: links to their sort (ascending first), no `opt` (shown on a phone, as a
+    // symbol there, the word kept for screen readers).
+    for (key, label, short) in [("country", "Country", "🌐"), ("password", "Password", "🔒")] {
+        let th = format!(
+            "<th class=\"{key}\"><a class=\"sort\" href=\"/?sort={key}&amp;order=asc\" data-sort=\"{key}\" title=\"{label}\"><span class=\"long\">{label}</span><span class=\"short\" aria-hidden=\"true\">{short}</span></a></th>"
+        );
+        assert!(page.contains(&th), "{th}: {page}");
+    }
+    let rows = server_rows(&page);
+    assert_eq!(rows.len(), 8);
+    let row = |addr: &str| {
+        *rows
+            .iter()
+            .find(|r| r.contains(&format!("data-addr=\"{addr}\"")))
+            .unwrap()
+    };
+    assert_eq!(
+        cell(row("127.0.0.1:27960"), "country"),
+        "<span class=\"flag\" role=\"img\" aria-label=\"DE\" title=\"DE\">\u{1F1E9}\u{1F1EA}</span><span class=\"cc\">DE</span>"
+    );
+    assert_eq!(cell(row("127.0.0.1:27964"), "country"), "-");
+    // Delta (no humans) asks for a password; the others say they do not, but Golf and the
+    // server that never answered.
+    assert_eq!(
+        cell(row("127.0.0.1:27963"), "password"),
+        "<span class=\"lock\" role=\"img\" aria-label=\"password\" title=\"password\">🔒</span>"
+    );
+    assert_eq!(
+        cell(row("127.0.0.1:27960"), "password"),
+        "<span class=\"sr\">no</span>"
+    );
+    assert_eq!(
+        cell(row("127.0.0.1:27966"), "password"),
+        "<span title=\"the game does not say\">-</span>"
+    );
+    assert_eq!(
+        cell(row("127.0.0.1:27967"), "password"),
+        cell(row("127.0.0.1:27966"), "password")
+    );
+    for r in &rows {
+        let name = cell(r, "name");
+        assert!(!name.contains("flag") && !name.contains("lock"), "{name}");
+    }
+    // The phone layout hides the `.opt` columns, and shows the symbols for the long headers.
+    let phone = page
+        .split("@media (max-width:700px){")
+        .nth(1)
+        .expect("a phone layout");
+    let phone = &phone[..phone.find("\n}").unwrap()];
+    assert!(phone.contains(".opt{display:none}"), "{phone}");
+    assert!(phone.contains("th .short{display:inline}"), "{phone}");
+    assert!(!phone.contains(".country{display:none") && !phone.contains(".password{display:none"));
+
+    // By country: online first, then the code, servers without one last, both ways.
+    let (_, asc) = s.text("/?sort=country").await;
+    assert!(
+        asc.contains("<th class=\"country\" aria-sort=\"ascending\"><a class=\"sort\" href=\"/?sort=country&amp;order=desc\""),
+        "clicking it again reverses it: {asc}"
+    );
+    let order = row_addrs(&asc);
+    assert_eq!(
+        order[..3],
+        ["127.0.0.1:27960", "127.0.0.1:27961", "127.0.0.1:27962"],
+        "DE, NL, US"
+    );
+    assert_eq!(order[7], "127.0.0.1:27966", "offline last");
+    let desc = row_addrs(&s.text("/?sort=country&order=desc").await.1);
+    assert_eq!(
+        desc[..3],
+        ["127.0.0.1:27962", "127.0.0.1:27961", "127.0.0.1:27960"],
+        "US, NL, DE, then none"
+    );
+    assert_eq!(
+        addrs(&s.json("/api/servers?sort=country").await),
+        order,
+        "the API and the page agree"
+    );
+    // By password: the one that asks for one after those that do not ascending, first
+    // descending; the one whose game does not say last of those that answered either way.
+    let asc = row_addrs(&s.text("/?sort=password").await.1);
+    assert_eq!(
+        asc[5..],
+        ["127.0.0.1:27963", "127.0.0.1:27967", "127.0.0.1:27966"],
+        "{asc:?}"
+    );
+    let desc = addrs(&s.json("/api/servers?sort=password&order=desc").await);
+    assert_eq!(desc[0], "127.0.0.1:27963", "{desc:?}");
+    assert_eq!(
+        desc[6..],
+        ["127.0.0.1:27967", "127.0.0.1:27966"],
+        "{desc:?}"
+    );
+    s.close().await;
+}
+
+/// The server page of a server that went down: "down since" the first round it missed, its
+/// uptime over the rounds probed, and the maps it ran (newest first, each until the next
+/// change); one that stayed up: "up since", no "down since".
+#[tokio::test(flavor = "multi_thread")]
+async fn server_page_shows_down_since_uptime_and_map_history() {
+    let now = fragstat_tracker::round::now_ms();
+    let at = [now - 40_000, now - 30_000, now - 20_000, now - 10_000];
+    let gone = "127.0.0.1:27970";
+    let up = "127.0.0.1:27971";
+    let round = |i: usize| {
+        let first = match i {
+            0 => answered(gone, "q3", "Gone", "q3dm1", "ffa", &[], None),
+            1 => answered(gone, "q3", "Gone", "q3dm7", "ctf", &[], None),
+            _ => Record::failed(Some(gone.into()), "q3", Status::Timeout, "no reply".into()),
+        };
+        RoundData {
+            at: at[i],
+            finished: at[i] + 5,
+            records: vec![
+                first,
+                answered(up, "q3", "Stays", "q3dm17", "ffa", &[("a", 1)], None),
+            ],
+            ..RoundData::default()
+        }
+    };
+    let s = site_with("", (0..4).map(round).collect()).await;
+    let (status, page) = s.text("/server/127.0.0.1%3A27970").await;
+    assert_eq!(status, 200, "{page}");
+    let t = fragstat_tracker::web::time_text;
+    assert!(
+        page.contains("<span class=\"badge down\">timeout</span>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            ", down since <time datetime=\"{0}\" title=\"{0}\">",
+            t(at[2])
+        )),
+        "{page}"
+    );
+    assert!(!page.contains("up since"), "{page}");
+    // Two rounds of four answered.
+    assert!(page.contains("<td id=\"uptime\">50.0 % since "), "{page}");
+    // The maps: q3dm7 (ctf) from the second round until it went down, q3dm1 before it.
+    let maps = page
+        .split("<table id=\"maps\">")
+        .nth(1)
+        .expect("a map table")
+        .split("</table>")
+        .next()
+        .unwrap();
+    let rows: Vec<&str> = maps.split("<tr class=\"map\">").skip(1).collect();
+    assert_eq!(rows.len(), 2, "{maps}");
+    for (row, (map, gt, from, to)) in rows.iter().zip([
+        ("q3dm7", "ctf", at[1], at[2]),
+        ("q3dm1", "ffa", at[0], at[1]),
+    ]) {
+        assert!(
+            row.starts_with(&format!("<td>{map}</td><td class=\"opt\">{gt}</td>")),
+            "{row}"
+        );
+        assert!(
+            row.contains(&format!("<time datetime=\"{0}\" title=\"{0}\">", t(from))),
+            "{row}"
+        );
+        assert!(
+            row.contains(&format!("<time datetime=\"{0}\" title=\"{0}\">", t(to))),
+            "{row}"
+        );
+    }
+    // The API says the same.
+    let j = s.json("/api/servers/127.0.0.1%3A27970").await;
+    assert_eq!(j["down_since"], at[2]);
+    assert_eq!(j["uptime"]["fraction"], 0.5);
+    assert_eq!(j["map_history"][0]["map"], "q3dm7");
+    assert_eq!(j["map_history"][0]["to"], at[2]);
+
+    let (_, page) = s.text("/server/127.0.0.1%3A27971").await;
+    assert!(
+        page.contains(&format!(
+            ", up since <time datetime=\"{0}\" title=\"{0}\">",
+            t(at[0])
+        )),
+        "{page}"
+    );
+    assert!(!page.contains("down since"), "{page}");
+    assert!(page.contains("<td id=\"uptime\">100.0 % since "), "{page}");
+    assert!(
+        page.contains("<td>now</td>"),
+        "the map it still runs: {page}"
+    );
+    s.close().await;
+}
+
+/// A copy button with the address everywhere an address is shown, and a join link only where
+/// the game's client has a URL scheme: on the browser and on the server page.
+#[tokio::test(flavor = "multi_thread")]
+async fn copy_buttons_and_join_links() {
+    let now = fragstat_tracker::round::now_ms();
+    let servers = [
+        ("127.0.0.1:27980", "openarena", None),
+        (
+            "127.0.0.1:27981",
+            "q3",
+            Some("quake3://connect/127.0.0.1:27981"),
+        ),
+        ("127.0.0.1:8303", "ddnet", Some("ddnet://127.0.0.1:8303")),
+        ("127.0.0.1:8304", "teeworlds07", None),
+        (
+            "127.0.0.1:44400",
+            "warsow",
+            Some("warsow://127.0.0.1:44400"),
+        ),
+    ];
+    let records = servers
+        .iter()
+        .map(|(addr, game, _)| answered(addr, game, game, "m", "dm", &[], None))
+        .collect();
+    let s = site_with(
+        "",
+        vec![RoundData {
+            at: now - 10_000,
+            finished: now - 9_995,
+            records,
+            ..RoundData::default()
+        }],
+    )
+    .await;
+    let (_, browser) = s.text("/").await;
+    let rows = server_rows(&browser);
+    assert_eq!(rows.len(), servers.len(), "{browser}");
+    for (addr, game, join) in servers {
+        let copy = format!(
+            "<button class=\"copy\" type=\"button\" data-copy=\"{addr}\" hidden title=\"copy the address\">copy</button>"
+        );
+        let row = rows
+            .iter()
+            .find(|r| r.contains(&format!("data-addr=\"{addr}\"")))
+            .unwrap();
+        let (_, server) = s
+            .text(&format!("/server/{}", addr.replace(':', "%3A")))
+            .await;
+        let info = server.split("<table id=\"info\">").nth(1).unwrap();
+        let info = info.split("</tr>").next().unwrap();
+        for (what, html) in [("browser", cell(row, "address opt")), ("server page", info)] {
+            assert!(
+                html.contains(&format!("<code>{addr}</code>")),
+                "{game} {what}: {html}"
+            );
+            assert!(html.contains(&copy), "{game} {what}: {html}");
+            match join {
+                Some(url) => assert!(
+                    html.contains(&format!(
+                        "<a class=\"join\" href=\"{url}\" title=\"join with the game's client\">join</a>"
+                    )),
+                    "{game} {what}: {html}"
+                ),
+                None => assert!(!html.contains("class=\"join\""), "{game} {what}: {html}"),
+            }
+        }
+        // The API's join URL for the refresh script is the same.
+        let j = s
+            .json(&format!("/api/servers/{}", addr.replace(':', "%3A")))
+            .await;
+        assert_eq!(j["server"]["join_url"].as_str(), join, "{game}");
+    }
+    // The script shows the buttons (hidden without it: the address is there to select).
+    assert!(browser.contains("showCopyButtons(document)"), "{browser}");
+    s.close().await;
+}
+
+/// A player's page shows a race server's last score as a time, as the server page does: by
+/// the record's score kind where it says (DDNet's `client_score_kind`, even for a game type
+/// that is no race), else by the game type.
+#[tokio::test(flavor = "multi_thread")]
+async fn player_page_shows_race_times() {
+    let now = fragstat_tracker::round::now_ms();
+    let mut records = vec![
+        // A race game type: a time (0.6 sends negated seconds).
+        answered(
+            "127.0.0.1:8303",
+            "ddnet",
+            "Race",
+            "Tutorial",
+            "DDraceNetwork",
+            &[("racer", -95)],
+            None,
+        ),
+        // No race in the game type, but the record says its scores are times.
+        answered(
+            "127.0.0.1:8304",
+            "ddnet",
+            "Gores",
+            "Gores1",
+            "Gores",
+            &[("racer", 125)],
+            Some("time"),
+        ),
+        // A race game type whose record says points.
+        answered(
+            "127.0.0.1:8305",
+            "ddnet",
+            "Block",
+            "Block1",
+            "DDraceNetwork",
+            &[("racer", 42)],
+            Some("points"),
+        ),
+        // Another game: a number.
+        answered(
+            "127.0.0.1:27960",
+            "q3",
+            "Quake",
+            "q3dm17",
+            "ffa",
+            &[("racer", 17)],
+            None,
+        ),
+    ];
+    // The racer plays for a clan on the first.
+    records[0].info.as_mut().unwrap().players.as_mut().unwrap()[0].clan =
+        Some(Text::new(b"Tee Clan".to_vec(), Dialect::Plain));
+    let s = site_with(
+        "",
+        vec![RoundData {
+            at: now - 10_000,
+            finished: now - 9_995,
+            records,
+            ..RoundData::default()
+        }],
+    )
+    .await;
+    let found = s.json("/api/players?q=racer").await;
+    let ids: Vec<i64> = found["players"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["player_id"].as_i64().unwrap())
+        .collect();
+    assert!(!ids.is_empty(), "{found}");
+    // The last score of each server's session, whichever player identity holds it.
+    let mut scores = std::collections::BTreeMap::new();
+    for id in ids {
+        let (status, page) = s.text(&format!("/player/{id}")).await;
+        assert_eq!(status, 200, "{page}");
+        for row in page.split("<tr class=\"session\">").skip(1) {
+            let addr = row.split("href=\"/server/").nth(1).unwrap();
+            let addr = addr[..addr.find('"').unwrap()].replace("%3A", ":");
+            let score = row.split("<td class=\"num opt\">").nth(1).unwrap();
+            let score = score[..score.find("</td>").unwrap()].to_string();
+            scores.insert(addr, score);
+        }
+    }
+    let want: std::collections::BTreeMap<String, String> = [
+        ("127.0.0.1:8303", "1:35"),
+        ("127.0.0.1:8304", "2:05"),
+        ("127.0.0.1:8305", "42"),
+        ("127.0.0.1:27960", "17"),
+    ]
+    .into_iter()
+    .map(|(a, v)| (a.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(scores, want);
+    // The server page says the same, with the clan in its column.
+    let (_, race) = s.text("/server/127.0.0.1%3A8303").await;
+    assert!(
+        race.contains("<thead><tr><th>Name</th><th>Clan</th><th class=\"num\">Time</th>"),
+        "{race}"
+    );
+    assert!(
+        race.contains("<td>Tee Clan</td><td class=\"num\">1:35</td>"),
+        "{race}"
+    );
+    // The search page links each hit's last server by its name (the servers read in one
+    // query), not by its address.
+    let (_, search) = s.text("/players?q=racer").await;
+    let hits: Vec<&str> = search.split("<tr class=\"hit\">").skip(1).collect();
+    assert!(!hits.is_empty(), "{search}");
+    for hit in hits {
+        let last = hit.split("href=\"/server/").nth(1).expect("a server link");
+        let text = &last[last.find('>').unwrap() + 1..last.find("</a>").unwrap()];
+        assert!(
+            ["Race", "Gores", "Block", "Quake"]
+                .iter()
+                .any(|n| text.contains(&format!(">{n}<"))),
+            "{hit}"
+        );
+    }
+    s.close().await;
+}
+
+/// An emulated server as a [`SimNet`] responder: each datagram handled at once, the replies
+/// to the client kept.
+fn responder(
+    mut service: Box<dyn fragstat::core::service::Service>,
+    client: std::net::SocketAddr,
+) -> fragstat::core::testing::Responder {
+    let mut out = Vec::new();
+    service.start(std::time::Instant::now(), &mut out);
+    let service = std::sync::Mutex::new(service);
+    std::sync::Arc::new(move |datagram: &[u8]| {
+        let mut out = Vec::new();
+        service
+            .lock()
+            .unwrap()
+            .handle(std::time::Instant::now(), client, datagram, &mut out);
+        out.into_iter()
+            .filter(|(to, _)| *to == client)
+            .map(|(_, d)| d)
+            .collect()
+    })
+}
+
+/// The whole GeoIP path: a `track.toml` naming the CC0 MMDB (`geoip = "PATH"`), a round
+/// through the tracker's own round function over emulated servers at public addresses from
+/// the fixtures, the countries stored, `/api/servers`' `country`, and the flags on the page.
+/// The servers live in a simulated network inside the test ([`SimNet`]): the public
+/// addresses are looked up in the file and used as keys, and no packet goes to them. The
+/// DDNet server's list is served over loopback HTTP. The same round with
+/// `country_from_name = false` reads the name's tag no more.
+#[tokio::test(flavor = "multi_thread")]
+async fn geoip_end_to_end_from_the_config_to_the_page() {
+    use fragstat::core::registry::EmuServer;
+    use fragstat::core::testing::{Faults, SimNet};
+    use fragstat::core::Transport;
+    let Some(mmdb) = mmdb() else {
+        return;
+    };
+    // Quake III servers: (address, name, the country expected and why).
+    let q3 = [
+        // GeoIP.
+        ("188.40.71.213:27970", &b"^2Frankfurt ^7FFA"[..], "DE"),
+        ("178.62.202.219:27960", &b"Amsterdam ^1Tourney"[..], "NL"),
+        // A tag in the name (colours stripped) over the address (US).
+        ("24.166.252.209:27966", &b"^3[^7NL^3]^7 Dutch CTF"[..], "NL"),
+        // `[EU]` is no country: the address (US).
+        ("74.91.112.64:27960", &b"[EU] Chicago Instagib"[..], "US"),
+    ];
+    // A DDNet server whose list says `na:us`, named `[RU] …`, at a German address: the list.
+    let ddnet = "185.107.96.110:8303";
+    let net = SimNet::new(Faults::default(), 1);
+    let me = net.local_addr().unwrap();
+    let q3_game = fragstat::game("q3").unwrap();
+    for (i, (addr, name, _)) in q3.iter().enumerate() {
+        let c = EmuServer::new(name.to_vec(), "q3dm17", 2).with_seed(i as u64 + 1);
+        let service = q3_game.emulator().unwrap().emulated_server(&c).unwrap();
+        net.add_server(addr.parse().unwrap(), responder(service, me));
+    }
+    let dd_game = fragstat::game("ddnet").unwrap();
+    let c = EmuServer::new(b"[RU] DDraceNetwork".to_vec(), "Tutorial", 1).with_seed(9);
+    let service = dd_game.emulator().unwrap().emulated_server(&c).unwrap();
+    net.add_server(ddnet.parse().unwrap(), responder(service, me));
+    let list = serde_json::json!({"servers": [{
+        "addresses": [format!("tw-0.6+udp://{ddnet}")],
+        "location": "na:us",
+        "info": {"max_clients": 16, "max_players": 16, "passworded": false,
+                 "game_type": "DDraceNetwork", "name": "[RU] DDraceNetwork",
+                 "map": {"name": "Tutorial"}, "version": "0.6.4, 16.4", "clients": []}
+    }]})
+    .to_string();
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let list_url = format!("http://{}/servers.json", http.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/servers.json",
+        axum::routing::get(move || {
+            let list = list.clone();
+            async move { list }
+        }),
+    );
+    let list_server = tokio::spawn(async move { axum::serve(http, app).await });
+    let client = fragstat::Client::builder()
+        .transports(Some(net.clone() as std::sync::Arc<dyn Transport>), None)
+        .timeout(std::time::Duration::from_millis(500))
+        .retries(2)
+        .build()
+        .await
+        .unwrap();
+
+    let q3_servers: Vec<String> = q3.iter().map(|(a, _, _)| format!("{a:?}")).collect();
+    let round_with = |name_tags: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = format!(
+            "database = {db:?}\ngeoip = {mmdb:?}\ncountry_from_name = {name_tags}\n\
+             [[source]]\ngame = \"q3\"\nservers = [{q3}]\n\
+             [[source]]\ngame = \"ddnet\"\nmasters = [{list_url:?}]\n",
+            db = dir.path().join("geo.db"),
+            q3 = q3_servers.join(", "),
+        );
+        let client = &client;
+        async move {
+            let tracker = Tracker::open(Config::from_toml(&toml).unwrap())
+                .await
+                .unwrap();
+            let state = tracker.state();
+            assert!(state.countries.has_geoip(), "the config's MMDB is loaded");
+            // The tracker's round (poll, countries, write, upkeep) through the simulated
+            // network.
+            let report = fragstat_tracker::round::round(
+                client,
+                tracker.store(),
+                tracker.config(),
+                tracker.metrics(),
+                &state.countries,
+            )
+            .await
+            .unwrap();
+            assert_eq!(report.data.records.len(), 5, "{:?}", report.data.records);
+            assert!(
+                report
+                    .data
+                    .records
+                    .iter()
+                    .all(|r| r.status == Status::Online),
+                "{:?}",
+                report.data.records
+            );
+            (tracker, dir)
+        }
+    };
+
+    let (tracker, dir) = round_with(true).await;
+    let mut want: Vec<(&str, &str)> = q3.iter().map(|(a, _, c)| (*a, *c)).collect();
+    want.push((ddnet, "US"));
+    for (addr, country) in &want {
+        let row = tracker.store().server(addr).await.unwrap().expect(addr);
+        assert_eq!(row.country.as_deref(), Some(*country), "{addr} stored");
+    }
+    // Every datagram went to one of the servers above, inside the simulated network.
+    let targets: std::collections::BTreeSet<String> =
+        net.sent().iter().map(|s| s.to.to_string()).collect();
+    let expected: std::collections::BTreeSet<String> =
+        want.iter().map(|(a, _)| a.to_string()).collect();
+    assert_eq!(targets, expected);
+
+    let s = serve(&tracker, dir).await;
+    let api = s.json("/api/servers?per_page=500").await;
+    for (addr, country) in &want {
+        let row = api["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["addr"] == *addr)
+            .unwrap_or_else(|| panic!("{addr}: {api}"));
+        assert_eq!(row["country"], *country, "{addr} in the API");
+    }
+    let (_, page) = s.text("/?sort=country").await;
+    let flag = |c: &str| {
+        let f = fragstat_tracker::geoip::flag(c).unwrap();
+        format!("<span class=\"flag\" role=\"img\" aria-label=\"{c}\" title=\"{c}\">{f}</span><span class=\"cc\">{c}</span>")
+    };
+    let rows = server_rows(&page);
+    assert_eq!(rows.len(), want.len(), "{page}");
+    for (addr, country) in &want {
+        let row = rows
+            .iter()
+            .find(|r| r.contains(&format!("data-addr=\"{addr}\"")))
+            .unwrap_or_else(|| panic!("{addr}: {page}"));
+        assert_eq!(cell(row, "country"), flag(country), "{addr} on the page");
+    }
+    // Sorted by country: DE, NL, NL, US, US.
+    let order: Vec<&str> = row_addrs(&page)
+        .iter()
+        .map(|a| want.iter().find(|(w, _)| w == a).unwrap().1)
+        .collect();
+    assert_eq!(order, ["DE", "NL", "NL", "US", "US"]);
+    // The server page.
+    let (_, server) = s.text("/server/24.166.252.209%3A27966").await;
+    assert!(
+        server.contains(&format!("<tr><th>Country</th><td>{}</td></tr>", flag("NL"))),
+        "{server}"
+    );
+    s.close().await;
+
+    // Tags off: the tagged server is where its address is; the list still wins.
+    let (tracker, _dir) = round_with(false).await;
+    let store = tracker.store();
+    let tagged = store.server("24.166.252.209:27966").await.unwrap().unwrap();
+    assert_eq!(tagged.country.as_deref(), Some("US"));
+    let listed = store.server(ddnet).await.unwrap().unwrap();
+    assert_eq!(listed.country.as_deref(), Some("US"));
+    list_server.abort();
 }

@@ -25,6 +25,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Row};
 
+mod lookup;
 mod maintain;
 mod read;
 mod rows;

@@ -55,13 +55,15 @@ const SESSION_END: &str = "CASE WHEN s.left_at IS NOT NULL THEN s.left_at ELSE \
      ELSE s.last_seen END FROM servers v LEFT JOIN server_latest l ON l.server_id = v.id \
      WHERE v.id = s.server_id), s.last_seen) END";
 
-const SERVER_COLUMNS: &str = "addr, game, status, error, name_raw, dialect, map, gametype, \
+pub(super) const SERVER_COLUMNS: &str =
+    "addr, game, status, error, name_raw, dialect, map, gametype, \
      num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online, id, \
      country, password, down_since, up_since";
 
 /// The servers with their numbers now: the row's state, and the players, bots, ping and last
 /// round from its `server_latest` row (the row has them as of its last change).
-const SERVERS_NOW: &str = "(SELECT s.addr, s.game, s.status, s.error, s.name_raw, s.name, \
+pub(super) const SERVERS_NOW: &str =
+    "(SELECT s.addr, s.game, s.status, s.error, s.name_raw, s.name, \
      s.dialect, s.map, s.gametype, \
      CASE WHEN x.at IS NULL THEN s.num_players ELSE x.players END AS num_players, \
      s.max_players, CASE WHEN x.at IS NULL THEN s.num_bots ELSE x.bots END AS num_bots, \
@@ -71,7 +73,7 @@ const SERVERS_NOW: &str = "(SELECT s.addr, s.game, s.status, s.error, s.name_raw
      AS last_online, s.id, s.country, s.password, s.down_since, s.up_since \
      FROM servers s LEFT JOIN server_latest x ON x.server_id = s.id) v";
 
-fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
+pub(super) fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
     let password: Option<i64> = r.try_get(17)?;
     Ok(ServerRow {
         addr: r.try_get(0)?,

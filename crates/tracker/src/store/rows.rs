@@ -208,6 +208,8 @@ impl ServerFilter {
                 Some(if desc { "''" } else { "'\u{10FFFF}'" }),
             ),
             Sort::Addr => ("addr", None),
+            Sort::Country => ("country", Some(if desc { "''" } else { "'\u{10FFFF}'" })),
+            Sort::Password => ("password", Some(if desc { "-1" } else { "2" })),
         };
         let key = match null_last {
             Some(v) => format!("COALESCE({key}, {v})"),
@@ -242,12 +244,17 @@ pub enum Sort {
     Gametype,
     /// By address.
     Addr,
+    /// By country code (servers without one last).
+    Country,
+    /// Open servers first (ascending), or those asking for a password (descending); those
+    /// whose game does not say last.
+    Password,
 }
 
 impl Sort {
     /// Every sort key, as `sort=` takes it.
-    pub const KEYS: [&'static str; 8] = [
-        "players", "bots", "ping", "name", "map", "game", "gametype", "addr",
+    pub const KEYS: [&'static str; 10] = [
+        "players", "bots", "ping", "name", "map", "game", "gametype", "addr", "country", "password",
     ];
 
     /// The key as `sort=` takes it.
@@ -261,6 +268,8 @@ impl Sort {
             Sort::Game => "game",
             Sort::Gametype => "gametype",
             Sort::Addr => "addr",
+            Sort::Country => "country",
+            Sort::Password => "password",
         }
     }
 
@@ -282,6 +291,8 @@ impl FromStr for Sort {
             "game" => Sort::Game,
             "gametype" => Sort::Gametype,
             "addr" => Sort::Addr,
+            "country" => Sort::Country,
+            "password" => Sort::Password,
             _ => {
                 return Err(format!(
                     "unknown sort {s:?}: one of {}",

@@ -4,7 +4,7 @@
 //! under a base path behind a reverse proxy. Names are shown with their games' colours,
 //! lightened where they would not read on the page's background ([`super::colour`]).
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
@@ -59,14 +59,27 @@ fn time_html(ms: i64, now: i64) -> Markup {
     html! { time datetime=(abs) title=(abs) { (ago(ms, now)) } }
 }
 
-/// A country's flag (regional-indicator symbols: an emoji flag, no image) with its code.
+/// A country's flag (regional-indicator symbols: an emoji flag, no image) with its code; "-"
+/// for none.
 fn flag_html(code: Option<&str>) -> Markup {
     html! {
-        @if let Some(c) = code {
-            @if let Some(f) = flag(c) {
-                // The letters too: not every system draws flag emoji.
-                span.flag role="img" aria-label=(c) title=(c) { (f) } span.cc { (c) } " "
-            }
+        @if let Some((c, f)) = code.and_then(|c| Some((c, flag(c)?))) {
+            // The letters too: not every system draws flag emoji.
+            span.flag role="img" aria-label=(c) title=(c) { (f) } span.cc { (c) }
+        } @else {
+            "-"
+        }
+    }
+}
+
+/// Whether a server asks for a password, as a cell: a lock where it does, nothing to see where
+/// it does not ("no" for screen readers), "-" where its game does not say.
+fn password_html(password: Option<bool>) -> Markup {
+    html! {
+        @match password {
+            Some(true) => span.lock role="img" aria-label="password" title="password" { "🔒" },
+            Some(false) => span.sr { "no" },
+            None => span title="the game does not say" { "-" },
         }
     }
 }
@@ -142,8 +155,6 @@ fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
     html! {
         tr class={ "server " (s.status) } data-addr=(s.addr) {
             td.name {
-                (flag_html(country.as_deref()))
-                @if server_password(s) == Some(true) { span.lock role="img" aria-label="password" title="password" { "🔒" } }
                 a href=(st.site.url(&format!("/server/{}", addr_segment(&s.addr)))) {
                     @if s.name_raw.is_some() { (name_html(&name)) } @else { (s.addr) }
                 }
@@ -151,6 +162,8 @@ fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
                     " " span.status { (s.status) @if let Some(t) = s.last_online { ", answered " (time_html(t, now)) } }
                 }
             }
+            td.country { (flag_html(country.as_deref())) }
+            td.password { (password_html(server_password(s))) }
             td.game.opt { (game_title(&s.game).unwrap_or_else(|| s.game.clone())) }
             td.gametype.opt { (s.gametype.as_deref().unwrap_or("")) }
             td.map { (s.map.as_deref().unwrap_or("-")) }
@@ -163,15 +176,18 @@ fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
     }
 }
 
-/// The browser's columns: header text, sort key, and whether it hides on a phone.
-const COLUMNS: [(&str, Sort, &str); 7] = [
-    ("Name", Sort::Name, "name"),
-    ("Game", Sort::Game, "game opt"),
-    ("Type", Sort::Gametype, "gametype opt"),
-    ("Map", Sort::Map, "map"),
-    ("Players", Sort::Players, "num players"),
-    ("Ping", Sort::Ping, "num ping opt"),
-    ("Address", Sort::Addr, "address opt"),
+/// The browser's columns: header text, the symbol a phone shows instead (the text is still
+/// there for screen readers), sort key, and classes (`opt`: hidden on a phone).
+const COLUMNS: [(&str, Option<&str>, Sort, &str); 9] = [
+    ("Name", None, Sort::Name, "name"),
+    ("Country", Some("🌐"), Sort::Country, "country"),
+    ("Password", Some("🔒"), Sort::Password, "password"),
+    ("Game", None, Sort::Game, "game opt"),
+    ("Type", None, Sort::Gametype, "gametype opt"),
+    ("Map", None, Sort::Map, "map"),
+    ("Players", None, Sort::Players, "num players"),
+    ("Ping", None, Sort::Ping, "num ping opt"),
+    ("Address", None, Sort::Addr, "address opt"),
 ];
 
 pub(super) async fn browser(
@@ -222,7 +238,7 @@ pub(super) async fn browser(
         }
         table #servers {
             thead { tr {
-                @for (label, key, class) in COLUMNS {
+                @for (label, short, key, class) in COLUMNS {
                     @let active = b.filter.sort == key;
                     @let next_desc = if active { !b.desc } else { key.default_desc() };
                     @let href = format!("{home}{}", q.with(&[
@@ -231,8 +247,12 @@ pub(super) async fn browser(
                         ("page", None),
                     ]));
                     th class=(class) aria-sort=[active.then_some(if b.desc { "descending" } else { "ascending" })] {
-                        a.sort href=(href) data-sort=(key.key()) {
-                            (label)
+                        a.sort href=(href) data-sort=(key.key()) title=[short.map(|_| label)] {
+                            @if let Some(sh) = short {
+                                span.long { (label) } span.short aria-hidden="true" { (sh) }
+                            } @else {
+                                (label)
+                            }
                             @if active { (if b.desc { " ▼" } else { " ▲" }) }
                         }
                     }
@@ -314,9 +334,34 @@ fn race_times(game: &str, gametype: Option<&str>, score_kind: Option<&str>) -> b
     if let Some(k) = score_kind {
         return k == "time";
     }
-    let teeworlds = matches!(game, "ddnet" | "teeworlds" | "teeworlds07");
+    let teeworlds = TEEWORLDS_FAMILY.contains(&game);
     let gt = gametype.unwrap_or_default().to_ascii_lowercase();
     teeworlds && (gt.contains("race") || gt.contains("fastcap") || gt.contains("ddnet"))
+}
+
+/// The games whose records may say how scores count (`extra.score_kind`) and whose race
+/// game types score times.
+const TEEWORLDS_FAMILY: [&str; 3] = ["ddnet", "teeworlds", "teeworlds07"];
+
+/// Of the servers at `addrs`, those whose scores are race times ([`race_times`], as the
+/// server page decides): their rows in one query, and the records of the Teeworlds family's
+/// (the only ones that say) in another.
+async fn race_servers(st: &AppState, addrs: &[&str]) -> Result<HashSet<String>, WebError> {
+    let servers = st.store.servers_at(addrs).await?;
+    let tee: Vec<&str> = servers
+        .values()
+        .filter(|s| TEEWORLDS_FAMILY.contains(&s.game.as_str()))
+        .map(|s| s.addr.as_str())
+        .collect();
+    let records = st.store.records_at(&tee, &TEEWORLDS_FAMILY).await?;
+    Ok(servers
+        .values()
+        .filter(|s| {
+            let facts = record_facts(records.get(&s.addr).map(String::as_str));
+            race_times(&s.game, s.gametype.as_deref(), facts.score_kind.as_deref())
+        })
+        .map(|s| s.addr.clone())
+        .collect())
 }
 
 /// A race time score as `m:ss` (DDNet sends whole seconds, negated on 0.6); empty for
@@ -461,13 +506,9 @@ pub(super) async fn players_page(
 ) -> Result<Html<String>, WebError> {
     let text = q.q.clone().unwrap_or_default();
     let hits = q.hits(&st).await?;
-    // One lookup per server, not per player.
-    let mut servers: HashMap<&str, Option<ServerRow>> = HashMap::new();
-    for a in hits.iter().filter_map(|h| h.addr.as_deref()) {
-        if !servers.contains_key(a) {
-            servers.insert(a, st.store.server(a).await?);
-        }
-    }
+    // The servers the hits were last seen on: one query for all of them.
+    let addrs: Vec<&str> = hits.iter().filter_map(|h| h.addr.as_deref()).collect();
+    let servers = st.store.servers_at(&addrs).await?;
     let now = now_ms();
     let body = html! {
         h1 { "Where is … playing?" }
@@ -481,7 +522,7 @@ pub(super) async fn players_page(
                 thead { tr { th { "Player" } th { "Last server" } th.opt { "Map" } th { "Seen" } } }
                 tbody {
                     @for h in &hits {
-                        @let s = h.addr.as_deref().and_then(|a| servers.get(a)).and_then(Option::as_ref);
+                        @let s = h.addr.as_deref().and_then(|a| servers.get(a));
                         tr.hit {
                             td { a href=(player_href(&st.site, h.player_id)) { (name_html(&h.name_text())) } }
                             td { @if let Some(a) = h.addr.as_deref() {
@@ -519,6 +560,8 @@ pub(super) async fn player_page(
     let Some(p) = st.store.player(id, PLAYER_SESSIONS).await? else {
         return Err(not_found("player"));
     };
+    let addrs: Vec<&str> = p.sessions.iter().map(|s| s.addr.as_str()).collect();
+    let races = race_servers(&st, &addrs).await?;
     let now = now_ms();
     let name = p.name_text();
     let body = html! {
@@ -544,7 +587,13 @@ pub(super) async fn player_page(
                             td { (time_html(s.joined, now)) }
                             td { @if let Some(l) = s.left { (time_html(l, now)) } @else { span.badge.online { "playing now" } } }
                             td.num { (duration_text(s.seconds)) }
-                            td.num.opt { (s.last_score.map_or("-".into(), |v| v.to_string())) }
+                            td.num.opt {
+                                @match s.last_score {
+                                    Some(v) if races.contains(&s.addr) => (race_time(v)),
+                                    Some(v) => (v),
+                                    None => "-",
+                                }
+                            }
                         }
                     }
                 }
