@@ -673,7 +673,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let since = at - a.search_days * 86_400_000;
     let mut times = Vec::new();
-    for q in ["dark", "slayer", "ki", "a", "nova12", "zzq", "ghost", "er"] {
+    for q in [
+        "dark", "slayer", "ki", "a", "nova12", "zzq", "ghost", "er", "qz", "j",
+    ] {
         // One warm query, then the timed ones; the slowest of them is the figure.
         store.find_players(q, since, 100).await?;
         let mut worst: f64 = 0.0;

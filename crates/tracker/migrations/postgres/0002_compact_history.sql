@@ -168,7 +168,9 @@ CREATE TABLE players (
     last_server_id BIGINT             -- where it was last seen
 );
 CREATE UNIQUE INDEX players_identity ON players (name_raw, dialect);
-CREATE INDEX players_last_seen ON players (last_seen);
+-- By last sighting, with the search key: the search walks it newest first and reads the
+-- names from the index itself (retention deletes by it too).
+CREATE INDEX players_last_seen ON players (last_seen, name);
 
 INSERT INTO players (name_raw, dialect, name, first_seen, last_seen)
 SELECT name_raw, dialect, MIN(name), MIN(at), MAX(at)

@@ -406,6 +406,9 @@ pub struct Store {
     /// The players on each server that answered in this process's last written round.
     live: Arc<std::sync::RwLock<write::Live>>,
     history: History,
+    /// Players a trigram search walks before it asks the index ([`read::SEARCH_WALK`]; less
+    /// in tests).
+    search_walk: i64,
 }
 
 impl Store {
@@ -508,6 +511,7 @@ impl Store {
             })),
             live: Arc::default(),
             history: History::default(),
+            search_walk: read::SEARCH_WALK,
         })
     }
 

@@ -2,6 +2,8 @@
 
 use super::read::contains_pattern;
 use super::*;
+use fragstat::core::model::Text;
+use sqlx::Row;
 
 #[test]
 fn passwords_are_hidden() {
@@ -93,4 +95,66 @@ fn dialects_read_back_from_their_ids() {
     );
     assert_eq!(text_of(b"x".to_vec(), None).dialect(), Dialect::Quake);
     assert_eq!(text_of(b"^^1x".to_vec(), Some("dp")).display(), "^1x");
+}
+
+/// The search gives what a brute-force filter of the players gives (name contains the text,
+/// seen since, newest first, ties by id, at most `limit`), whatever share of the players it
+/// walks before it asks the trigram index: with a walk of 1, most answers come from the
+/// index; with a long one, from the walk alone.
+#[tokio::test]
+async fn search_walk_then_trigram_index_finds_what_a_filter_finds() {
+    let mut store = Store::open("sqlite::memory:").await.unwrap();
+    let names = [
+        "abcdef", "xabcx", "ab", "^1Ab^2CD", "zzz", "bab", "xyz12", "nab c", "abc", "b",
+    ];
+    let mut players = Vec::new();
+    for i in 0..60i64 {
+        let raw = names[(i as usize * 7) % names.len()].as_bytes().to_vec();
+        let name = Text::new(raw.clone(), fragstat::core::model::Dialect::Ioq3)
+            .display()
+            .to_lowercase();
+        // Pairs share a sighting: ties are ordered by id.
+        let seen = 1_000 + (i / 2) * 10;
+        let id: i64 = sqlx::query(
+            "INSERT INTO players (name_raw, dialect, name, first_seen, last_seen) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(raw.clone())
+        .bind(format!("d{i}"))
+        .bind(name.clone())
+        .bind(seen)
+        .bind(seen)
+        .fetch_one(&store.pool)
+        .await
+        .unwrap()
+        .try_get(0)
+        .unwrap();
+        players.push((id, name, seen));
+    }
+    let mut checked = 0;
+    for walk in [1, 2, 5, 7, 1_000] {
+        store.search_walk = walk;
+        for q in ["abc", "ab", "zzz", "b", "xyz12", "ab c", "nope", "bcd"] {
+            for since in [0, 1_150, 1_290] {
+                for limit in [1, 3, 100] {
+                    let mut want: Vec<&(i64, String, i64)> = players
+                        .iter()
+                        .filter(|(_, n, s)| n.contains(q) && *s >= since)
+                        .collect();
+                    want.sort_by_key(|(id, _, s)| (std::cmp::Reverse(*s), *id));
+                    let want: Vec<i64> = want.iter().take(limit).map(|p| p.0).collect();
+                    let got: Vec<i64> = store
+                        .find_players(q, since, limit as i64)
+                        .await
+                        .unwrap()
+                        .iter()
+                        .map(|h| h.player_id)
+                        .collect();
+                    assert_eq!(got, want, "{q:?} since {since} limit {limit} walk {walk}");
+                    checked += usize::from(!want.is_empty());
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "{checked}");
 }
