@@ -1,6 +1,6 @@
 //! Storage: a database of schema 1 upgraded and read through schema 2's API; the per-record
-//! caps (R8) flooded; a restart that continues or ends the open sessions. In SQLite and in a
-//! real PostgreSQL server started by the test.
+//! caps (R8) flooded; a restart that continues or ends the open sessions; the upkeep's
+//! downsampling and retention. In SQLite and in a real PostgreSQL server started by the test.
 
 use fragstat::core::model::{Dialect, Text};
 use fragstat::core::record::Record;
@@ -456,4 +456,187 @@ async fn postgres_null_then_float() {
         return;
     };
     null_then_float(&pg.url).await;
+}
+
+const C: &str = "192.0.2.12:27960";
+const MINUTE: i64 = 60_000;
+/// A start on a 10-minute boundary.
+const T0: i64 = 1_800_000_000_000;
+
+/// Rows of `table` whose server is not in `servers` (none after an upkeep: what a deleted
+/// server had goes with it or ages out, never a new server's).
+async fn orphans(url: &str, table: &str) -> i64 {
+    sqlx::any::install_default_drivers();
+    let pool = AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&fragstat_tracker::store::database_url(url))
+        .await
+        .unwrap();
+    let n: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM {table} t WHERE NOT EXISTS \
+         (SELECT 1 FROM servers s WHERE s.id = t.server_id)"
+    ))
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    n
+}
+
+/// The round `k` minutes after T0 of three servers: A always up (ann; bob from minute 60; map
+/// m1, then m2 from minute 30), B down from minute 30 to 39 (cat), C listed until minute 19
+/// (dan), then no longer probed.
+fn upkeep_round(k: i64) -> RoundData {
+    let at = T0 + k * MINUTE;
+    let mut a = online(A, if k < 60 { &["ann"] } else { &["ann", "bob"] });
+    if let Some(i) = a.info.as_mut() {
+        i.map = Text::new(if k < 30 { b"m1" } else { b"m2" }.to_vec(), Dialect::Plain);
+    }
+    let mut records = vec![a];
+    records.push(if (30..40).contains(&k) {
+        Record::failed(
+            Some(B.into()),
+            "q3",
+            fragstat::core::record::Status::Timeout,
+            "no reply".into(),
+        )
+    } else {
+        online(B, &["cat"])
+    });
+    if k < 20 {
+        records.push(online(C, &["dan"]));
+    }
+    RoundData {
+        at,
+        finished: at,
+        records,
+        ..RoundData::default()
+    }
+}
+
+/// The upkeep after each round: per-round series rows older than `raw` become one row per
+/// server per bucket (rounds, answers, players' minimum, average and maximum), which the
+/// history, the uptime and the counts read as they read the rounds; then each table's
+/// retention: old rounds, buckets, changes, ended sessions and players unseen go, and a
+/// server no longer probed goes with its latest numbers and changes once its sessions have.
+async fn upkeep(url: &str, wal: Option<&std::path::Path>) {
+    use std::time::Duration;
+    let hours = |h: u64| Some(Duration::from_secs(h * 3600));
+    let history = fragstat_tracker::store::History {
+        raw: Duration::from_secs(3600),
+        bucket: Duration::from_secs(600),
+        series: hours(3),
+        changes: hours(3),
+        sessions: hours(3),
+        players: hours(3),
+        rounds: hours(3),
+        ..fragstat_tracker::store::History::default()
+    };
+    let store = Store::open(url).await.unwrap().with_history(history);
+    for k in 0..120 {
+        let round = upkeep_round(k);
+        store.write_round(&round).await.unwrap();
+        store.maintain(round.at).await.unwrap();
+    }
+    // At minute 119 the per-round rows from minute 50 on are kept (the cut: the bucket of
+    // an hour ago); before, buckets: A's and B's 0–40, C's 0 and 10.
+    let c = store.counts().await.unwrap();
+    assert_eq!((c.series, c.series_agg), (140, 12), "{c:?}");
+    let b = store.history(B, T0).await.unwrap();
+    assert_eq!(b.len(), 5 + 70, "{b:?}");
+    assert!(b.windows(2).all(|w| w[0].at < w[1].at), "{b:?}");
+    assert_eq!(b.iter().map(|p| p.rounds).sum::<i64>(), 120);
+    let bucket = |at: i64| b.iter().find(|p| p.at == at).unwrap();
+    let down = bucket(T0 + 30 * MINUTE);
+    assert_eq!((down.rounds, down.online_rounds), (10, 0), "{down:?}");
+    assert_eq!(down.status, "timeout");
+    let up = bucket(T0 + 20 * MINUTE);
+    assert_eq!(
+        (
+            up.rounds,
+            up.online_rounds,
+            up.players_min,
+            up.num_players,
+            up.players_max
+        ),
+        (10, 10, Some(1), Some(1), Some(1)),
+        "{up:?}"
+    );
+    // Per round after the cut.
+    let raw = bucket(T0 + 50 * MINUTE);
+    assert_eq!((raw.rounds, raw.num_players), (1, Some(1)), "{raw:?}");
+    // A's maps as its changes say, at every point of either kind.
+    let a = store.history(A, T0).await.unwrap();
+    assert_eq!(a.first().unwrap().rounds, 10);
+    assert_eq!(a.last().unwrap().num_players, Some(2));
+    assert_eq!(a.last().unwrap().map.as_deref(), Some("m2"));
+    // B answered 110 of its 120 rounds, read from buckets and rounds alike.
+    let u = store.uptime(B, T0).await.unwrap();
+    assert!((u.fraction.unwrap() - 110.0 / 120.0).abs() < 1e-9, "{u:?}");
+    let u = store.uptime(A, T0 + 45 * MINUTE).await.unwrap();
+    assert_eq!(u.fraction, Some(1.0), "{u:?}");
+    // C's last round was minute 19: dan's session ended there.
+    let dan = store.find_players("dan", T0, 5).await.unwrap();
+    assert_eq!(dan.len(), 1, "{dan:?}");
+    let dan = store.player(dan[0].player_id, 5).await.unwrap().unwrap();
+    assert_eq!(dan.sessions[0].left, Some(T0 + 19 * MINUTE), "{dan:?}");
+
+    // Three hours on (A and B probed every minute): everything older than three hours goes,
+    // C (not probed for that long, its sessions gone) with it.
+    for k in 120..300 {
+        let round = upkeep_round(k);
+        store.write_round(&round).await.unwrap();
+        store.maintain(round.at).await.unwrap();
+    }
+    let cut = T0 + 299 * MINUTE - 3 * 60 * MINUTE;
+    let c = store.counts().await.unwrap();
+    assert_eq!(c.servers, 2, "{c:?}");
+    assert_eq!(c.rounds, 181, "{c:?}");
+    assert!(store.server(C).await.unwrap().is_none());
+    assert!(store.find_players("dan", 0, 5).await.unwrap().is_empty());
+    assert_eq!(store.find_players("ann", 0, 5).await.unwrap().len(), 1);
+    let b = store.history(B, 0).await.unwrap();
+    assert!(
+        b.iter().all(|p| p.at >= cut - 10 * MINUTE),
+        "{:?}",
+        b.first()
+    );
+    assert_eq!(b.last().unwrap().at, T0 + 299 * MINUTE);
+    // cat's first session (it ended when B went down) is gone; the one since is open.
+    let cat = store.find_players("cat", 0, 1).await.unwrap();
+    let cat = store.player(cat[0].player_id, 10).await.unwrap().unwrap();
+    assert_eq!(cat.sessions.len(), 1, "{cat:?}");
+    assert_eq!(cat.sessions[0].left, None);
+    for table in [
+        "series",
+        "series_agg",
+        "server_latest",
+        "server_changes",
+        "sessions",
+    ] {
+        assert_eq!(orphans(url, table).await, 0, "{table}");
+    }
+    // SQLite: the upkeep copies the log into the database every round, so it stays the size
+    // of a round's pages where 300 rounds' would be megabytes (a commit checkpoints only
+    // past 64 MB). Read before the store closes (the last connection removes the file).
+    if let Some(wal) = wal {
+        let size = std::fs::metadata(wal).map(|m| m.len()).unwrap();
+        assert!(size < 512 * 1024, "write-ahead log of {size} bytes");
+    }
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_upkeep_downsamples_and_keeps_each_table_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("u.db").display().to_string();
+    upkeep(&db, Some(&dir.path().join("u.db-wal"))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_upkeep_downsamples_and_keeps_each_table_its_time() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    upkeep(&pg.url, None).await;
 }
