@@ -454,12 +454,18 @@ impl Config {
             ("sessions_hours", h.sessions_hours),
             ("players_hours", h.players_hours),
             ("rounds_hours", h.rounds_hours),
-            ("session_gap_secs", h.session_gap_secs),
+            // Seconds, under the same bound as the hours.
+            ("session_gap_secs", h.session_gap_secs.map(|s| s / 3600.0)),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && (0.0..=MAX_RETENTION_HOURS).contains(&v)) {
+                    let max = if key.ends_with("_secs") {
+                        MAX_RETENTION_HOURS * 3600.0
+                    } else {
+                        MAX_RETENTION_HOURS
+                    };
                     return Err(ConfigError::Invalid(format!(
-                        "[history] {key} must be between 0 and {MAX_RETENTION_HOURS}"
+                        "[history] {key} must be between 0 and {max}"
                     )));
                 }
             }
@@ -597,7 +603,17 @@ mod tests {
         assert_eq!(h.series, Some(Duration::from_secs(48 * 3600)));
         assert_eq!(h.sessions, None);
         assert_eq!(h.flush_rounds, 3);
-        for bad in ["raw_hours = -1\n", "flush_rounds = 0\n", "bogus = 1\n"] {
+        // A gap in seconds: a year is fine, a century and a half is not.
+        let c =
+            Config::from_toml(&format!("{src}[history]\nsession_gap_secs = 31536000\n")).unwrap();
+        assert_eq!(c.history().session_gap, Duration::from_secs(31_536_000));
+        for bad in [
+            "raw_hours = -1\n",
+            "flush_rounds = 0\n",
+            "bogus = 1\n",
+            "session_gap_secs = 5e9\n",
+            "session_gap_secs = -1\n",
+        ] {
             assert!(
                 Config::from_toml(&format!("{src}[history]\n{bad}")).is_err(),
                 "{bad}"

@@ -152,7 +152,15 @@ async fn pipeline(database: &str) {
         assert_eq!(r.masters.len(), 1);
         assert_eq!(r.masters[0].servers, Some(5), "{:?}", r.masters);
         ats.push(r.data.at);
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // Rounds are keyed by their start in milliseconds: the next starts in a later one.
+        while std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            <= u128::try_from(r.data.at).unwrap()
+        {
+            tokio::task::yield_now().await;
+        }
     }
 
     // Rows: 6 servers (one down) in the series of each round; a session per player, all
