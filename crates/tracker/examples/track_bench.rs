@@ -9,8 +9,8 @@
 //!             [--search-days 30] [--prefill-hours 24] [--prefill-days 7] [--postgres URL]
 //! ```
 //!
-//! The rounds are measured in a steady state, not on an empty database: after the warm-up
-//! rounds, the database is filled in bulk with what a day of running leaves (the per-round
+//! The rounds are measured in a steady state, not on an empty database: after the first
+//! warm-up round, the database is filled in bulk with what a day of running leaves (the per-round
 //! series of the last `--prefill-hours` for every server, `--prefill-days` of closed
 //! sessions and of the downsampled series, the players of `--search-days`), and the site
 //! keeps the default week of history (the series per round for 24 h, then per 10 minutes)
@@ -502,118 +502,14 @@ async fn prefill(
     Ok(())
 }
 
-fn median_max(v: &mut [f64]) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (
-        v.get(v.len() / 2).copied().unwrap_or_default(),
-        v.last().copied().unwrap_or_default(),
-    )
-}
-
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let a = args();
-    let dir = tempfile::tempdir()?;
-    let path = dir.path().join("bench.db");
-    let database = a
-        .postgres
-        .clone()
-        .unwrap_or_else(|| path.display().to_string());
-    let sqlite = a.postgres.is_none();
-    // A site keeping a week of history (the default; the series per round for 24 h, then per
-    // 10 minutes) and its players as long as a `--search-days` search needs.
-    let history = History {
-        players: Some(Duration::from_secs(a.search_days.max(1) as u64 * 86_400)),
-        ..History::default()
-    };
-    let store = Store::open(&database).await?.with_history(history);
-    let mut model = Model::new(&a);
-    let mut conn = if sqlite {
-        Some(
-            <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
-                "sqlite://{}",
-                path.display()
-            ))
-            .await?,
-        )
-    } else {
-        None
-    };
-    let t0: i64 = 1_800_000_000_000;
-    let mut at = t0;
-    let mut writes = Vec::new();
-    let mut upkeeps = Vec::new();
-    let mut before = None;
-    let (mut players_seen, mut arrivals0) = (0u64, 0);
-    for r in 0..a.warmup + a.rounds {
-        if r == a.warmup {
-            if a.prefill_hours > 0 || a.prefill_days > 0 || a.search_days > 0 {
-                let mut c = <sqlx::AnyConnection as sqlx::Connection>::connect(
-                    &fragstat_tracker::store::database_url(&database),
-                )
-                .await?;
-                if sqlite {
-                    sqlx::query("PRAGMA cache_size = -1000000")
-                        .execute(&mut c)
-                        .await?;
-                }
-                let per_round = model.arrivals as f64 / a.warmup.max(1) as f64;
-                prefill(&mut c, !sqlite, &a, &model, t0, per_round).await?;
-                sqlx::Connection::close(c).await?;
-            }
-            if let Some(c) = conn.as_mut() {
-                before = Some(sizes(c).await?);
-            }
-            arrivals0 = model.arrivals;
-        }
-        let records = model.round();
-        if r >= a.warmup {
-            players_seen += records
-                .iter()
-                .filter_map(|r| r.info.as_ref())
-                .map(|i| u64::from(i.num_players))
-                .sum::<u64>();
-        }
-        let round = RoundData {
-            at,
-            finished: at + 500,
-            records,
-            ..RoundData::default()
-        };
-        let t = Instant::now();
-        store.write_round(&round).await?;
-        let took = t.elapsed();
-        let t = Instant::now();
-        store.maintain(at).await?;
-        if r >= a.warmup {
-            writes.push(took.as_secs_f64());
-            upkeeps.push(t.elapsed().as_secs_f64());
-        }
-        at += 60_000;
-    }
+/// The tables' sizes and growth, and the projected storage a day (SQLite).
+async fn storage(
+    conn: &mut sqlx::SqliteConnection,
+    a: &Args,
+    counts: &fragstat_tracker::store::Counts,
+    before: Option<std::collections::BTreeMap<String, i64>>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let rounds = a.rounds as f64;
-    let (median, max) = median_max(&mut writes);
-    let p90 = writes[(writes.len() * 9 / 10).min(writes.len().saturating_sub(1))];
-    let (up_median, up_max) = median_max(&mut upkeeps);
-    println!(
-        "model: {} servers, {:.0} players a round on average, {:.0} arrivals a round ({} rounds measured after {} warm-up rounds)",
-        a.servers,
-        players_seen as f64 / rounds,
-        (model.arrivals - arrivals0) as f64 / rounds,
-        a.rounds,
-        a.warmup
-    );
-    println!("round write: median {median:.3} s, 90th percentile {p90:.3} s, max {max:.3} s");
-    println!(
-        "upkeep after each round (downsampling every 10 minutes, retention): median {up_median:.3} s, max {up_max:.3} s"
-    );
-
-    let counts = store.counts().await?;
-    println!("rows: {counts:?}");
-    let Some(conn) = conn.as_mut() else {
-        println!("(sizes and the search are measured on SQLite only)");
-        return Ok(());
-    };
     let before = before.unwrap_or_default();
     let after = sizes(conn).await?;
     let mut per_round = std::collections::BTreeMap::new();
@@ -660,6 +556,136 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         gb(window + day_rest + day_agg)
     );
     println!("each further day kept: {:.2} GB", gb(day_rest + day_agg));
+
+    Ok(())
+}
+
+fn median_max(v: &mut [f64]) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (
+        v.get(v.len() / 2).copied().unwrap_or_default(),
+        v.last().copied().unwrap_or_default(),
+    )
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a = args();
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("bench.db");
+    let database = a
+        .postgres
+        .clone()
+        .unwrap_or_else(|| path.display().to_string());
+    let sqlite = a.postgres.is_none();
+    // A site keeping a week of history (the default; the series per round for 24 h, then per
+    // 10 minutes) and its players as long as a `--search-days` search needs.
+    let history = History {
+        players: Some(Duration::from_secs(a.search_days.max(1) as u64 * 86_400)),
+        ..History::default()
+    };
+    let store = Store::open(&database).await?.with_history(history);
+    let mut model = Model::new(&a);
+    let mut conn = if sqlite {
+        Some(
+            <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
+                "sqlite://{}",
+                path.display()
+            ))
+            .await?,
+        )
+    } else {
+        None
+    };
+    let t0: i64 = 1_800_000_000_000;
+    let mut at = t0;
+    let mut writes = Vec::new();
+    let mut upkeeps = Vec::new();
+    let mut before = None;
+    let (mut players_seen, mut arrivals0) = (0u64, 0);
+    for r in 0..a.warmup + a.rounds {
+        // The bulk fill after the first round (its servers have ids then), so that the other
+        // warm-up rounds run on it before any is measured (the first rounds after a bulk
+        // load read cold pages, and PostgreSQL sets the new rows' hint bits).
+        if r == 1.min(a.warmup) {
+            if a.prefill_hours > 0 || a.prefill_days > 0 || a.search_days > 0 {
+                let mut c = <sqlx::AnyConnection as sqlx::Connection>::connect(
+                    &fragstat_tracker::store::database_url(&database),
+                )
+                .await?;
+                if sqlite {
+                    sqlx::query("PRAGMA cache_size = -1000000")
+                        .execute(&mut c)
+                        .await?;
+                }
+                let per_round = model.arrivals as f64 / r.max(1) as f64;
+                prefill(&mut c, !sqlite, &a, &model, t0, per_round).await?;
+                sqlx::Connection::close(c).await?;
+            }
+        }
+        if r == a.warmup {
+            if let Some(c) = conn.as_mut() {
+                before = Some(sizes(c).await?);
+            }
+            arrivals0 = model.arrivals;
+        }
+        let records = model.round();
+        if r >= a.warmup {
+            players_seen += records
+                .iter()
+                .filter_map(|r| r.info.as_ref())
+                .map(|i| u64::from(i.num_players))
+                .sum::<u64>();
+        }
+        let round = RoundData {
+            at,
+            finished: at + 500,
+            records,
+            ..RoundData::default()
+        };
+        let t = Instant::now();
+        store.write_round(&round).await?;
+        let took = t.elapsed();
+        let t = Instant::now();
+        store.maintain(at).await?;
+        if r >= a.warmup {
+            writes.push(took.as_secs_f64());
+            upkeeps.push(t.elapsed().as_secs_f64());
+        }
+        at += 60_000;
+    }
+    let rounds = a.rounds as f64;
+    // The slowest round, counted from the first measured one.
+    let slowest = writes
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i + 1);
+    let (median, max) = median_max(&mut writes);
+    let p90 = writes[(writes.len() * 9 / 10).min(writes.len().saturating_sub(1))];
+    let (up_median, up_max) = median_max(&mut upkeeps);
+    println!(
+        "model: {} servers, {:.0} players a round on average, {:.0} arrivals a round ({} rounds measured after {} warm-up rounds)",
+        a.servers,
+        players_seen as f64 / rounds,
+        (model.arrivals - arrivals0) as f64 / rounds,
+        a.rounds,
+        a.warmup
+    );
+    println!(
+        "round write: median {median:.3} s, 90th percentile {p90:.3} s, max {max:.3} s (round {slowest})"
+    );
+    println!(
+        "upkeep after each round (downsampling every 10 minutes, retention): median {up_median:.3} s, max {up_max:.3} s"
+    );
+
+    let counts = store.counts().await?;
+    println!("rows: {counts:?}");
+    if let Some(conn) = conn.as_mut() {
+        storage(conn, &a, &counts, before.take()).await?;
+    } else {
+        println!("(sizes are measured on SQLite only)");
+    }
 
     if a.search_days <= 0 {
         store.close().await;

@@ -243,6 +243,23 @@ CREATE INDEX servers_game ON servers (game);
 
 -- The player search: names by substring.
 -- backend-specific: begin
+-- The names in a table of their own, written once per player by a trigger (a name never
+-- changes), with the trigram index: a player's last sighting, rewritten every few rounds,
+-- then rewrites no trigram entries (an update of `players` writes a new entry in every
+-- index of its table).
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
-CREATE INDEX players_search ON players USING gin (name gin_trgm_ops);
+CREATE TABLE players_search (
+    id BIGINT PRIMARY KEY REFERENCES players (id) ON DELETE CASCADE,
+    name TEXT NOT NULL
+);
+INSERT INTO players_search (id, name) SELECT id, name FROM players;
+CREATE INDEX players_search_name ON players_search USING gin (name gin_trgm_ops);
+CREATE FUNCTION players_search_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO players_search (id, name) VALUES (NEW.id, NEW.name);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER players_search_insert AFTER INSERT ON players
+    FOR EACH ROW EXECUTE FUNCTION players_search_insert();
 -- backend-specific: end

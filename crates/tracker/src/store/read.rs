@@ -465,7 +465,8 @@ impl Store {
     /// index: for text of 3 characters or more in SQLite only the newest 100,000
     /// (common text finds its hits there), then, when they hold fewer than `limit` hits, the
     /// FTS5 trigram index gives every match; shorter text walks the whole window. In
-    /// PostgreSQL the planner chooses between that walk and the `pg_trgm` GIN index.
+    /// PostgreSQL, text of 3 characters or more is looked up in the `pg_trgm` GIN index of
+    /// `players_search`; shorter text walks.
     pub async fn find_players(
         &self,
         q: &str,
@@ -476,6 +477,7 @@ impl Store {
         const COLUMNS: &str = "p.id, p.name_raw, p.dialect, p.last_seen, s.addr, \
              EXISTS (SELECT 1 FROM sessions o WHERE o.player_id = p.id AND o.left_at IS NULL)";
         let trigram = self.backend == Backend::Sqlite && q.chars().count() >= 3;
+        let trigram_pg = self.backend == Backend::Postgres && q.chars().count() >= 3;
         // Where the walk stops: the window's start, or for trigram text the last sighting of
         // the SEARCH_WALK-th newest player (all the players seen since, ties included).
         let mut from = since;
@@ -494,8 +496,22 @@ impl Store {
                 from = from.max(cut.try_get(0)?);
             }
         }
-        let mut rows = self
-            .fetch_all(
+        let mut rows = if trigram_pg {
+            // PostgreSQL: the `pg_trgm` index answers text of 3 characters or more.
+            self.fetch_all(
+                sqlx::query(&format!(
+                    "SELECT {COLUMNS} FROM players_search f JOIN players p ON p.id = f.id \
+                     LEFT JOIN servers s ON s.id = p.last_server_id \
+                     WHERE f.name LIKE $1 ESCAPE '\\' AND p.last_seen >= $2 \
+                     ORDER BY p.last_seen DESC, p.id LIMIT $3"
+                ))
+                .bind(contains_pattern(q))
+                .bind(since)
+                .bind(limit),
+            )
+            .await?
+        } else {
+            self.fetch_all(
                 sqlx::query(&format!(
                     "SELECT {COLUMNS} FROM players p LEFT JOIN servers s ON s.id = p.last_server_id \
                      WHERE p.last_seen >= $2 AND p.name LIKE $1 ESCAPE '\\' \
@@ -505,8 +521,9 @@ impl Store {
                 .bind(from)
                 .bind(limit),
             )
-            .await?;
-        // Fewer hits than asked among the newest: every match, by the trigram index.
+            .await?
+        };
+        // SQLite, fewer hits than asked among the newest: every match, by the trigram index.
         if trigram && (rows.len() as i64) < limit && from > since {
             rows = self
                 .fetch_all(

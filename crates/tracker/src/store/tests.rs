@@ -101,9 +101,8 @@ fn dialects_read_back_from_their_ids() {
 /// seen since, newest first, ties by id, at most `limit`), whatever share of the players it
 /// walks before it asks the trigram index: with a walk of 1, most answers come from the
 /// index; with a long one, from the walk alone.
-#[tokio::test]
-async fn search_walk_then_trigram_index_finds_what_a_filter_finds() {
-    let mut store = Store::open("sqlite::memory:").await.unwrap();
+async fn search_finds_what_a_filter_finds(url: &str) {
+    let mut store = Store::open(url).await.unwrap();
     let names = [
         "abcdef", "xabcx", "ab", "^1Ab^2CD", "zzz", "bab", "xyz12", "nab c", "abc", "b",
     ];
@@ -157,4 +156,20 @@ async fn search_walk_then_trigram_index_finds_what_a_filter_finds() {
         }
     }
     assert!(checked > 100, "{checked}");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn sqlite_search_walk_then_trigram_index_finds_what_a_filter_finds() {
+    search_finds_what_a_filter_finds("sqlite::memory:").await;
+}
+
+/// PostgreSQL: the trigram index of `players_search` (kept by a trigger) for 3 characters or
+/// more, the walk for fewer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_search_finds_what_a_filter_finds() {
+    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
+        return;
+    };
+    search_finds_what_a_filter_finds(&pg.url).await;
 }
