@@ -607,21 +607,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The bulk fill after the first round (its servers have ids then), so that the other
         // warm-up rounds run on it before any is measured (the first rounds after a bulk
         // load read cold pages, and PostgreSQL sets the new rows' hint bits).
-        if r == 1.min(a.warmup) {
-            if a.prefill_hours > 0 || a.prefill_days > 0 || a.search_days > 0 {
-                let mut c = <sqlx::AnyConnection as sqlx::Connection>::connect(
-                    &fragstat_tracker::store::database_url(&database),
-                )
-                .await?;
-                if sqlite {
-                    sqlx::query("PRAGMA cache_size = -1000000")
-                        .execute(&mut c)
-                        .await?;
-                }
-                let per_round = model.arrivals as f64 / r.max(1) as f64;
-                prefill(&mut c, !sqlite, &a, &model, t0, per_round).await?;
-                sqlx::Connection::close(c).await?;
+        if r == 1.min(a.warmup) && (a.prefill_hours > 0 || a.prefill_days > 0 || a.search_days > 0)
+        {
+            let mut c = <sqlx::AnyConnection as sqlx::Connection>::connect(
+                &fragstat_tracker::store::database_url(&database),
+            )
+            .await?;
+            if sqlite {
+                sqlx::query("PRAGMA cache_size = -1000000")
+                    .execute(&mut c)
+                    .await?;
             }
+            let per_round = model.arrivals as f64 / r.max(1) as f64;
+            prefill(&mut c, !sqlite, &a, &model, t0, per_round).await?;
+            sqlx::Connection::close(c).await?;
         }
         if r == a.warmup {
             if let Some(c) = conn.as_mut() {

@@ -168,9 +168,11 @@ CREATE TABLE players (
     last_server_id BIGINT             -- where it was last seen
 );
 CREATE UNIQUE INDEX players_identity ON players (name_raw, dialect);
--- By last sighting, with the search key: the search walks it newest first and reads the
--- names from the index itself (retention deletes by it too).
-CREATE INDEX players_last_seen ON players (last_seen, name);
+-- By last sighting: the search walks it newest first, retention deletes by it. (SQLite's
+-- holds the search key too, read from the index itself; PostgreSQL reads the rows.)
+-- backend-specific: begin
+CREATE INDEX players_last_seen ON players (last_seen);
+-- backend-specific: end
 
 INSERT INTO players (name_raw, dialect, name, first_seen, last_seen)
 SELECT name_raw, dialect, MIN(name), MIN(at), MAX(at)
@@ -245,8 +247,8 @@ CREATE INDEX servers_game ON servers (game);
 -- backend-specific: begin
 -- The names in a table of their own, written once per player by a trigger (a name never
 -- changes), with the trigram index: a player's last sighting, rewritten every few rounds,
--- then rewrites no trigram entries (an update of `players` writes a new entry in every
--- index of its table).
+-- then writes no trigram entries (an update of `players` writes a new entry in every index
+-- of its table).
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE TABLE players_search (
     id BIGINT PRIMARY KEY REFERENCES players (id) ON DELETE CASCADE,

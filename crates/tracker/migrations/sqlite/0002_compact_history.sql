@@ -172,9 +172,11 @@ CREATE TABLE players (
     last_server_id BIGINT             -- where it was last seen
 );
 CREATE UNIQUE INDEX players_identity ON players (name_raw, dialect);
--- By last sighting, with the search key: the search walks it newest first and reads the
--- names from the index itself (retention deletes by it too).
+-- By last sighting: the search walks it newest first, retention deletes by it. (SQLite's
+-- holds the search key too, read from the index itself; PostgreSQL reads the rows.)
+-- backend-specific: begin
 CREATE INDEX players_last_seen ON players (last_seen, name);
+-- backend-specific: end
 
 INSERT INTO players (name_raw, dialect, name, first_seen, last_seen)
 SELECT name_raw, dialect, MIN(name), MIN(at), MAX(at)

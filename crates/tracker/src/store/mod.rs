@@ -406,8 +406,8 @@ pub struct Store {
     /// The players on each server that answered in this process's last written round.
     live: Arc<std::sync::RwLock<write::Live>>,
     history: History,
-    /// Players a trigram search walks before it asks the index ([`read::SEARCH_WALK`]; less
-    /// in tests).
+    /// Players a trigram search walks before it asks the index ([`read::SEARCH_WALK`],
+    /// [`read::SEARCH_WALK_PG`]; less in tests).
     search_walk: i64,
 }
 
@@ -511,7 +511,10 @@ impl Store {
             })),
             live: Arc::default(),
             history: History::default(),
-            search_walk: read::SEARCH_WALK,
+            search_walk: match backend {
+                Backend::Sqlite => read::SEARCH_WALK,
+                Backend::Postgres => read::SEARCH_WALK_PG,
+            },
         })
     }
 

@@ -12,8 +12,11 @@ use super::{
 };
 
 /// Players a search of 3 characters or more walks, newest first, before it asks the trigram
-/// index (SQLite): about 10 ms of the `(last_seen, name)` index.
+/// index: in SQLite about 10 ms of the `(last_seen, name)` index.
 pub(super) const SEARCH_WALK: i64 = 100_000;
+
+/// The same in PostgreSQL, whose walk reads the rows.
+pub(super) const SEARCH_WALK_PG: i64 = 20_000;
 
 /// Most rows a server's history, map history or a player's sessions return.
 const MAX_ROWS: i64 = 20_000;
@@ -461,12 +464,13 @@ impl Store {
     /// "Where is X playing": distinct players seen since `since` (Unix ms) whose name
     /// (colours stripped) contains `q`, case-insensitively; most recently seen first, at most
     /// `limit`. A search of the player identities, not of every sighting. The players are
-    /// walked by last sighting, newest first, reading the names from the `(last_seen, name)`
-    /// index: for text of 3 characters or more in SQLite only the newest 100,000
-    /// (common text finds its hits there), then, when they hold fewer than `limit` hits, the
-    /// FTS5 trigram index gives every match; shorter text walks the whole window. In
-    /// PostgreSQL, text of 3 characters or more is looked up in the `pg_trgm` GIN index of
-    /// `players_search`; shorter text walks.
+    /// walked by last sighting, newest first (in SQLite reading the names from the
+    /// `(last_seen, name)` index itself): for text of 3 characters or more only the newest
+    /// 100,000 (PostgreSQL, which reads the rows: 20,000) — common text finds its hits there —
+    /// then, when they hold fewer than `limit` hits, the trigram index gives every match
+    /// (SQLite's FTS5 table, PostgreSQL's `pg_trgm` index of `players_search`). Shorter text,
+    /// which no trigram index answers, walks the whole window in SQLite; in PostgreSQL it
+    /// walks the newest 20,000, then scans the players.
     pub async fn find_players(
         &self,
         q: &str,
@@ -476,12 +480,14 @@ impl Store {
         let limit = limit.max(0);
         const COLUMNS: &str = "p.id, p.name_raw, p.dialect, p.last_seen, s.addr, \
              EXISTS (SELECT 1 FROM sessions o WHERE o.player_id = p.id AND o.left_at IS NULL)";
-        let trigram = self.backend == Backend::Sqlite && q.chars().count() >= 3;
-        let trigram_pg = self.backend == Backend::Postgres && q.chars().count() >= 3;
+        // Text a trigram index can answer.
+        let trigram = q.chars().count() >= 3;
         // Where the walk stops: the window's start, or for trigram text the last sighting of
         // the SEARCH_WALK-th newest player (all the players seen since, ties included).
         let mut from = since;
-        if trigram {
+        // SQLite walks short text whole (names read from the index); PostgreSQL, which reads
+        // the rows, walks the newest first for all text.
+        if trigram || self.backend == Backend::Postgres {
             let cut = self
                 .fetch_optional(
                     sqlx::query(
@@ -496,22 +502,8 @@ impl Store {
                 from = from.max(cut.try_get(0)?);
             }
         }
-        let mut rows = if trigram_pg {
-            // PostgreSQL: the `pg_trgm` index answers text of 3 characters or more.
-            self.fetch_all(
-                sqlx::query(&format!(
-                    "SELECT {COLUMNS} FROM players_search f JOIN players p ON p.id = f.id \
-                     LEFT JOIN servers s ON s.id = p.last_server_id \
-                     WHERE f.name LIKE $1 ESCAPE '\\' AND p.last_seen >= $2 \
-                     ORDER BY p.last_seen DESC, p.id LIMIT $3"
-                ))
-                .bind(contains_pattern(q))
-                .bind(since)
-                .bind(limit),
-            )
-            .await?
-        } else {
-            self.fetch_all(
+        let mut rows = self
+            .fetch_all(
                 sqlx::query(&format!(
                     "SELECT {COLUMNS} FROM players p LEFT JOIN servers s ON s.id = p.last_server_id \
                      WHERE p.last_seen >= $2 AND p.name LIKE $1 ESCAPE '\\' \
@@ -521,22 +513,42 @@ impl Store {
                 .bind(from)
                 .bind(limit),
             )
-            .await?
-        };
-        // SQLite, fewer hits than asked among the newest: every match, by the trigram index.
-        if trigram && (rows.len() as i64) < limit && from > since {
-            rows = self
-                .fetch_all(
-                    sqlx::query(&format!(
+            .await?;
+        // Fewer hits than asked among the newest: every match, by the trigram index, or for
+        // short text in PostgreSQL by a scan of the players (a walk of the rest would read
+        // them one by one, in the index's order).
+        if (rows.len() as i64) < limit && from > since {
+            let (sql, text) = match (self.backend, trigram) {
+                (Backend::Postgres, false) => (
+                    format!(
+                        "SELECT {COLUMNS} FROM players p \
+                         LEFT JOIN servers s ON s.id = p.last_server_id \
+                         WHERE p.last_seen >= $2 AND p.name LIKE $1 ESCAPE '\\' \
+                         ORDER BY p.last_seen + 0 DESC, p.id LIMIT $3"
+                    ),
+                    contains_pattern(q),
+                ),
+                (Backend::Sqlite, _) => (
+                    format!(
                         "SELECT {COLUMNS} FROM players_search f JOIN players p ON p.id = f.rowid \
                          LEFT JOIN servers s ON s.id = p.last_server_id \
                          WHERE players_search MATCH $1 AND p.last_seen >= $2 \
                          ORDER BY p.last_seen DESC, p.id LIMIT $3"
-                    ))
-                    .bind(fts_phrase(q))
-                    .bind(since)
-                    .bind(limit),
-                )
+                    ),
+                    fts_phrase(q),
+                ),
+                (Backend::Postgres, true) => (
+                    format!(
+                        "SELECT {COLUMNS} FROM players_search f JOIN players p ON p.id = f.id \
+                         LEFT JOIN servers s ON s.id = p.last_server_id \
+                         WHERE f.name LIKE $1 ESCAPE '\\' AND p.last_seen >= $2 \
+                         ORDER BY p.last_seen DESC, p.id LIMIT $3"
+                    ),
+                    contains_pattern(q),
+                ),
+            };
+            rows = self
+                .fetch_all(sqlx::query(&sql).bind(text).bind(since).bind(limit))
                 .await?;
         }
         let mut out = Vec::with_capacity(rows.len());
