@@ -28,12 +28,15 @@
 //!   victim network and in all), registration during a heartbeat flood, spoofed delisting.
 //! - `bench decode` — the criterion `decode` benchmarks of every family codec crate, then
 //!   every family's whole fixture corpus through the registry (`tests/benches/decode.rs`).
-//! - `bench track [--rounds N] [--servers N] [--players N] [--search-days D] [--postgres URL]`
-//!   — the tracker's storage under a churn model (`crates/tracker/examples/track_bench.rs`,
-//!   docs/tracker.md "Scale"): rounds of 10,000 servers written through the real store into a
-//!   temp SQLite file (or the PostgreSQL database named), the bytes each table grows by, the
-//!   round write time, downsampling, and a 30-day player search; prints `projected storage:
-//!   X GB/day`, `round write: median X s, max Y s` and `player search (30 days): X ms`.
+//! - `bench track [--rounds N] [--servers N] [--players N] [--search-days D]
+//!   [--prefill-hours H] [--prefill-days D] [--postgres URL]` — the tracker's storage under a
+//!   churn model (`crates/tracker/examples/track_bench.rs`, docs/tracker.md "Scale"): rounds
+//!   of 10,000 servers written through the real store into a temp SQLite file (or the
+//!   PostgreSQL database named) on top of a bulk-loaded steady state (a day of per-round
+//!   series, a week of sessions and buckets, 30 days of players), the bytes each table grows
+//!   by, each round's write and upkeep, and a 30-day player search; prints `projected
+//!   storage: X GB/day`, `round write: median X s, 90th percentile Y s, max Z s` and `player
+//!   search (30 days): X ms`.
 //! - `fuzz [--seconds N]` — runs every cargo-fuzz target (`fuzz/fuzz_targets/*.rs`, needs
 //!   `cargo install cargo-fuzz`), its corpus seeded from every `tests/fixtures/*/{ok,err}`.
 

@@ -661,7 +661,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_by(|a, b| a.1.total_cmp(b.1))
         .map_or(0, |(i, _)| i + 1);
     let (median, max) = median_max(&mut writes);
-    let p90 = writes[(writes.len() * 9 / 10).min(writes.len().saturating_sub(1))];
+    let p90 = writes
+        .get((writes.len() * 9 / 10).min(writes.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default();
     let (up_median, up_max) = median_max(&mut upkeeps);
     println!(
         "model: {} servers, {:.0} players a round on average, {:.0} arrivals a round ({} rounds measured after {} warm-up rounds)",

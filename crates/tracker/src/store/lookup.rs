@@ -6,15 +6,15 @@ use std::collections::HashMap;
 use sqlx::Row;
 
 use super::read::{server_row, SERVERS_NOW, SERVER_COLUMNS};
-use super::{ServerRow, Store, StoreError, READ_TIMEOUT};
+use super::{ServerRow, Store, StoreError};
 
 /// Addresses one statement asks for at most (each is a bound value: well under SQLite's and
 /// PostgreSQL's limits); a longer list is asked in several.
 const ADDRS_PER_QUERY: usize = 500;
 
-/// `$1, $2, …, $n`.
-fn placeholders(n: usize) -> String {
-    (1..=n)
+/// `$first, …`: `n` placeholders numbered from `first`.
+fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n)
         .map(|i| format!("${i}"))
         .collect::<Vec<_>>()
         .join(", ")
@@ -38,16 +38,13 @@ impl Store {
         for chunk in distinct(addrs).chunks(ADDRS_PER_QUERY) {
             let sql = format!(
                 "SELECT {SERVER_COLUMNS} FROM {SERVERS_NOW} WHERE addr IN ({})",
-                placeholders(chunk.len())
+                placeholders(1, chunk.len())
             );
             let mut q = sqlx::query(&sql);
             for a in chunk {
                 q = q.bind(*a);
             }
-            let rows = match tokio::time::timeout(READ_TIMEOUT, q.fetch_all(&self.pool)).await {
-                Ok(rows) => rows?,
-                Err(_) => return Err(StoreError::Timeout),
-            };
+            let rows = self.fetch_all(q).await?;
             for r in &rows {
                 let s = server_row(r)?;
                 out.insert(s.addr.clone(), s);
@@ -68,22 +65,16 @@ impl Store {
             return Ok(out);
         }
         for chunk in distinct(addrs).chunks(ADDRS_PER_QUERY) {
-            let game_list = (chunk.len() + 1..=chunk.len() + games.len())
-                .map(|i| format!("${i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
             let sql = format!(
-                "SELECT addr, record FROM servers WHERE addr IN ({}) AND game IN ({game_list})",
-                placeholders(chunk.len())
+                "SELECT addr, record FROM servers WHERE addr IN ({}) AND game IN ({})",
+                placeholders(1, chunk.len()),
+                placeholders(chunk.len() + 1, games.len())
             );
             let mut q = sqlx::query(&sql);
             for a in chunk.iter().chain(games) {
                 q = q.bind(*a);
             }
-            let rows = match tokio::time::timeout(READ_TIMEOUT, q.fetch_all(&self.pool)).await {
-                Ok(rows) => rows?,
-                Err(_) => return Err(StoreError::Timeout),
-            };
+            let rows = self.fetch_all(q).await?;
             for r in &rows {
                 out.insert(r.try_get(0)?, r.try_get(1)?);
             }
@@ -98,8 +89,9 @@ mod tests {
 
     #[test]
     fn placeholders_and_repeats() {
-        assert_eq!(placeholders(3), "$1, $2, $3");
-        assert_eq!(placeholders(0), "");
+        assert_eq!(placeholders(1, 3), "$1, $2, $3");
+        assert_eq!(placeholders(4, 2), "$4, $5");
+        assert_eq!(placeholders(1, 0), "");
         assert_eq!(distinct(&["a", "b", "a", "c", "b"]), ["a", "b", "c"]);
     }
 

@@ -168,7 +168,7 @@ impl Store {
         }
     }
 
-    async fn fetch_all<'q>(
+    pub(super) async fn fetch_all<'q>(
         &'q self,
         q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     ) -> Result<Vec<sqlx::any::AnyRow>, StoreError> {

@@ -629,7 +629,8 @@ enum Slot {
     Opened(usize),
 }
 
-/// One server's numbers this round: a `series` and `server_latest` row once its id is known.
+/// One server's numbers this round: its `series` row once its id is known (copied into
+/// `server_latest` from there).
 struct SeriesRow {
     server: usize,
     status: i64,
@@ -676,7 +677,7 @@ pub(super) async fn write(
 
     let mut online = 0i64;
     let mut players_total = 0i64;
-    let mut upserts: Vec<(usize, Vec<Val>)> = Vec::new();
+    let mut upserts: Vec<Vec<Val>> = Vec::new();
     let mut series: Vec<SeriesRow> = Vec::with_capacity(records.len());
     let mut changes: Vec<(usize, Vec<Val>)> = Vec::new();
     let mut opens: Vec<NewSession> = Vec::new();
@@ -749,34 +750,31 @@ pub(super) async fn write(
             known.and_then(|s| s.last_online)
         };
         if upsert {
-            upserts.push((
-                i,
-                vec![
-                    Val::S(Some(addr.to_string())),
-                    Val::S(Some(rec.game.clone())),
-                    Val::I(Some(at)),
-                    Val::I(Some(at)),
-                    Val::I(last_online),
-                    Val::S(Some(status.to_string())),
-                    Val::S(rec.error.clone()),
-                    Val::B(name.map(<[u8]>::to_vec)),
-                    Val::S(info.map(|i| i.name.display().to_lowercase())),
-                    Val::S(dialect.map(str::to_string)),
-                    Val::S(map.clone()),
-                    Val::S(gametype.as_deref().map(str::to_string)),
-                    Val::I(num_players),
-                    Val::I(max_players),
-                    Val::I(num_bots),
-                    Val::F(rtt),
-                    Val::I(password.map(i64::from)),
-                    Val::S(country.cloned()),
-                    Val::I(up_since),
-                    Val::I(down_since),
-                    Val::S(Some(stored_record(rec)?)),
-                    // The hash as its bits.
-                    Val::I(Some(i64::from_ne_bytes(record_hash.to_ne_bytes()))),
-                ],
-            ));
+            upserts.push(vec![
+                Val::S(Some(addr.to_string())),
+                Val::S(Some(rec.game.clone())),
+                Val::I(Some(at)),
+                Val::I(Some(at)),
+                Val::I(last_online),
+                Val::S(Some(status.to_string())),
+                Val::S(rec.error.clone()),
+                Val::B(name.map(<[u8]>::to_vec)),
+                Val::S(info.map(|i| i.name.display().to_lowercase())),
+                Val::S(dialect.map(str::to_string)),
+                Val::S(map.clone()),
+                Val::S(gametype.as_deref().map(str::to_string)),
+                Val::I(num_players),
+                Val::I(max_players),
+                Val::I(num_bots),
+                Val::F(rtt),
+                Val::I(password.map(i64::from)),
+                Val::S(country.cloned()),
+                Val::I(up_since),
+                Val::I(down_since),
+                Val::S(Some(stored_record(rec)?)),
+                // The hash as its bits.
+                Val::I(Some(i64::from_ne_bytes(record_hash.to_ne_bytes()))),
+            ]);
         }
         if changed {
             changes.push((
@@ -933,7 +931,7 @@ pub(super) async fn write(
          country = COALESCE(excluded.country, servers.country), \
          up_since = excluded.up_since, down_since = excluded.down_since, \
          record = excluded.record, record_hash = excluded.record_hash RETURNING id, addr",
-        upserts.into_iter().map(|(_, row)| row).collect(),
+        upserts,
     )
     .await?;
     if !rows.is_empty() {
