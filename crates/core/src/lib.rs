@@ -50,6 +50,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod addr;
 pub mod collect;
 mod de;
 mod encode;
@@ -57,6 +58,7 @@ mod encode;
 mod engine;
 mod error;
 mod exchange;
+pub mod fair;
 mod json;
 pub mod model;
 pub mod record;
