@@ -397,7 +397,11 @@ fn a_full_master_displaces_the_largest_network_not_a_stranger() {
         assert!(matches!(st, Status::Error { .. }), "{st:?}");
     }
     let json = m.servers_json(now);
-    assert!(json.len() as u64 <= small().max_list_bytes, "{}", json.len());
+    assert!(
+        json.len() as u64 <= small().max_list_bytes,
+        "{}",
+        json.len()
+    );
     for i in 0..10u8 {
         let a = format!("tw-0.6+udp://198.51.{}.7:8303", 100 + i);
         assert!(lists(&json, &a), "{a} listed");
