@@ -299,3 +299,40 @@ fn register_and_servers_json_are_served_from_separate_pools() {
     flood.stop.store(true, Relaxed);
     rt.shutdown_background();
 }
+
+/// Shares that cannot work are usage errors (exit 2), before anything is bound.
+#[test]
+fn bad_ddnet_shares_are_usage_errors() {
+    for (extra, needle) in [
+        (&["--ddnet-max-list-kib", "1"][..], "servers.json"),
+        (
+            &[
+                "--ddnet-servers-per-host",
+                "100",
+                "--ddnet-max-servers",
+                "10",
+            ],
+            "total",
+        ),
+        (
+            &["--ddnet-info-per-host-kib", "0"],
+            "ddnet-info-per-host-kib",
+        ),
+        (&["--ddnet-list-listen", "x"], "--ddnet-list-listen"),
+    ] {
+        let mut args = vec![
+            "master-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--ddnet-listen",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(extra);
+        let out = support::run(&args);
+        let err = support::stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let out = support::run(&["master-server", "--ddnet-list-listen", "127.0.0.1:0"]);
+    assert_eq!(out.status.code(), Some(2), "needs --ddnet-listen");
+}
