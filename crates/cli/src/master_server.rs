@@ -168,6 +168,30 @@ fn activated_sockets() -> std::io::Result<Vec<std::net::UdpSocket>> {
     Ok(out)
 }
 
+/// The DDNet registry's shares from the flags (a usage error when they cannot work).
+fn ddnet_limits(a: &MasterServerArgs) -> Result<DdnetLimits, ExitCode> {
+    let bytes = |k: u64| k.saturating_mul(1024);
+    let limits = DdnetLimits::from_shares(
+        [
+            a.ddnet_servers_per_host,
+            a.ddnet_servers_per_net,
+            a.ddnet_max_servers,
+        ],
+        [
+            bytes(a.ddnet_info_per_host_kib),
+            bytes(a.ddnet_info_per_net_kib),
+            bytes(a.ddnet_max_info_kib),
+        ],
+        bytes(a.ddnet_max_list_kib),
+    );
+    if let Err(e) = limits.check() {
+        return Err(usage(format!(
+            "{e} (see --ddnet-servers-per-host, --ddnet-servers-per-net, --ddnet-max-servers, --ddnet-info-per-host-kib, --ddnet-info-per-net-kib, --ddnet-max-info-kib, --ddnet-max-list-kib)"
+        )));
+    }
+    Ok(limits)
+}
+
 /// Runs the master until SIGINT/SIGTERM.
 pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     let mut listen = Vec::new();
@@ -211,25 +235,10 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };
-    let bytes = |k: u64| k.saturating_mul(1024);
-    let ddnet_limits = DdnetLimits::from_shares(
-        [
-            a.ddnet_servers_per_host,
-            a.ddnet_servers_per_net,
-            a.ddnet_max_servers,
-        ],
-        [
-            bytes(a.ddnet_info_per_host_kib),
-            bytes(a.ddnet_info_per_net_kib),
-            bytes(a.ddnet_max_info_kib),
-        ],
-        bytes(a.ddnet_max_list_kib),
-    );
-    if let Err(e) = ddnet_limits.check() {
-        return Ok(usage(format!(
-            "{e} (see --ddnet-servers-per-host, --ddnet-servers-per-net, --ddnet-max-servers, --ddnet-info-per-host-kib, --ddnet-info-per-net-kib, --ddnet-max-info-kib, --ddnet-max-list-kib)"
-        )));
-    }
+    let ddnet_limits = match ddnet_limits(&a) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     let tls = match (&a.tls_cert, &a.tls_key) {
         (Some(cert), Some(key)) => match fragstat_master_server::http::tls_config(cert, key) {
             Ok(c) => Some(c),
