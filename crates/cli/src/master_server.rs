@@ -9,7 +9,7 @@ use clap::Args;
 use std::io::Write;
 
 use anyhow::Context;
-use fragstat_master_server::ddnet::DdnetMaster;
+use fragstat_master_server::ddnet::{DdnetLimits, DdnetMaster};
 use fragstat_master_server::run::{bind_with, RunConfig};
 use fragstat_master_server::{Config, LimitConfig, Master, Rate};
 
@@ -108,6 +108,37 @@ pub struct MasterServerArgs {
     /// --ddnet-listen; trusted proxies are exempt.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     http_max_per_ip: u32,
+    /// Serve the DDNet list (`GET /ddnet/15/servers.json`) on this TCP address instead, from
+    /// connection slots of its own (the same TLS and --http-* limits): a flood of either
+    /// the list or registrations cannot starve the other.
+    #[arg(long, requires = "ddnet_listen")]
+    ddnet_list_listen: Option<String>,
+    /// DDNet servers registered in all (one per host a server registers from).
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    ddnet_max_servers: u64,
+    /// DDNet servers registered from one host (IPv4 address, IPv6 /64; an IPv6 /56 twice as
+    /// many, up to --ddnet-servers-per-net).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    ddnet_servers_per_host: u64,
+    /// DDNet servers registered from one network (IPv4 /24, IPv6 /48; an IPv4 /16 or IPv6
+    /// /32 four times as many).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    ddnet_servers_per_net: u64,
+    /// KiB of DDNet server info stored in all.
+    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_max_info_kib: u64,
+    /// KiB of DDNet server info from one host (IPv4 address, IPv6 /64; an IPv6 /56 twice
+    /// as much, up to --ddnet-info-per-net-kib).
+    #[arg(long, default_value_t = 1_024, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_info_per_host_kib: u64,
+    /// KiB of DDNet server info from one network (IPv4 /24, IPv6 /48; an IPv4 /16 or IPv6
+    /// /32 four times as much).
+    #[arg(long, default_value_t = 4_096, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_info_per_net_kib: u64,
+    /// Largest servers.json in KiB; past it the newest servers of the networks listing the
+    /// most bytes are left out.
+    #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_max_list_kib: u64,
 }
 
 fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr, ExitCode> {
@@ -135,6 +166,30 @@ fn activated_sockets() -> std::io::Result<Vec<std::net::UdpSocket>> {
         }
     }
     Ok(out)
+}
+
+/// The DDNet registry's shares from the flags (a usage error when they cannot work).
+fn ddnet_limits(a: &MasterServerArgs) -> Result<DdnetLimits, ExitCode> {
+    let bytes = |k: u64| k.saturating_mul(1024);
+    let limits = DdnetLimits::from_shares(
+        [
+            a.ddnet_servers_per_host,
+            a.ddnet_servers_per_net,
+            a.ddnet_max_servers,
+        ],
+        [
+            bytes(a.ddnet_info_per_host_kib),
+            bytes(a.ddnet_info_per_net_kib),
+            bytes(a.ddnet_max_info_kib),
+        ],
+        bytes(a.ddnet_max_list_kib),
+    );
+    if let Err(e) = limits.check() {
+        return Err(usage(format!(
+            "{e} (see --ddnet-servers-per-host, --ddnet-servers-per-net, --ddnet-max-servers, --ddnet-info-per-host-kib, --ddnet-info-per-net-kib, --ddnet-max-info-kib, --ddnet-max-list-kib)"
+        )));
+    }
+    Ok(limits)
 }
 
 /// Runs the master until SIGINT/SIGTERM.
@@ -169,6 +224,19 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         .transpose()
     {
         Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let ddnet_list = match a
+        .ddnet_list_listen
+        .as_deref()
+        .map(|m| parse_addr("--ddnet-list-listen", m))
+        .transpose()
+    {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let ddnet_limits = match ddnet_limits(&a) {
+        Ok(l) => l,
         Err(code) => return Ok(code),
     };
     let tls = match (&a.tls_cert, &a.tls_key) {
@@ -245,8 +313,9 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
                 fragstat_master_server::http::DdnetOptions {
                     limits: http_limits,
                     client_ip,
+                    list: ddnet_list,
                 },
-                DdnetMaster::new(std::time::Instant::now(), a.allow_loopback),
+                DdnetMaster::with_limits(std::time::Instant::now(), a.allow_loopback, ddnet_limits),
             )
             .await
             .context("starting the DDNet HTTP master")?,
@@ -268,7 +337,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     if let Some(d) = &ddnet {
         // The list where `fragstat master ddnet` and clients read it, and where DDNet
         // servers register (their `sv_register_url`).
-        lines.push_str(&format!("ddnet {}servers.json\n", d.url()));
+        lines.push_str(&format!("ddnet {}\n", d.list_url()));
         lines.push_str(&format!("ddnet-register {}register\n", d.url()));
     }
     lines.push_str("ready\n");
