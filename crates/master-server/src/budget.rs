@@ -36,10 +36,7 @@ pub struct ShareFractions {
 impl ShareFractions {
     /// The fraction for `p`'s level.
     pub fn of(&self, p: &Prefix) -> f64 {
-        let i = Level::ALL
-            .iter()
-            .position(|l| *l == p.level())
-            .unwrap_or(0);
+        let i = Level::ALL.iter().position(|l| *l == p.level()).unwrap_or(0);
         let f: &[f64] = if p.is_ipv6() { &self.v6 } else { &self.v4 };
         f.get(i).copied().unwrap_or(1.0)
     }
@@ -84,7 +81,10 @@ impl ListBudget {
             return Err("the reserve must be between 0 and 0.9 of the uplink".into());
         }
         let fractions = self.shares.v4.iter().chain(&self.shares.v6);
-        if fractions.into_iter().any(|f| !(f.is_finite() && *f > 0.0 && *f <= 1.0)) {
+        if fractions
+            .into_iter()
+            .any(|f| !(f.is_finite() && *f > 0.0 && *f <= 1.0))
+        {
             return Err("every share must be a fraction of the uplink in (0, 1]".into());
         }
         if self.stranger_after.is_zero() || self.stranger_after > Duration::from_secs(3600) {

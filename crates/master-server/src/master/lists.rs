@@ -39,9 +39,24 @@ pub(super) struct CachedList {
     generation: u64,
     built: u64,
     used: u64,
-    /// Requests it served (kept when it is rebuilt).
+    /// Requests it served (kept when it is rebuilt), halved every [`HITS_WINDOW_MS`] after
+    /// `window`.
     hits: u32,
+    window: u64,
     list: Encoded,
+}
+
+/// How long a cached list's count of requests lasts before it is halved.
+const HITS_WINDOW_MS: u64 = 10_000;
+
+impl CachedList {
+    /// Its requests lately, at `t`.
+    fn hits_at(&self, t: u64) -> u32 {
+        let age = (t / HITS_WINDOW_MS).saturating_sub(self.window);
+        self.hits
+            .checked_shr(u32::try_from(age).unwrap_or(u32::MAX))
+            .unwrap_or(0)
+    }
 }
 
 /// Most distinct lists kept encoded; the least recently used goes first.
@@ -177,7 +192,8 @@ impl Master {
         let mut hits = 1;
         if let Some(c) = self.lists.get_mut(&key) {
             c.used = used;
-            c.hits = c.hits.saturating_add(1);
+            c.hits = c.hits_at(t).saturating_add(1);
+            c.window = t / HITS_WINDOW_MS;
             hits = c.hits;
             if c.generation == self.generation || t.saturating_sub(c.built) < LIST_STALENESS_MS {
                 return Some(c.list.clone());
@@ -192,12 +208,13 @@ impl Master {
         }
         let list = self.build(&key);
         if self.lists.len() >= MAX_CACHED_LISTS && !self.lists.contains_key(&key) {
-            // Lists asked for once go first, so keys that rotate evict each other rather than
-            // the lists clients keep asking for.
+            // The list asked for least lately goes first (the least recently used of those),
+            // so keys that rotate evict each other rather than the lists clients keep asking
+            // for.
             if let Some(victim) = self
                 .lists
                 .iter()
-                .min_by_key(|(_, c)| (c.hits > 1, c.used))
+                .min_by_key(|(_, c)| (c.hits_at(t), c.used))
                 .map(|(k, _)| *k)
             {
                 self.lists.remove(&victim);
@@ -210,6 +227,7 @@ impl Master {
                 built: t,
                 used,
                 hits,
+                window: t / HITS_WINDOW_MS,
                 list: list.clone(),
             },
         );
@@ -225,7 +243,8 @@ impl Master {
         let mut truncated = false;
         if bytes_of(&datagrams) > cap {
             let keep = servers_within(&datagrams, key.ext, cap);
-            datagrams = encode_server_list(&list[..keep], key.ext, EotStyle::LastPacket, MAX_PACKET);
+            datagrams =
+                encode_server_list(&list[..keep], key.ext, EotStyle::LastPacket, MAX_PACKET);
             truncated = true;
         }
         let bytes = bytes_of(&datagrams);
@@ -295,7 +314,10 @@ fn servers_within(datagrams: &[Vec<u8>], ext: bool, cap: u64) -> usize {
     let marker = b"\\EOT\0\0\0".len() as u64;
     let (mut total, mut servers) = (marker, 0);
     // Every datagram but the last holds entries only (the marker goes on the last).
-    for (i, d) in datagrams[..datagrams.len().saturating_sub(1)].iter().enumerate() {
+    for (i, d) in datagrams[..datagrams.len().saturating_sub(1)]
+        .iter()
+        .enumerate()
+    {
         if i > 0 && total + d.len() as u64 > cap {
             break;
         }

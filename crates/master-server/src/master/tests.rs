@@ -69,7 +69,10 @@ fn config_checks_refuse_what_would_never_list_or_would_panic() {
         ..Config::default()
     };
     let d = crate::budget::ListBudget::default();
-    let tiny_reply = with_lists(crate::budget::ListBudget { max_reply: 100, ..d });
+    let tiny_reply = with_lists(crate::budget::ListBudget {
+        max_reply: 100,
+        ..d
+    });
     assert!(tiny_reply.check().unwrap_err().contains("one datagram"));
     // A burst that cannot hold one reply would never send the longest list.
     let narrow = with_lists(crate::budget::ListBudget {
@@ -79,7 +82,10 @@ fn config_checks_refuse_what_would_never_list_or_would_panic() {
         },
         ..d
     });
-    assert!(narrow.check().unwrap_err().contains("does not hold one reply"));
+    assert!(narrow
+        .check()
+        .unwrap_err()
+        .contains("does not hold one reply"));
     let unlimited = Config {
         max_servers: 1_000_000,
         limits: LimitConfig::unlimited(),
