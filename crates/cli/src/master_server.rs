@@ -11,7 +11,7 @@ use std::io::Write;
 use anyhow::Context;
 use fragstat_master_server::ddnet::{DdnetLimits, DdnetMaster};
 use fragstat_master_server::run::{bind_with, RunConfig};
-use fragstat_master_server::{Config, LimitConfig, Master, Rate};
+use fragstat_master_server::{Config, LimitConfig, ListBudget, Master, Rate};
 
 use crate::usage;
 
@@ -23,8 +23,8 @@ pub struct MasterServerArgs {
     /// as well.
     #[arg(long)]
     listen: Vec<String>,
-    /// Most servers listed in all (dpmaster: 4,096). The longest list they can make must fit
-    /// in the byte budgets' bursts.
+    /// Most servers listed in all (dpmaster: 4,096). A list longer than --max-reply-kib is
+    /// cut to it.
     #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..))]
     max_servers: u32,
     /// Most servers listed per host (IPv4 address, IPv6 /64).
@@ -58,20 +58,32 @@ pub struct MasterServerArgs {
     /// servers).
     #[arg(long, default_value_t = 64.0)]
     heartbeat_burst: f64,
-    /// KiB of lists sent to one network (IPv4 /24, IPv6 /64) at once before --send-rate-kib
-    /// applies.
-    #[arg(long, default_value_t = 384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    send_budget_kib: u64,
-    /// KiB of lists per second to one network.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    send_rate_kib: u64,
-    /// KiB of lists the master sends at once in all before --global-rate-kib applies (what a
-    /// spoofed flood from any number of victims gets).
-    #[arg(long, default_value_t = 384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    global_budget_kib: u64,
-    /// KiB of lists per second in all.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    global_rate_kib: u64,
+    /// MiB per second of lists the master may send in all: the uplink you grant lists (bursts
+    /// of one second's worth). A quarter is kept for networks (IPv4 /16, IPv6 /48) not sent a
+    /// list in the last 10 s; each IPv4 /24 or IPv6 /64 may take 1/64 of it, each IPv4 /16 or
+    /// IPv6 /32 1/4, each IPv6 /56 1/32 and /48 1/16.
+    #[arg(long, default_value_t = 8.0)]
+    uplink_mib: f64,
+    /// Most KiB of one reply: a longer list is cut to its first datagrams (the end marker on
+    /// the last). The default holds every IPv4 list of --max-servers 16384.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(2..=1_048_576))]
+    max_reply_kib: u64,
+    /// Lists built (a scan and an encode) per second in all; past it a request gets the cached
+    /// list, stale, or nothing when no list for it is cached.
+    #[arg(long, default_value_t = 100.0)]
+    list_builds: f64,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    send_budget_kib: Option<String>,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    send_rate_kib: Option<String>,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    global_budget_kib: Option<String>,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    global_rate_kib: Option<String>,
     /// Challenges per second in all (bursts of twice as many).
     #[arg(long, default_value_t = 10_000.0)]
     challenge_rate: f64,
@@ -251,8 +263,20 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
             return Ok(usage(format!("--state: {e}")));
         }
     }
+    for (flag, given) in [
+        ("--send-budget-kib", &a.send_budget_kib),
+        ("--send-rate-kib", &a.send_rate_kib),
+        ("--global-budget-kib", &a.global_budget_kib),
+        ("--global-rate-kib", &a.global_rate_kib),
+    ] {
+        if given.is_some() {
+            return Ok(usage(format!(
+                "{flag} was replaced by --uplink-mib (the list bytes a second the master may send in all; each network's share is a fraction of it) and --max-reply-kib"
+            )));
+        }
+    }
     let rate = |per_sec: f64, burst: f64| Rate { per_sec, burst };
-    let kib = |k: u64| k as f64 * 1024.0;
+    let mib = a.uplink_mib * 1024.0 * 1024.0;
     let defaults = LimitConfig::default();
     let limits = if a.no_limits {
         LimitConfig::unlimited()
@@ -260,8 +284,12 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         LimitConfig {
             requests: rate(a.request_rate, a.request_burst),
             new_servers: rate(a.heartbeat_rate, a.heartbeat_burst),
-            net_bytes: rate(kib(a.send_rate_kib), kib(a.send_budget_kib)),
-            global_bytes: rate(kib(a.global_rate_kib), kib(a.global_budget_kib)),
+            lists: ListBudget {
+                uplink: rate(mib, mib),
+                max_reply: a.max_reply_kib * 1024,
+                builds: rate(a.list_builds, a.list_builds.max(1.0)),
+                ..ListBudget::default()
+            },
             global_challenges: rate(a.challenge_rate, 2.0 * a.challenge_rate),
             net_challenges: rate(a.net_challenge_rate, 4.0 * a.net_challenge_rate),
             ..defaults
@@ -277,7 +305,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     };
     if let Err(e) = config.check() {
         return Ok(usage(format!(
-            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --send-budget-kib, --global-budget-kib, --challenge-rate, --net-challenge-rate, --max-servers)"
+            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --uplink-mib, --max-reply-kib, --list-builds, --challenge-rate, --net-challenge-rate, --max-servers)"
         )));
     }
     let client_ip = match &a.connecting_ip_header {

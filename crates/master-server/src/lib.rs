@@ -32,6 +32,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod ddnet;
 pub mod limits;
 mod master;
@@ -44,6 +45,7 @@ pub mod http;
 #[cfg(feature = "runtime")]
 pub mod run;
 
+pub use budget::{ListBudget, ShareFractions};
 pub use limits::{LimitConfig, Rate};
 pub use master::{
     longest_list, Config, Listed, Master, Restored, Snapshot, MAX_PACKET, SNAPSHOT_VERSION,

@@ -1,5 +1,6 @@
-//! Limits that hold whatever the source address says: rates per source host, byte and
-//! challenge budgets per destination network (/24 for IPv4, /64 for IPv6) and in all.
+//! Limits that hold whatever the source address says: rates per source host, challenge
+//! budgets per destination network (/24 for IPv4, /64 for IPv6) and in all, and the list
+//! budget ([`crate::budget`]: fair shares of the uplink per destination prefix).
 //! Sans-IO: every call takes the time.
 //!
 //! Every bucket is a GCRA (generic cell rate algorithm) token bucket stored as one number, its
@@ -11,8 +12,11 @@
 //! client out: it only forgets the buckets of addresses that were quiet for a generation.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
+
+use crate::budget::{Budget, Grant, ListBudget};
 
 /// A rate: `per_sec` tokens a second, at most `burst` saved up.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,11 +59,11 @@ impl Rate {
 
 /// A GCRA bucket: the time (ns since the clock's origin) at which it will be full again.
 #[derive(Debug, Clone, Copy, Default)]
-struct Bucket(u64);
+pub(crate) struct Bucket(pub(crate) u64);
 
 impl Bucket {
     /// Would `cost` tokens be taken at `now`? Returns the bucket's new time if so.
-    fn try_take(self, rate: Rate, now: u64, cost: f64) -> Option<u64> {
+    pub(crate) fn try_take(self, rate: Rate, now: u64, cost: f64) -> Option<u64> {
         if rate.is_unlimited() {
             return Some(self.0);
         }
@@ -71,8 +75,23 @@ impl Bucket {
         (next.saturating_sub(now) <= tolerance).then_some(next)
     }
 
+    /// Takes `delta` tokens more (or gives `-delta` back) without refusing: a charge made on
+    /// an estimate, settled once the real cost is known.
+    pub(crate) fn adjust(self, rate: Rate, now: u64, delta: f64) -> Bucket {
+        if rate.is_unlimited() || delta == 0.0 {
+            return self;
+        }
+        let per = 1e9 / rate.per_sec.max(1e-9);
+        let inc = (per * delta.abs()) as u64;
+        if delta > 0.0 {
+            Bucket(self.0.max(now).saturating_add(inc))
+        } else {
+            Bucket(self.0.saturating_sub(inc))
+        }
+    }
+
     /// Tokens left at `now`.
-    fn tokens(self, rate: Rate, now: u64) -> f64 {
+    pub(crate) fn tokens(self, rate: Rate, now: u64) -> f64 {
         if rate.is_unlimited() {
             return f64::INFINITY;
         }
@@ -121,9 +140,9 @@ pub fn canonical_ip(ip: IpAddr) -> IpAddr {
 /// A bounded map of recently used keys, forgotten a generation at a time (see the module
 /// documentation): O(1) per access, at most `room` entries, no lockout.
 #[derive(Debug)]
-pub struct Recent<V> {
-    young: HashMap<Key, V>,
-    old: HashMap<Key, V>,
+pub struct Recent<V, K = Key> {
+    young: HashMap<K, V>,
+    old: HashMap<K, V>,
     room: usize,
     /// When the young table started (ns), and how long a generation may last.
     born: u64,
@@ -131,7 +150,7 @@ pub struct Recent<V> {
     rotations: u64,
 }
 
-impl<V: Default> Recent<V> {
+impl<V: Default, K: Copy + Eq + Hash> Recent<V, K> {
     /// A map of at most `room` keys whose generations last at most `max_age`.
     pub fn new(room: usize, max_age: Duration) -> Self {
         Recent {
@@ -153,13 +172,18 @@ impl<V: Default> Recent<V> {
     }
 
     /// The value for `key`, a default one when it is new (or was forgotten).
-    pub fn entry(&mut self, key: Key, now: u64) -> &mut V {
+    pub fn entry(&mut self, key: K, now: u64) -> &mut V {
         if !self.young.contains_key(&key) {
             self.rotate_if_due(now);
             let v = self.old.remove(&key).unwrap_or_default();
             self.young.insert(key, v);
         }
         self.young.entry(key).or_default()
+    }
+
+    /// The value for `key` if it is held, without touching the tables.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.young.get(key).or_else(|| self.old.get(key))
     }
 
     /// Entries held (both generations).
@@ -195,8 +219,11 @@ pub enum Refusal {
     Rate,
     /// Sending would exceed the destination network's byte budget.
     Budget,
-    /// Sending would exceed the master's outbound byte budget in all.
+    /// Sending would exceed the master's main outbound byte budget, and the destination's
+    /// network is no stranger (it was sent a list recently).
     GlobalBudget,
+    /// A stranger, but the main budget and the reserve are both spent.
+    Reserve,
     /// Sending a challenge would exceed the destination network's or the master's challenge
     /// budget.
     ChallengeBudget,
@@ -212,13 +239,11 @@ pub struct LimitConfig {
     /// Listed servers are limited per address:port instead (see
     /// [`crate::Config::verify_interval`]), so a spoofer cannot use up their host's allowance.
     pub new_servers: Rate,
-    /// List bytes per destination network (IPv4 /24, IPv6 /64).
-    pub net_bytes: Rate,
+    /// List bytes: the uplink granted to lists, its reserve for strangers, the shares of each
+    /// destination prefix, the reply cap and the builds a second (see [`crate::budget`]).
+    pub lists: ListBudget,
     /// Challenges per destination network.
     pub net_challenges: Rate,
-    /// List bytes in all: what a spoofed flood from any number of victims can make the master
-    /// send.
-    pub global_bytes: Rate,
     /// Challenges in all. Repeated challenges (retries of registrations) are sent only while
     /// at least half of this bucket is left, so a heartbeat flood cannot crowd out first
     /// challenges.
@@ -233,9 +258,8 @@ impl LimitConfig {
         LimitConfig {
             requests: Rate::UNLIMITED,
             new_servers: Rate::UNLIMITED,
-            net_bytes: Rate::UNLIMITED,
+            lists: ListBudget::unlimited(),
             net_challenges: Rate::UNLIMITED,
-            global_bytes: Rate::UNLIMITED,
             global_challenges: Rate::UNLIMITED,
             ..LimitConfig::default()
         }
@@ -246,13 +270,12 @@ impl LimitConfig {
         for (what, r) in [
             ("requests", self.requests),
             ("new servers", self.new_servers),
-            ("network bytes", self.net_bytes),
             ("network challenges", self.net_challenges),
-            ("global bytes", self.global_bytes),
             ("global challenges", self.global_challenges),
         ] {
             r.check(what)?;
         }
+        self.lists.check()?;
         if self.max_sources < 2 {
             return Err("max sources must be at least 2".into());
         }
@@ -271,17 +294,10 @@ impl Default for LimitConfig {
                 per_sec: 1.0,
                 burst: 64.0,
             },
-            net_bytes: Rate {
-                per_sec: 32.0 * 1024.0,
-                burst: 384.0 * 1024.0,
-            },
+            lists: ListBudget::default(),
             net_challenges: Rate {
                 per_sec: 64.0,
                 burst: 256.0,
-            },
-            global_bytes: Rate {
-                per_sec: 64.0 * 1024.0,
-                burst: 384.0 * 1024.0,
             },
             global_challenges: Rate {
                 per_sec: 10_000.0,
@@ -302,7 +318,6 @@ struct Source {
 /// What is kept per destination network.
 #[derive(Debug, Clone, Copy, Default)]
 struct Net {
-    bytes: Bucket,
     challenges: Bucket,
 }
 
@@ -317,7 +332,7 @@ pub struct Limits {
     origin: Option<Instant>,
     sources: Recent<Source>,
     nets: Recent<Net>,
-    global_bytes: Bucket,
+    lists: Budget,
     global_challenges: Bucket,
 }
 
@@ -327,9 +342,9 @@ impl Limits {
         Limits {
             sources: Recent::new(config.max_sources, GENERATION),
             nets: Recent::new(config.max_sources, GENERATION),
+            lists: Budget::new(config.lists, config.max_sources, GENERATION),
             config,
             origin: None,
-            global_bytes: Bucket::default(),
             global_challenges: Bucket::default(),
         }
     }
@@ -346,7 +361,7 @@ impl Limits {
 
     /// Sources and networks tracked now.
     pub fn tracked(&self) -> usize {
-        self.sources.len() + self.nets.len()
+        self.sources.len() + self.nets.len() + self.lists.tracked()
     }
 
     /// Table generations dropped (sources and networks): each is one table freed at once.
@@ -373,24 +388,23 @@ impl Limits {
         Ok(())
     }
 
-    /// Reserves `bytes` of list for `ip`: from its network's budget and the global one, or
-    /// neither.
-    pub fn send_list(&mut self, ip: IpAddr, bytes: u64, now: Instant) -> Result<(), Refusal> {
+    /// Charges an estimate of `bytes` of list to `ip` (see [`Budget::send`]): refused before
+    /// anything is built.
+    pub fn send_list(&mut self, ip: IpAddr, bytes: u64, now: Instant) -> Result<Grant, Refusal> {
         let t = self.ns(now);
-        let c = self.config;
-        let cost = bytes as f64;
-        let global = self
-            .global_bytes
-            .try_take(c.global_bytes, t, cost)
-            .ok_or(Refusal::GlobalBudget)?;
-        let n = self.nets.entry(Key::net(ip), t);
-        let net = n
-            .bytes
-            .try_take(c.net_bytes, t, cost)
-            .ok_or(Refusal::Budget)?;
-        n.bytes = Bucket(net);
-        self.global_bytes = Bucket(global);
-        Ok(())
+        self.lists.send(ip, bytes, t)
+    }
+
+    /// Settles a [`Limits::send_list`] charge with the `bytes` really sent.
+    pub fn settle_list(&mut self, ip: IpAddr, grant: Grant, bytes: u64, now: Instant) {
+        let t = self.ns(now);
+        self.lists.settle(ip, grant, bytes, t);
+    }
+
+    /// May a list be built now (the bound on builds a second)?
+    pub fn build_list(&mut self, now: Instant) -> bool {
+        let t = self.ns(now);
+        self.lists.build(t)
     }
 
     /// Reserves one challenge to `ip`. A `retry` is sent only while half the global challenge
@@ -424,6 +438,7 @@ impl Limits {
         let t = self.ns(now);
         self.sources.tick(t);
         self.nets.tick(t);
+        self.lists.tick(t);
     }
 }
 
@@ -451,35 +466,6 @@ mod tests {
         }
         assert_eq!(l.request(ip("2001:db8::ffff"), now), Err(Refusal::Rate));
         assert!(l.request(ip("2001:db8:0:1::1"), now).is_ok());
-    }
-
-    #[test]
-    fn list_budgets_hold_per_network_and_in_all() {
-        let now = Instant::now();
-        let c = LimitConfig::default();
-        let mut l = Limits::new(c);
-        // One /24: its burst, then nothing until it refills.
-        let burst = c.net_bytes.burst as u64;
-        assert!(l.send_list(ip("198.51.100.1"), burst, now).is_ok());
-        assert!(l.send_list(ip("198.51.100.200"), 1000, now).is_err());
-        // Every address of the /24 shares it; another /24 has its own but the global bucket
-        // (the same size as one network's burst) is spent too.
-        assert!(l.send_list(ip("198.51.101.1"), 1000, now).is_err());
-        let later = now + Duration::from_secs(2);
-        // The global bucket refills faster than one network's.
-        assert!(l.send_list(ip("198.51.101.1"), 60_000, later).is_ok());
-        assert_eq!(
-            l.send_list(ip("198.51.100.7"), 70_000, later),
-            Err(Refusal::Budget)
-        );
-        // A list larger than a burst is never sent (the config checks refuse such settings).
-        assert!(l
-            .send_list(
-                ip("203.0.113.1"),
-                burst + 1,
-                now + Duration::from_secs(3600)
-            )
-            .is_err());
     }
 
     #[test]

@@ -15,10 +15,18 @@ pub enum Drop {
     Unroutable,
     /// Over the source's rate.
     Rate,
-    /// Over the destination network's byte budget (IPv4 /24, IPv6 /64).
+    /// From source port 0: nothing can be sent there, so nothing is charged for it.
+    PortZero,
+    /// Over the share of list bytes of one of the destination's prefixes (IPv4 /24, /16;
+    /// IPv6 /64, /56, /48, /32).
     Budget,
-    /// Over the master's outbound byte budget in all.
+    /// The main list budget is spent and the destination's network (IPv4 /16, IPv6 /48) was
+    /// sent a list recently, so it may not use the reserve.
     GlobalBudget,
+    /// A stranger, but the main list budget and the reserve are both spent.
+    ReserveBudget,
+    /// The bound on list builds a second was hit and no list for the request was cached.
+    Builds,
     /// Over the challenge budget (the destination network's, or the master's in all).
     ChallengeBudget,
     /// A challenge for this server is already outstanding.
@@ -47,8 +55,11 @@ impl Drop {
             Drop::UnknownHeartbeat => "unknown_heartbeat",
             Drop::Unroutable => "unroutable",
             Drop::Rate => "rate",
+            Drop::PortZero => "port_zero",
             Drop::Budget => "budget",
             Drop::GlobalBudget => "global_budget",
+            Drop::ReserveBudget => "reserve_budget",
+            Drop::Builds => "builds",
             Drop::ChallengeBudget => "challenge_budget",
             Drop::AlreadyPending => "already_pending",
             Drop::PendingFull => "pending_full",
@@ -78,6 +89,12 @@ pub struct Stats {
     pub challenges: u64,
     /// Lists built (a scan of the table and an encode); the others came from the cache.
     pub lists_built: u64,
+    /// Lists sent from the reserve (to strangers while the main budget was spent).
+    pub lists_reserve: u64,
+    /// Lists cut to the reply cap (their first datagrams, the end marker on the last).
+    pub lists_truncated: u64,
+    /// Lists sent stale from the cache because the bound on builds a second was hit.
+    pub lists_stale: u64,
     /// New servers listed.
     pub registrations: u64,
     /// Listed servers that answered a challenge again.

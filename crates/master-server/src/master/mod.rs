@@ -41,8 +41,9 @@ pub const SNAPSHOT_VERSION: u32 = 1;
 /// The master's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Most servers listed in all. With the default 16,384 the longest list (every server on
-    /// IPv6 in a `getserversExt`) is ~312 KB, within one network's byte burst.
+    /// Most servers listed in all. With the default 16,384 an IPv4 list is at most ~115 KB,
+    /// within the default reply cap (128 KiB); a longer list (every server on IPv6 in a
+    /// `getserversExt`, ~312 KB) is cut to the cap.
     pub max_servers: usize,
     /// Most servers per host (IPv4 address, IPv6 /64).
     pub max_per_address: usize,
@@ -98,20 +99,12 @@ impl Config {
         if self.challenge_timeout.is_zero() || self.challenge_timeout > Duration::from_secs(60) {
             return Err("the challenge timeout must be between 1 ms and 60 s".into());
         }
-        // The longest list must fit in one burst of the byte budgets, or it is never sent.
-        let longest = longest_list(self.max_servers) as f64;
-        for (what, r) in [
-            ("the per-network byte budget", self.limits.net_bytes),
-            ("the global byte budget", self.limits.global_bytes),
-        ] {
-            if !r.is_unlimited() && r.burst < longest {
-                return Err(format!(
-                    "{what} ({:.0} KiB burst) is smaller than the longest list of {} servers ({:.0} KiB): raise it or lower the servers",
-                    r.burst / 1024.0,
-                    self.max_servers,
-                    longest / 1024.0
-                ));
-            }
+        // One datagram must fit in a reply; a longer list is cut to the reply cap, which the
+        // budget's checks fit in every burst.
+        if self.limits.lists.max_reply < MAX_PACKET as u64 {
+            return Err(format!(
+                "the reply cap must be at least one datagram ({MAX_PACKET} bytes)"
+            ));
         }
         Ok(())
     }
@@ -528,6 +521,7 @@ impl From<Refusal> for Drop {
             Refusal::Rate => Drop::Rate,
             Refusal::Budget => Drop::Budget,
             Refusal::GlobalBudget => Drop::GlobalBudget,
+            Refusal::Reserve => Drop::ReserveBudget,
             Refusal::ChallengeBudget => Drop::ChallengeBudget,
         }
     }
@@ -537,6 +531,11 @@ impl Service for Master {
     fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
         self.stats.datagrams += 1;
         let from = fragstat_core::canonical(from);
+        if from.port() == 0 {
+            // Nothing can be sent there (L2): dropped before any limit is charged.
+            self.stats.drop(Drop::PortZero);
+            return;
+        }
         match decode(datagram) {
             Ok(Packet::Heartbeat(h)) => self.on_heartbeat(now, from, &h.name, out),
             Ok(Packet::InfoResponse(r)) => self.on_info(now, from, &r),

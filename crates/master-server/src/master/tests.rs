@@ -55,11 +55,37 @@ fn challenges_are_keyed_and_carry_their_game() {
 #[test]
 fn config_checks_refuse_what_would_never_list_or_would_panic() {
     assert!(Config::default().check().is_ok());
+    // More servers than a reply holds: their lists are cut to the reply cap.
     let big = Config {
         max_servers: 65_536,
         ..Config::default()
     };
-    assert!(big.check().unwrap_err().contains("longest list"));
+    assert!(big.check().is_ok());
+    let with_lists = |lists: crate::budget::ListBudget| Config {
+        limits: LimitConfig {
+            lists,
+            ..LimitConfig::default()
+        },
+        ..Config::default()
+    };
+    let d = crate::budget::ListBudget::default();
+    let tiny_reply = with_lists(crate::budget::ListBudget {
+        max_reply: 100,
+        ..d
+    });
+    assert!(tiny_reply.check().unwrap_err().contains("one datagram"));
+    // A burst that cannot hold one reply would never send the longest list.
+    let narrow = with_lists(crate::budget::ListBudget {
+        uplink: crate::limits::Rate {
+            per_sec: 64.0 * 1024.0,
+            burst: 64.0 * 1024.0,
+        },
+        ..d
+    });
+    assert!(narrow
+        .check()
+        .unwrap_err()
+        .contains("does not hold one reply"));
     let unlimited = Config {
         max_servers: 1_000_000,
         limits: LimitConfig::unlimited(),
@@ -71,5 +97,5 @@ fn config_checks_refuse_what_would_never_list_or_would_panic() {
         ..Config::default()
     };
     assert!(forever.check().is_err());
-    assert!(longest_list(16_384) < 384 * 1024);
+    assert!(longest_list(16_384) < 320 * 1024);
 }

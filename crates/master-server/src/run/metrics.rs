@@ -110,6 +110,21 @@ fn render(v: &View, http: &fragstat_http_guard::Stats, ddnet: Option<&DdnetMetri
         counter(s.lists_built),
     );
     reg.register(
+        "fragstat_master_lists_reserve",
+        "Lists sent from the reserve (to networks not served recently, the main budget spent)",
+        counter(s.lists_reserve),
+    );
+    reg.register(
+        "fragstat_master_lists_truncated",
+        "Lists cut to the reply cap (--max-reply-kib)",
+        counter(s.lists_truncated),
+    );
+    reg.register(
+        "fragstat_master_lists_stale",
+        "Lists sent stale from the cache (the bound on builds a second was hit)",
+        counter(s.lists_stale),
+    );
+    reg.register(
         "fragstat_master_challenges",
         "Challenges sent",
         counter(s.challenges),
