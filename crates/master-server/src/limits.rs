@@ -108,6 +108,15 @@ impl Key {
             IpAddr::V6(v6) => Key::V6((u128::from(v6) >> 64) as u64),
         }
     }
+
+    /// The wider network new servers are counted in as well: an IPv4 /24, an IPv6 /48 (so
+    /// that rotating the /64s of one /48 gains nothing).
+    pub fn wide(ip: IpAddr) -> Key {
+        match canonical_ip(ip) {
+            IpAddr::V4(v4) => Key::V4(u32::from(v4) & 0xffff_ff00),
+            IpAddr::V6(v6) => Key::V6(((u128::from(v6) >> 64) as u64) & !0xffff),
+        }
+    }
 }
 
 /// IPv4-mapped IPv6 addresses as IPv4.
@@ -208,10 +217,14 @@ pub enum Refusal {
 pub struct LimitConfig {
     /// `getservers` per source host (IPv4 address, IPv6 /64).
     pub requests: Rate,
-    /// Heartbeats from addresses that are neither listed nor being verified, per source host.
+    /// New servers listed per host (IPv4 address, IPv6 /64), charged when a new server
+    /// answers its challenge (a spoofed heartbeat, which cannot answer, charges nothing).
     /// Listed servers are limited per address:port instead (see
-    /// [`crate::Config::verify_interval`]), so a spoofer cannot use up their host's allowance.
+    /// [`crate::Config::verify_interval`]).
     pub new_servers: Rate,
+    /// New servers listed per wider network (IPv4 /24, IPv6 /48), charged with the host's;
+    /// never below the host's rate and burst (see [`LimitConfig::new_servers_per_net`]).
+    pub new_servers_net: Rate,
     /// List bytes per destination network (IPv4 /24, IPv6 /64).
     pub net_bytes: Rate,
     /// Challenges per destination network.
@@ -233,6 +246,7 @@ impl LimitConfig {
         LimitConfig {
             requests: Rate::UNLIMITED,
             new_servers: Rate::UNLIMITED,
+            new_servers_net: Rate::UNLIMITED,
             net_bytes: Rate::UNLIMITED,
             net_challenges: Rate::UNLIMITED,
             global_bytes: Rate::UNLIMITED,
@@ -246,6 +260,7 @@ impl LimitConfig {
         for (what, r) in [
             ("requests", self.requests),
             ("new servers", self.new_servers),
+            ("new servers per network", self.new_servers_net),
             ("network bytes", self.net_bytes),
             ("network challenges", self.net_challenges),
             ("global bytes", self.global_bytes),
@@ -260,6 +275,18 @@ impl LimitConfig {
     }
 }
 
+impl LimitConfig {
+    /// The new-server rate per wider network as applied: never below one host's (a network
+    /// holds its hosts), so raising the host's rate alone raises both.
+    pub fn new_servers_per_net(&self) -> Rate {
+        let (h, n) = (self.new_servers, self.new_servers_net);
+        Rate {
+            per_sec: n.per_sec.max(h.per_sec),
+            burst: n.burst.max(h.burst),
+        }
+    }
+}
+
 impl Default for LimitConfig {
     fn default() -> Self {
         LimitConfig {
@@ -270,6 +297,10 @@ impl Default for LimitConfig {
             new_servers: Rate {
                 per_sec: 1.0,
                 burst: 64.0,
+            },
+            new_servers_net: Rate {
+                per_sec: 4.0,
+                burst: 256.0,
             },
             net_bytes: Rate {
                 per_sec: 32.0 * 1024.0,
@@ -317,6 +348,8 @@ pub struct Limits {
     origin: Option<Instant>,
     sources: Recent<Source>,
     nets: Recent<Net>,
+    /// New-server buckets per wider network ([`Key::wide`]).
+    wide: Recent<Bucket>,
     global_bytes: Bucket,
     global_challenges: Bucket,
 }
@@ -327,6 +360,7 @@ impl Limits {
         Limits {
             sources: Recent::new(config.max_sources, GENERATION),
             nets: Recent::new(config.max_sources, GENERATION),
+            wide: Recent::new(config.max_sources, GENERATION),
             config,
             origin: None,
             global_bytes: Bucket::default(),
@@ -346,12 +380,12 @@ impl Limits {
 
     /// Sources and networks tracked now.
     pub fn tracked(&self) -> usize {
-        self.sources.len() + self.nets.len()
+        self.sources.len() + self.nets.len() + self.wide.len()
     }
 
     /// Table generations dropped (sources and networks): each is one table freed at once.
     pub fn rotations(&self) -> u64 {
-        self.sources.rotations() + self.nets.rotations()
+        self.sources.rotations() + self.nets.rotations() + self.wide.rotations()
     }
 
     /// A list request from `ip`: within its host's rate?
@@ -363,13 +397,17 @@ impl Limits {
         Ok(())
     }
 
-    /// A heartbeat from `ip` for an address the master neither lists nor verifies: within its
-    /// host's rate for new servers?
+    /// A new server on `ip` answered its challenge: within its host's rate for new servers
+    /// and its wider network's ([`Key::wide`])? Both are charged, or neither.
     pub fn new_server(&mut self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
         let (t, rate) = (self.ns(now), self.config.new_servers);
+        let net_rate = self.config.new_servers_per_net();
+        let w = self.wide.entry(Key::wide(ip), t);
+        let wide = w.try_take(net_rate, t, 1.0).ok_or(Refusal::Rate)?;
         let s = self.sources.entry(Key::host(ip), t);
         let next = s.new_servers.try_take(rate, t, 1.0).ok_or(Refusal::Rate)?;
         s.new_servers = Bucket(next);
+        *self.wide.entry(Key::wide(ip), t) = Bucket(wide);
         Ok(())
     }
 
@@ -424,6 +462,7 @@ impl Limits {
         let t = self.ns(now);
         self.sources.tick(t);
         self.nets.tick(t);
+        self.wide.tick(t);
     }
 }
 
