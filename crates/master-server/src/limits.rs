@@ -493,6 +493,51 @@ mod tests {
     }
 
     #[test]
+    fn new_servers_are_limited_per_host_and_per_48_or_24() {
+        let now = Instant::now();
+        let mut l = Limits::new(LimitConfig::default());
+        // 512 /64s of one /48: 256 at once (the /48's burst), not 512 × 64.
+        let ok = (0..512u16)
+            .filter(|i| {
+                l.new_server(
+                    IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, *i, 0, 0, 0, 1)),
+                    now,
+                )
+                .is_ok()
+            })
+            .count();
+        assert_eq!(ok, 256);
+        // Another /48 has its own; a refusal by the /48 charged no host.
+        assert!(l.new_server(ip("2001:db8:2::1"), now).is_ok());
+        let later = now + Duration::from_secs(1);
+        assert!(l.new_server(ip("2001:db8:1:ffff::1"), later).is_ok());
+        // An IPv4 /24 likewise; its hosts keep their own 64.
+        let ok = (0..=255u8)
+            .flat_map(|h| (0..2).map(move |_| h))
+            .filter(|h| l.new_server(IpAddr::from([198, 51, 100, *h]), now).is_ok())
+            .count();
+        assert_eq!(ok, 256);
+        for _ in 0..64 {
+            assert!(l.new_server(ip("198.51.101.1"), now).is_ok());
+        }
+        assert_eq!(l.new_server(ip("198.51.101.1"), now), Err(Refusal::Rate));
+        // The network's rate is never below a host's.
+        let c = LimitConfig {
+            new_servers: Rate {
+                per_sec: 100.0,
+                burst: 1000.0,
+            },
+            ..LimitConfig::default()
+        };
+        assert_eq!(c.new_servers_per_net().burst, 1000.0);
+        assert_eq!(
+            Key::wide(ip("2001:db8:1:ffff::1")),
+            Key::wide(ip("2001:db8:1::"))
+        );
+        assert_ne!(Key::wide(ip("2001:db8:1::")), Key::wide(ip("2001:db8:2::")));
+    }
+
+    #[test]
     fn list_budgets_hold_per_network_and_in_all() {
         let now = Instant::now();
         let c = LimitConfig::default();
