@@ -11,7 +11,7 @@ use std::io::Write;
 use anyhow::Context;
 use fragstat_master_server::ddnet::{DdnetLimits, DdnetMaster};
 use fragstat_master_server::run::{bind_with, RunConfig};
-use fragstat_master_server::{Config, LimitConfig, ListBudget, Master, Rate};
+use fragstat_master_server::{Caps, Config, LimitConfig, ListBudget, Master, Rate};
 
 use crate::usage;
 
@@ -27,9 +27,25 @@ pub struct MasterServerArgs {
     /// cut to it.
     #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..))]
     max_servers: u32,
-    /// Most servers listed per host (IPv4 address, IPv6 /64).
+    /// Most servers listed per host (IPv4 address, IPv6 /64). The wider caps below are
+    /// raised to at least this.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     max_per_address: u32,
+    /// Most servers listed per IPv4 /24.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv4_24: u32,
+    /// Most servers listed per IPv4 /16.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv4_16: u32,
+    /// Most servers listed per IPv6 /56.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv6_56: u32,
+    /// Most servers listed per IPv6 /48 (what a tunnel broker gives away).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv6_48: u32,
+    /// Most servers listed per IPv6 /32.
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv6_32: u32,
     /// Seconds a server stays listed after its last verified answer.
     #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=31_622_400))]
     expiry_s: u64,
@@ -41,6 +57,11 @@ pub struct MasterServerArgs {
     /// Accept servers on loopback addresses (tests, a master for one machine).
     #[arg(long)]
     allow_loopback: bool,
+    /// Accept servers on private and special-purpose addresses (RFC 1918, CGNAT, link-local,
+    /// unique local, 6to4, Teredo, NAT64, documentation, reserved): a LAN master. Loopback
+    /// still needs --allow-loopback.
+    #[arg(long)]
+    allow_private: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     metrics: Option<String>,
@@ -50,14 +71,22 @@ pub struct MasterServerArgs {
     /// List requests one host may send at once before its rate applies.
     #[arg(long, default_value_t = 8.0)]
     request_burst: f64,
-    /// Heartbeats per second from one host for servers not yet listed (listed servers are
-    /// limited per address:port, one verification per 2 s).
+    /// New servers listed per second on one host (IPv4 address, IPv6 /64), charged when a
+    /// server answers its challenge (listed servers are limited per address:port, one
+    /// verification per 2 s).
     #[arg(long, default_value_t = 1.0)]
     heartbeat_rate: f64,
-    /// Heartbeats for new servers one host may send at once (a host restarting all its
-    /// servers).
+    /// New servers one host may list at once (a host restarting all its servers).
     #[arg(long, default_value_t = 64.0)]
     heartbeat_burst: f64,
+    /// New servers listed per second in one IPv4 /24 or IPv6 /48 (never below
+    /// --heartbeat-rate).
+    #[arg(long, default_value_t = 4.0)]
+    heartbeat_net_rate: f64,
+    /// New servers one IPv4 /24 or IPv6 /48 may list at once (never below
+    /// --heartbeat-burst).
+    #[arg(long, default_value_t = 256.0)]
+    heartbeat_net_burst: f64,
     /// MiB per second of lists the master may send in all: the uplink you grant lists (bursts
     /// of one second's worth). A quarter is kept for networks (IPv4 /16, IPv6 /48) not sent a
     /// list in the last 10 s; each IPv4 /24 or IPv6 /64 may take 1/64 of it, each IPv4 /16 or
@@ -290,6 +319,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
                 builds: rate(a.list_builds, a.list_builds.max(1.0)),
                 ..ListBudget::default()
             },
+            new_servers_net: rate(a.heartbeat_net_rate, a.heartbeat_net_burst),
             global_challenges: rate(a.challenge_rate, 2.0 * a.challenge_rate),
             net_challenges: rate(a.net_challenge_rate, 4.0 * a.net_challenge_rate),
             ..defaults
@@ -299,13 +329,23 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         limits,
         max_servers: a.max_servers as usize,
         max_per_address: a.max_per_address as usize,
+        per_network: Caps {
+            v4: [0, a.max_per_ipv4_24.into(), a.max_per_ipv4_16.into()],
+            v6: [
+                0,
+                a.max_per_ipv6_56.into(),
+                a.max_per_ipv6_48.into(),
+                a.max_per_ipv6_32.into(),
+            ],
+        },
         expiry: Duration::from_secs(a.expiry_s),
         allow_loopback: a.allow_loopback,
+        allow_private: a.allow_private,
         ..Config::default()
     };
     if let Err(e) = config.check() {
         return Ok(usage(format!(
-            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --uplink-mib, --max-reply-kib, --list-builds, --challenge-rate, --net-challenge-rate, --max-servers)"
+            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --heartbeat-net-rate, --heartbeat-net-burst, --uplink-mib, --max-reply-kib, --list-builds, --challenge-rate, --net-challenge-rate, --max-servers)"
         )));
     }
     let client_ip = match &a.connecting_ip_header {

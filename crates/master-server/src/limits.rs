@@ -127,6 +127,15 @@ impl Key {
             IpAddr::V6(v6) => Key::V6((u128::from(v6) >> 64) as u64),
         }
     }
+
+    /// The wider network new servers are counted in as well: an IPv4 /24, an IPv6 /48 (so
+    /// that rotating the /64s of one /48 gains nothing).
+    pub fn wide(ip: IpAddr) -> Key {
+        match canonical_ip(ip) {
+            IpAddr::V4(v4) => Key::V4(u32::from(v4) & 0xffff_ff00),
+            IpAddr::V6(v6) => Key::V6(((u128::from(v6) >> 64) as u64) & !0xffff),
+        }
+    }
 }
 
 /// IPv4-mapped IPv6 addresses as IPv4.
@@ -235,13 +244,17 @@ pub enum Refusal {
 pub struct LimitConfig {
     /// `getservers` per source host (IPv4 address, IPv6 /64).
     pub requests: Rate,
-    /// Heartbeats from addresses that are neither listed nor being verified, per source host.
+    /// New servers listed per host (IPv4 address, IPv6 /64), charged when a new server
+    /// answers its challenge (a spoofed heartbeat, which cannot answer, charges nothing).
     /// Listed servers are limited per address:port instead (see
-    /// [`crate::Config::verify_interval`]), so a spoofer cannot use up their host's allowance.
+    /// [`crate::Config::verify_interval`]).
     pub new_servers: Rate,
     /// List bytes: the uplink granted to lists, its reserve for strangers, the shares of each
     /// destination prefix, the reply cap and the builds a second (see [`crate::budget`]).
     pub lists: ListBudget,
+    /// New servers listed per wider network (IPv4 /24, IPv6 /48), charged with the host's;
+    /// never below the host's rate and burst (see [`LimitConfig::new_servers_per_net`]).
+    pub new_servers_net: Rate,
     /// Challenges per destination network.
     pub net_challenges: Rate,
     /// Challenges in all. Repeated challenges (retries of registrations) are sent only while
@@ -259,6 +272,7 @@ impl LimitConfig {
             requests: Rate::UNLIMITED,
             new_servers: Rate::UNLIMITED,
             lists: ListBudget::unlimited(),
+            new_servers_net: Rate::UNLIMITED,
             net_challenges: Rate::UNLIMITED,
             global_challenges: Rate::UNLIMITED,
             ..LimitConfig::default()
@@ -270,6 +284,7 @@ impl LimitConfig {
         for (what, r) in [
             ("requests", self.requests),
             ("new servers", self.new_servers),
+            ("new servers per network", self.new_servers_net),
             ("network challenges", self.net_challenges),
             ("global challenges", self.global_challenges),
         ] {
@@ -283,6 +298,18 @@ impl LimitConfig {
     }
 }
 
+impl LimitConfig {
+    /// The new-server rate per wider network as applied: never below one host's (a network
+    /// holds its hosts), so raising the host's rate alone raises both.
+    pub fn new_servers_per_net(&self) -> Rate {
+        let (h, n) = (self.new_servers, self.new_servers_net);
+        Rate {
+            per_sec: n.per_sec.max(h.per_sec),
+            burst: n.burst.max(h.burst),
+        }
+    }
+}
+
 impl Default for LimitConfig {
     fn default() -> Self {
         LimitConfig {
@@ -293,6 +320,10 @@ impl Default for LimitConfig {
             new_servers: Rate {
                 per_sec: 1.0,
                 burst: 64.0,
+            },
+            new_servers_net: Rate {
+                per_sec: 4.0,
+                burst: 256.0,
             },
             lists: ListBudget::default(),
             net_challenges: Rate {
@@ -333,6 +364,8 @@ pub struct Limits {
     sources: Recent<Source>,
     nets: Recent<Net>,
     lists: Budget,
+    /// New-server buckets per wider network ([`Key::wide`]).
+    wide: Recent<Bucket>,
     global_challenges: Bucket,
 }
 
@@ -343,6 +376,7 @@ impl Limits {
             sources: Recent::new(config.max_sources, GENERATION),
             nets: Recent::new(config.max_sources, GENERATION),
             lists: Budget::new(config.lists, config.max_sources, GENERATION),
+            wide: Recent::new(config.max_sources, GENERATION),
             config,
             origin: None,
             global_challenges: Bucket::default(),
@@ -361,12 +395,12 @@ impl Limits {
 
     /// Sources and networks tracked now.
     pub fn tracked(&self) -> usize {
-        self.sources.len() + self.nets.len() + self.lists.tracked()
+        self.sources.len() + self.nets.len() + self.lists.tracked() + self.wide.len()
     }
 
     /// Table generations dropped (sources and networks): each is one table freed at once.
     pub fn rotations(&self) -> u64 {
-        self.sources.rotations() + self.nets.rotations()
+        self.sources.rotations() + self.nets.rotations() + self.wide.rotations()
     }
 
     /// A list request from `ip`: within its host's rate?
@@ -378,13 +412,17 @@ impl Limits {
         Ok(())
     }
 
-    /// A heartbeat from `ip` for an address the master neither lists nor verifies: within its
-    /// host's rate for new servers?
+    /// A new server on `ip` answered its challenge: within its host's rate for new servers
+    /// and its wider network's ([`Key::wide`])? Both are charged, or neither.
     pub fn new_server(&mut self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
         let (t, rate) = (self.ns(now), self.config.new_servers);
+        let net_rate = self.config.new_servers_per_net();
+        let w = self.wide.entry(Key::wide(ip), t);
+        let wide = w.try_take(net_rate, t, 1.0).ok_or(Refusal::Rate)?;
         let s = self.sources.entry(Key::host(ip), t);
         let next = s.new_servers.try_take(rate, t, 1.0).ok_or(Refusal::Rate)?;
         s.new_servers = Bucket(next);
+        *self.wide.entry(Key::wide(ip), t) = Bucket(wide);
         Ok(())
     }
 
@@ -439,6 +477,7 @@ impl Limits {
         self.sources.tick(t);
         self.nets.tick(t);
         self.lists.tick(t);
+        self.wide.tick(t);
     }
 }
 
@@ -466,6 +505,51 @@ mod tests {
         }
         assert_eq!(l.request(ip("2001:db8::ffff"), now), Err(Refusal::Rate));
         assert!(l.request(ip("2001:db8:0:1::1"), now).is_ok());
+    }
+
+    #[test]
+    fn new_servers_are_limited_per_host_and_per_48_or_24() {
+        let now = Instant::now();
+        let mut l = Limits::new(LimitConfig::default());
+        // 512 /64s of one /48: 256 at once (the /48's burst), not 512 × 64.
+        let ok = (0..512u16)
+            .filter(|i| {
+                l.new_server(
+                    IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, *i, 0, 0, 0, 1)),
+                    now,
+                )
+                .is_ok()
+            })
+            .count();
+        assert_eq!(ok, 256);
+        // Another /48 has its own; a refusal by the /48 charged no host.
+        assert!(l.new_server(ip("2001:db8:2::1"), now).is_ok());
+        let later = now + Duration::from_secs(1);
+        assert!(l.new_server(ip("2001:db8:1:ffff::1"), later).is_ok());
+        // An IPv4 /24 likewise; its hosts keep their own 64.
+        let ok = (0..=255u8)
+            .flat_map(|h| (0..2).map(move |_| h))
+            .filter(|h| l.new_server(IpAddr::from([198, 51, 100, *h]), now).is_ok())
+            .count();
+        assert_eq!(ok, 256);
+        for _ in 0..64 {
+            assert!(l.new_server(ip("198.51.101.1"), now).is_ok());
+        }
+        assert_eq!(l.new_server(ip("198.51.101.1"), now), Err(Refusal::Rate));
+        // The network's rate is never below a host's.
+        let c = LimitConfig {
+            new_servers: Rate {
+                per_sec: 100.0,
+                burst: 1000.0,
+            },
+            ..LimitConfig::default()
+        };
+        assert_eq!(c.new_servers_per_net().burst, 1000.0);
+        assert_eq!(
+            Key::wide(ip("2001:db8:1:ffff::1")),
+            Key::wide(ip("2001:db8:1::"))
+        );
+        assert_ne!(Key::wide(ip("2001:db8:1::")), Key::wide(ip("2001:db8:2::")));
     }
 
     #[test]

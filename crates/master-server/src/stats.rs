@@ -11,8 +11,12 @@ pub enum Drop {
     Unexpected,
     /// A heartbeat string no game sends.
     UnknownHeartbeat,
-    /// From loopback or another non-routable address (allow with `allow_loopback`).
+    /// From loopback (allow with `allow_loopback`) or an address nothing can be sent to
+    /// (unspecified, multicast, broadcast).
     Unroutable,
+    /// From a private or special-purpose address: RFC 1918, CGNAT, link-local, unique local,
+    /// 6to4, Teredo, NAT64, documentation, reserved (allow with `allow_private`).
+    Private,
     /// Over the source's rate.
     Rate,
     /// From source port 0: nothing can be sent there, so nothing is charged for it.
@@ -44,6 +48,9 @@ pub enum Drop {
     ServersFull,
     /// Too many servers on this host (IPv4 address, IPv6 /64).
     PerAddress,
+    /// Too many servers in one of this host's wider networks (IPv4 /24, /16; IPv6 /56,
+    /// /48, /32).
+    PerNetwork,
 }
 
 impl Drop {
@@ -54,6 +61,7 @@ impl Drop {
             Drop::Unexpected => "unexpected",
             Drop::UnknownHeartbeat => "unknown_heartbeat",
             Drop::Unroutable => "unroutable",
+            Drop::Private => "private",
             Drop::Rate => "rate",
             Drop::PortZero => "port_zero",
             Drop::Budget => "budget",
@@ -68,6 +76,7 @@ impl Drop {
             Drop::MissingKeys => "missing_keys",
             Drop::ServersFull => "servers_full",
             Drop::PerAddress => "per_address",
+            Drop::PerNetwork => "per_network",
         }
     }
 }
@@ -103,6 +112,9 @@ pub struct Stats {
     pub removals: u64,
     /// Listed servers that expired.
     pub expirations: u64,
+    /// Listed servers displaced by a newcomer when the list was full (the newest of the
+    /// network holding the most).
+    pub displaced: u64,
     /// Drops by reason.
     pub drops: BTreeMap<Drop, u64>,
 }

@@ -99,3 +99,56 @@ fn config_checks_refuse_what_would_never_list_or_would_panic() {
     assert!(forever.check().is_err());
     assert!(longest_list(16_384) < 320 * 1024);
 }
+
+#[test]
+fn caps_take_the_hosts_from_max_per_address_and_never_narrow() {
+    let c = Config::default().caps();
+    assert_eq!(c.v4, [32, 256, 1024]);
+    assert_eq!(c.v6, [32, 128, 512, 2048]);
+    let raised = Config {
+        max_per_address: 1_000,
+        ..Config::default()
+    }
+    .caps();
+    assert_eq!(raised.v4, [1_000, 1_000, 1024]);
+    assert_eq!(raised.v6, [1_000, 1_000, 1_000, 2048]);
+    assert!(Config {
+        max_per_address: 1_000_000,
+        ..Config::default()
+    }
+    .check()
+    .is_ok());
+}
+
+#[test]
+fn addresses_are_listable_by_kind() {
+    let strict = Config::default();
+    let at = |s: &str| -> SocketAddr { s.parse().unwrap() };
+    assert_eq!(listable(&strict, at("1.2.3.4:27960")), Ok(()));
+    assert_eq!(listable(&strict, at("10.0.0.1:27960")), Err(Drop::Private));
+    assert_eq!(
+        listable(&strict, at("[64:ff9b::1.2.3.4]:27960")),
+        Err(Drop::Private)
+    );
+    assert_eq!(
+        listable(&strict, at("127.0.0.1:27960")),
+        Err(Drop::Unroutable)
+    );
+    assert_eq!(listable(&strict, at("1.2.3.4:0")), Err(Drop::Unroutable));
+    let lan = Config {
+        allow_private: true,
+        ..Config::default()
+    };
+    assert_eq!(listable(&lan, at("10.0.0.1:27960")), Ok(()));
+    assert_eq!(listable(&lan, at("127.0.0.1:27960")), Err(Drop::Unroutable));
+    assert_eq!(listable(&lan, at("224.0.0.1:27960")), Err(Drop::Unroutable));
+    let local = Config {
+        allow_loopback: true,
+        ..Config::default()
+    };
+    assert_eq!(listable(&local, at("[::1]:27960")), Ok(()));
+    assert_eq!(
+        listable(&local, at("192.168.0.1:27960")),
+        Err(Drop::Private)
+    );
+}

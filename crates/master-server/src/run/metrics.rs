@@ -150,6 +150,11 @@ fn render(v: &View, http: &fragstat_http_guard::Stats, ddnet: Option<&DdnetMetri
         counter(s.expirations),
     );
     reg.register(
+        "fragstat_master_displaced",
+        "Listed servers displaced by a newcomer from another network when the list was full",
+        counter(s.displaced),
+    );
+    reg.register(
         "fragstat_master_pending_challenges",
         "Challenges with a retry schedule",
         gauge(v.pending as u64),
