@@ -91,7 +91,7 @@ pub struct MasterServerArgs {
     /// of one second's worth). A quarter is kept for networks (IPv4 /16, IPv6 /48) not sent a
     /// list in the last 10 s; each IPv4 /24 or IPv6 /64 may take 1/64 of it, each IPv4 /16 or
     /// IPv6 /32 1/4, each IPv6 /56 1/32 and /48 1/16.
-    #[arg(long, default_value_t = 8.0)]
+    #[arg(long, default_value_t = 2.0)]
     uplink_mib: f64,
     /// Most KiB of one reply: a longer list is cut to its first datagrams (the end marker on
     /// the last). The default holds every IPv4 list of --max-servers 16384.

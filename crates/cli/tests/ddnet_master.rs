@@ -275,6 +275,10 @@ fn register_and_servers_json_are_served_from_separate_pools() {
     eprintln!("servers.json while register is flooded: {ok}/20");
     assert!(ok >= 18, "{ok}/20 lists answered");
     flood.stop.store(true, Relaxed);
+    // The register flood's connections go when the listener's timeouts close them.
+    wait::until_true("the register flood's connections closed", SETTLE, || {
+        metric(&master, "fragstat_ddnet_http_open ") < 32.0
+    });
     // And the other way: the list's slots all held, a server still registers.
     let flood = Arc::new(Flood::default());
     for h in 0..20u8 {

@@ -134,8 +134,8 @@ impl Default for ListBudget {
         const MIB: f64 = 1024.0 * 1024.0;
         ListBudget {
             uplink: Rate {
-                per_sec: 8.0 * MIB,
-                burst: 8.0 * MIB,
+                per_sec: 2.0 * MIB,
+                burst: 2.0 * MIB,
             },
             reserve: 0.25,
             stranger_after: Duration::from_secs(10),
