@@ -358,7 +358,6 @@ pub fn log_listening(what: &str, addr: SocketAddr, tls: bool, limits: &Limits) {
     );
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

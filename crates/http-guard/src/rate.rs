@@ -180,12 +180,18 @@ mod tests {
             assert!(t.check(ip("10.0.0.1"), t0).is_ok());
         }
         let wait = t.check(ip("10.0.0.1"), t0).unwrap_err();
-        assert!(wait > Duration::ZERO && wait <= Duration::from_millis(100), "{wait:?}");
+        assert!(
+            wait > Duration::ZERO && wait <= Duration::from_millis(100),
+            "{wait:?}"
+        );
         // Another host of the /24 has its own bucket, but the /24 has 8 in all.
         for _ in 0..3 {
             assert!(t.check(ip("10.0.0.2"), t0).is_ok());
         }
-        assert!(t.check(ip("10.0.0.3"), t0).is_err(), "the /24's burst is spent");
+        assert!(
+            t.check(ip("10.0.0.3"), t0).is_err(),
+            "the /24's burst is spent"
+        );
         // Another /24 is not concerned.
         assert!(t.check(ip("10.0.1.1"), t0).is_ok());
         // 100 ms later, one more for the first host.

@@ -259,7 +259,11 @@ mod tests {
             .enumerate()
         {
             let n = u32::try_from(i).unwrap();
-            assert!(t.admit(ip(a), true, at(u64::from(n)), n).unwrap().evicted.is_none());
+            assert!(t
+                .admit(ip(a), true, at(u64::from(n)), n)
+                .unwrap()
+                .evicted
+                .is_none());
         }
         t.admit(ip("10.2.0.1"), true, at(0), 9).unwrap();
         // Full: a stranger displaces the oldest idle connection of 10.1/16.
@@ -270,7 +274,11 @@ mod tests {
             t.busy(id);
         }
         let b = t.admit(ip("10.4.0.1"), true, at(11), 11).unwrap();
-        assert!(b.evicted == Some(9) || b.evicted == Some(10), "{:?}", b.evicted);
+        assert!(
+            b.evicted == Some(9) || b.evicted == Some(10),
+            "{:?}",
+            b.evicted
+        );
         // Everyone busy: refused.
         for id in 0..20 {
             t.busy(id);
@@ -282,7 +290,10 @@ mod tests {
         assert_eq!(t.len(), 5);
         // Idle again after its answer: displaceable again.
         t.idle(1, at(13));
-        assert_eq!(t.admit(ip("10.5.0.1"), true, at(14), 12).unwrap().evicted, Some(1));
+        assert_eq!(
+            t.admit(ip("10.5.0.1"), true, at(14), 12).unwrap().evicted,
+            Some(1)
+        );
     }
 
     #[test]

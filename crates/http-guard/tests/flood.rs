@@ -62,6 +62,13 @@ async fn start_with(limits: Limits, client_ip: ClientIp) -> Running {
             ),
         )
         .route(
+            "/hold",
+            get(|| async {
+                HELD.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<()>().await;
+            }),
+        )
+        .route(
             "/body",
             post(|b: axum::body::Bytes| async move { b.len().to_string() }),
         );
@@ -92,7 +99,13 @@ async fn connect_from(from: [u8; 4], to: SocketAddr) -> std::io::Result<TcpStrea
 
 /// Sends a GET and reads the whole answer (the request asks to close); empty when the
 /// connection was refused or closed before an answer.
-async fn get_within(from: [u8; 4], to: SocketAddr, path: &str, extra: &str, within: Duration) -> String {
+async fn get_within(
+    from: [u8; 4],
+    to: SocketAddr,
+    path: &str,
+    extra: &str,
+    within: Duration,
+) -> String {
     let Ok(mut s) = connect_from(from, to).await else {
         return String::new();
     };
@@ -108,6 +121,9 @@ async fn get_within(from: [u8; 4], to: SocketAddr, path: &str, extra: &str, with
 async fn get_from(from: [u8; 4], to: SocketAddr, path: &str, extra: &str) -> String {
     get_within(from, to, path, extra, DEADLINE).await
 }
+
+/// Requests to `/hold` that reached the app (they are then held until the request timeout).
+static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// True once the peer has closed `s` (EOF or reset), within the deadline.
 async fn closed(s: &mut TcpStream) -> bool {
@@ -179,28 +195,49 @@ async fn idle_connections_of_one_host_make_room_for_its_own_and_the_cap_holds() 
         assert!(closed(s).await, "an idle connection stayed open");
     }
     assert!(count(&srv.stats.idle_timeouts) >= 1);
-    // Four busy connections (bodies in progress) from one host: a fifth is refused.
-    let mut busy = Vec::new();
-    for _ in 0..4 {
-        let mut s = connect_from([127, 0, 0, 24], addr).await.unwrap();
-        s.write_all(b"POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123")
-            .await
-            .unwrap();
-        busy.push(s);
-    }
-    let refused = loop {
-        let mut s = connect_from([127, 0, 0, 24], addr).await.unwrap();
-        if closed(&mut s).await && count(&srv.stats.refused_per_ip) > 0 {
-            break true;
-        }
-    };
-    assert!(refused);
     // A kept-alive connection that goes quiet after a request is closed too.
     let mut s = connect_from([127, 0, 0, 23], addr).await.unwrap();
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .unwrap();
     assert!(closed(&mut s).await);
+}
+
+/// A connection answering a request is never displaced: a host whose connections are all
+/// busy is refused its next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_connections_are_not_displaced() {
+    let srv = start_with(
+        Limits {
+            request_timeout: Duration::from_secs(60),
+            ..limits()
+        },
+        ClientIp::default(),
+    )
+    .await;
+    let mut busy = Vec::new();
+    for _ in 0..4 {
+        let mut s = connect_from([127, 0, 5, 1], srv.addr).await.unwrap();
+        s.write_all(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        busy.push(s);
+    }
+    // Until all four are being answered (the only test that uses /hold).
+    let t0 = tokio::time::Instant::now();
+    while HELD.load(Ordering::SeqCst) < 4 && t0.elapsed() < DEADLINE {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut fifth = connect_from([127, 0, 5, 1], srv.addr).await.unwrap();
+    assert!(closed(&mut fifth).await);
+    assert_eq!(count(&srv.stats.refused_per_ip), 1);
+    assert_eq!(count(&srv.stats.evicted_idle), 0);
+    // The held ones are still open: a byte more would be read by the server, not refused.
+    for s in &mut busy {
+        let mut b = [0u8; 1];
+        let r = tokio::time::timeout(Duration::from_millis(50), s.read(&mut b)).await;
+        assert!(r.is_err(), "a busy connection was closed");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -377,7 +414,9 @@ async fn a_request_flood_is_slowed_and_others_are_served() {
     let mut s = connect_from([127, 0, 3, 1], srv.addr).await.unwrap();
     let mut limited = None;
     for _ in 0..20 {
-        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
         let mut buf = vec![0u8; 4096];
         let n = tokio::time::timeout(DEADLINE, s.read(&mut buf))
             .await
