@@ -103,7 +103,7 @@ enum Command {
     Track(track::TrackArgs),
     /// Run a master server (dpmaster protocol: Q3A, W:ET, OpenArena, Warsow, Nexuiz…) until
     /// interrupted.
-    MasterServer(master_server::MasterServerArgs),
+    MasterServer(Box<master_server::MasterServerArgs>),
     /// List the games this build knows: id, title, family, default ports, aliases.
     Games {
         /// Output format: table, json, ndjson (one game per line), csv, tsv.
@@ -293,7 +293,7 @@ fn main() -> ExitCode {
             Command::Track(a) => track::track(a).await,
             Command::Watch(a) => watch::watch(a).await,
             Command::Games { format } => games(format),
-            Command::MasterServer(a) => master_server::master_server(a).await,
+            Command::MasterServer(a) => master_server::master_server(*a).await,
             Command::Generate { .. } => Ok(ExitCode::SUCCESS),
         }
     });

@@ -9,9 +9,9 @@ use clap::Args;
 use std::io::Write;
 
 use anyhow::Context;
-use fragstat_master_server::ddnet::DdnetMaster;
+use fragstat_master_server::ddnet::{DdnetLimits, DdnetMaster};
 use fragstat_master_server::run::{bind_with, RunConfig};
-use fragstat_master_server::{Config, LimitConfig, Master, Rate};
+use fragstat_master_server::{Caps, Config, LimitConfig, ListBudget, Master, Rate};
 
 use crate::usage;
 
@@ -23,13 +23,29 @@ pub struct MasterServerArgs {
     /// as well.
     #[arg(long)]
     listen: Vec<String>,
-    /// Most servers listed in all (dpmaster: 4,096). The longest list they can make must fit
-    /// in the byte budgets' bursts.
+    /// Most servers listed in all (dpmaster: 4,096). A list longer than --max-reply-kib is
+    /// cut to it.
     #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..))]
     max_servers: u32,
-    /// Most servers listed per host (IPv4 address, IPv6 /64).
+    /// Most servers listed per host (IPv4 address, IPv6 /64). The wider caps below are
+    /// raised to at least this.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     max_per_address: u32,
+    /// Most servers listed per IPv4 /24.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv4_24: u32,
+    /// Most servers listed per IPv4 /16.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv4_16: u32,
+    /// Most servers listed per IPv6 /56.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv6_56: u32,
+    /// Most servers listed per IPv6 /48 (what a tunnel broker gives away).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv6_48: u32,
+    /// Most servers listed per IPv6 /32.
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
+    max_per_ipv6_32: u32,
     /// Seconds a server stays listed after its last verified answer.
     #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=31_622_400))]
     expiry_s: u64,
@@ -41,6 +57,11 @@ pub struct MasterServerArgs {
     /// Accept servers on loopback addresses (tests, a master for one machine).
     #[arg(long)]
     allow_loopback: bool,
+    /// Accept servers on private and special-purpose addresses (RFC 1918, CGNAT, link-local,
+    /// unique local, 6to4, Teredo, NAT64, documentation, reserved): a LAN master. Loopback
+    /// still needs --allow-loopback.
+    #[arg(long)]
+    allow_private: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     metrics: Option<String>,
@@ -50,28 +71,48 @@ pub struct MasterServerArgs {
     /// List requests one host may send at once before its rate applies.
     #[arg(long, default_value_t = 8.0)]
     request_burst: f64,
-    /// Heartbeats per second from one host for servers not yet listed (listed servers are
-    /// limited per address:port, one verification per 2 s).
+    /// New servers listed per second on one host (IPv4 address, IPv6 /64), charged when a
+    /// server answers its challenge (listed servers are limited per address:port, one
+    /// verification per 2 s).
     #[arg(long, default_value_t = 1.0)]
     heartbeat_rate: f64,
-    /// Heartbeats for new servers one host may send at once (a host restarting all its
-    /// servers).
+    /// New servers one host may list at once (a host restarting all its servers).
     #[arg(long, default_value_t = 64.0)]
     heartbeat_burst: f64,
-    /// KiB of lists sent to one network (IPv4 /24, IPv6 /64) at once before --send-rate-kib
-    /// applies.
-    #[arg(long, default_value_t = 384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    send_budget_kib: u64,
-    /// KiB of lists per second to one network.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    send_rate_kib: u64,
-    /// KiB of lists the master sends at once in all before --global-rate-kib applies (what a
-    /// spoofed flood from any number of victims gets).
-    #[arg(long, default_value_t = 384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    global_budget_kib: u64,
-    /// KiB of lists per second in all.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
-    global_rate_kib: u64,
+    /// New servers listed per second in one IPv4 /24 or IPv6 /48 (never below
+    /// --heartbeat-rate).
+    #[arg(long, default_value_t = 4.0)]
+    heartbeat_net_rate: f64,
+    /// New servers one IPv4 /24 or IPv6 /48 may list at once (never below
+    /// --heartbeat-burst).
+    #[arg(long, default_value_t = 256.0)]
+    heartbeat_net_burst: f64,
+    /// MiB per second of lists the master may send in all: the uplink you grant lists (bursts
+    /// of one second's worth). A quarter is kept for networks (IPv4 /16, IPv6 /48) not sent a
+    /// list in the last 10 s; each IPv4 /24 or IPv6 /64 may take 1/64 of it, each IPv4 /16 or
+    /// IPv6 /32 1/4, each IPv6 /56 1/32 and /48 1/16.
+    #[arg(long, default_value_t = 8.0)]
+    uplink_mib: f64,
+    /// Most KiB of one reply: a longer list is cut to its first datagrams (the end marker on
+    /// the last). The default holds every IPv4 list of --max-servers 16384.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(2..=1_048_576))]
+    max_reply_kib: u64,
+    /// Lists built (a scan and an encode) per second in all; past it a request gets the cached
+    /// list, stale, or nothing when no list for it is cached.
+    #[arg(long, default_value_t = 100.0)]
+    list_builds: f64,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    send_budget_kib: Option<String>,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    send_rate_kib: Option<String>,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    global_budget_kib: Option<String>,
+    /// Replaced by --uplink-mib (a usage error).
+    #[arg(long, hide = true)]
+    global_rate_kib: Option<String>,
     /// Challenges per second in all (bursts of twice as many).
     #[arg(long, default_value_t = 10_000.0)]
     challenge_rate: f64,
@@ -108,6 +149,37 @@ pub struct MasterServerArgs {
     /// --ddnet-listen; trusted proxies are exempt.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     http_max_per_ip: u32,
+    /// Serve the DDNet list (`GET /ddnet/15/servers.json`) on this TCP address instead, from
+    /// connection slots of its own (the same TLS and --http-* limits): a flood of either
+    /// the list or registrations cannot starve the other.
+    #[arg(long, requires = "ddnet_listen")]
+    ddnet_list_listen: Option<String>,
+    /// DDNet servers registered in all (one per host a server registers from).
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    ddnet_max_servers: u64,
+    /// DDNet servers registered from one host (IPv4 address, IPv6 /64; an IPv6 /56 twice as
+    /// many, up to --ddnet-servers-per-net).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    ddnet_servers_per_host: u64,
+    /// DDNet servers registered from one network (IPv4 /24, IPv6 /48; an IPv4 /16 or IPv6
+    /// /32 four times as many).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    ddnet_servers_per_net: u64,
+    /// KiB of DDNet server info stored in all.
+    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_max_info_kib: u64,
+    /// KiB of DDNet server info from one host (IPv4 address, IPv6 /64; an IPv6 /56 twice
+    /// as much, up to --ddnet-info-per-net-kib).
+    #[arg(long, default_value_t = 1_024, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_info_per_host_kib: u64,
+    /// KiB of DDNet server info from one network (IPv4 /24, IPv6 /48; an IPv4 /16 or IPv6
+    /// /32 four times as much).
+    #[arg(long, default_value_t = 4_096, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_info_per_net_kib: u64,
+    /// Largest servers.json in KiB; past it the newest servers of the networks listing the
+    /// most bytes are left out.
+    #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    ddnet_max_list_kib: u64,
 }
 
 fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr, ExitCode> {
@@ -135,6 +207,30 @@ fn activated_sockets() -> std::io::Result<Vec<std::net::UdpSocket>> {
         }
     }
     Ok(out)
+}
+
+/// The DDNet registry's shares from the flags (a usage error when they cannot work).
+fn ddnet_limits(a: &MasterServerArgs) -> Result<DdnetLimits, ExitCode> {
+    let bytes = |k: u64| k.saturating_mul(1024);
+    let limits = DdnetLimits::from_shares(
+        [
+            a.ddnet_servers_per_host,
+            a.ddnet_servers_per_net,
+            a.ddnet_max_servers,
+        ],
+        [
+            bytes(a.ddnet_info_per_host_kib),
+            bytes(a.ddnet_info_per_net_kib),
+            bytes(a.ddnet_max_info_kib),
+        ],
+        bytes(a.ddnet_max_list_kib),
+    );
+    if let Err(e) = limits.check() {
+        return Err(usage(format!(
+            "{e} (see --ddnet-servers-per-host, --ddnet-servers-per-net, --ddnet-max-servers, --ddnet-info-per-host-kib, --ddnet-info-per-net-kib, --ddnet-max-info-kib, --ddnet-max-list-kib)"
+        )));
+    }
+    Ok(limits)
 }
 
 /// Runs the master until SIGINT/SIGTERM.
@@ -171,6 +267,19 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };
+    let ddnet_list = match a
+        .ddnet_list_listen
+        .as_deref()
+        .map(|m| parse_addr("--ddnet-list-listen", m))
+        .transpose()
+    {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let ddnet_limits = match ddnet_limits(&a) {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
     let tls = match (&a.tls_cert, &a.tls_key) {
         (Some(cert), Some(key)) => match fragstat_master_server::http::tls_config(cert, key) {
             Ok(c) => Some(c),
@@ -183,8 +292,20 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
             return Ok(usage(format!("--state: {e}")));
         }
     }
+    for (flag, given) in [
+        ("--send-budget-kib", &a.send_budget_kib),
+        ("--send-rate-kib", &a.send_rate_kib),
+        ("--global-budget-kib", &a.global_budget_kib),
+        ("--global-rate-kib", &a.global_rate_kib),
+    ] {
+        if given.is_some() {
+            return Ok(usage(format!(
+                "{flag} was replaced by --uplink-mib (the list bytes a second the master may send in all; each network's share is a fraction of it) and --max-reply-kib"
+            )));
+        }
+    }
     let rate = |per_sec: f64, burst: f64| Rate { per_sec, burst };
-    let kib = |k: u64| k as f64 * 1024.0;
+    let mib = a.uplink_mib * 1024.0 * 1024.0;
     let defaults = LimitConfig::default();
     let limits = if a.no_limits {
         LimitConfig::unlimited()
@@ -192,8 +313,13 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         LimitConfig {
             requests: rate(a.request_rate, a.request_burst),
             new_servers: rate(a.heartbeat_rate, a.heartbeat_burst),
-            net_bytes: rate(kib(a.send_rate_kib), kib(a.send_budget_kib)),
-            global_bytes: rate(kib(a.global_rate_kib), kib(a.global_budget_kib)),
+            lists: ListBudget {
+                uplink: rate(mib, mib),
+                max_reply: a.max_reply_kib * 1024,
+                builds: rate(a.list_builds, a.list_builds.max(1.0)),
+                ..ListBudget::default()
+            },
+            new_servers_net: rate(a.heartbeat_net_rate, a.heartbeat_net_burst),
             global_challenges: rate(a.challenge_rate, 2.0 * a.challenge_rate),
             net_challenges: rate(a.net_challenge_rate, 4.0 * a.net_challenge_rate),
             ..defaults
@@ -203,13 +329,23 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         limits,
         max_servers: a.max_servers as usize,
         max_per_address: a.max_per_address as usize,
+        per_network: Caps {
+            v4: [0, a.max_per_ipv4_24.into(), a.max_per_ipv4_16.into()],
+            v6: [
+                0,
+                a.max_per_ipv6_56.into(),
+                a.max_per_ipv6_48.into(),
+                a.max_per_ipv6_32.into(),
+            ],
+        },
         expiry: Duration::from_secs(a.expiry_s),
         allow_loopback: a.allow_loopback,
+        allow_private: a.allow_private,
         ..Config::default()
     };
     if let Err(e) = config.check() {
         return Ok(usage(format!(
-            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --send-budget-kib, --global-budget-kib, --challenge-rate, --net-challenge-rate, --max-servers)"
+            "{e} (see --request-rate, --request-burst, --heartbeat-rate, --heartbeat-burst, --heartbeat-net-rate, --heartbeat-net-burst, --uplink-mib, --max-reply-kib, --list-builds, --challenge-rate, --net-challenge-rate, --max-servers)"
         )));
     }
     let client_ip = match &a.connecting_ip_header {
@@ -245,8 +381,9 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
                 fragstat_master_server::http::DdnetOptions {
                     limits: http_limits,
                     client_ip,
+                    list: ddnet_list,
                 },
-                DdnetMaster::new(std::time::Instant::now(), a.allow_loopback),
+                DdnetMaster::with_limits(std::time::Instant::now(), a.allow_loopback, ddnet_limits),
             )
             .await
             .context("starting the DDNet HTTP master")?,
@@ -268,7 +405,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     if let Some(d) = &ddnet {
         // The list where `fragstat master ddnet` and clients read it, and where DDNet
         // servers register (their `sv_register_url`).
-        lines.push_str(&format!("ddnet {}servers.json\n", d.url()));
+        lines.push_str(&format!("ddnet {}\n", d.list_url()));
         lines.push_str(&format!("ddnet-register {}register\n", d.url()));
     }
     lines.push_str("ready\n");

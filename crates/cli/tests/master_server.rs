@@ -255,8 +255,12 @@ fn bad_options_are_usage_errors() {
         &["--heartbeat-rate", "0"],
         &["--request-rate", "NaN"],
         &["--challenge-rate", "1e300"],
-        &["--max-servers", "65536"],
+        &["--uplink-mib", "0.05"],
+        &["--uplink-mib", "NaN"],
+        &["--list-builds", "0"],
+        &["--max-reply-kib", "1"],
         &["--send-budget-kib", "8"],
+        &["--global-rate-kib", "1024"],
         &["--trusted-proxy", "127.0.0.1"],
         &[
             "--ddnet-listen",

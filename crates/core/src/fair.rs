@@ -68,6 +68,8 @@ pub struct Prefix {
     bits: u128,
 }
 
+// `len` is the prefix length (as in `2001:db8::/32`), not a count of elements.
+#[allow(clippy::len_without_is_empty)]
 impl Prefix {
     /// The prefix of `ip` at `level` (`None` for IPv4 at [`Level::Provider`]).
     pub fn of(ip: IpAddr, level: Level) -> Option<Prefix> {

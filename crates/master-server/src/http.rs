@@ -1,6 +1,12 @@
 //! The DDNet HTTP master on a TCP socket, over TLS (DDNet's libcurl accepts only https) or
 //! plain HTTP behind a TLS-terminating proxy: `POST /ddnet/15/register` and
 //! `GET /ddnet/15/servers.json`. Challenge tokens go to game servers over UDP.
+//!
+//! The two can be served from separate listeners ([`DdnetOptions::list`]), each an
+//! http-guard [`Server`] with connection slots, caps and timeouts of its own: a flood of
+//! connections or requests for `servers.json` then cannot take the slots DDNet servers
+//! register through, and a flood of registrations cannot keep clients from the list
+//! (security review H4).
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -193,6 +199,10 @@ pub struct DdnetOptions {
     pub limits: Limits,
     /// Where the client's address comes from (a trusted proxy's header, or the TCP peer).
     pub client_ip: ClientIp,
+    /// Serve `servers.json` on this address, from a listener (a connection pool) of its own
+    /// with the same limits; the main listener then serves `register` only. `None`: both
+    /// on the main listener.
+    pub list: Option<SocketAddr>,
 }
 
 /// What the metrics endpoint reads of the DDNet master.
@@ -200,31 +210,44 @@ pub struct DdnetOptions {
 pub struct DdnetMetrics {
     /// The registry.
     pub master: Arc<Mutex<DdnetMaster>>,
-    /// Its listener's counters.
+    /// Its (register) listener's counters.
     pub http: Arc<HttpStats>,
+    /// The `servers.json` listener's counters, when it has its own.
+    pub list_http: Option<Arc<HttpStats>>,
 }
 
 /// The DDNet master's listener, bound.
 #[derive(Debug)]
 pub struct DdnetBound {
     listener: tokio::net::TcpListener,
+    list_listener: Option<tokio::net::TcpListener>,
     tls: Option<Arc<rustls::ServerConfig>>,
     udp: Arc<tokio::net::UdpSocket>,
     options: DdnetOptions,
     master: Arc<Mutex<DdnetMaster>>,
     http: Arc<HttpStats>,
+    list_http: Arc<HttpStats>,
 }
 
-/// Binds the HTTP(S) listener on `addr` and a UDP socket for challenges, for `master`.
+async fn bind_tcp(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("binding {addr}: {e}")))
+}
+
+/// Binds the HTTP(S) listener on `addr` (and the list's, [`DdnetOptions::list`]) and a UDP
+/// socket for challenges, for `master`.
 pub async fn bind_ddnet(
     addr: SocketAddr,
     tls: Option<Arc<rustls::ServerConfig>>,
     options: DdnetOptions,
     master: DdnetMaster,
 ) -> std::io::Result<DdnetBound> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| std::io::Error::new(e.kind(), format!("binding {addr}: {e}")))?;
+    let listener = bind_tcp(addr).await?;
+    let list_listener = match options.list {
+        Some(a) => Some(bind_tcp(a).await?),
+        None => None,
+    };
     let any: SocketAddr = if addr.is_ipv4() {
         "0.0.0.0:0".parse().unwrap_or(addr)
     } else {
@@ -233,23 +256,36 @@ pub async fn bind_ddnet(
     let udp = Arc::new(tokio::net::UdpSocket::bind(any).await?);
     Ok(DdnetBound {
         listener,
+        list_listener,
         tls,
         udp,
         options,
         master: Arc::new(Mutex::new(master)),
         http: Arc::default(),
+        list_http: Arc::default(),
     })
 }
 
 impl DdnetBound {
-    /// The base URL (`https://ADDR/ddnet/15/`): register at `…/register`, list at
-    /// `…/servers.json`.
-    pub fn url(&self) -> String {
+    fn base(&self, listener: &tokio::net::TcpListener) -> String {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
-        match self.listener.local_addr() {
+        match listener.local_addr() {
             Ok(a) => format!("{scheme}://{a}/ddnet/15/"),
             Err(_) => String::new(),
         }
+    }
+
+    /// The base URL (`https://ADDR/ddnet/15/`): register at `…/register` (and, without a
+    /// listener for the list, list at `…/servers.json`).
+    pub fn url(&self) -> String {
+        self.base(&self.listener)
+    }
+
+    /// The list's URL (`https://ADDR/ddnet/15/servers.json`), on its own listener when it has
+    /// one.
+    pub fn list_url(&self) -> String {
+        let base = self.base(self.list_listener.as_ref().unwrap_or(&self.listener));
+        format!("{base}servers.json")
     }
 
     /// The registry and counters, for the metrics endpoint.
@@ -257,6 +293,10 @@ impl DdnetBound {
         DdnetMetrics {
             master: Arc::clone(&self.master),
             http: Arc::clone(&self.http),
+            list_http: self
+                .list_listener
+                .as_ref()
+                .map(|_| Arc::clone(&self.list_http)),
         }
     }
 
@@ -267,23 +307,24 @@ impl DdnetBound {
             master: self.master,
             udp: self.udp,
         };
-        let app = Router::new()
+        let register_app = Router::new()
             .route("/ddnet/15/register", post(register))
-            .route("/ddnet/15/servers.json", get(servers_json))
-            .layer(DefaultBodyLimit::max(MAX_INFO))
-            .with_state(shared);
-        if let Ok(a) = self.listener.local_addr() {
-            fragstat_http_guard::log_listening(
-                "DDNet HTTP master",
-                a,
-                self.tls.is_some(),
-                &self.options.limits,
-            );
-            fragstat_http_guard::warn_if_public_plain_http(
-                a,
-                self.tls.is_some(),
-                "the DDNet HTTP master",
-            );
+            .layer(DefaultBodyLimit::max(MAX_INFO));
+        let list_app = Router::new().route("/ddnet/15/servers.json", get(servers_json));
+        let (app, list_app) = match self.list_listener {
+            Some(_) => (register_app, Some(list_app.with_state(shared.clone()))),
+            None => (register_app.merge(list_app), None),
+        };
+        let app = app.with_state(shared);
+        let tls = self.tls.map(TlsAcceptor::from);
+        for (what, l) in [
+            ("DDNet HTTP master", Some(&self.listener)),
+            ("DDNet servers.json", self.list_listener.as_ref()),
+        ] {
+            if let Some(a) = l.and_then(|l| l.local_addr().ok()) {
+                fragstat_http_guard::log_listening(what, a, tls.is_some(), &self.options.limits);
+                fragstat_http_guard::warn_if_public_plain_http(a, tls.is_some(), what);
+            }
         }
         // Expiry also runs without requests, so an idle registry gives its memory back.
         let expire = tokio::spawn(async move {
@@ -295,14 +336,41 @@ impl DdnetBound {
                 }
             }
         });
-        let server = Server {
-            listener: self.listener,
-            tls: self.tls.map(TlsAcceptor::from),
-            limits: self.options.limits,
-            client_ip: self.options.client_ip,
-            stats: self.http,
+        // Two pools: each listener its own http-guard server (slots, caps, timeouts).
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
         };
-        let r = server.serve(app, shutdown).await;
+        let main = Server {
+            listener: self.listener,
+            tls: tls.clone(),
+            limits: self.options.limits,
+            client_ip: self.options.client_ip.clone(),
+            stats: self.http,
+        }
+        .serve(app, stopped(stop_rx.clone()));
+        let list = async {
+            match (self.list_listener, list_app) {
+                (Some(listener), Some(list_app)) => {
+                    Server {
+                        listener,
+                        tls,
+                        limits: self.options.limits,
+                        client_ip: self.options.client_ip,
+                        stats: self.list_http,
+                    }
+                    .serve(list_app, stopped(stop_rx))
+                    .await
+                }
+                _ => Ok(()),
+            }
+        };
+        let stop = async {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+            Ok(())
+        };
+        let r = tokio::try_join!(stop, main, list).map(|_| ());
         expire.abort();
         r
     }

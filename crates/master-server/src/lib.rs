@@ -6,10 +6,12 @@
 //!   checked without anything stored (spoofed heartbeats list nothing and fill nothing) — and
 //!   removes one only after it stopped answering repeated challenges that were sent (spoofed
 //!   flatlines remove nothing);
-//! - bounds memory (servers in all and per host, the retry table in all and per network,
-//!   tracked sources, names);
-//! - limits requests per source host, heartbeats per listed address and per host for new
-//!   servers, and the bytes and challenges sent per destination network (/24, /64) and in all,
+//! - bounds memory (servers in all and per address prefix, from a host to an IPv6 /32, a full
+//!   list displacing the newest server of the network holding the most; the retry table in
+//!   all and per network, tracked sources, names);
+//! - refuses private and special-purpose sources unless allowed;
+//! - limits requests per source host, heartbeats per listed address, new servers per host and
+//!   per /24 or /48 (charged when they answer their challenge), and the bytes and challenges sent per destination network (/24, /64) and in all,
 //!   so a spoofed flood from any number of victims amplifies at most a bounded factor;
 //! - saves its list and serves it at once after a restart, re-verifying every server.
 //!
@@ -22,7 +24,9 @@
 //! use fragstat_core::service::{Outbox, Service};
 //! use fragstat_master_server::{Config, Master};
 //!
-//! let mut master = Master::with_seed(Config::default(), 1);
+//! // 203.0.113.0/24 is documentation space, refused unless `allow_private`.
+//! let config = Config { allow_private: true, ..Config::default() };
+//! let mut master = Master::with_seed(config, 1);
 //! let server = "203.0.113.7:27960".parse().unwrap();
 //! let mut out = Outbox::new();
 //! master.handle(Instant::now(), server, b"\xff\xff\xff\xffheartbeat QuakeArena-1\n", &mut out);
@@ -32,6 +36,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod ddnet;
 pub mod limits;
 mod master;
@@ -44,6 +49,9 @@ pub mod http;
 #[cfg(feature = "runtime")]
 pub mod run;
 
+pub use budget::{ListBudget, ShareFractions};
+/// Caps per address prefix ([`Config::per_network`]).
+pub use fragstat_core::fair::Caps;
 pub use limits::{LimitConfig, Rate};
 pub use master::{
     longest_list, Config, Listed, Master, Restored, Snapshot, MAX_PACKET, SNAPSHOT_VERSION,

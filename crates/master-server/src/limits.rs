@@ -1,5 +1,6 @@
-//! Limits that hold whatever the source address says: rates per source host, byte and
-//! challenge budgets per destination network (/24 for IPv4, /64 for IPv6) and in all.
+//! Limits that hold whatever the source address says: rates per source host, challenge
+//! budgets per destination network (/24 for IPv4, /64 for IPv6) and in all, and the list
+//! budget ([`crate::budget`]: fair shares of the uplink per destination prefix).
 //! Sans-IO: every call takes the time.
 //!
 //! Every bucket is a GCRA (generic cell rate algorithm) token bucket stored as one number, its
@@ -11,8 +12,11 @@
 //! client out: it only forgets the buckets of addresses that were quiet for a generation.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
+
+use crate::budget::{Budget, Grant, ListBudget};
 
 /// A rate: `per_sec` tokens a second, at most `burst` saved up.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,11 +59,11 @@ impl Rate {
 
 /// A GCRA bucket: the time (ns since the clock's origin) at which it will be full again.
 #[derive(Debug, Clone, Copy, Default)]
-struct Bucket(u64);
+pub(crate) struct Bucket(pub(crate) u64);
 
 impl Bucket {
     /// Would `cost` tokens be taken at `now`? Returns the bucket's new time if so.
-    fn try_take(self, rate: Rate, now: u64, cost: f64) -> Option<u64> {
+    pub(crate) fn try_take(self, rate: Rate, now: u64, cost: f64) -> Option<u64> {
         if rate.is_unlimited() {
             return Some(self.0);
         }
@@ -71,8 +75,23 @@ impl Bucket {
         (next.saturating_sub(now) <= tolerance).then_some(next)
     }
 
+    /// Takes `delta` tokens more (or gives `-delta` back) without refusing: a charge made on
+    /// an estimate, settled once the real cost is known.
+    pub(crate) fn adjust(self, rate: Rate, now: u64, delta: f64) -> Bucket {
+        if rate.is_unlimited() || delta == 0.0 {
+            return self;
+        }
+        let per = 1e9 / rate.per_sec.max(1e-9);
+        let inc = (per * delta.abs()) as u64;
+        if delta > 0.0 {
+            Bucket(self.0.max(now).saturating_add(inc))
+        } else {
+            Bucket(self.0.saturating_sub(inc))
+        }
+    }
+
     /// Tokens left at `now`.
-    fn tokens(self, rate: Rate, now: u64) -> f64 {
+    pub(crate) fn tokens(self, rate: Rate, now: u64) -> f64 {
         if rate.is_unlimited() {
             return f64::INFINITY;
         }
@@ -108,6 +127,15 @@ impl Key {
             IpAddr::V6(v6) => Key::V6((u128::from(v6) >> 64) as u64),
         }
     }
+
+    /// The wider network new servers are counted in as well: an IPv4 /24, an IPv6 /48 (so
+    /// that rotating the /64s of one /48 gains nothing).
+    pub fn wide(ip: IpAddr) -> Key {
+        match canonical_ip(ip) {
+            IpAddr::V4(v4) => Key::V4(u32::from(v4) & 0xffff_ff00),
+            IpAddr::V6(v6) => Key::V6(((u128::from(v6) >> 64) as u64) & !0xffff),
+        }
+    }
 }
 
 /// IPv4-mapped IPv6 addresses as IPv4.
@@ -121,9 +149,9 @@ pub fn canonical_ip(ip: IpAddr) -> IpAddr {
 /// A bounded map of recently used keys, forgotten a generation at a time (see the module
 /// documentation): O(1) per access, at most `room` entries, no lockout.
 #[derive(Debug)]
-pub struct Recent<V> {
-    young: HashMap<Key, V>,
-    old: HashMap<Key, V>,
+pub struct Recent<V, K = Key> {
+    young: HashMap<K, V>,
+    old: HashMap<K, V>,
     room: usize,
     /// When the young table started (ns), and how long a generation may last.
     born: u64,
@@ -131,7 +159,7 @@ pub struct Recent<V> {
     rotations: u64,
 }
 
-impl<V: Default> Recent<V> {
+impl<V: Default, K: Copy + Eq + Hash> Recent<V, K> {
     /// A map of at most `room` keys whose generations last at most `max_age`.
     pub fn new(room: usize, max_age: Duration) -> Self {
         Recent {
@@ -153,13 +181,18 @@ impl<V: Default> Recent<V> {
     }
 
     /// The value for `key`, a default one when it is new (or was forgotten).
-    pub fn entry(&mut self, key: Key, now: u64) -> &mut V {
+    pub fn entry(&mut self, key: K, now: u64) -> &mut V {
         if !self.young.contains_key(&key) {
             self.rotate_if_due(now);
             let v = self.old.remove(&key).unwrap_or_default();
             self.young.insert(key, v);
         }
         self.young.entry(key).or_default()
+    }
+
+    /// The value for `key` if it is held, without touching the tables.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.young.get(key).or_else(|| self.old.get(key))
     }
 
     /// Entries held (both generations).
@@ -195,8 +228,11 @@ pub enum Refusal {
     Rate,
     /// Sending would exceed the destination network's byte budget.
     Budget,
-    /// Sending would exceed the master's outbound byte budget in all.
+    /// Sending would exceed the master's main outbound byte budget, and the destination's
+    /// network is no stranger (it was sent a list recently).
     GlobalBudget,
+    /// A stranger, but the main budget and the reserve are both spent.
+    Reserve,
     /// Sending a challenge would exceed the destination network's or the master's challenge
     /// budget.
     ChallengeBudget,
@@ -208,17 +244,19 @@ pub enum Refusal {
 pub struct LimitConfig {
     /// `getservers` per source host (IPv4 address, IPv6 /64).
     pub requests: Rate,
-    /// Heartbeats from addresses that are neither listed nor being verified, per source host.
+    /// New servers listed per host (IPv4 address, IPv6 /64), charged when a new server
+    /// answers its challenge (a spoofed heartbeat, which cannot answer, charges nothing).
     /// Listed servers are limited per address:port instead (see
-    /// [`crate::Config::verify_interval`]), so a spoofer cannot use up their host's allowance.
+    /// [`crate::Config::verify_interval`]).
     pub new_servers: Rate,
-    /// List bytes per destination network (IPv4 /24, IPv6 /64).
-    pub net_bytes: Rate,
+    /// List bytes: the uplink granted to lists, its reserve for strangers, the shares of each
+    /// destination prefix, the reply cap and the builds a second (see [`crate::budget`]).
+    pub lists: ListBudget,
+    /// New servers listed per wider network (IPv4 /24, IPv6 /48), charged with the host's;
+    /// never below the host's rate and burst (see [`LimitConfig::new_servers_per_net`]).
+    pub new_servers_net: Rate,
     /// Challenges per destination network.
     pub net_challenges: Rate,
-    /// List bytes in all: what a spoofed flood from any number of victims can make the master
-    /// send.
-    pub global_bytes: Rate,
     /// Challenges in all. Repeated challenges (retries of registrations) are sent only while
     /// at least half of this bucket is left, so a heartbeat flood cannot crowd out first
     /// challenges.
@@ -233,9 +271,9 @@ impl LimitConfig {
         LimitConfig {
             requests: Rate::UNLIMITED,
             new_servers: Rate::UNLIMITED,
-            net_bytes: Rate::UNLIMITED,
+            lists: ListBudget::unlimited(),
+            new_servers_net: Rate::UNLIMITED,
             net_challenges: Rate::UNLIMITED,
-            global_bytes: Rate::UNLIMITED,
             global_challenges: Rate::UNLIMITED,
             ..LimitConfig::default()
         }
@@ -246,17 +284,29 @@ impl LimitConfig {
         for (what, r) in [
             ("requests", self.requests),
             ("new servers", self.new_servers),
-            ("network bytes", self.net_bytes),
+            ("new servers per network", self.new_servers_net),
             ("network challenges", self.net_challenges),
-            ("global bytes", self.global_bytes),
             ("global challenges", self.global_challenges),
         ] {
             r.check(what)?;
         }
+        self.lists.check()?;
         if self.max_sources < 2 {
             return Err("max sources must be at least 2".into());
         }
         Ok(())
+    }
+}
+
+impl LimitConfig {
+    /// The new-server rate per wider network as applied: never below one host's (a network
+    /// holds its hosts), so raising the host's rate alone raises both.
+    pub fn new_servers_per_net(&self) -> Rate {
+        let (h, n) = (self.new_servers, self.new_servers_net);
+        Rate {
+            per_sec: n.per_sec.max(h.per_sec),
+            burst: n.burst.max(h.burst),
+        }
     }
 }
 
@@ -271,17 +321,14 @@ impl Default for LimitConfig {
                 per_sec: 1.0,
                 burst: 64.0,
             },
-            net_bytes: Rate {
-                per_sec: 32.0 * 1024.0,
-                burst: 384.0 * 1024.0,
+            new_servers_net: Rate {
+                per_sec: 4.0,
+                burst: 256.0,
             },
+            lists: ListBudget::default(),
             net_challenges: Rate {
                 per_sec: 64.0,
                 burst: 256.0,
-            },
-            global_bytes: Rate {
-                per_sec: 64.0 * 1024.0,
-                burst: 384.0 * 1024.0,
             },
             global_challenges: Rate {
                 per_sec: 10_000.0,
@@ -302,7 +349,6 @@ struct Source {
 /// What is kept per destination network.
 #[derive(Debug, Clone, Copy, Default)]
 struct Net {
-    bytes: Bucket,
     challenges: Bucket,
 }
 
@@ -317,7 +363,9 @@ pub struct Limits {
     origin: Option<Instant>,
     sources: Recent<Source>,
     nets: Recent<Net>,
-    global_bytes: Bucket,
+    lists: Budget,
+    /// New-server buckets per wider network ([`Key::wide`]).
+    wide: Recent<Bucket>,
     global_challenges: Bucket,
 }
 
@@ -327,9 +375,10 @@ impl Limits {
         Limits {
             sources: Recent::new(config.max_sources, GENERATION),
             nets: Recent::new(config.max_sources, GENERATION),
+            lists: Budget::new(config.lists, config.max_sources, GENERATION),
+            wide: Recent::new(config.max_sources, GENERATION),
             config,
             origin: None,
-            global_bytes: Bucket::default(),
             global_challenges: Bucket::default(),
         }
     }
@@ -346,12 +395,12 @@ impl Limits {
 
     /// Sources and networks tracked now.
     pub fn tracked(&self) -> usize {
-        self.sources.len() + self.nets.len()
+        self.sources.len() + self.nets.len() + self.lists.tracked() + self.wide.len()
     }
 
     /// Table generations dropped (sources and networks): each is one table freed at once.
     pub fn rotations(&self) -> u64 {
-        self.sources.rotations() + self.nets.rotations()
+        self.sources.rotations() + self.nets.rotations() + self.wide.rotations()
     }
 
     /// A list request from `ip`: within its host's rate?
@@ -363,34 +412,37 @@ impl Limits {
         Ok(())
     }
 
-    /// A heartbeat from `ip` for an address the master neither lists nor verifies: within its
-    /// host's rate for new servers?
+    /// A new server on `ip` answered its challenge: within its host's rate for new servers
+    /// and its wider network's ([`Key::wide`])? Both are charged, or neither.
     pub fn new_server(&mut self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
         let (t, rate) = (self.ns(now), self.config.new_servers);
+        let net_rate = self.config.new_servers_per_net();
+        let w = self.wide.entry(Key::wide(ip), t);
+        let wide = w.try_take(net_rate, t, 1.0).ok_or(Refusal::Rate)?;
         let s = self.sources.entry(Key::host(ip), t);
         let next = s.new_servers.try_take(rate, t, 1.0).ok_or(Refusal::Rate)?;
         s.new_servers = Bucket(next);
+        *self.wide.entry(Key::wide(ip), t) = Bucket(wide);
         Ok(())
     }
 
-    /// Reserves `bytes` of list for `ip`: from its network's budget and the global one, or
-    /// neither.
-    pub fn send_list(&mut self, ip: IpAddr, bytes: u64, now: Instant) -> Result<(), Refusal> {
+    /// Charges an estimate of `bytes` of list to `ip` (see [`Budget::send`]): refused before
+    /// anything is built.
+    pub fn send_list(&mut self, ip: IpAddr, bytes: u64, now: Instant) -> Result<Grant, Refusal> {
         let t = self.ns(now);
-        let c = self.config;
-        let cost = bytes as f64;
-        let global = self
-            .global_bytes
-            .try_take(c.global_bytes, t, cost)
-            .ok_or(Refusal::GlobalBudget)?;
-        let n = self.nets.entry(Key::net(ip), t);
-        let net = n
-            .bytes
-            .try_take(c.net_bytes, t, cost)
-            .ok_or(Refusal::Budget)?;
-        n.bytes = Bucket(net);
-        self.global_bytes = Bucket(global);
-        Ok(())
+        self.lists.send(ip, bytes, t)
+    }
+
+    /// Settles a [`Limits::send_list`] charge with the `bytes` really sent.
+    pub fn settle_list(&mut self, ip: IpAddr, grant: Grant, bytes: u64, now: Instant) {
+        let t = self.ns(now);
+        self.lists.settle(ip, grant, bytes, t);
+    }
+
+    /// May a list be built now (the bound on builds a second)?
+    pub fn build_list(&mut self, now: Instant) -> bool {
+        let t = self.ns(now);
+        self.lists.build(t)
     }
 
     /// Reserves one challenge to `ip`. A `retry` is sent only while half the global challenge
@@ -424,6 +476,8 @@ impl Limits {
         let t = self.ns(now);
         self.sources.tick(t);
         self.nets.tick(t);
+        self.lists.tick(t);
+        self.wide.tick(t);
     }
 }
 
@@ -454,32 +508,48 @@ mod tests {
     }
 
     #[test]
-    fn list_budgets_hold_per_network_and_in_all() {
+    fn new_servers_are_limited_per_host_and_per_48_or_24() {
         let now = Instant::now();
-        let c = LimitConfig::default();
-        let mut l = Limits::new(c);
-        // One /24: its burst, then nothing until it refills.
-        let burst = c.net_bytes.burst as u64;
-        assert!(l.send_list(ip("198.51.100.1"), burst, now).is_ok());
-        assert!(l.send_list(ip("198.51.100.200"), 1000, now).is_err());
-        // Every address of the /24 shares it; another /24 has its own but the global bucket
-        // (the same size as one network's burst) is spent too.
-        assert!(l.send_list(ip("198.51.101.1"), 1000, now).is_err());
-        let later = now + Duration::from_secs(2);
-        // The global bucket refills faster than one network's.
-        assert!(l.send_list(ip("198.51.101.1"), 60_000, later).is_ok());
+        let mut l = Limits::new(LimitConfig::default());
+        // 512 /64s of one /48: 256 at once (the /48's burst), not 512 × 64.
+        let ok = (0..512u16)
+            .filter(|i| {
+                l.new_server(
+                    IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 1, *i, 0, 0, 0, 1)),
+                    now,
+                )
+                .is_ok()
+            })
+            .count();
+        assert_eq!(ok, 256);
+        // Another /48 has its own; a refusal by the /48 charged no host.
+        assert!(l.new_server(ip("2001:db8:2::1"), now).is_ok());
+        let later = now + Duration::from_secs(1);
+        assert!(l.new_server(ip("2001:db8:1:ffff::1"), later).is_ok());
+        // An IPv4 /24 likewise; its hosts keep their own 64.
+        let ok = (0..=255u8)
+            .flat_map(|h| (0..2).map(move |_| h))
+            .filter(|h| l.new_server(IpAddr::from([198, 51, 100, *h]), now).is_ok())
+            .count();
+        assert_eq!(ok, 256);
+        for _ in 0..64 {
+            assert!(l.new_server(ip("198.51.101.1"), now).is_ok());
+        }
+        assert_eq!(l.new_server(ip("198.51.101.1"), now), Err(Refusal::Rate));
+        // The network's rate is never below a host's.
+        let c = LimitConfig {
+            new_servers: Rate {
+                per_sec: 100.0,
+                burst: 1000.0,
+            },
+            ..LimitConfig::default()
+        };
+        assert_eq!(c.new_servers_per_net().burst, 1000.0);
         assert_eq!(
-            l.send_list(ip("198.51.100.7"), 70_000, later),
-            Err(Refusal::Budget)
+            Key::wide(ip("2001:db8:1:ffff::1")),
+            Key::wide(ip("2001:db8:1::"))
         );
-        // A list larger than a burst is never sent (the config checks refuse such settings).
-        assert!(l
-            .send_list(
-                ip("203.0.113.1"),
-                burst + 1,
-                now + Duration::from_secs(3600)
-            )
-            .is_err());
+        assert_ne!(Key::wide(ip("2001:db8:1::")), Key::wide(ip("2001:db8:2::")));
     }
 
     #[test]

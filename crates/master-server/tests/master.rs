@@ -1,133 +1,14 @@
 //! The sans-IO master driven directly: registration by challenge, spoofing, flatlines,
 //! filters, limits and amplification, bounds, expiry and restore.
 
-use fragstat_core::Encode;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use fragstat_core::service::{Outbox, Service};
 use fragstat_master_server::{Config, Drop, LimitConfig, Master, Rate, MAX_PACKET};
-use fragstat_quake3_oob::{decode, InfoResponse, InfoString, Packet};
 
-fn addr(s: &str) -> SocketAddr {
-    s.parse().unwrap()
-}
-
-/// A game server that answers the master's challenge like ioq3 does.
-struct Server {
-    addr: SocketAddr,
-    info: Vec<(&'static str, String)>,
-}
-
-impl Server {
-    fn new(a: &str, gamename: Option<&str>, protocol: i32, clients: u32, max: u32) -> Self {
-        let mut info = vec![
-            ("protocol", protocol.to_string()),
-            ("sv_maxclients", max.to_string()),
-            ("clients", clients.to_string()),
-            ("gametype", "0".to_string()),
-        ];
-        if let Some(g) = gamename {
-            info.push(("gamename", g.to_string()));
-        }
-        Server {
-            addr: addr(a),
-            info,
-        }
-    }
-
-    fn with(mut self, k: &'static str, v: &str) -> Self {
-        self.info.retain(|(key, _)| *key != k);
-        self.info.push((k, v.into()));
-        self
-    }
-
-    fn heartbeat(&self, m: &mut Master, now: Instant, name: &str) -> Outbox {
-        let mut out = Outbox::new();
-        let hb = format!("\u{ff}\u{ff}\u{ff}\u{ff}heartbeat {name}\n");
-        let bytes: Vec<u8> = hb.chars().map(|c| c as u8).collect();
-        m.handle(now, self.addr, &bytes, &mut out);
-        out
-    }
-
-    /// Answers every challenge in `out` addressed to this server.
-    fn answer(&self, m: &mut Master, now: Instant, out: &Outbox) {
-        for (to, d) in out {
-            if *to != self.addr {
-                continue;
-            }
-            let Ok(Packet::GetInfo { challenge }) = decode(d) else {
-                continue;
-            };
-            let mut info = InfoString::new();
-            for (k, v) in &self.info {
-                info.push(k, v);
-            }
-            info.push("challenge", challenge.unwrap_or_default());
-            let reply = Packet::InfoResponse(InfoResponse::new(info))
-                .to_bytes()
-                .unwrap();
-            m.handle(now, self.addr, &reply, &mut Outbox::new());
-        }
-    }
-
-    fn register(&self, m: &mut Master, now: Instant) {
-        let out = self.heartbeat(m, now, "QuakeArena-1");
-        self.answer(m, now, &out);
-    }
-}
-
-fn master() -> Master {
-    Master::with_seed(
-        Config {
-            allow_loopback: true,
-            ..Config::default()
-        },
-        7,
-    )
-}
-
-fn list(
-    m: &mut Master,
-    now: Instant,
-    from: &str,
-    request: &str,
-) -> (Vec<SocketAddr>, Vec<Vec<u8>>) {
-    let mut out = Outbox::new();
-    let req: Vec<u8> = format!("\u{ff}\u{ff}\u{ff}\u{ff}{request}")
-        .chars()
-        .map(|c| c as u8)
-        .collect();
-    m.handle(now, addr(from), &req, &mut out);
-    let mut servers = Vec::new();
-    let mut datagrams = Vec::new();
-    for (to, d) in out {
-        assert_eq!(to, addr(from));
-        let Ok(Packet::ServersResponse(l)) = decode(&d) else {
-            panic!("not a list")
-        };
-        servers.extend(l.servers);
-        datagrams.push(d);
-    }
-    servers.sort();
-    (servers, datagrams)
-}
-
-/// Runs the master's timers from `from` to `to` in 100 ms steps, handing challenges to the
-/// servers that are still up.
-fn advance(m: &mut Master, from: Instant, to: Instant, up: &[&Server]) {
-    let mut t = from;
-    while t < to {
-        t += Duration::from_millis(100);
-        if m.poll_timeout().is_some_and(|w| w <= t) {
-            let mut out = Outbox::new();
-            m.handle_timeout(t, &mut out);
-            for s in up {
-                s.answer(m, t, &out);
-            }
-        }
-    }
-}
+mod common;
+use common::*;
 
 #[test]
 fn lists_only_after_the_challenge_is_echoed() {
@@ -320,7 +201,8 @@ fn a_spoofed_request_flood_amplifies_a_bounded_factor() {
         sent += request.len() as u64;
         received += out.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
     }
-    let net = m.config().limits.net_bytes;
+    let lists = m.config().limits.lists;
+    let net = lists.share(lists.shares.v4[1]);
     let cap = net.burst + 10.0 * net.per_sec;
     assert!(
         received as f64 <= cap,
@@ -337,18 +219,6 @@ fn a_spoofed_request_flood_amplifies_a_bounded_factor() {
         "getservers 68 empty full",
     );
     assert_eq!(servers.len(), 2000);
-}
-
-/// Registers `n` servers (`at(i)` their addresses), each answering its challenge.
-fn register_many(m: &mut Master, now: Instant, n: u32, at: impl Fn(u32) -> String) -> Vec<Server> {
-    let servers: Vec<Server> = (0..n)
-        .map(|i| Server::new(&at(i), Some("Quake3Arena"), 68, 1, 8))
-        .collect();
-    for s in &servers {
-        s.register(m, now);
-    }
-    assert_eq!(m.len(), n as usize, "{:?}", m.stats());
-    servers
 }
 
 /// S1: one request from each of 10,000 victims (5,000 in one IPv4 /24, 5,000 in one IPv6
@@ -383,9 +253,10 @@ fn a_many_victim_spoof_is_bounded_per_network_and_in_all() {
             to_v6 += got;
         }
     }
-    let c = m.config().limits;
-    let net_cap = c.net_bytes.burst + 10.0 * c.net_bytes.per_sec;
-    let global_cap = c.global_bytes.burst + 10.0 * c.global_bytes.per_sec;
+    let c = m.config().limits.lists;
+    let net = c.share(c.shares.v4[1]);
+    let net_cap = net.burst + 10.0 * net.per_sec;
+    let global_cap = c.uplink.burst + 10.0 * c.uplink.per_sec;
     assert!(to_v4 as f64 <= net_cap, "/24 got {to_v4}, cap {net_cap}");
     assert!(to_v6 as f64 <= net_cap, "/64 got {to_v6}, cap {net_cap}");
     assert!(
@@ -411,8 +282,9 @@ fn a_many_victim_spoof_is_bounded_per_network_and_in_all() {
         m.handle(t, from, v4, &mut out);
         all += out.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
     }
+    // What a spoof naming many victims gets out of the master is the uplink the operator
+    // grants lists (`--uplink-mib`), and each victim network only its share of it.
     assert!(all as f64 <= global_cap, "{all} in all, cap {global_cap}");
-    assert!(all as f64 / (10_000 * v4.len()) as f64 <= 10.0);
 }
 
 /// Runs the master's timers from `from` to `to` in 100 ms steps, handing challenges to the
@@ -457,7 +329,7 @@ fn advance_spoofed(
 #[test]
 fn a_spoofer_on_another_port_of_the_host_cannot_delist_a_server() {
     let now = Instant::now();
-    let mut m = Master::with_seed(Config::default(), 7);
+    let mut m = Master::with_seed(private(), 7);
     let real = Server::new("203.0.113.7:27960", Some("Quake3Arena"), 68, 1, 8);
     real.register(&mut m, now);
     assert_eq!(m.len(), 1);
@@ -494,7 +366,7 @@ fn a_challenge_the_limits_kept_back_never_removes_a_server() {
                 },
                 ..LimitConfig::default()
             },
-            ..Config::default()
+            ..private()
         },
         7,
     );
@@ -533,7 +405,7 @@ fn a_challenge_the_limits_kept_back_never_removes_a_server() {
 #[test]
 fn a_heartbeat_flood_from_random_sources_does_not_stop_registrations() {
     let now = Instant::now();
-    let mut m = Master::with_seed(Config::default(), 7);
+    let mut m = Master::with_seed(private(), 7);
     let listed = Server::new("198.51.100.20:27960", Some("Quake3Arena"), 68, 1, 8);
     listed.register(&mut m, now);
     let mut rng = fastrand::Rng::with_seed(11);
@@ -588,7 +460,7 @@ fn forty_servers_on_one_host_restarting_together_are_all_listed() {
     let mut m = Master::with_seed(
         Config {
             max_per_address: 40,
-            ..Config::default()
+            ..private()
         },
         7,
     );
@@ -646,7 +518,7 @@ fn a_flood_of_new_sources_locks_nobody_out() {
                 max_sources: 100_000,
                 ..LimitConfig::default()
             },
-            ..Config::default()
+            ..private()
         },
         7,
     );
@@ -730,7 +602,7 @@ fn names_made_up_by_servers_are_freed() {
         Config {
             allow_loopback: true,
             verify_interval: Duration::ZERO,
-            ..Config::default()
+            ..private()
         },
         7,
     );
@@ -783,7 +655,13 @@ fn an_ipv6_64_is_one_host() {
 fn restore_checks_entries_like_live_answers() {
     use fragstat_master_server::{Listed, Snapshot};
     let now = Instant::now();
-    let mut m = Master::with_seed(Config::default(), 7);
+    let mut m = Master::with_seed(
+        Config {
+            per_network: fragstat_master_server::Caps::NONE,
+            ..private()
+        },
+        7,
+    );
     let ok = |a: &str| Listed {
         addr: addr(a),
         game: "Quake3Arena".into(),
@@ -854,7 +732,7 @@ fn bounds_hold() {
                 },
                 ..LimitConfig::default()
             },
-            ..Config::default()
+            ..private()
         },
         1,
     );
@@ -945,7 +823,7 @@ fn in_process_registration_cost_is_reported() {
             allow_loopback: true,
             max_per_address: 1_000_000,
             limits: LimitConfig::unlimited(),
-            ..Config::default()
+            ..private()
         },
         5,
     );
@@ -981,7 +859,7 @@ fn a_heartbeat_flood_from_one_network_takes_only_its_share_of_the_retry_table() 
                 net_challenges: Rate::UNLIMITED,
                 ..LimitConfig::default()
             },
-            ..Config::default()
+            ..private()
         },
         7,
     );
@@ -1010,19 +888,23 @@ fn a_heartbeat_flood_from_one_network_takes_only_its_share_of_the_retry_table() 
 #[test]
 fn heartbeats_spoofed_from_a_listed_address_are_limited_per_address() {
     let now = Instant::now();
-    let mut m = Master::with_seed(Config::default(), 7);
+    let mut m = Master::with_seed(private(), 7);
     let real = Server::new("203.0.113.7:27960", Some("Quake3Arena"), 68, 1, 8);
     real.register(&mut m, now);
     let mut challenges = 0;
     let mut t = now;
     for _ in 0..1000 {
         t += Duration::from_millis(10);
-        let out = real.heartbeat(&mut m, t, "QuakeArena-1");
+        let mut out = real.heartbeat(&mut m, t, "QuakeArena-1");
+        if m.poll_timeout().is_some_and(|w| w <= t) {
+            m.handle_timeout(t, &mut out);
+        }
         challenges += out.len();
         real.answer(&mut m, t, &out);
     }
-    // 10 s of heartbeats every 10 ms: one verification per 2 s.
-    assert!(challenges <= 6, "{challenges}");
+    // 10 s of heartbeats every 10 ms: one verification per 2 s (a heartbeat within the
+    // interval defers it to the interval's end; the ones after it find it pending).
+    assert!((4..=6).contains(&challenges), "{challenges}");
     assert_eq!(m.len(), 1);
-    assert!(m.stats().dropped(Drop::Rate) > 900);
+    assert!(m.stats().dropped(Drop::AlreadyPending) > 900);
 }

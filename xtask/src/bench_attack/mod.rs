@@ -115,6 +115,9 @@ fn start_fragstat(bin: &Path, extra: &[&str]) -> Result<Target> {
         "--listen",
         "[2001:db8::1]:0",
         "--allow-loopback",
+        // The farm is 1,200 servers in 127.10.0.0/16, over the default 1,024 per /16.
+        "--max-per-ipv4-16",
+        "4096",
     ];
     args.extend_from_slice(extra);
     let (p, addrs) = start(bin, &args, "master ", false)?;

@@ -17,27 +17,32 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use fragstat_core::fair::{canonical, FairTable, Level, Prefix, Refusal};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use subtle::ConstantTimeEq;
 
-use crate::limits::Key;
+mod list;
+mod shares;
+
+pub use shares::{
+    DdnetLimits, INFO_PER_HOST, INFO_PER_NET, MAX_INFO_BYTES, MAX_LIST_BYTES, MAX_SERVERS,
+    SERVERS_PER_HOST, SERVERS_PER_NET,
+};
 
 /// Servers not refreshed for this long are dropped (DDNet servers refresh every 15 s).
 pub const EXPIRY: Duration = Duration::from_secs(30);
 /// Challenge tokens rotate this often; the current and the previous one are accepted.
 const TOKEN_EPOCH: Duration = Duration::from_secs(30);
-/// Most registered servers.
-pub const MAX_SERVERS: usize = 20_000;
-/// Most servers (secrets) with an address on one host (IPv4 address, IPv6 /64).
-pub const MAX_PER_HOST: usize = 64;
 /// Most addresses one server (secret) registers (DDNet: 0.6, 0.7 and ddnet+udp, on IPv4 and
 /// IPv6).
 pub const MAX_ADDRESSES_PER_SERVER: usize = 8;
-/// Largest info taken (DDNet's own master: 32 KiB).
-pub const MAX_INFO: usize = 32 * 1024;
-/// Bytes of info stored in all.
-pub const MAX_INFO_BYTES: usize = 64 * 1024 * 1024;
+/// Largest info (register body) taken: 128 KiB. DDNet 20 servers send up to 100 KiB
+/// (`src/engine/server/register.cpp`: `char m_aServerInfo[100 * 1024]`, raised from 16 KiB by
+/// ddnet/ddnet commit d98e1e4ea3 "Increase server info size to handle 128 players with 0.7
+/// skins", August 2026); DDNet's own mastersrv still takes 32 KiB
+/// (`src/mastersrv/src/main.rs`: `content_length_limit(32 * 1024)`).
+pub const MAX_INFO: usize = 128 * 1024;
 /// Longest header value taken.
 const MAX_HEADER: usize = 128;
 /// `servers.json` is rebuilt at most this often (DDNet writes its file once a second).
@@ -88,19 +93,39 @@ fn error(message: impl Into<String>) -> Status {
     }
 }
 
+/// A refusal of the server or info table, in words.
+fn refused(what: &str, r: Refusal) -> Status {
+    match r {
+        Refusal::Share(p) => error(format!("{p} holds its share of the master's {what}")),
+        Refusal::Full => error(format!("the master holds no more {what}")),
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Server {
     addresses: BTreeSet<String>,
     /// The info as compact JSON text, checked to be an object.
     info: Option<Box<RawValue>>,
     info_serial: i64,
+    /// Order of first registration: past its cap, `servers.json` keeps a network's older
+    /// servers.
+    since: u64,
 }
 
 #[derive(Debug, Clone)]
 struct AddrEntry {
     secret: String,
     seen: Instant,
-    host: Key,
+    ip: IpAddr,
+}
+
+/// A server's place on one host: (the host's prefix, the secret).
+type Slot = (Prefix, String);
+
+/// The host prefix of `ip` (IPv4 address, IPv6 /64).
+fn host_of(ip: IpAddr) -> Prefix {
+    // Every family has a host level.
+    Prefix::of(ip, Level::Host).unwrap_or_else(|| Prefix::widest(ip))
 }
 
 /// Counters, for tests and metrics.
@@ -112,6 +137,19 @@ pub struct DdnetStats {
     pub rebuilds: u64,
     /// Expiry passes.
     pub expiry_passes: u64,
+    /// New servers (or addresses) refused: their network held its share, or the master was
+    /// full and their network held the most.
+    pub servers_refused: u64,
+    /// Servers displaced from a host by a newcomer from a network holding less.
+    pub servers_displaced: u64,
+    /// Infos refused (the same reasons, in bytes).
+    pub infos_refused: u64,
+    /// Infos displaced by a newcomer's (the server is asked for its info again).
+    pub infos_displaced: u64,
+    /// The size of the last `servers.json`.
+    pub list_bytes: u64,
+    /// Servers with an info left out of the last `servers.json` (over its cap).
+    pub list_left_out: u64,
 }
 
 /// The registry of DDNet servers.
@@ -119,10 +157,14 @@ pub struct DdnetStats {
 pub struct DdnetMaster {
     servers: HashMap<String, Server>,
     addresses: HashMap<String, AddrEntry>,
-    /// Addresses per (host, secret), and distinct secrets per host.
-    host_secrets: HashMap<(Key, String), usize>,
-    per_host: HashMap<Key, usize>,
-    info_bytes: usize,
+    /// Addresses per slot: the slot goes with its last address.
+    slot_addresses: HashMap<Slot, usize>,
+    /// Servers per host, weighted 1, shared among prefixes.
+    slots: FairTable<Slot>,
+    /// Infos per secret, weighted by size, charged to the address that sent them.
+    infos: FairTable<String>,
+    limits: DdnetLimits,
+    next_since: u64,
     keys: std::hash::RandomState,
     started: Instant,
     allow_loopback: bool,
@@ -141,15 +183,53 @@ fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
+/// A request's address, proven or not.
+struct Proof {
+    /// `scheme://ip:port`.
+    addr: String,
+    /// The token was right.
+    valid: bool,
+    /// A (new) token to send.
+    challenge: Option<Datagram>,
+}
+
+/// The challenge datagram: the connless header (0.7's with its token), `chal`, the challenge
+/// secret, NUL, the token, NUL.
+fn challenge_datagram(connless: Option<[u8; 4]>, secret: &str, token: &str) -> Vec<u8> {
+    let mut d = Vec::with_capacity(64);
+    match connless {
+        Some(t) => {
+            d.push(0x21);
+            d.extend_from_slice(&t);
+            d.extend_from_slice(&[0xff; 8]);
+        }
+        None => d.extend_from_slice(&[0xff; 10]),
+    }
+    d.extend_from_slice(b"chal");
+    d.extend_from_slice(secret.as_bytes());
+    d.push(0);
+    d.extend_from_slice(token.as_bytes());
+    d.push(0);
+    d
+}
+
 impl DdnetMaster {
-    /// An empty registry. `allow_loopback` accepts servers on loopback addresses.
+    /// An empty registry with the default [`DdnetLimits`]. `allow_loopback` accepts servers
+    /// on loopback addresses.
     pub fn new(now: Instant, allow_loopback: bool) -> Self {
+        DdnetMaster::with_limits(now, allow_loopback, DdnetLimits::default())
+    }
+
+    /// An empty registry holding at most `limits`.
+    pub fn with_limits(now: Instant, allow_loopback: bool, limits: DdnetLimits) -> Self {
         DdnetMaster {
             servers: HashMap::new(),
             addresses: HashMap::new(),
-            host_secrets: HashMap::new(),
-            per_host: HashMap::new(),
-            info_bytes: 0,
+            slot_addresses: HashMap::new(),
+            slots: FairTable::new(limits.servers, limits.max_servers),
+            infos: FairTable::new(limits.info, limits.max_info_bytes),
+            limits,
+            next_since: 0,
             keys: std::hash::RandomState::new(),
             started: now,
             allow_loopback,
@@ -173,7 +253,12 @@ impl DdnetMaster {
 
     /// Bytes of info stored.
     pub fn stored_bytes(&self) -> usize {
-        self.info_bytes
+        usize::try_from(self.infos.total()).unwrap_or(usize::MAX)
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &DdnetLimits {
+        &self.limits
     }
 
     /// Counters.
@@ -198,71 +283,13 @@ impl DdnetMaster {
         r: Register,
     ) -> (Status, Option<Datagram>) {
         self.expire_now_and_then(now);
-        let remote = crate::limits::canonical_ip(remote);
-        if !self.allow_loopback && remote.is_loopback() {
-            return (error("servers on loopback addresses are not listed"), None);
-        }
-        for (name, v) in [
-            ("Secret", &r.secret),
-            ("Challenge-Secret", &r.challenge_secret),
-            ("Address", &r.address),
-        ] {
-            if v.is_empty() || v.len() > MAX_HEADER {
-                return (error(format!("missing or overlong header {name}")), None);
-            }
-        }
-        if r.challenge_token
-            .as_ref()
-            .is_some_and(|t| t.len() > MAX_HEADER)
-        {
-            return (error("overlong header Challenge-Token"), None);
-        }
-        let Some((scheme, port)) = parse_address(&r.address) else {
-            return (error(format!("bad Address {:?}", r.address)), None);
+        let remote = canonical(remote);
+        let proof = match self.prove(now, remote, &r) {
+            Ok(p) => p,
+            Err(e) => return (e, None),
         };
-        let sock = SocketAddr::new(remote, port);
-        let addr = format!("{scheme}://{sock}");
-        let sixup = scheme == "tw-0.7+udp";
-        let connless = match (sixup, &r.connless_token) {
-            (false, _) => None,
-            (true, Some(t)) => match parse_hex4(t) {
-                Some(t) => Some(t),
-                None => return (error("bad Connless-Token"), None),
-            },
-            (true, None) => {
-                return (
-                    error("registering with tw-0.7+udp:// requires header Connless-Token"),
-                    None,
-                )
-            }
-        };
-        let epoch = self.epoch(now);
-        let current = self.token(&addr, epoch);
-        let valid = r.challenge_token.as_deref().is_some_and(|t| {
-            same_secret(t, &current) || (epoch > 0 && same_secret(t, &self.token(&addr, epoch - 1)))
-        });
-        let resend = !r
-            .challenge_token
-            .as_deref()
-            .is_some_and(|t| same_secret(t, &current));
-        let challenge = resend.then(|| {
-            let mut d = Vec::with_capacity(64);
-            match connless {
-                Some(t) => {
-                    d.push(0x21);
-                    d.extend_from_slice(&t);
-                    d.extend_from_slice(&[0xff; 8]);
-                }
-                None => d.extend_from_slice(&[0xff; 10]),
-            }
-            d.extend_from_slice(b"chal");
-            d.extend_from_slice(r.challenge_secret.as_bytes());
-            d.push(0);
-            d.extend_from_slice(current.as_bytes());
-            d.push(0);
-            (sock, d)
-        });
-        if !valid {
+        let challenge = proof.challenge;
+        if !proof.valid {
             // The body is not even looked at before the address is proven.
             return (Status::NeedChallenge, challenge);
         }
@@ -282,73 +309,178 @@ impl DdnetMaster {
                 }
             }
         };
-        let host = Key::host(remote);
+        if let Err(e) = self.link(now, remote, proof.addr, &r.secret) {
+            return (e, challenge);
+        }
+        (
+            self.store_info(remote, &r.secret, r.info_serial, info),
+            challenge,
+        )
+    }
+
+    /// Checks the headers and the token: the address, or why the request is refused.
+    fn prove(&self, now: Instant, remote: IpAddr, r: &Register) -> Result<Proof, Status> {
+        if !self.allow_loopback && remote.is_loopback() {
+            return Err(error("servers on loopback addresses are not listed"));
+        }
+        for (name, v) in [
+            ("Secret", &r.secret),
+            ("Challenge-Secret", &r.challenge_secret),
+            ("Address", &r.address),
+        ] {
+            if v.is_empty() || v.len() > MAX_HEADER {
+                return Err(error(format!("missing or overlong header {name}")));
+            }
+        }
+        if r.challenge_token
+            .as_ref()
+            .is_some_and(|t| t.len() > MAX_HEADER)
+        {
+            return Err(error("overlong header Challenge-Token"));
+        }
+        let Some((scheme, port)) = parse_address(&r.address) else {
+            return Err(error(format!("bad Address {:?}", r.address)));
+        };
+        let sock = SocketAddr::new(remote, port);
+        let addr = format!("{scheme}://{sock}");
+        let connless = match (scheme == "tw-0.7+udp", &r.connless_token) {
+            (false, _) => None,
+            (true, Some(t)) => Some(parse_hex4(t).ok_or_else(|| error("bad Connless-Token"))?),
+            (true, None) => {
+                return Err(error(
+                    "registering with tw-0.7+udp:// requires header Connless-Token",
+                ))
+            }
+        };
+        let epoch = self.epoch(now);
+        let current = self.token(&addr, epoch);
+        let given = r.challenge_token.as_deref();
+        let valid = given.is_some_and(|t| {
+            same_secret(t, &current) || (epoch > 0 && same_secret(t, &self.token(&addr, epoch - 1)))
+        });
+        let resend = !given.is_some_and(|t| same_secret(t, &current));
+        let challenge = resend.then(|| {
+            (
+                sock,
+                challenge_datagram(connless, &r.challenge_secret, &current),
+            )
+        });
+        Ok(Proof {
+            addr,
+            valid,
+            challenge,
+        })
+    }
+
+    /// Links proven `addr` to `secret`: a new address takes a slot on its host (displacing
+    /// the newest slot of the network holding the most when the master is full).
+    fn link(
+        &mut self,
+        now: Instant,
+        remote: IpAddr,
+        addr: String,
+        secret: &str,
+    ) -> Result<(), Status> {
         // Addresses move between secrets when a server restarts with a new one.
-        if let Some(old) = self.addresses.get(&addr).cloned() {
-            if !same_secret(&old.secret, &r.secret) {
-                self.unlink(&addr, &old.secret);
+        if let Some(old) = self.addresses.get(&addr) {
+            if !same_secret(&old.secret, secret) {
+                let old = old.secret.clone();
+                self.unlink(&addr, &old);
             }
         }
-        if !self.addresses.contains_key(&addr) {
-            let new_here = !self.host_secrets.contains_key(&(host, r.secret.clone()));
-            let server_addresses = self.servers.get(&r.secret).map_or(0, |s| s.addresses.len());
-            if self.addresses.len() >= MAX_SERVERS * 4
-                || (new_here && self.per_host.get(&host).copied().unwrap_or(0) >= MAX_PER_HOST)
-                || server_addresses >= MAX_ADDRESSES_PER_SERVER
-            {
-                return (error("too many servers"), challenge);
-            }
-            if !self.servers.contains_key(&r.secret) && self.servers.len() >= MAX_SERVERS {
-                return (error("too many servers"), challenge);
-            }
-            if new_here {
-                *self.per_host.entry(host).or_default() += 1;
-            }
-            *self
-                .host_secrets
-                .entry((host, r.secret.clone()))
-                .or_default() += 1;
+        if let Some(e) = self.addresses.get_mut(&addr) {
+            e.seen = now;
+            return Ok(());
         }
+        let held = self.servers.get(secret).map_or(0, |s| s.addresses.len());
+        if held >= MAX_ADDRESSES_PER_SERVER {
+            self.stats.servers_refused += 1;
+            return Err(error("too many addresses for one server"));
+        }
+        let slot: Slot = (host_of(remote), secret.to_string());
+        if !self.slots.contains(&slot) {
+            let (r, displaced) = self.slots.admit(slot.clone(), remote, 1);
+            for d in displaced {
+                self.drop_slot(&d);
+            }
+            if let Err(e) = r {
+                self.stats.servers_refused += 1;
+                return Err(refused("servers", e));
+            }
+        }
+        *self.slot_addresses.entry(slot).or_default() += 1;
         self.addresses.insert(
             addr.clone(),
             AddrEntry {
-                secret: r.secret.clone(),
+                secret: secret.to_string(),
                 seen: now,
-                host,
+                ip: remote,
             },
         );
-        let server = self.servers.entry(r.secret).or_insert_with(|| Server {
-            addresses: BTreeSet::new(),
-            info: None,
-            info_serial: i64::MIN,
-        });
-        if server.addresses.insert(addr) {
-            self.dirty = true;
+        let since = self.next_since;
+        let server = self
+            .servers
+            .entry(secret.to_string())
+            .or_insert_with(|| Server {
+                addresses: BTreeSet::new(),
+                info: None,
+                info_serial: i64::MIN,
+                since,
+            });
+        if server.since == since {
+            self.next_since += 1;
         }
-        let mut refused = None;
-        match info {
-            Some(i) if r.info_serial > server.info_serial || server.info.is_none() => {
-                let old = server.info.as_ref().map_or(0, |o| o.get().len());
-                if self.info_bytes - old + i.get().len() > MAX_INFO_BYTES {
-                    refused = Some(error("the master stores no more info"));
-                } else {
-                    self.info_bytes = self.info_bytes - old + i.get().len();
+        server.addresses.insert(addr);
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Stores `secret`'s info when new (displacing the newest info of the network holding the
+    /// most bytes when the master is full): the reply to send.
+    fn store_info(
+        &mut self,
+        remote: IpAddr,
+        secret: &str,
+        serial: i64,
+        info: Option<Box<RawValue>>,
+    ) -> Status {
+        let Some(server) = self.servers.get(secret) else {
+            return error("internal");
+        };
+        if let Some(i) = info.filter(|_| serial > server.info_serial || server.info.is_none()) {
+            let weight = i.get().len() as u64;
+            let (r, displaced) = self.infos.admit(secret.to_string(), remote, weight);
+            for d in displaced {
+                if let Some(s) = self.servers.get_mut(&d) {
+                    s.info = None;
+                    s.info_serial = i64::MIN;
+                }
+                self.stats.infos_displaced += 1;
+                self.dirty = true;
+            }
+            let kept = self.infos.contains(&secret.to_string());
+            let Some(server) = self.servers.get_mut(secret) else {
+                return error("internal");
+            };
+            match r {
+                Ok(()) => {
                     server.info = Some(i);
-                    server.info_serial = r.info_serial;
+                    server.info_serial = serial;
                     self.dirty = true;
                 }
+                Err(e) => {
+                    if !kept && server.info.take().is_some() {
+                        self.dirty = true;
+                    }
+                    self.stats.infos_refused += 1;
+                    return refused("info", e);
+                }
             }
-            _ => {}
         }
-        if let Some(e) = refused {
-            return (e, challenge);
+        match self.servers.get(secret) {
+            Some(s) if s.info.is_some() && serial <= s.info_serial => Status::Success,
+            _ => Status::NeedInfo,
         }
-        let status = if server.info.is_none() || r.info_serial > server.info_serial {
-            Status::NeedInfo
-        } else {
-            Status::Success
-        };
-        (status, challenge)
     }
 
     /// A server going away (`Action: delete`) takes this address out.
@@ -356,8 +488,7 @@ impl DdnetMaster {
         let Some((scheme, port)) = parse_address(address) else {
             return error(format!("bad Address {address:?}"));
         };
-        let remote = crate::limits::canonical_ip(remote);
-        let addr = format!("{scheme}://{}", SocketAddr::new(remote, port));
+        let addr = format!("{scheme}://{}", SocketAddr::new(canonical(remote), port));
         match self.addresses.get(&addr) {
             Some(e) if same_secret(&e.secret, secret) => {
                 let secret = e.secret.clone();
@@ -368,19 +499,38 @@ impl DdnetMaster {
         }
     }
 
+    /// A slot displaced from the table: the server's addresses on that host go.
+    fn drop_slot(&mut self, slot: &Slot) {
+        self.stats.servers_displaced += 1;
+        let (host, secret) = slot;
+        let gone: Vec<String> = self
+            .servers
+            .get(secret)
+            .map(|s| {
+                s.addresses
+                    .iter()
+                    .filter(|a| {
+                        self.addresses
+                            .get(*a)
+                            .is_some_and(|e| host_of(e.ip) == *host)
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for a in gone {
+            self.unlink(&a, secret);
+        }
+    }
+
     fn unlink(&mut self, addr: &str, secret: &str) {
         if let Some(e) = self.addresses.remove(addr) {
-            let k = (e.host, e.secret);
-            if let Some(n) = self.host_secrets.get_mut(&k) {
-                *n -= 1;
+            let slot = (host_of(e.ip), e.secret);
+            if let Some(n) = self.slot_addresses.get_mut(&slot) {
+                *n = n.saturating_sub(1);
                 if *n == 0 {
-                    self.host_secrets.remove(&k);
-                    if let Some(h) = self.per_host.get_mut(&k.0) {
-                        *h -= 1;
-                        if *h == 0 {
-                            self.per_host.remove(&k.0);
-                        }
-                    }
+                    self.slot_addresses.remove(&slot);
+                    self.slots.remove(&slot);
                 }
             }
         }
@@ -388,9 +538,8 @@ impl DdnetMaster {
             s.addresses.remove(addr);
             self.dirty = true;
             if s.addresses.is_empty() {
-                if let Some(gone) = self.servers.remove(secret) {
-                    self.info_bytes -= gone.info.map_or(0, |i| i.get().len());
-                }
+                self.servers.remove(secret);
+                self.infos.remove(&secret.to_string());
             }
         }
     }
@@ -418,45 +567,6 @@ impl DdnetMaster {
         for (a, s) in stale {
             self.unlink(&a, &s);
         }
-    }
-
-    /// `servers.json`: every registered server with info, its addresses sorted. Built at most
-    /// once a second (when something changed); every other request gets the same bytes.
-    pub fn servers_json(&mut self, now: Instant) -> Bytes {
-        self.expire_now_and_then(now);
-        let fresh = self
-            .json_built
-            .is_some_and(|t| now.saturating_duration_since(t) < REBUILD_EVERY);
-        if !self.dirty || fresh {
-            return self.json.clone();
-        }
-        #[derive(Serialize)]
-        struct Entry<'a> {
-            addresses: &'a BTreeSet<String>,
-            info: &'a RawValue,
-        }
-        #[derive(Serialize)]
-        struct Doc<'a> {
-            servers: Vec<Entry<'a>>,
-        }
-        let mut list: Vec<Entry<'_>> = self
-            .servers
-            .values()
-            .filter_map(|s| {
-                Some(Entry {
-                    addresses: &s.addresses,
-                    info: s.info.as_deref()?,
-                })
-            })
-            .collect();
-        list.sort_by(|a, b| a.addresses.cmp(b.addresses));
-        let mut out = serde_json::to_vec(&Doc { servers: list }).unwrap_or_default();
-        out.push(b'\n');
-        self.json = Bytes::from(out);
-        self.json_built = Some(now);
-        self.dirty = false;
-        self.stats.rebuilds += 1;
-        self.json.clone()
     }
 }
 

@@ -139,7 +139,9 @@ fn info_is_stored_compact_and_bounded() {
     }
     body.extend_from_slice(b"0]}");
     let body = Bytes::from(body);
-    for i in 0..MAX_PER_HOST {
+    // Eight of the largest (compacted to about 52 KB each) fit a host's 1 MiB.
+    const PER_HOST: usize = 8;
+    for i in 0..PER_HOST {
         let st = full_register(
             &mut m,
             now,
@@ -150,9 +152,9 @@ fn info_is_stored_compact_and_bounded() {
         );
         assert_eq!(st, Status::Success, "{i}");
     }
-    assert_eq!(m.len(), MAX_PER_HOST);
+    assert_eq!(m.len(), PER_HOST);
     assert!(
-        m.stored_bytes() <= MAX_PER_HOST * MAX_INFO / 2,
+        m.stored_bytes() <= PER_HOST * MAX_INFO / 2,
         "{}",
         m.stored_bytes()
     );
@@ -236,7 +238,7 @@ fn forty_dual_scheme_servers_on_one_host_register_and_a_64_is_one_host() {
     }
     assert_eq!(m.len(), 40);
     // IPv6: every address of a /64 counts as the same host.
-    for i in 0..(MAX_PER_HOST as u16 + 5) {
+    for i in 0..(SERVERS_PER_HOST as u16 + 5) {
         let ip: IpAddr = format!("2001:db8::{:x}", i + 1).parse().unwrap();
         full_register(
             &mut m,
@@ -247,7 +249,7 @@ fn forty_dual_scheme_servers_on_one_host_register_and_a_64_is_one_host() {
             info.clone(),
         );
     }
-    assert_eq!(m.len(), 40 + MAX_PER_HOST);
+    assert_eq!(m.len(), 40 + SERVERS_PER_HOST as usize);
 }
 
 #[test]
@@ -255,4 +257,220 @@ fn secrets_are_compared_in_constant_time_and_exactly() {
     assert!(same_secret("abc", "abc"));
     assert!(!same_secret("abc", "abd"));
     assert!(!same_secret("abc", "abcd"));
+}
+
+/// An info of `size` bytes (compact JSON, so stored as sent).
+fn info_of(size: usize, name: &str) -> Bytes {
+    let head = format!("{{\"name\":\"{name}\",\"pad\":\"");
+    let pad = "a".repeat(size.saturating_sub(head.len() + 2));
+    Bytes::from(format!("{head}{pad}\"}}"))
+}
+
+/// Whether `servers.json` lists `address`.
+fn lists(json: &[u8], address: &str) -> bool {
+    let v: serde_json::Value = serde_json::from_slice(json).unwrap();
+    v["servers"].as_array().unwrap().iter().any(|s| {
+        s["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == address)
+    })
+}
+
+/// E7 (security review H3): 34 hosts each register 64 secrets with 32 KiB infos, proving
+/// their addresses; then 10 real servers from new /24s with 2.3 KB infos all register and are
+/// listed, and servers.json stays within its cap. (Before: 64 MiB in all were filled, 8 of
+/// the 10 were refused and servers.json was 67 MB.)
+#[test]
+fn e7_thirty_four_hosts_leave_room_for_ten_real_servers() {
+    let now = Instant::now();
+    let mut m = DdnetMaster::new(now, false);
+    let big = info_of(32 * 1024, "flood");
+    for h in 0..34u8 {
+        // Each host in a /16 of its own: only the host shares hold it.
+        let ip = IpAddr::from([100, 64 + h, 0, 1]);
+        for i in 0..64u16 {
+            let _ = full_register(
+                &mut m,
+                now,
+                ip,
+                &format!("flood-{h}-{i}"),
+                &format!("tw-0.6+udp://x:{}", 9000 + i),
+                Some(big.clone()),
+            );
+        }
+    }
+    assert_eq!(m.len(), 34 * 64, "64 servers per host are allowed");
+    assert!(
+        m.stored_bytes() as u64 <= 34 * INFO_PER_HOST,
+        "{}",
+        m.stored_bytes()
+    );
+    for i in 0..10u8 {
+        let ip = IpAddr::from([198, 51, 100 + i, 7]);
+        let st = full_register(
+            &mut m,
+            now,
+            ip,
+            &format!("real-{i}"),
+            "tw-0.6+udp://x:8303",
+            Some(info_of(2300, &format!("real {i}"))),
+        );
+        assert_eq!(st, Status::Success, "real server {i}");
+    }
+    let json = m.servers_json(now);
+    assert!(json.len() as u64 <= MAX_LIST_BYTES, "{}", json.len());
+    for i in 0..10u8 {
+        let a = format!("tw-0.6+udp://198.51.{}.7:8303", 100 + i);
+        assert!(lists(&json, &a), "{a} listed");
+    }
+    assert!(m.stats().list_left_out > 0, "{:?}", m.stats());
+    eprintln!(
+        "E7: {} servers, {} bytes of info, servers.json {} bytes, {:?}",
+        m.len(),
+        m.stored_bytes(),
+        json.len(),
+        m.stats()
+    );
+}
+
+/// Limits small enough to fill: servers 4 per host, 8 per /24, 32 per /16, 40 in all; info
+/// 64 KiB per host, 128 KiB per /24, 512 KiB per /16 and in all; servers.json 256 KiB.
+fn small() -> DdnetLimits {
+    DdnetLimits::from_shares([4, 8, 40], [64 << 10, 128 << 10, 512 << 10], 256 << 10)
+}
+
+/// When the master is full, newcomers displace the newest entries of the network holding the
+/// most, never a stranger's, and the flooding network cannot take the places back.
+#[test]
+fn a_full_master_displaces_the_largest_network_not_a_stranger() {
+    let now = Instant::now();
+    let mut m = DdnetMaster::with_limits(now, false, small());
+    assert_eq!(m.limits().check(), Ok(()));
+    let big = info_of(16 * 1024, "flood");
+    // Two /16s, each 4 /24s × 2 hosts × 4 servers: 64 servers wanted, 40 in all.
+    for net in 0..2u8 {
+        for n in 0..4u8 {
+            for h in 0..2u8 {
+                let ip = IpAddr::from([100, 64 + net, n, h + 1]);
+                for i in 0..4u16 {
+                    let _ = full_register(
+                        &mut m,
+                        now,
+                        ip,
+                        &format!("flood-{net}-{n}-{h}-{i}"),
+                        &format!("tw-0.6+udp://x:{}", 9000 + i),
+                        Some(big.clone()),
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(m.slots.len(), 40, "the table is full");
+    assert_eq!(m.stored_bytes(), 512 << 10, "the info is full");
+    let displaced = m.stats().servers_displaced;
+    assert!(displaced > 0, "{:?}", m.stats());
+    for i in 0..10u8 {
+        let ip = IpAddr::from([198, 51, 100 + i, 7]);
+        let st = full_register(
+            &mut m,
+            now,
+            ip,
+            &format!("real-{i}"),
+            "tw-0.6+udp://x:8303",
+            Some(info_of(2300, &format!("real {i}"))),
+        );
+        assert_eq!(st, Status::Success, "real server {i}: {:?}", m.stats());
+    }
+    assert!(m.stats().servers_displaced >= displaced + 10);
+    // The flood cannot take its places back from the strangers.
+    for i in 0..8u16 {
+        let st = full_register(
+            &mut m,
+            now,
+            IpAddr::from([100, 64, 3, 9]),
+            &format!("again-{i}"),
+            &format!("tw-0.6+udp://x:{}", 9100 + i),
+            Some(big.clone()),
+        );
+        assert!(matches!(st, Status::Error { .. }), "{st:?}");
+    }
+    let json = m.servers_json(now);
+    assert!(
+        json.len() as u64 <= small().max_list_bytes,
+        "{}",
+        json.len()
+    );
+    for i in 0..10u8 {
+        let a = format!("tw-0.6+udp://198.51.{}.7:8303", 100 + i);
+        assert!(lists(&json, &a), "{a} listed");
+    }
+    assert!(m.stats().list_left_out > 0, "{:?}", m.stats());
+}
+
+/// One IPv6 /48 rotating /64s (and /56s) stops at its /48 budgets; a server from another /48
+/// still registers.
+#[test]
+fn one_48_rotating_64s_stops_at_its_48_budget() {
+    let now = Instant::now();
+    let mut m = DdnetMaster::new(now, false);
+    let big = info_of(32 * 1024, "flood");
+    for sub in 0..16u16 {
+        for i in 0..64u16 {
+            // /64s in 16 /56s of 2001:db8:1::/48.
+            let ip = IpAddr::from([0x2001, 0xdb8, 1, sub << 8 | i, 0, 0, 0, 1]);
+            for s in 0..4u16 {
+                let _ = full_register(
+                    &mut m,
+                    now,
+                    ip,
+                    &format!("flood-{sub}-{i}-{s}"),
+                    &format!("tw-0.6+udp://x:{}", 9000 + s),
+                    Some(big.clone()),
+                );
+            }
+        }
+    }
+    let net = Prefix::of("2001:db8:1::".parse().unwrap(), Level::Net).unwrap();
+    assert_eq!(m.len() as u64, SERVERS_PER_NET, "the /48's servers");
+    assert_eq!(m.slots.held(&net), SERVERS_PER_NET);
+    assert!(m.infos.held(&net) <= INFO_PER_NET);
+    assert!(m.infos.held(&net) > INFO_PER_NET - 64 * 1024);
+    let st = full_register(
+        &mut m,
+        now,
+        "2001:db8:2::1".parse().unwrap(),
+        "real",
+        "tw-0.6+udp://x:8303",
+        Some(info_of(2300, "real")),
+    );
+    assert_eq!(st, Status::Success);
+}
+
+/// DDNet 20 sends up to 100 KiB of info (128 players): taken; over 128 KiB refused.
+#[test]
+fn a_100_kib_registration_is_accepted() {
+    let now = Instant::now();
+    let mut m = DdnetMaster::new(now, false);
+    let ip: IpAddr = "203.0.113.9".parse().unwrap();
+    let st = full_register(
+        &mut m,
+        now,
+        ip,
+        "big",
+        "tw-0.6+udp://x:8303",
+        Some(info_of(100 * 1024 - 1, "128 players")),
+    );
+    assert_eq!(st, Status::Success);
+    assert!(lists(&m.servers_json(now), "tw-0.6+udp://203.0.113.9:8303"));
+    let st = full_register(
+        &mut m,
+        now,
+        ip,
+        "bigger",
+        "tw-0.6+udp://x:8304",
+        Some(info_of(MAX_INFO + 1, "too many")),
+    );
+    assert!(matches!(st, Status::Error { .. }), "{st:?}");
 }

@@ -10,16 +10,18 @@
 //! network): when that is full, the challenge still goes out, once.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fragstat_core::addr::{classify, FilterReason};
+use fragstat_core::fair::{self, Caps, FairTable, Level};
 use fragstat_core::service::{Outbox, Service};
 use fragstat_quake3_oob::{decode, encode_server_list, EotStyle, Packet};
 use serde::{Deserialize, Serialize};
 use tracing::info;
 
-use crate::limits::{Key, LimitConfig, Limits, Refusal};
+use crate::limits::{LimitConfig, Limits, Refusal};
 use crate::stats::{Drop, Stats};
 
 mod lists;
@@ -41,11 +43,18 @@ pub const SNAPSHOT_VERSION: u32 = 1;
 /// The master's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Most servers listed in all. With the default 16,384 the longest list (every server on
-    /// IPv6 in a `getserversExt`) is ~312 KB, within one network's byte burst.
+    /// Most servers listed in all. With the default 16,384 an IPv4 list is at most ~115 KB,
+    /// within the default reply cap (128 KiB); a longer list (every server on IPv6 in a
+    /// `getserversExt`, ~312 KB) is cut to the cap.
     pub max_servers: usize,
     /// Most servers per host (IPv4 address, IPv6 /64).
     pub max_per_address: usize,
+    /// Most servers per wider network: IPv4 `[_, /24, /16]`, IPv6 `[_, /56, /48, /32]` (the
+    /// host entries are ignored: [`Config::max_per_address`]). Each is raised to at least
+    /// the narrower level's cap ([`Config::caps`]). When the list is full, a newcomer whose
+    /// networks are within their caps displaces the newest server of the network (IPv4 /16,
+    /// IPv6 /32) holding the most, unless that is its own.
+    pub per_network: Caps,
     /// A server is dropped this long after its last verified infoResponse.
     pub expiry: Duration,
     /// How long to wait for the answer to a `getinfo` challenge.
@@ -61,8 +70,13 @@ pub struct Config {
     /// A heartbeat from a listed server starts a verification at most this often per
     /// address:port; such heartbeats never use the host's allowance for new servers.
     pub verify_interval: Duration,
-    /// Accept servers on loopback and other non-routable addresses (tests, LAN masters).
+    /// Accept servers on loopback addresses (tests, a master for one machine).
     pub allow_loopback: bool,
+    /// Accept servers on private and special-purpose addresses (RFC 1918, CGNAT,
+    /// link-local, unique local, 6to4, Teredo, NAT64, documentation, reserved): a LAN
+    /// master. Loopback needs [`Config::allow_loopback`] still; unspecified, multicast and
+    /// broadcast sources are never listed.
+    pub allow_private: bool,
     /// Rates and budgets.
     pub limits: LimitConfig,
 }
@@ -72,6 +86,10 @@ impl Default for Config {
         Config {
             max_servers: 16_384,
             max_per_address: 32,
+            per_network: Caps {
+                v4: [32, 256, 1024],
+                v6: [32, 128, 512, 2048],
+            },
             expiry: Duration::from_secs(15 * 60),
             challenge_timeout: Duration::from_secs(2),
             verify_attempts: 3,
@@ -79,18 +97,35 @@ impl Default for Config {
             max_pending_per_net: 128,
             verify_interval: Duration::from_secs(2),
             allow_loopback: false,
+            allow_private: false,
             limits: LimitConfig::default(),
         }
     }
 }
 
 impl Config {
+    /// The caps per prefix as applied: the host's from [`Config::max_per_address`], each
+    /// wider one at least the narrower one's (raising the host's cap alone raises them all).
+    pub fn caps(&self) -> Caps {
+        let host = u64::try_from(self.max_per_address).unwrap_or(u64::MAX);
+        let mut c = self.per_network;
+        for caps in [&mut c.v4[..], &mut c.v6[..]] {
+            let mut floor = host;
+            for (i, cap) in caps.iter_mut().enumerate() {
+                *cap = if i == 0 { host } else { (*cap).max(floor) };
+                floor = *cap;
+            }
+        }
+        c
+    }
+
     /// Checks that no value would make the master refuse every list or panic later.
     pub fn check(&self) -> Result<(), String> {
         self.limits.check()?;
         if self.max_servers == 0 || self.max_per_address == 0 {
             return Err("max servers and max per address must be at least 1".into());
         }
+        self.caps().check("servers per network")?;
         let year = Duration::from_secs(366 * 86_400);
         if self.expiry.is_zero() || self.expiry > year {
             return Err("expiry must be between 1 s and a year".into());
@@ -98,20 +133,12 @@ impl Config {
         if self.challenge_timeout.is_zero() || self.challenge_timeout > Duration::from_secs(60) {
             return Err("the challenge timeout must be between 1 ms and 60 s".into());
         }
-        // The longest list must fit in one burst of the byte budgets, or it is never sent.
-        let longest = longest_list(self.max_servers) as f64;
-        for (what, r) in [
-            ("the per-network byte budget", self.limits.net_bytes),
-            ("the global byte budget", self.limits.global_bytes),
-        ] {
-            if !r.is_unlimited() && r.burst < longest {
-                return Err(format!(
-                    "{what} ({:.0} KiB burst) is smaller than the longest list of {} servers ({:.0} KiB): raise it or lower the servers",
-                    r.burst / 1024.0,
-                    self.max_servers,
-                    longest / 1024.0
-                ));
-            }
+        // One datagram must fit in a reply; a longer list is cut to the reply cap, which the
+        // budget's checks fit in every burst.
+        if self.limits.lists.max_reply < MAX_PACKET as u64 {
+            return Err(format!(
+                "the reply cap must be at least one datagram ({MAX_PACKET} bytes)"
+            ));
         }
         Ok(())
     }
@@ -218,12 +245,21 @@ fn code_game(code: u8) -> Option<&'static str> {
     }
 }
 
-fn routable(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_loopback() || v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast())
-        }
-        IpAddr::V6(v6) => !(v6.is_loopback() || v6.is_unspecified() || v6.is_multicast()),
+/// Whether a server at `addr` may be listed, by the kind of address (see
+/// [`Config::allow_loopback`], [`Config::allow_private`]).
+fn listable(config: &Config, addr: SocketAddr) -> Result<(), Drop> {
+    match classify(addr) {
+        None => Ok(()),
+        Some(FilterReason::Loopback) if config.allow_loopback => Ok(()),
+        Some(
+            FilterReason::Loopback
+            | FilterReason::PortZero
+            | FilterReason::Unspecified
+            | FilterReason::Multicast
+            | FilterReason::Broadcast,
+        ) => Err(Drop::Unroutable),
+        Some(_) if config.allow_private => Ok(()),
+        Some(_) => Err(Drop::Private),
     }
 }
 
@@ -233,12 +269,13 @@ pub struct Master {
     config: Config,
     servers: HashMap<SocketAddr, Entry>,
     names: Names,
-    per_host: HashMap<Key, usize>,
+    /// The listed addresses, counted per prefix against the caps and in all.
+    table: FairTable<SocketAddr>,
     protocols: HashMap<i32, usize>,
     pending: HashMap<SocketAddr, Pending>,
     /// Registrations in `pending`, in all and per network.
     registering: usize,
-    registering_per_net: HashMap<Key, usize>,
+    registering_per_net: HashMap<crate::limits::Key, usize>,
     limits: Limits,
     key: ring::hmac::Key,
     origin: Option<Instant>,
@@ -286,10 +323,10 @@ impl Master {
         };
         Master {
             limits: Limits::new(config.limits),
+            table: FairTable::new(config.caps(), config.max_servers as u64),
             config,
             servers: HashMap::new(),
             names: Names::default(),
-            per_host: HashMap::new(),
             protocols: HashMap::new(),
             pending: HashMap::new(),
             registering: 0,
@@ -392,14 +429,14 @@ impl Master {
             let addr = fragstat_core::canonical(s.addr);
             let s = Listed { addr, ..s };
             if self.servers.contains_key(&addr)
-                || self.servers.len() >= self.config.max_servers
+                || !self.table.has_room(1)
+                || self.table.check(addr.ip(), 1).is_err()
                 || self.check(&s).is_err()
-                || self.host_count(addr) >= self.config.max_per_address
+                || !self.insert(&s, t)
             {
                 r.skipped += 1;
                 continue;
             }
-            self.insert(&s, t);
             self.pending.insert(
                 addr,
                 Pending {
@@ -419,11 +456,8 @@ impl Master {
 
     /// Checks a listing like a live answer: names, counts, address.
     fn check(&self, s: &Listed) -> Result<(), Drop> {
-        if !self.config.allow_loopback && !routable(s.addr.ip()) {
-            return Err(Drop::Unroutable);
-        }
-        if s.addr.port() == 0
-            || s.game.is_empty()
+        listable(&self.config, s.addr)?;
+        if s.game.is_empty()
             || s.game.len() > MAX_NAME
             || s.game.contains(char::is_whitespace)
             || s.gametype.len() > MAX_NAME
@@ -436,16 +470,34 @@ impl Master {
         Ok(())
     }
 
-    fn host_count(&self, addr: SocketAddr) -> usize {
-        self.per_host
-            .get(&Key::host(addr.ip()))
-            .copied()
-            .unwrap_or(0)
+    /// Whether a new server at `addr` would be listed: its prefixes within their caps, and
+    /// room in the list or someone else's server to displace.
+    fn room_for(&self, addr: SocketAddr) -> Result<(), Drop> {
+        match self.table.check(addr.ip(), 1) {
+            Err(fair::Refusal::Share(p)) if p.level() == Level::Host => Err(Drop::PerAddress),
+            Err(fair::Refusal::Share(_)) => Err(Drop::PerNetwork),
+            Err(fair::Refusal::Full) => Err(Drop::ServersFull),
+            Ok(()) if self.table.has_room(1) || self.table.victim(addr.ip(), 1).is_some() => Ok(()),
+            Ok(()) => Err(Drop::ServersFull),
+        }
     }
 
-    /// Lists (or refreshes) a checked `server`.
-    fn insert(&mut self, server: &Listed, t: u64) {
+    /// Lists (or refreshes) a checked `server`; a new one may displace another network's
+    /// newest server (see [`Config::per_network`]). False when there was no room for it.
+    fn insert(&mut self, server: &Listed, t: u64) -> bool {
         let addr = server.addr;
+        if !self.servers.contains_key(&addr) {
+            let (admitted, displaced) = self.table.admit(addr, addr.ip(), 1);
+            for d in displaced {
+                self.take_pending(d);
+                self.table_removed(d);
+                self.stats.displaced += 1;
+                info!(server = %d, by = %addr, "displaced: the list is full and its network holds the most");
+            }
+            if admitted.is_err() {
+                return false;
+            }
+        }
         let game = self.names.intern(&server.game);
         let gametype = self.names.intern(&server.gametype);
         let mut entry = Entry {
@@ -463,7 +515,6 @@ impl Master {
         }
         match self.servers.insert(addr, entry) {
             None => {
-                *self.per_host.entry(Key::host(addr.ip())).or_default() += 1;
                 *self.protocols.entry(server.protocol).or_default() += 1;
                 self.generation += 1;
             }
@@ -492,6 +543,7 @@ impl Master {
                 }
             }
         }
+        true
     }
 
     fn uncount_protocol(&mut self, protocol: i32) {
@@ -504,6 +556,12 @@ impl Master {
     }
 
     fn remove(&mut self, addr: SocketAddr) -> bool {
+        self.table.remove(&addr);
+        self.table_removed(addr)
+    }
+
+    /// Takes `addr` off the list once the table has let it go.
+    fn table_removed(&mut self, addr: SocketAddr) -> bool {
         let Some(old) = self.servers.remove(&addr) else {
             return false;
         };
@@ -511,13 +569,6 @@ impl Master {
         self.names.release(old.game);
         self.names.release(old.gametype);
         self.uncount_protocol(old.protocol);
-        let host = Key::host(addr.ip());
-        if let Some(n) = self.per_host.get_mut(&host) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_host.remove(&host);
-            }
-        }
         true
     }
 }
@@ -528,6 +579,7 @@ impl From<Refusal> for Drop {
             Refusal::Rate => Drop::Rate,
             Refusal::Budget => Drop::Budget,
             Refusal::GlobalBudget => Drop::GlobalBudget,
+            Refusal::Reserve => Drop::ReserveBudget,
             Refusal::ChallengeBudget => Drop::ChallengeBudget,
         }
     }
@@ -537,6 +589,11 @@ impl Service for Master {
     fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
         self.stats.datagrams += 1;
         let from = fragstat_core::canonical(from);
+        if from.port() == 0 {
+            // Nothing can be sent there (L2): dropped before any limit is charged.
+            self.stats.drop(Drop::PortZero);
+            return;
+        }
         match decode(datagram) {
             Ok(Packet::Heartbeat(h)) => self.on_heartbeat(now, from, &h.name, out),
             Ok(Packet::InfoResponse(r)) => self.on_info(now, from, &r),

@@ -9,7 +9,7 @@ use fragstat_core::service::Outbox;
 use fragstat_quake3_oob::{InfoResponse, Packet};
 use tracing::info;
 
-use super::{code_game, heartbeat_code, routable, Listed, Master, Pending, Why, TICK};
+use super::{code_game, heartbeat_code, listable, Listed, Master, Pending, Why, TICK};
 use crate::limits::Key;
 use crate::stats::Drop;
 
@@ -122,8 +122,8 @@ impl Master {
         out: &mut Outbox,
     ) {
         self.stats.heartbeats += 1;
-        if !self.config.allow_loopback && !routable(from.ip()) {
-            self.stats.drop(Drop::Unroutable);
+        if let Err(d) = listable(&self.config, from) {
+            self.stats.drop(d);
             return;
         }
         let Some(code) = heartbeat_code(name) else {
@@ -141,29 +141,37 @@ impl Master {
         let tick = TICK.as_millis() as u64;
         if let Some(e) = self.servers.get_mut(&from) {
             // A listed server: limited per address:port, never by its host's allowance (a
-            // spoofer heartbeating from the host's other ports cannot starve it).
+            // spoofer heartbeating from the host's other ports cannot starve it). Within
+            // `verify_interval` of the last verification, the verification is deferred to
+            // the interval's end, not dropped: a server that heartbeats as it shuts down
+            // (ioquake3) is challenged and removed however soon after the last one it stops.
             let interval = u64::try_from(self.config.verify_interval.as_millis()).unwrap_or(0);
-            if t < e.last_verify.saturating_add(interval) {
-                self.stats.drop(Drop::Rate);
-                return;
-            }
-            e.last_verify = t;
-            let sent = self.send_challenge(from, code, false, now, t, out);
+            let start = e.last_verify.saturating_add(interval).max(t);
+            e.last_verify = start;
+            let sent = start == t && self.send_challenge(from, code, false, now, t, out);
+            let deadline = match (start > t, sent) {
+                (true, _) => start,
+                (false, true) => t + timeout,
+                (false, false) => t + tick,
+            };
             self.put_pending(
                 from,
                 Pending {
                     code,
                     why: Why::Verify,
-                    deadline: t + if sent { timeout } else { tick },
+                    deadline,
                     sent: u8::from(sent),
-                    since: t,
+                    since: start,
                 },
             );
             self.arm(now);
             return;
         }
-        if let Err(r) = self.limits.new_server(from.ip(), now) {
-            self.stats.drop(r.into());
+        // A new server: nothing is charged to its host before it answers (a spoofed
+        // heartbeat cannot, so it cannot use up the host's allowance); the challenge has
+        // budgets of its own. No challenge when it could not be listed anyway.
+        if let Err(d) = self.room_for(from) {
+            self.stats.drop(d);
             return;
         }
         let sent = self.send_challenge(from, code, false, now, t, out);
@@ -257,20 +265,26 @@ impl Master {
             return;
         }
         if listed.is_none() {
-            if self.servers.len() >= self.config.max_servers {
-                self.stats.drop(Drop::ServersFull);
+            if let Err(d) = self.room_for(from) {
+                self.stats.drop(d);
                 return;
             }
-            if self.host_count(from) >= self.config.max_per_address {
-                self.stats.drop(Drop::PerAddress);
+            // The host's and its network's allowance for new servers, charged only now that
+            // the address answered for itself.
+            if let Err(r) = self.limits.new_server(from.ip(), now) {
+                self.stats.drop(r.into());
+                return;
+            }
+            if !self.insert(&s, t) {
+                self.stats.drop(Drop::ServersFull);
                 return;
             }
             self.stats.registrations += 1;
             info!(server = %from, game = %s.game, protocol = s.protocol, "registered");
         } else {
             self.stats.verifications += 1;
+            self.insert(&s, t);
         }
-        self.insert(&s, t);
         self.arm(now);
     }
 

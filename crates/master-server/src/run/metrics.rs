@@ -110,6 +110,21 @@ fn render(v: &View, http: &fragstat_http_guard::Stats, ddnet: Option<&DdnetMetri
         counter(s.lists_built),
     );
     reg.register(
+        "fragstat_master_lists_reserve",
+        "Lists sent from the reserve (to networks not served recently, the main budget spent)",
+        counter(s.lists_reserve),
+    );
+    reg.register(
+        "fragstat_master_lists_truncated",
+        "Lists cut to the reply cap (--max-reply-kib)",
+        counter(s.lists_truncated),
+    );
+    reg.register(
+        "fragstat_master_lists_stale",
+        "Lists sent stale from the cache (the bound on builds a second was hit)",
+        counter(s.lists_stale),
+    );
+    reg.register(
         "fragstat_master_challenges",
         "Challenges sent",
         counter(s.challenges),
@@ -133,6 +148,11 @@ fn render(v: &View, http: &fragstat_http_guard::Stats, ddnet: Option<&DdnetMetri
         "fragstat_master_expirations",
         "Listed servers expired",
         counter(s.expirations),
+    );
+    reg.register(
+        "fragstat_master_displaced",
+        "Listed servers displaced by a newcomer from another network when the list was full",
+        counter(s.displaced),
     );
     reg.register(
         "fragstat_master_pending_challenges",
@@ -178,6 +198,40 @@ fn render(v: &View, http: &fragstat_http_guard::Stats, ddnet: Option<&DdnetMetri
                 "Register bodies parsed (only after the address was proven)",
                 counter(st.bodies_parsed),
             );
+            for (name, help, v) in [
+                (
+                    "fragstat_ddnet_servers_refused",
+                    "DDNet servers refused: their network held its share, or the master was full and their network held the most",
+                    st.servers_refused,
+                ),
+                (
+                    "fragstat_ddnet_servers_displaced",
+                    "DDNet servers displaced by a newcomer from a network holding less",
+                    st.servers_displaced,
+                ),
+                (
+                    "fragstat_ddnet_infos_refused",
+                    "DDNet infos refused: their network held its share of bytes, or the master was full",
+                    st.infos_refused,
+                ),
+                (
+                    "fragstat_ddnet_infos_displaced",
+                    "DDNet infos displaced by a newcomer's (the server is asked for it again)",
+                    st.infos_displaced,
+                ),
+            ] {
+                reg.register(name, help, counter(v));
+            }
+            reg.register(
+                "fragstat_ddnet_list_bytes",
+                "Size of the last servers.json",
+                gauge(st.list_bytes),
+            );
+            reg.register(
+                "fragstat_ddnet_list_left_out",
+                "Servers with an info left out of the last servers.json (over its size cap)",
+                gauge(st.list_left_out),
+            );
         }
         register_http(
             &mut reg,
@@ -185,6 +239,14 @@ fn render(v: &View, http: &fragstat_http_guard::Stats, ddnet: Option<&DdnetMetri
             "The DDNet HTTP master's listener",
             &d.http,
         );
+        if let Some(list) = &d.list_http {
+            register_http(
+                &mut reg,
+                "fragstat_ddnet_list_http",
+                "The DDNet servers.json listener",
+                list,
+            );
+        }
     }
     let mut out = String::new();
     if encode(&mut out, &reg).is_err() {
