@@ -31,6 +31,8 @@ struct Entry<H> {
     group: Prefix,
     capped: bool,
     idle_since: Option<Instant>,
+    /// Has had a request: a kept-alive client's, displaced only after never-used ones.
+    served: bool,
     handle: H,
 }
 
@@ -136,6 +138,7 @@ impl<H> Table<H> {
                 group,
                 capped,
                 idle_since: Some(now),
+                served: false,
                 handle,
             },
         );
@@ -162,10 +165,12 @@ impl<H> Table<H> {
         best.map(|(_, id, _)| id)
     }
 
-    /// Among `group`'s idle connections (those inside `within` only, when given), the one of
-    /// the narrower prefixes holding the most, the oldest first.
+    /// Among `group`'s idle connections (those inside `within` only, when given), one that
+    /// never had a request before a kept-alive one (whose client may be sending its next
+    /// request right now), then the one of the narrower prefixes holding the most, the oldest
+    /// first.
     fn pick(&self, group: Option<&Group>, within: Option<Prefix>) -> Option<Id> {
-        let mut best: Option<([u64; 4], Id)> = None;
+        let mut best: Option<((bool, [u64; 4]), Id)> = None;
         for &(_, id) in &group?.idle {
             let Some(e) = self.conns.get(&id) else {
                 continue;
@@ -178,10 +183,11 @@ impl<H> Table<H> {
             for (slot, p) in held.iter_mut().rev().zip(prefixes(e.ip)) {
                 *slot = self.shares.held(&p);
             }
+            let key = (!e.served, held);
             // Oldest first among equals: the set is walked oldest first, so only a heavier
             // one replaces the best.
-            if best.is_none_or(|(h, _)| held > h) {
-                best = Some((held, id));
+            if best.is_none_or(|(k, _)| key > k) {
+                best = Some((key, id));
             }
         }
         best.map(|(_, id)| id)
@@ -192,6 +198,7 @@ impl<H> Table<H> {
         let Some(e) = self.conns.get_mut(&id) else {
             return;
         };
+        e.served = true;
         if let Some(since) = e.idle_since.take() {
             if let Some(g) = self.groups.get_mut(&e.group) {
                 g.idle.remove(&(since, id));
@@ -332,6 +339,20 @@ mod tests {
         }
         // Another /24 is not concerned.
         assert!(t.admit(ip("10.0.1.1"), true, at(9), 91).is_ok());
+    }
+
+    #[test]
+    fn kept_alive_connections_go_after_never_used_ones() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut t: Table<u32> = Table::new(CAPS, 100);
+        // A kept-alive connection (served, idle since 0) and a newer, never used one.
+        let kept = t.admit(ip("10.0.0.1"), true, at(0), 0).unwrap();
+        t.busy(kept.id);
+        t.idle(kept.id, at(0));
+        t.admit(ip("10.0.0.1"), true, at(5), 1).unwrap();
+        let n = t.admit(ip("10.0.0.1"), true, at(6), 2).unwrap();
+        assert_eq!(n.evicted, Some(1), "the never-used one, though newer");
     }
 
     #[test]

@@ -699,6 +699,7 @@ mod tests {
                 ..fragstat_http_guard::Limits::default()
             }
         );
+        assert!(c.web.client_ip().unwrap().header.is_some());
         let c = Config::from_toml(&format!(
             "{src}[web]\nmax_per_site = 32\nrequest_rate = 0\nsse_max_per_host = 1\nsse_max_per_network = 4\n"
         ))
@@ -707,7 +708,6 @@ mod tests {
         assert!(c.web.limits().request_rate.is_unlimited());
         assert_eq!(c.web.sse_caps().v6, [1, 4, 4, 4]);
         assert_eq!(Config::default().web.sse_caps().v4, [2, 8, 8]);
-        assert!(c.web.client_ip().unwrap().header.is_some());
         let c = Config::from_toml(&format!(
             "geoip = \"/x.mmdb\"\n{src}[web]\ntitle = \"My list\"\nbase_path = \"/servers/\"\ncors_origins = [\"https://example.org\", \"*\"]\n"
         ))
