@@ -217,10 +217,13 @@ impl Drop for Busy {
     }
 }
 
-/// A stream that notes when request bytes arrive (for the first-byte deadlines).
+/// A stream that notes when request bytes arrive (for the first-byte deadlines, and so that
+/// a connection whose request is arriving is displaced only after silent ones).
 struct Watched<S> {
     inner: S,
     track: Arc<Track>,
+    shared: Arc<Shared>,
+    id: Id,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
@@ -235,6 +238,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
             let t = &self.track;
             if !t.bytes.swap(true, Ordering::Relaxed) {
                 t.changed.notify_waiters();
+                lock(&self.shared.table).started(self.id);
             }
         }
         r
@@ -284,7 +288,12 @@ pub(crate) async fn connection(
     let stats = Arc::clone(&slot.shared.stats);
     let limits = slot.shared.limits;
     let Some(acc) = tls else {
-        let io = Watched { inner: tcp, track };
+        let io = Watched {
+            inner: tcp,
+            track,
+            shared: Arc::clone(&slot.shared),
+            id: slot.id,
+        };
         return serve_io(io, peer, app, stop, slot).await;
     };
     let handshake = tokio::time::timeout(limits.tls_accept_timeout, acc.accept(tcp));
@@ -296,7 +305,12 @@ pub(crate) async fn connection(
         Ok(Ok(s)) => {
             // The first request's deadline counts from the end of the handshake.
             track.set(|st| st.since = Instant::now());
-            let io = Watched { inner: s, track };
+            let io = Watched {
+                inner: s,
+                track,
+                shared: Arc::clone(&slot.shared),
+                id: slot.id,
+            };
             serve_io(io, peer, app, stop, slot).await;
         }
         Ok(Err(e)) => {

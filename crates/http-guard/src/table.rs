@@ -33,6 +33,9 @@ struct Entry<H> {
     idle_since: Option<Instant>,
     /// Has had a request: a kept-alive client's, displaced only after never-used ones.
     served: bool,
+    /// Bytes of a request have arrived (its headers are not complete yet): displaced only
+    /// after silent ones.
+    started: bool,
     handle: H,
 }
 
@@ -42,6 +45,10 @@ struct Group {
     /// Idle connections, oldest first.
     idle: BTreeSet<(Instant, Id)>,
 }
+
+/// How much a connection should go first when room is needed (the larger, the sooner):
+/// silent, never used, then what its prefixes hold, widest first.
+type Preference = (bool, bool, [u64; 4]);
 
 /// Why a connection was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +146,7 @@ impl<H> Table<H> {
                 capped,
                 idle_since: Some(now),
                 served: false,
+                started: false,
                 handle,
             },
         );
@@ -165,12 +173,13 @@ impl<H> Table<H> {
         best.map(|(_, id, _)| id)
     }
 
-    /// Among `group`'s idle connections (those inside `within` only, when given), one that
-    /// never had a request before a kept-alive one (whose client may be sending its next
+    /// Among `group`'s idle connections (those inside `within` only, when given), a silent
+    /// one before one whose request has started arriving, one that never had a request
+    /// before a kept-alive one (whose client may be sending its next
     /// request right now), then the one of the narrower prefixes holding the most, the oldest
     /// first.
     fn pick(&self, group: Option<&Group>, within: Option<Prefix>) -> Option<Id> {
-        let mut best: Option<((bool, [u64; 4]), Id)> = None;
+        let mut best: Option<(Preference, Id)> = None;
         for &(_, id) in &group?.idle {
             let Some(e) = self.conns.get(&id) else {
                 continue;
@@ -183,7 +192,7 @@ impl<H> Table<H> {
             for (slot, p) in held.iter_mut().rev().zip(prefixes(e.ip)) {
                 *slot = self.shares.held(&p);
             }
-            let key = (!e.served, held);
+            let key = (!e.started, !e.served, held);
             // Oldest first among equals: the set is walked oldest first, so only a heavier
             // one replaces the best.
             if best.is_none_or(|(k, _)| key > k) {
@@ -206,11 +215,19 @@ impl<H> Table<H> {
         }
     }
 
+    /// Bytes of the connection's next request have arrived.
+    pub fn started(&mut self, id: Id) {
+        if let Some(e) = self.conns.get_mut(&id) {
+            e.started = true;
+        }
+    }
+
     /// The connection answered its request and waits for another, from `now`.
     pub fn idle(&mut self, id: Id, now: Instant) {
         let Some(e) = self.conns.get_mut(&id) else {
             return;
         };
+        e.started = false;
         if e.idle_since.is_none() {
             e.idle_since = Some(now);
             if let Some(g) = self.groups.get_mut(&e.group) {
@@ -353,6 +370,13 @@ mod tests {
         t.admit(ip("10.0.0.1"), true, at(5), 1).unwrap();
         let n = t.admit(ip("10.0.0.1"), true, at(6), 2).unwrap();
         assert_eq!(n.evicted, Some(1), "the never-used one, though newer");
+        // One whose request is arriving goes after a silent one.
+        let mut t: Table<u32> = Table::new(CAPS, 100);
+        let a = t.admit(ip("10.0.0.1"), true, at(0), 0).unwrap();
+        t.started(a.id);
+        t.admit(ip("10.0.0.1"), true, at(5), 1).unwrap();
+        let n = t.admit(ip("10.0.0.1"), true, at(6), 2).unwrap();
+        assert_eq!(n.evicted, Some(1), "the silent one, though newer");
     }
 
     #[test]
