@@ -149,6 +149,29 @@ pub struct MasterServerArgs {
     /// --ddnet-listen; trusted proxies are exempt.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     http_max_per_ip: u32,
+    /// HTTP connections open at once from one IPv4 /24 or IPv6 /56. A newcomer over a cap
+    /// takes the place of an idle connection there (docs/master-server.md).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    http_max_per_site: u32,
+    /// HTTP connections open at once from one IPv4 /16 or IPv6 /48.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    http_max_per_net: u32,
+    /// HTTP connections open at once from one IPv6 /32.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    http_max_per_provider: u32,
+    /// HTTP requests a second per client host (IPv4 address, IPv6 /64; 0: no limit),
+    /// answered 429 beyond.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    http_request_rate: u32,
+    /// HTTP requests at once per client host after a quiet spell.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000_000))]
+    http_request_burst: u32,
+    /// HTTP requests a second per IPv4 /24 or IPv6 /48 (0: no limit).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    http_net_request_rate: u32,
+    /// HTTP requests at once per IPv4 /24 or IPv6 /48 after a quiet spell.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(1..=100_000_000))]
+    http_net_request_burst: u32,
     /// Serve the DDNet list (`GET /ddnet/15/servers.json`) on this TCP address instead, from
     /// connection slots of its own (the same TLS and --http-* limits): a flood of either
     /// the list or registrations cannot starve the other.
@@ -362,6 +385,17 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     let http_limits = fragstat_http_guard::Limits {
         max_connections: a.http_max_connections as usize,
         max_per_ip: a.http_max_per_ip as usize,
+        max_per_site: a.http_max_per_site as usize,
+        max_per_net: a.http_max_per_net as usize,
+        max_per_provider: a.http_max_per_provider as usize,
+        request_rate: fragstat_http_guard::Rate {
+            per_sec: a.http_request_rate,
+            burst: a.http_request_burst,
+        },
+        net_request_rate: fragstat_http_guard::Rate {
+            per_sec: a.http_net_request_rate,
+            burst: a.http_net_request_burst,
+        },
         ..fragstat_http_guard::Limits::default()
     };
     let run_config = RunConfig {

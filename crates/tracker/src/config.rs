@@ -36,6 +36,15 @@
 //! [web]                                 # the web server's guard (all optional)
 //! max_connections = 512                 # open at once
 //! max_per_ip = 16                       # open at once from one host (IPv4 address, IPv6 /64)
+//! max_per_site = 64                     # … from one IPv4 /24, IPv6 /56
+//! max_per_net = 128                     # … from one IPv4 /16, IPv6 /48
+//! max_per_provider = 256                # … from one IPv6 /32
+//! request_rate = 20                     # requests a second per host (0: no limit; 429 beyond)
+//! request_burst = 100                   # … at once after a quiet spell
+//! net_request_rate = 100                # requests a second per IPv4 /24, IPv6 /48
+//! net_request_burst = 400
+//! sse_max_per_host = 2                  # /api/events streams per host (IPv4 address, IPv6 /64)
+//! sse_max_per_network = 8               # … per IPv4 /24 and /16, IPv6 /56, /48 and /32
 //! connecting_ip_header = "X-Real-IP"    # behind a proxy: the client's IP, believed only
 //! trusted_proxies = ["127.0.0.1/32"]    # from these networks
 //! title = "fragstat track"              # the pages' title
@@ -94,6 +103,25 @@ pub struct WebConfig {
     /// Connections open at once from one host (IPv4 address, IPv6 /64); trusted proxies are
     /// exempt.
     pub max_per_ip: usize,
+    /// Connections open at once from one IPv4 /24 or IPv6 /56.
+    pub max_per_site: usize,
+    /// Connections open at once from one IPv4 /16 or IPv6 /48.
+    pub max_per_net: usize,
+    /// Connections open at once from one IPv6 /32.
+    pub max_per_provider: usize,
+    /// Requests a second per client host (0: no limit); `429 Too Many Requests` beyond.
+    pub request_rate: u32,
+    /// Requests at once per client host after a quiet spell.
+    pub request_burst: u32,
+    /// Requests a second per IPv4 /24 or IPv6 /48 (0: no limit).
+    pub net_request_rate: u32,
+    /// Requests at once per network after a quiet spell.
+    pub net_request_burst: u32,
+    /// `/api/events` streams open at once per client host (IPv4 address, IPv6 /64; behind a
+    /// trusted proxy, the client its header names), besides `sse_max_clients` in all.
+    pub sse_max_per_host: u64,
+    /// `/api/events` streams open at once per IPv4 /24 and /16, IPv6 /56, /48 and /32.
+    pub sse_max_per_network: u64,
     /// The header a TLS-terminating proxy sets to the client's IP.
     pub connecting_ip_header: Option<String>,
     /// Networks (CIDR) or addresses of the proxies whose header is believed.
@@ -115,6 +143,15 @@ impl Default for WebConfig {
         WebConfig {
             max_connections: l.max_connections,
             max_per_ip: l.max_per_ip,
+            max_per_site: l.max_per_site,
+            max_per_net: l.max_per_net,
+            max_per_provider: l.max_per_provider,
+            request_rate: l.request_rate.per_sec,
+            request_burst: l.request_rate.burst,
+            net_request_rate: l.net_request_rate.per_sec,
+            net_request_burst: l.net_request_rate.burst,
+            sse_max_per_host: 2,
+            sse_max_per_network: 8,
             connecting_ip_header: None,
             trusted_proxies: Vec::new(),
             title: DEFAULT_TITLE.into(),
@@ -180,7 +217,29 @@ impl WebConfig {
         fragstat_http_guard::Limits {
             max_connections: self.max_connections,
             max_per_ip: self.max_per_ip,
+            max_per_site: self.max_per_site,
+            max_per_net: self.max_per_net,
+            max_per_provider: self.max_per_provider,
+            request_rate: fragstat_http_guard::Rate {
+                per_sec: self.request_rate,
+                burst: self.request_burst,
+            },
+            net_request_rate: fragstat_http_guard::Rate {
+                per_sec: self.net_request_rate,
+                burst: self.net_request_burst,
+            },
             ..fragstat_http_guard::Limits::default()
+        }
+    }
+
+    /// The `/api/events` streams' caps per prefix (every level wider than the host gets
+    /// `sse_max_per_network`, raised to the host's if below it).
+    pub fn sse_caps(&self) -> fragstat::core::fair::Caps {
+        let host = self.sse_max_per_host;
+        let net = self.sse_max_per_network.max(host);
+        fragstat::core::fair::Caps {
+            v4: [host, net, net],
+            v6: [host, net, net, net],
         }
     }
 
@@ -421,7 +480,15 @@ impl Config {
                 "retention_hours must be between 0 and {MAX_RETENTION_HOURS}"
             )));
         }
-        self.web.limits().check().map_err(ConfigError::Invalid)?;
+        self.web
+            .limits()
+            .check()
+            .map_err(|e| ConfigError::Invalid(format!("[web]: {e}")))?;
+        if self.web.sse_max_per_host == 0 || self.web.sse_max_per_network == 0 {
+            return Err(ConfigError::Invalid(
+                "[web] sse_max_per_host and sse_max_per_network must be at least 1".into(),
+            ));
+        }
         self.web.check_site().map_err(ConfigError::Invalid)?;
         self.web
             .client_ip()
@@ -625,7 +692,22 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(c.web.limits().max_per_ip, 4);
+        assert_eq!(
+            c.web.limits(),
+            fragstat_http_guard::Limits {
+                max_per_ip: 4,
+                ..fragstat_http_guard::Limits::default()
+            }
+        );
         assert!(c.web.client_ip().unwrap().header.is_some());
+        let c = Config::from_toml(&format!(
+            "{src}[web]\nmax_per_site = 32\nrequest_rate = 0\nsse_max_per_host = 1\nsse_max_per_network = 4\n"
+        ))
+        .unwrap();
+        assert_eq!(c.web.limits().max_per_site, 32);
+        assert!(c.web.limits().request_rate.is_unlimited());
+        assert_eq!(c.web.sse_caps().v6, [1, 4, 4, 4]);
+        assert_eq!(Config::default().web.sse_caps().v4, [2, 8, 8]);
         let c = Config::from_toml(&format!(
             "geoip = \"/x.mmdb\"\n{src}[web]\ntitle = \"My list\"\nbase_path = \"/servers/\"\ncors_origins = [\"https://example.org\", \"*\"]\n"
         ))
@@ -639,6 +721,9 @@ mod tests {
         assert!(Config::from_toml(&format!("country_from_name = \"no\"\n{src}")).is_err());
         for bad in [
             "[web]\nmax_connections = 0\n",
+            "[web]\nmax_per_net = 0\n",
+            "[web]\nrequest_burst = 0\n",
+            "[web]\nsse_max_per_host = 0\n",
             "[web]\ntrusted_proxies = [\"10.0.0.0/8\"]\n",
             "[web]\nconnecting_ip_header = \"X-Real-IP\"\n",
             "[web]\nbogus = 1\n",

@@ -14,9 +14,11 @@
 //! than 408 and 429 is not retried: the batch is dropped at once.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fragstat::core::fair::Shares;
 use fragstat::events::{Differ, Event, EventKind};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -55,11 +57,15 @@ struct KindLabel {
     kind: String,
 }
 
-/// What the `/api/events` handler needs: the broadcast, the client cap, the stop signal.
+/// What the `/api/events` handler needs: the broadcast, the client caps (in all and per
+/// address prefix), the stop signal.
 #[derive(Debug, Clone)]
 pub struct EventHub {
     tx: broadcast::Sender<Arc<Published>>,
     clients: Arc<Semaphore>,
+    /// Streams held per client prefix (`[web] sse_max_per_host`, `sse_max_per_network`).
+    shares: Arc<Mutex<Shares>>,
+    refused_share: Counter,
     stop: watch::Receiver<bool>,
     connected: Gauge,
     refused: Counter,
@@ -71,23 +77,39 @@ pub struct EventHub {
 pub struct SseClient {
     _permit: OwnedSemaphorePermit,
     connected: Gauge,
+    share: Option<(Arc<Mutex<Shares>>, IpAddr)>,
 }
 
 impl Drop for SseClient {
     fn drop(&mut self) {
         self.connected.dec();
+        if let Some((shares, ip)) = &self.share {
+            shares.lock().unwrap_or_else(|e| e.into_inner()).sub(*ip, 1);
+        }
     }
 }
 
 impl EventHub {
-    /// A place for one more client, or `None` when the cap is reached (counted).
-    pub fn client(&self) -> Option<SseClient> {
+    /// A place for one more client from `ip` (`None`: unknown, held to the cap in all
+    /// only), or `None` when the cap in all or a prefix's cap is reached (counted).
+    pub fn client(&self, ip: Option<IpAddr>) -> Option<SseClient> {
+        let mut shares = self.shares.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ip) = ip {
+            if shares.check(ip, 1).is_err() {
+                self.refused_share.inc();
+                return None;
+            }
+        }
         match self.clients.clone().try_acquire_owned() {
             Ok(p) => {
                 self.connected.inc();
+                if let Some(ip) = ip {
+                    shares.add(ip, 1);
+                }
                 Some(SseClient {
                     _permit: p,
                     connected: self.connected.clone(),
+                    share: ip.map(|ip| (Arc::clone(&self.shares), ip)),
                 })
             }
             Err(_) => {
@@ -196,6 +218,8 @@ impl Events {
         let hub = EventHub {
             tx,
             clients: Arc::new(Semaphore::new(config.sse_max_clients)),
+            shares: Arc::new(Mutex::new(Shares::new(config.web.sse_caps()))),
+            refused_share: Counter::default(),
             stop: stop_rx,
             connected: Gauge::default(),
             refused: Counter::default(),
@@ -212,6 +236,11 @@ impl Events {
             "sse_refused",
             "/api/events clients refused (over sse_max_clients)",
             hub.refused.clone(),
+        );
+        metrics.register(
+            "sse_refused_per_host",
+            "/api/events clients refused (over [web] sse_max_per_host or sse_max_per_network)",
+            hub.refused_share.clone(),
         );
         metrics.register(
             "sse_lagged_events",

@@ -1,13 +1,16 @@
 //! Prometheus metrics of the tracker (`/metrics`, the text exposition format).
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
@@ -38,6 +41,27 @@ pub struct Metrics {
     probe_seconds: Gauge<f64, AtomicU64>,
     write_seconds: Gauge<f64, AtomicU64>,
     last_round: Gauge,
+    http_registered: AtomicBool,
+}
+
+/// The web guard's counters, read at each scrape.
+#[derive(Debug)]
+struct HttpCollector(Arc<fragstat_http_guard::Stats>);
+
+impl Collector for HttpCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for (name, help, v) in self.0.values() {
+            let name = format!("http_{name}");
+            if name == "http_open" {
+                let g = ConstGauge::new(i64::try_from(v).unwrap_or(i64::MAX));
+                g.encode(encoder.encode_descriptor(&name, help, None, g.metric_type())?)?;
+            } else {
+                let c = ConstCounter::new(v);
+                c.encode(encoder.encode_descriptor(&name, help, None, c.metric_type())?)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for Metrics {
@@ -61,6 +85,7 @@ impl Metrics {
             probe_seconds: Gauge::default(),
             write_seconds: Gauge::default(),
             last_round: Gauge::default(),
+            http_registered: AtomicBool::new(false),
         };
         registry.register("rounds", "Rounds written", m.rounds.clone());
         registry.register(
@@ -156,6 +181,19 @@ impl Metrics {
     }
 
     /// The text exposition.
+    /// Exports the web guard's counters (`fragstat_tracker_http_*`: connections accepted,
+    /// open, refused per cap, idle ones closed for room or time, requests rate limited…), once:
+    /// a second web server of the same tracker keeps its own counters unexported.
+    pub fn register_http(&self, stats: Arc<fragstat_http_guard::Stats>) {
+        if self.http_registered.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        if let Ok(mut r) = self.registry.lock() {
+            r.register_collector(Box::new(HttpCollector(stats)));
+        }
+    }
+
+    /// The metrics in the text exposition format.
     pub fn encode(&self) -> String {
         let mut out = String::new();
         if let Ok(r) = self.registry.lock() {

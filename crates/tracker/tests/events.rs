@@ -3,7 +3,7 @@
 //! receivers (JSON and Discord form); a round that lost a server's player list loses no
 //! join or leave; a receiver that fails first gets the retry, one that refuses (400, 404)
 //! does not; one that never answers delays no round; the limits flooded (the SSE client
-//! cap, a lagging client, a full webhook queue).
+//! cap in all and per host, a lagging client, a full webhook queue).
 //!
 //! The emulated server runs in this process on a socket the test keeps; it is "stopped" by
 //! not answering. Rounds are run by the test (`Tracker::round`), so nothing depends on timing.
@@ -516,6 +516,7 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(&dir, server.addr);
     c.sse_max_clients = 2;
+    c.web.sse_max_per_host = 16;
     let tracker = Tracker::open(c).await.unwrap();
     let (base, _web) = web(&tracker).await;
     let url = format!("{base}/api/events");
@@ -616,4 +617,45 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
     })
     .await
     .expect("a place again");
+}
+
+/// M7: four hosts each try to hold 16 of the 64 `/api/events` streams; each gets its share
+/// (2), and a fifth host still gets a stream.
+#[tokio::test]
+async fn four_hosts_cannot_hold_every_sse_stream() {
+    let server = Server::start("q3dm6", 0);
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(&dir, server.addr);
+    assert_eq!(c.sse_max_clients, 64);
+    let tracker = Tracker::open(c).await.unwrap();
+    let (base, _web) = web(&tracker).await;
+    let url = format!("{base}/api/events");
+    let from = |ip: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(Some(std::net::IpAddr::from(ip)))
+            .build()
+            .unwrap()
+    };
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for host in 0..4u8 {
+        // Hosts of four /16s: only the per-host cap stands in their way.
+        let client = from([127, 11 + host, 0, 1]);
+        for _ in 0..16 {
+            let r = client.get(&url).send().await.unwrap();
+            match r.status() {
+                StatusCode::OK => held.push(r),
+                StatusCode::SERVICE_UNAVAILABLE => refused += 1,
+                other => panic!("{other}"),
+            }
+        }
+    }
+    eprintln!("4 hosts × 16: {} held, {refused} refused", held.len());
+    assert!(held.len() <= 8, "{} streams held by 4 hosts", held.len());
+    let fifth = from([127, 15, 0, 1]).get(&url).send().await.unwrap();
+    assert_eq!(fifth.status(), StatusCode::OK);
+    assert_eq!(
+        metric(&tracker, "sse_refused_per_host_total"),
+        f64::from(refused)
+    );
 }

@@ -2,8 +2,11 @@
 //! event's JSON), optionally filtered by `?server=`, `?game=` and `?kind=` (kinds
 //! comma-separated). Keep-alive comments every 15 s. A client that falls more than
 //! [`crate::events::SSE_BUFFER`] events behind gets `event: lagged` with `{"missed": n}` and
-//! goes on from the oldest event kept; at most `sse_max_clients` clients at once, others
-//! are answered 503. The stream ends when the tracker stops; the web guard closes every
+//! goes on from the oldest event kept; at most `sse_max_clients` clients at once, and per
+//! client `[web] sse_max_per_host` (IPv4 address, IPv6 /64) and `sse_max_per_network`
+//! (IPv4 /24 and /16, IPv6 /56, /48 and /32): others are answered 503. The client is the one
+//! the web guard names ([`fragstat_http_guard::ClientAddr`]: behind a trusted proxy, the
+//! address its header gives). The stream ends when the tracker stops; the web guard closes every
 //! connection after its `max_lifetime` (EventSource clients reconnect by themselves).
 
 use std::convert::Infallible;
@@ -89,13 +92,15 @@ fn text(code: StatusCode, msg: String) -> Response {
 /// `GET /api/events`.
 pub(super) async fn api_events(
     State(st): State<AppState>,
+    client: Option<axum::Extension<fragstat_http_guard::ClientAddr>>,
     Query(q): Query<EventsQuery>,
 ) -> Response {
     let filter = match Filter::new(q) {
         Ok(f) => f,
         Err(e) => return text(StatusCode::BAD_REQUEST, e),
     };
-    let Some(place) = st.events.client() else {
+    let ip = client.map(|axum::Extension(c)| c.0.ip());
+    let Some(place) = st.events.client(ip) else {
         let mut r = text(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many event streams open; try again later\n".into(),

@@ -166,7 +166,7 @@ pub async fn serve(
 }
 
 /// Serves `router(state)` on `listener` until `stop` resolves, behind fragstat's HTTP guard:
-/// HTTP/1 only, header and request timeouts, a connection cap and a per-IP cap (`limits`),
+/// HTTP/1 only, timeouts, connection caps per address prefix, request rates (`limits`),
 /// the client's address from a trusted proxy's header (`client_ip`).
 pub async fn serve_guarded(
     listener: tokio::net::TcpListener,
@@ -178,12 +178,14 @@ pub async fn serve_guarded(
     if let Ok(addr) = listener.local_addr() {
         fragstat_http_guard::warn_if_public_plain_http(addr, false, "the tracker's web server");
     }
+    let stats = std::sync::Arc::<fragstat_http_guard::Stats>::default();
+    state.metrics.register_http(std::sync::Arc::clone(&stats));
     fragstat_http_guard::Server {
         listener,
         tls: None,
         limits,
         client_ip,
-        stats: std::sync::Arc::default(),
+        stats,
     }
     .serve(router(state), stop)
     .await
