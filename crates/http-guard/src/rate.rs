@@ -8,11 +8,10 @@
 //! No request pays for a scan, and a flood of new addresses only forgets the buckets of
 //! addresses that were quiet for a generation.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use fragstat_core::fair::{Level, Prefix};
+use fragstat_core::fair::{Level, Prefix, Recent};
 
 /// A request rate: `per_sec` requests a second, `burst` at once. `per_sec == 0`: no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,55 +39,13 @@ impl Rate {
     }
 }
 
-/// Buckets of recently seen keys, forgotten a generation at a time.
-#[derive(Debug)]
-struct Recent {
-    young: HashMap<Prefix, u64>,
-    old: HashMap<Prefix, u64>,
-    room: usize,
-    born: u64,
-    max_age: u64,
-}
-
-impl Recent {
-    fn new(room: usize, max_age: Duration) -> Self {
-        Recent {
-            young: HashMap::new(),
-            old: HashMap::new(),
-            room: room.max(2),
-            born: 0,
-            max_age: u64::try_from(max_age.as_nanos()).unwrap_or(u64::MAX),
-        }
-    }
-
-    fn get(&mut self, key: Prefix, now: u64) -> u64 {
-        if let Some(v) = self.young.get(&key) {
-            return *v;
-        }
-        if self.young.len() >= self.room / 2 || now.saturating_sub(self.born) >= self.max_age {
-            self.old = std::mem::take(&mut self.young);
-            self.born = now;
-        }
-        self.old.remove(&key).unwrap_or(0)
-    }
-
-    fn set(&mut self, key: Prefix, v: u64) {
-        self.young.insert(key, v);
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.young.len() + self.old.len()
-    }
-}
-
 /// Per-host and per-network request rates.
 #[derive(Debug)]
 pub(crate) struct RateTable {
     host: Rate,
     net: Rate,
-    hosts: Recent,
-    nets: Recent,
+    hosts: Recent<u64, Prefix>,
+    nets: Recent<u64, Prefix>,
     origin: Instant,
 }
 
@@ -125,7 +82,7 @@ impl RateTable {
             let (Some(key), false) = (key, rate.is_unlimited()) else {
                 continue;
             };
-            let tat = table.get(key, now);
+            let tat = *table.entry(key, now);
             let per = rate.nanos_per_token();
             let tolerance = per.saturating_mul(u64::from(rate.burst.max(1)));
             let next = tat.max(now).saturating_add(per);
@@ -138,7 +95,7 @@ impl RateTable {
         let [h, n] = taken;
         for (table, e) in [(&mut self.hosts, h), (&mut self.nets, n)] {
             if let Some((key, tat, next)) = e {
-                table.set(key, if wait > 0 { tat } else { next });
+                *table.entry(key, now) = if wait > 0 { tat } else { next };
             }
         }
         if wait > 0 {

@@ -18,6 +18,9 @@ use std::fmt;
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+mod recent;
+pub use recent::Recent;
+
 /// A prefix level (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Level {
