@@ -796,12 +796,7 @@ async fn seed_players(database: &str, n: i64) {
 async fn searches_during_a_round(database: &str) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let farm = farm(&[(b"Busy", "q3dm17", 4), (b"Quiet", "q3dm6", 1)]).await;
-    let mut c = config(database, &farm);
-    // Room above the 16 clients: this test is about rounds under web load, not the guard's
-    // per-host cap (a client's pool briefly opens a second connection while its first goes
-    // back to the pool; at the cap that one displaces an idle one, maybe its own).
-    c.web.max_per_ip = 32;
-    let tracker = Tracker::open(c).await.unwrap();
+    let tracker = Tracker::open(config(database, &farm)).await.unwrap();
     tracker.round().await.expect("first round");
     seed_players(database, 200_000).await;
     let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
@@ -809,9 +804,21 @@ async fn searches_during_a_round(database: &str) {
         .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, mut rx) = watch::channel(false);
-    let web = tokio::spawn(fragstat_tracker::web::serve(
+    // Room above the 16 clients from one address and no request rate: this test is about
+    // rounds under web load, not the guard (a client's pool briefly opens a second
+    // connection while its first goes back to the pool; at the per-host cap that one
+    // displaces an idle one, maybe the client's own, whose next request then fails).
+    let limits = fragstat_http_guard::Limits {
+        max_per_ip: 64,
+        request_rate: fragstat_http_guard::Rate::UNLIMITED,
+        net_request_rate: fragstat_http_guard::Rate::UNLIMITED,
+        ..fragstat_http_guard::Limits::default()
+    };
+    let web = tokio::spawn(fragstat_tracker::web::serve_guarded(
         listener,
         tracker.state(),
+        limits,
+        fragstat_http_guard::ClientIp::default(),
         async move {
             let _ = rx.changed().await;
         },
