@@ -215,3 +215,49 @@ fn track_webhook_flags_post_a_rounds_events_to_the_receiver() {
     assert!(posts.try_recv().is_err());
     drop(rt);
 }
+
+/// The security review's M2: a webhook that fails logs why, never its URL — Discord's and
+/// Slack's tokens are path segments. The receiver here accepts each connection and closes it
+/// at once, so every POST fails with a transport error (whose text carries the URL).
+#[test]
+fn a_failing_webhook_never_logs_its_token() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let current: Current = Arc::new(Mutex::new(emulated("q3dm6", 1)));
+    let socket: Arc<dyn Transport> = {
+        let _g = rt.enter();
+        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap())
+    };
+    let server = socket.local_addr().unwrap().to_string();
+    rt.spawn(fragstat::core::serve::run(
+        socket,
+        Switch(current.clone()),
+        std::future::pending(),
+    ));
+    let closer = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let hook = closer.local_addr().unwrap();
+    rt.spawn(async move {
+        while let Ok((c, _)) = closer.accept().await {
+            drop(c);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{hook}/api/webhooks/123456/SECRET-TOKEN-abc");
+    let mut t = track(&dir, &server, &url, &[]);
+    t.wait_line("a round", |l| l.starts_with("round "));
+    // A change, so the next round has events to post.
+    *current.lock().unwrap() = emulated("q3dm17", 2);
+    let warned = t.wait_stderr("the webhook's failure logged", |l| l.contains("webhook:"));
+    t.signal("-INT");
+    let status = t.wait_exit();
+    assert!(status.success(), "{status:?}");
+    let log = t.process.log();
+    assert!(!log.contains("SECRET-TOKEN"), "{warned}\n{log}");
+    assert!(!log.contains("/api/webhooks"), "{log}");
+    drop(rt);
+}

@@ -409,7 +409,8 @@ async fn post(client: &reqwest::Client, url: &str, body: &str) -> Answer {
             a
         }
         Err(e) => {
-            tracing::warn!("webhook: {e}");
+            // Never the URL: Discord and Slack webhook tokens are path segments.
+            tracing::warn!("webhook: {}", e.without_url());
             Answer::Failed { retry_after: None }
         }
     }
