@@ -409,8 +409,7 @@ async fn post(client: &reqwest::Client, url: &str, body: &str) -> Answer {
             a
         }
         Err(e) => {
-            // Never the URL: Discord and Slack webhook tokens are path segments.
-            tracing::warn!("webhook: {}", e.without_url());
+            tracing::warn!("webhook: {}", e.without_url()); // never the URL: its token
             Answer::Failed { retry_after: None }
         }
     }
