@@ -8,14 +8,16 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::exchange::{BoxError, Exchange};
 use crate::model::{ExtraRef, MasterEntry, ServerInfo};
+#[cfg(doc)]
 use crate::service::Service;
 use crate::wire::DecodeError;
+
+mod emulate;
+pub use emulate::{emulator, EmuError, EmuMaster, EmuServer, Emulate, EndMarker};
 
 /// What a server query asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -189,214 +191,6 @@ pub enum Decoded {
     },
 }
 
-/// What an emulated game server serves.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct EmuServer {
-    /// Server name (raw bytes: colour codes allowed where the game has them).
-    pub name: Vec<u8>,
-    /// Map; empty for the game's usual first map.
-    pub map: Vec<u8>,
-    /// Players (every second one a bot with ping 0, where the game has bots).
-    pub players: usize,
-    /// Player slots (at least `players`).
-    pub max_players: u32,
-    /// Needs a password.
-    pub password: bool,
-    /// The game type value as the game sends it (Quake III `4` for CTF); the game's default
-    /// when `None`.
-    pub gametype: Option<String>,
-    /// Varies names and scores deterministically between servers.
-    pub seed: u64,
-    /// A master to heartbeat (register with) at start and periodically, for games that
-    /// register that way.
-    pub heartbeat_to: Option<SocketAddr>,
-    /// How often to heartbeat (the engines' 5 minutes by default; at least 100 ms).
-    pub heartbeat_every: Duration,
-}
-
-impl Default for EmuServer {
-    fn default() -> Self {
-        EmuServer {
-            name: b"fragstat emulated server".to_vec(),
-            map: Vec::new(),
-            players: 0,
-            max_players: 8,
-            password: false,
-            gametype: None,
-            seed: 0,
-            heartbeat_to: None,
-            heartbeat_every: crate::service::HEARTBEAT_INTERVAL,
-        }
-    }
-}
-
-impl EmuServer {
-    /// A server with this name, map and player count (slots: at least 8 and at least the
-    /// players).
-    pub fn new(name: impl Into<Vec<u8>>, map: impl Into<Vec<u8>>, players: usize) -> Self {
-        EmuServer {
-            name: name.into(),
-            map: map.into(),
-            players,
-            max_players: u32::try_from(players.max(8)).unwrap_or(u32::MAX),
-            ..EmuServer::default()
-        }
-    }
-
-    /// Sets the slots.
-    pub fn with_max_players(mut self, max_players: u32) -> Self {
-        self.max_players = max_players;
-        self
-    }
-
-    /// Sets the seed.
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// Sets the game type value.
-    pub fn with_gametype(mut self, gametype: Option<String>) -> Self {
-        self.gametype = gametype;
-        self
-    }
-
-    /// Heartbeats to `master` (see [`EmuServer::heartbeat_to`]).
-    pub fn with_heartbeat_to(mut self, master: Option<SocketAddr>) -> Self {
-        self.heartbeat_to = master;
-        self
-    }
-
-    /// Heartbeats every `every` instead of every 5 minutes.
-    pub fn with_heartbeat_every(mut self, every: Duration) -> Self {
-        self.heartbeat_every = every;
-        self
-    }
-
-    /// The heartbeat schedule this configuration asks for.
-    pub fn heartbeats(&self) -> crate::service::Heartbeats {
-        crate::service::Heartbeats::new(self.heartbeat_to).every(self.heartbeat_every)
-    }
-
-    /// Checks the players fit the slots, at most `limit` players, and with `slots_too` at most
-    /// `limit` slots as well (`game` names the limit in the message: `"an ETQW server"`).
-    ///
-    /// ```
-    /// use fragstat_core::registry::EmuServer;
-    /// assert!(EmuServer::new("x", "", 4).check_slots(32, true, "a server").is_ok());
-    /// let e = EmuServer::new("x", "", 33).check_slots(32, true, "a server").unwrap_err();
-    /// assert_eq!(e.0, "33 players in 33 slots: a server has at most 32");
-    /// let many_slots = EmuServer::new("x", "", 3).with_max_players(40);
-    /// assert!(many_slots.check_slots(32, false, "a reply").is_ok());
-    /// let e = EmuServer::new("x", "", 9).with_max_players(8).check_slots(32, true, "a server");
-    /// assert_eq!(e.unwrap_err().0, "8 player slots cannot hold 9 players");
-    /// ```
-    pub fn check_slots(&self, limit: u32, slots_too: bool, game: &str) -> Result<(), EmuError> {
-        let slots_over = slots_too && self.max_players > limit;
-        if slots_over || self.players > limit as usize {
-            return Err(EmuError(format!(
-                "{} players in {} slots: {game} has at most {limit}",
-                self.players, self.max_players
-            )));
-        }
-        if u64::from(self.max_players) < self.players as u64 {
-            return Err(EmuError(format!(
-                "{} player slots cannot hold {} players",
-                self.max_players, self.players
-            )));
-        }
-        Ok(())
-    }
-
-    /// Sets the password flag.
-    pub fn with_password(mut self, password: bool) -> Self {
-        self.password = password;
-        self
-    }
-}
-
-/// Where an emulated master puts its end-of-list marker (for families whose lists have one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum EndMarker {
-    /// Only on the last datagram (dpmaster ≥ 2.0).
-    #[default]
-    Last,
-    /// On every datagram (older masters).
-    Every,
-    /// The alternative marker on the last datagram (Quake III `\EOF`).
-    Alternative,
-    /// None: clients finish on a timeout.
-    None,
-}
-
-/// What an emulated master lists.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct EmuMaster {
-    /// The servers it lists.
-    pub servers: Vec<SocketAddr>,
-    /// Its end-of-list marker.
-    pub end_marker: EndMarker,
-}
-
-impl EmuMaster {
-    /// A master listing `servers`.
-    pub fn new(servers: Vec<SocketAddr>) -> Self {
-        EmuMaster {
-            servers,
-            end_marker: EndMarker::default(),
-        }
-    }
-
-    /// Sets the end marker.
-    pub fn with_end_marker(mut self, end_marker: EndMarker) -> Self {
-        self.end_marker = end_marker;
-        self
-    }
-}
-
-/// Why an emulator cannot be built with the configuration given (a map name the protocol
-/// cannot carry, more players than it can list…).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EmuError(pub String);
-
-impl EmuError {
-    /// Checks a text an emulator is asked to send: at most `max` bytes and none of
-    /// `forbidden` (the bytes the protocol's `format` cannot carry, as `"a Quake III
-    /// infostring"` names it in the message).
-    ///
-    /// ```
-    /// use fragstat_core::registry::EmuError;
-    /// let e = EmuError::check_text("map", b"a\\b", b"\\\0", 63, "an infostring").unwrap_err();
-    /// assert_eq!(e.0, "map contains '\\\\', which an infostring cannot carry");
-    /// assert!(EmuError::check_text("map", &[b'x'; 64], b"", 63, "an infostring").is_err());
-    /// ```
-    pub fn check_text(
-        field: &str,
-        value: &[u8],
-        forbidden: &[u8],
-        max: usize,
-        format: &str,
-    ) -> Result<(), EmuError> {
-        if let Some(b) = value.iter().find(|b| forbidden.contains(b)) {
-            return Err(EmuError(format!(
-                "{field} contains {:?}, which {format} cannot carry",
-                char::from(*b)
-            )));
-        }
-        if value.len() > max {
-            return Err(EmuError(format!(
-                "{field} is {} bytes long, at most {max}",
-                value.len()
-            )));
-        }
-        Ok(())
-    }
-}
-
 /// What the registry knows of a game before any packet: its names, family, ports and how its
 /// servers answer. A family's registry entry builds one per game and hands it out from
 /// [`Game::meta`]; [`Game`]'s naming methods read it.
@@ -559,37 +353,6 @@ pub trait Game: Send + Sync + fmt::Debug {
     fn emulator(&self) -> Option<&dyn Emulate> {
         None
     }
-}
-
-/// A game's emulated server and master (`fragstat serve`, tests, benchmarks): what its
-/// family crate builds only with its `emulate` feature, reached through [`Game::emulator`].
-pub trait Emulate: Send + Sync {
-    /// An emulated server.
-    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
-    /// An emulated master.
-    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError>;
-    /// For games whose master is an HTTP list ([`MasterQuery::Http`]): the body that list
-    /// would have for these emulated servers (each with the configuration it was started
-    /// with), as `fragstat serve --master` serves it at the path of the public list's URL.
-    fn emulated_http_list(
-        &self,
-        servers: &[(SocketAddr, EmuServer)],
-    ) -> Result<HttpBody, EmuError> {
-        let _ = servers;
-        Err(EmuError("the game has no HTTP master list".into()))
-    }
-}
-
-/// The emulators of `game`, or an [`EmuError`] naming the game when its crate was built
-/// without them.
-pub fn emulator(game: &dyn Game) -> Result<&dyn Emulate, EmuError> {
-    game.emulator().ok_or_else(|| {
-        EmuError(format!(
-            "{}: built without emulators (the {} crate's `emulate` feature)",
-            game.id(),
-            game.family()
-        ))
-    })
 }
 
 /// A game of a family as its crate describes it, usually an enum of the family's games
