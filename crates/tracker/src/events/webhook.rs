@@ -1,153 +1,31 @@
-//! Events from the rounds: after each written round its records go through a
-//! [`fragstat::events::Differ`] (the previous round kept in memory; the first round after
-//! start is the baseline), and the events go to the `/api/events` Server-Sent Events clients
-//! (a broadcast channel of fixed capacity: a client that falls behind is told how many it
-//! missed, `event: lagged`) and, when configured, to a webhook.
-//!
-//! The webhook gets one POST per round with events: JSON (`{"at": …, "events": […],
-//! "omitted": n}`, at most [`WEBHOOK_MAX_EVENTS`] events) or Discord's form
-//! (`{"content": …, "embeds": […]}` within Discord's limits). A round only enqueues its batch
-//! in a bounded queue (the oldest batch is dropped when it is full, and counted); a task of
-//! its own sends them, each request within `webhook_timeout_ms`, retrying a failure after
-//! 1 s, 2 s, 4 s… up to a minute (a 429's `Retry-After`, at most a minute, instead) up to
-//! `webhook_tries` attempts, then dropping the batch (counted in `/metrics`). A 4xx other
-//! than 408 and 429 is not retried: the batch is dropped at once.
+//! The webhook: one POST per round with events, from a bounded queue, by a task of its own
+//! (see the parent module's documentation for the forms and the retries).
 
 use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fragstat::core::fair::Shares;
-use fragstat::events::{Differ, Event, EventKind};
-use prometheus_client::encoding::EncodeLabelSet;
+use fragstat::events::{Event, EventKind};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use tokio::sync::{broadcast, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
+use super::{Published, FIRST_BACKOFF, MAX_BACKOFF, MAX_RETRY_AFTER, WEBHOOK_MAX_EVENTS};
 use crate::config::{Config, WebhookFormat};
 use crate::metrics::Metrics;
-use crate::round::RoundReport;
 
-/// Events buffered for `/api/events` clients: one further behind than this is told it
-/// lagged.
-pub const SSE_BUFFER: usize = 1024;
-/// Events in one JSON webhook POST at most; the rest of the round's are counted in
-/// `omitted`.
-pub const WEBHOOK_MAX_EVENTS: usize = 1000;
-/// The longest wait a 429's `Retry-After` gets.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-/// The first retry's wait; doubled for each further one, up to [`MAX_BACKOFF`].
-pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-/// The longest wait between two attempts without a `Retry-After`.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
-
-/// An event with its JSON, serialised once for every client.
-#[derive(Debug)]
-pub struct Published {
-    /// The event.
-    pub event: Event,
-    /// Its JSON (`{"event": …, "server": …}`).
-    pub json: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabel {
-    kind: String,
-}
-
-/// What the `/api/events` handler needs: the broadcast, the client caps (in all and per
-/// address prefix), the stop signal.
-#[derive(Debug, Clone)]
-pub struct EventHub {
-    tx: broadcast::Sender<Arc<Published>>,
-    clients: Arc<Semaphore>,
-    /// Streams held per client prefix (`[web] sse_max_per_host`, `sse_max_per_network`).
-    shares: Arc<Mutex<Shares>>,
-    refused_share: Counter,
-    stop: watch::Receiver<bool>,
-    connected: Gauge,
-    refused: Counter,
-    lagged: Counter,
-}
-
-/// One `/api/events` client's place (given back on drop).
-#[derive(Debug)]
-pub struct SseClient {
-    _permit: OwnedSemaphorePermit,
-    connected: Gauge,
-    share: Option<(Arc<Mutex<Shares>>, IpAddr)>,
-}
-
-impl Drop for SseClient {
-    fn drop(&mut self) {
-        self.connected.dec();
-        if let Some((shares, ip)) = &self.share {
-            shares.lock().unwrap_or_else(|e| e.into_inner()).sub(*ip, 1);
-        }
-    }
-}
-
-impl EventHub {
-    /// A place for one more client from `ip` (`None`: unknown, held to the cap in all
-    /// only), or `None` when the cap in all or a prefix's cap is reached (counted).
-    pub fn client(&self, ip: Option<IpAddr>) -> Option<SseClient> {
-        let mut shares = self.shares.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(ip) = ip {
-            if shares.check(ip, 1).is_err() {
-                self.refused_share.inc();
-                return None;
-            }
-        }
-        match self.clients.clone().try_acquire_owned() {
-            Ok(p) => {
-                self.connected.inc();
-                if let Some(ip) = ip {
-                    shares.add(ip, 1);
-                }
-                Some(SseClient {
-                    _permit: p,
-                    connected: self.connected.clone(),
-                    share: ip.map(|ip| (Arc::clone(&self.shares), ip)),
-                })
-            }
-            Err(_) => {
-                self.refused.inc();
-                None
-            }
-        }
-    }
-
-    /// The events from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
-        self.tx.subscribe()
-    }
-
-    /// Resolves when the tracker stops (streams end then).
-    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut stop = self.stop.clone();
-        async move {
-            let _ = stop.wait_for(|s| *s).await;
-        }
-    }
-
-    /// Counts events a lagging client missed.
-    pub fn lagged(&self, missed: u64) {
-        self.lagged.inc_by(missed);
-    }
-}
+/// What [`start`] gives: the queue rounds push to, and the sender task.
+pub(super) type Started = (Option<Arc<Queue>>, Option<tokio::task::JoinHandle<()>>);
 
 /// One round's events for the webhook.
 #[derive(Debug)]
-struct Batch {
-    at: i64,
-    events: Vec<Arc<Published>>,
+pub(super) struct Batch {
+    pub(super) at: i64,
+    pub(super) events: Vec<Arc<Published>>,
 }
 
 /// The webhook's bounded queue: the oldest batch goes when it is full.
 #[derive(Debug)]
-struct Queue {
+pub(super) struct Queue {
     items: Mutex<VecDeque<Batch>>,
     cap: usize,
     notify: Notify,
@@ -155,7 +33,7 @@ struct Queue {
 }
 
 impl Queue {
-    fn push(&self, b: Batch) {
+    pub(super) fn push(&self, b: Batch) {
         let mut q = self.items.lock().unwrap_or_else(|e| e.into_inner());
         while q.len() >= self.cap {
             q.pop_front();
@@ -190,164 +68,55 @@ struct WebhookMetrics {
     dropped: Counter,
 }
 
-/// The differ, the hub and the webhook of a tracker.
-#[derive(Debug)]
-pub struct Events {
-    differ: Mutex<Differ>,
-    hub: EventHub,
-    stop: watch::Sender<bool>,
-    events: Family<KindLabel, Counter>,
-    queue: Option<Arc<Queue>>,
-    sender: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Events {
-    fn drop(&mut self) {
-        if let Some(t) = &self.sender {
-            t.abort();
-        }
-    }
-}
-
-impl Events {
-    /// The differ and hub, and the webhook's sender task when one is configured (must run
-    /// in a tokio runtime); its metrics registered in `metrics`.
-    pub fn new(config: &Config, metrics: &Metrics) -> Result<Events, String> {
-        let (tx, _) = broadcast::channel(SSE_BUFFER);
-        let (stop, stop_rx) = watch::channel(false);
-        let hub = EventHub {
-            tx,
-            clients: Arc::new(Semaphore::new(config.sse_max_clients)),
-            shares: Arc::new(Mutex::new(Shares::new(config.web.sse_caps()))),
-            refused_share: Counter::default(),
-            stop: stop_rx,
-            connected: Gauge::default(),
-            refused: Counter::default(),
-            lagged: Counter::default(),
-        };
-        let events = Family::<KindLabel, Counter>::default();
-        metrics.register("events", "Events from the rounds, by kind", events.clone());
-        metrics.register(
-            "sse_clients",
-            "/api/events clients connected",
-            hub.connected.clone(),
-        );
-        metrics.register(
-            "sse_refused",
-            "/api/events clients refused (over sse_max_clients)",
-            hub.refused.clone(),
-        );
-        metrics.register(
-            "sse_refused_per_host",
-            "/api/events clients refused (over [web] sse_max_per_host or sse_max_per_network)",
-            hub.refused_share.clone(),
-        );
-        metrics.register(
-            "sse_lagged_events",
-            "Events /api/events clients missed by falling behind",
-            hub.lagged.clone(),
-        );
-        let (queue, sender) = match &config.webhook {
-            None => (None, None),
-            Some(url) => {
-                let wm = WebhookMetrics::default();
-                let queue = Arc::new(Queue {
-                    items: Mutex::new(VecDeque::new()),
-                    cap: config.webhook_queue.max(1),
-                    notify: Notify::new(),
-                    dropped: Counter::default(),
-                });
-                metrics.register(
-                    "webhook_posts",
-                    "Webhook batches delivered",
-                    wm.posts.clone(),
-                );
-                metrics.register(
-                    "webhook_failures",
-                    "Webhook attempts that failed (error, timeout, status)",
-                    wm.failures.clone(),
-                );
-                metrics.register(
-                    "webhook_dropped",
-                    "Webhook batches dropped after their last attempt",
-                    wm.dropped.clone(),
-                );
-                metrics.register(
-                    "webhook_queue_dropped",
-                    "Webhook batches dropped from a full queue (the oldest)",
-                    queue.dropped.clone(),
-                );
-                let client = reqwest::Client::builder()
-                    .timeout(Duration::from_millis(config.webhook_timeout_ms))
-                    .redirect(reqwest::redirect::Policy::none())
-                    .build()
-                    .map_err(|e| format!("webhook client: {e}"))?;
-                let sender = tokio::spawn(send_loop(
-                    queue.clone(),
-                    client,
-                    url.clone(),
-                    config.webhook_format,
-                    config.webhook_tries.max(1),
-                    wm,
-                ));
-                (Some(queue), Some(sender))
-            }
-        };
-        Ok(Events {
-            differ: Mutex::new(Differ::new()),
-            hub,
-            stop,
-            events,
-            queue,
-            sender,
-        })
-    }
-
-    /// The hub for the web handlers.
-    pub fn hub(&self) -> EventHub {
-        self.hub.clone()
-    }
-
-    /// A written round: its events to the SSE clients and the webhook's queue. Never waits.
-    pub fn round(&self, report: &RoundReport) -> usize {
-        let events = self
-            .differ
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .update(report.data.at, &report.data.records);
-        if events.is_empty() {
-            return 0;
-        }
-        let n = events.len();
-        let published: Vec<Arc<Published>> = events
-            .into_iter()
-            .map(|event| {
-                let json = serde_json::to_string(&event).unwrap_or_default();
-                Arc::new(Published { event, json })
-            })
-            .collect();
-        for p in &published {
-            self.events
-                .get_or_create(&KindLabel {
-                    kind: p.event.kind.name().to_string(),
-                })
-                .inc();
-            // No client connected is no error.
-            let _ = self.hub.tx.send(p.clone());
-        }
-        if let Some(q) = &self.queue {
-            q.push(Batch {
-                at: report.data.at,
-                events: published,
+/// The webhook's queue and its sender task when one is configured (must run in a tokio
+/// runtime), its metrics registered in `metrics`.
+pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, String> {
+    Ok(match &config.webhook {
+        None => (None, None),
+        Some(url) => {
+            let wm = WebhookMetrics::default();
+            let queue = Arc::new(Queue {
+                items: Mutex::new(VecDeque::new()),
+                cap: config.webhook_queue.max(1),
+                notify: Notify::new(),
+                dropped: Counter::default(),
             });
+            metrics.register(
+                "webhook_posts",
+                "Webhook batches delivered",
+                wm.posts.clone(),
+            );
+            metrics.register(
+                "webhook_failures",
+                "Webhook attempts that failed (error, timeout, status)",
+                wm.failures.clone(),
+            );
+            metrics.register(
+                "webhook_dropped",
+                "Webhook batches dropped after their last attempt",
+                wm.dropped.clone(),
+            );
+            metrics.register(
+                "webhook_queue_dropped",
+                "Webhook batches dropped from a full queue (the oldest)",
+                queue.dropped.clone(),
+            );
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_millis(config.webhook_timeout_ms))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| format!("webhook client: {e}"))?;
+            let sender = tokio::spawn(send_loop(
+                queue.clone(),
+                client,
+                url.clone(),
+                config.webhook_format,
+                config.webhook_tries.max(1),
+                wm,
+            ));
+            (Some(queue), Some(sender))
         }
-        n
-    }
-
-    /// Ends every `/api/events` stream (the tracker stops).
-    pub fn close(&self) {
-        let _ = self.stop.send(true);
-    }
+    })
 }
 
 async fn send_loop(
@@ -608,6 +377,7 @@ fn discord_body(b: &Batch) -> String {
 mod tests {
     use super::*;
     use fragstat::core::model::{Dialect, Text};
+    use fragstat::events::Differ;
 
     fn batch(servers: usize, per_server: usize, name: &str) -> Batch {
         let mut events = Vec::new();

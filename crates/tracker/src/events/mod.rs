@@ -1,0 +1,256 @@
+//! Events from the rounds: after each written round its records go through a
+//! [`fragstat::events::Differ`] (the previous round kept in memory; the first round after
+//! start is the baseline), and the events go to the `/api/events` Server-Sent Events clients
+//! (a broadcast channel of fixed capacity: a client that falls behind is told how many it
+//! missed, `event: lagged`) and, when configured, to a webhook.
+//!
+//! The webhook gets one POST per round with events: JSON (`{"at": …, "events": […],
+//! "omitted": n}`, at most [`WEBHOOK_MAX_EVENTS`] events) or Discord's form
+//! (`{"content": …, "embeds": […]}` within Discord's limits). A round only enqueues its batch
+//! in a bounded queue (the oldest batch is dropped when it is full, and counted); a task of
+//! its own sends them, each request within `webhook_timeout_ms`, retrying a failure after
+//! 1 s, 2 s, 4 s… up to a minute (a 429's `Retry-After`, at most a minute, instead) up to
+//! `webhook_tries` attempts, then dropping the batch (counted in `/metrics`). A 4xx other
+//! than 408 and 429 is not retried: the batch is dropped at once.
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fragstat::core::fair::Shares;
+use fragstat::events::{Differ, Event};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::round::RoundReport;
+
+mod webhook;
+use webhook::{Batch, Queue};
+
+/// Events buffered for `/api/events` clients: one further behind than this is told it
+/// lagged.
+pub const SSE_BUFFER: usize = 1024;
+/// Events in one JSON webhook POST at most; the rest of the round's are counted in
+/// `omitted`.
+pub const WEBHOOK_MAX_EVENTS: usize = 1000;
+/// The longest wait a 429's `Retry-After` gets.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The first retry's wait; doubled for each further one, up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts without a `Retry-After`.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// An event with its JSON, serialised once for every client.
+#[derive(Debug)]
+pub struct Published {
+    /// The event.
+    pub event: Event,
+    /// Its JSON (`{"event": …, "server": …}`).
+    pub json: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+/// What the `/api/events` handler needs: the broadcast, the client caps (in all and per
+/// address prefix), the stop signal.
+#[derive(Debug, Clone)]
+pub struct EventHub {
+    tx: broadcast::Sender<Arc<Published>>,
+    clients: Arc<Semaphore>,
+    /// Streams held per client prefix (`[web] sse_max_per_host`, `sse_max_per_network`).
+    shares: Arc<Mutex<Shares>>,
+    refused_share: Counter,
+    stop: watch::Receiver<bool>,
+    connected: Gauge,
+    refused: Counter,
+    lagged: Counter,
+}
+
+/// One `/api/events` client's place (given back on drop).
+#[derive(Debug)]
+pub struct SseClient {
+    _permit: OwnedSemaphorePermit,
+    connected: Gauge,
+    share: Option<(Arc<Mutex<Shares>>, IpAddr)>,
+}
+
+impl Drop for SseClient {
+    fn drop(&mut self) {
+        self.connected.dec();
+        if let Some((shares, ip)) = &self.share {
+            shares.lock().unwrap_or_else(|e| e.into_inner()).sub(*ip, 1);
+        }
+    }
+}
+
+impl EventHub {
+    /// A place for one more client from `ip` (`None`: unknown, held to the cap in all
+    /// only), or `None` when the cap in all or a prefix's cap is reached (counted).
+    pub fn client(&self, ip: Option<IpAddr>) -> Option<SseClient> {
+        let mut shares = self.shares.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ip) = ip {
+            if shares.check(ip, 1).is_err() {
+                self.refused_share.inc();
+                return None;
+            }
+        }
+        match self.clients.clone().try_acquire_owned() {
+            Ok(p) => {
+                self.connected.inc();
+                if let Some(ip) = ip {
+                    shares.add(ip, 1);
+                }
+                Some(SseClient {
+                    _permit: p,
+                    connected: self.connected.clone(),
+                    share: ip.map(|ip| (Arc::clone(&self.shares), ip)),
+                })
+            }
+            Err(_) => {
+                self.refused.inc();
+                None
+            }
+        }
+    }
+
+    /// The events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Published>> {
+        self.tx.subscribe()
+    }
+
+    /// Resolves when the tracker stops (streams end then).
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut stop = self.stop.clone();
+        async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }
+    }
+
+    /// Counts events a lagging client missed.
+    pub fn lagged(&self, missed: u64) {
+        self.lagged.inc_by(missed);
+    }
+}
+
+/// The differ, the hub and the webhook of a tracker.
+#[derive(Debug)]
+pub struct Events {
+    differ: Mutex<Differ>,
+    hub: EventHub,
+    stop: watch::Sender<bool>,
+    events: Family<KindLabel, Counter>,
+    queue: Option<Arc<Queue>>,
+    sender: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if let Some(t) = &self.sender {
+            t.abort();
+        }
+    }
+}
+
+impl Events {
+    /// The differ and hub, and the webhook's sender task when one is configured (must run
+    /// in a tokio runtime); its metrics registered in `metrics`.
+    pub fn new(config: &Config, metrics: &Metrics) -> Result<Events, String> {
+        let (tx, _) = broadcast::channel(SSE_BUFFER);
+        let (stop, stop_rx) = watch::channel(false);
+        let hub = EventHub {
+            tx,
+            clients: Arc::new(Semaphore::new(config.sse_max_clients)),
+            shares: Arc::new(Mutex::new(Shares::new(config.web.sse_caps()))),
+            refused_share: Counter::default(),
+            stop: stop_rx,
+            connected: Gauge::default(),
+            refused: Counter::default(),
+            lagged: Counter::default(),
+        };
+        let events = Family::<KindLabel, Counter>::default();
+        metrics.register("events", "Events from the rounds, by kind", events.clone());
+        metrics.register(
+            "sse_clients",
+            "/api/events clients connected",
+            hub.connected.clone(),
+        );
+        metrics.register(
+            "sse_refused",
+            "/api/events clients refused (over sse_max_clients)",
+            hub.refused.clone(),
+        );
+        metrics.register(
+            "sse_refused_per_host",
+            "/api/events clients refused (over [web] sse_max_per_host or sse_max_per_network)",
+            hub.refused_share.clone(),
+        );
+        metrics.register(
+            "sse_lagged_events",
+            "Events /api/events clients missed by falling behind",
+            hub.lagged.clone(),
+        );
+        let (queue, sender) = webhook::start(config, metrics)?;
+        Ok(Events {
+            differ: Mutex::new(Differ::new()),
+            hub,
+            stop,
+            events,
+            queue,
+            sender,
+        })
+    }
+
+    /// The hub for the web handlers.
+    pub fn hub(&self) -> EventHub {
+        self.hub.clone()
+    }
+
+    /// A written round: its events to the SSE clients and the webhook's queue. Never waits.
+    pub fn round(&self, report: &RoundReport) -> usize {
+        let events = self
+            .differ
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .update(report.data.at, &report.data.records);
+        if events.is_empty() {
+            return 0;
+        }
+        let n = events.len();
+        let published: Vec<Arc<Published>> = events
+            .into_iter()
+            .map(|event| {
+                let json = serde_json::to_string(&event).unwrap_or_default();
+                Arc::new(Published { event, json })
+            })
+            .collect();
+        for p in &published {
+            self.events
+                .get_or_create(&KindLabel {
+                    kind: p.event.kind.name().to_string(),
+                })
+                .inc();
+            // No client connected is no error.
+            let _ = self.hub.tx.send(p.clone());
+        }
+        if let Some(q) = &self.queue {
+            q.push(Batch {
+                at: report.data.at,
+                events: published,
+            });
+        }
+        n
+    }
+
+    /// Ends every `/api/events` stream (the tracker stops).
+    pub fn close(&self) {
+        let _ = self.stop.send(true);
+    }
+}
