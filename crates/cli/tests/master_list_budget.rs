@@ -67,9 +67,7 @@ fn a_client_keeps_its_lists_while_200_sources_in_8_24s_ask_at_their_rate() {
         ],
         &[],
     );
-    let line = master.wait_line("the master's address", |l| l.starts_with("master "));
-    let addr: SocketAddr = line["master ".len()..].parse().unwrap();
-    master.wait_line("master-server ready", |l| l == "ready");
+    let addr = master.master_ready();
     let farm = fragstat_testkit::spawn_serve(
         bin(),
         &[

@@ -158,12 +158,7 @@ fn one_48_lists_at_most_its_cap_and_a_server_from_another_48_registers() {
         ],
         &[],
     );
-    let m: SocketAddr = master
-        .wait_line("master address", |l| l.starts_with("master "))
-        .trim_start_matches("master ")
-        .parse()
-        .unwrap();
-    master.wait_line("ready", |l| l == "ready");
+    let m = master.master_ready();
 
     let start = Instant::now();
     register_from_one_48(m, 2112);
@@ -223,12 +218,7 @@ fn a_real_openarena_shut_down_right_after_registering_is_removed_within_10_s() {
         ],
         &[],
     );
-    let m: SocketAddr = master
-        .wait_line("master address", |l| l.starts_with("master "))
-        .trim_start_matches("master ")
-        .parse()
-        .unwrap();
-    master.wait_line("ready", |l| l == "ready");
+    let m = master.master_ready();
     let Some(oa) = OpenArena::start(OpenArenaConfig {
         hostname: "Short-lived OA".into(),
         bots: vec![],

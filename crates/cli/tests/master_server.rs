@@ -846,11 +846,7 @@ fn a_list_arrives_whole_over_a_path_mtu_of_1280() {
         "--max-per-address",
         "1000",
     ]));
-    let m = master
-        .wait_line("master address", |l| l.starts_with("master "))
-        .trim_start_matches("master ")
-        .to_string();
-    master.wait_line("ready", |l| l == "ready");
+    let m = master.master_ready().to_string();
     let mut farm = Running::start_cmd(inside(&[
         bin_s,
         "serve",

@@ -74,6 +74,23 @@ async fn receiver(tx: mpsc::Sender<Post>) -> SocketAddr {
     addr
 }
 
+/// The emulated server the trackers poll, on `rt`: what it serves now (to be switched), and
+/// its address.
+fn hooked_server(rt: &tokio::runtime::Runtime) -> (Current, String) {
+    let current: Current = Arc::new(Mutex::new(emulated("q3dm6", 1)));
+    let socket: Arc<dyn Transport> = {
+        let _g = rt.enter();
+        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap())
+    };
+    let server = socket.local_addr().unwrap().to_string();
+    rt.spawn(fragstat::core::serve::run(
+        socket,
+        Switch(current.clone()),
+        std::future::pending(),
+    ));
+    (current, server)
+}
+
 fn track(dir: &tempfile::TempDir, server: &str, hook: &str, extra: &[&str]) -> Running {
     let db = dir.path().join("track.db");
     let mut args = vec![
@@ -106,17 +123,7 @@ fn track_webhook_flags_post_a_rounds_events_to_the_receiver() {
         .enable_all()
         .build()
         .unwrap();
-    let current: Current = Arc::new(Mutex::new(emulated("q3dm6", 1)));
-    let socket: Arc<dyn Transport> = {
-        let _g = rt.enter();
-        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap())
-    };
-    let server = socket.local_addr().unwrap().to_string();
-    rt.spawn(fragstat::core::serve::run(
-        socket,
-        Switch(current.clone()),
-        std::future::pending(),
-    ));
+    let (current, server) = hooked_server(&rt);
     let (tx, posts) = mpsc::channel::<Post>();
     let hook = rt.block_on(receiver(tx));
 
@@ -226,17 +233,7 @@ fn a_failing_webhook_never_logs_its_token() {
         .enable_all()
         .build()
         .unwrap();
-    let current: Current = Arc::new(Mutex::new(emulated("q3dm6", 1)));
-    let socket: Arc<dyn Transport> = {
-        let _g = rt.enter();
-        Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap())
-    };
-    let server = socket.local_addr().unwrap().to_string();
-    rt.spawn(fragstat::core::serve::run(
-        socket,
-        Switch(current.clone()),
-        std::future::pending(),
-    ));
+    let (current, server) = hooked_server(&rt);
     let closer = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();

@@ -125,6 +125,15 @@ impl Running {
         })
     }
 
+    /// For `fragstat master-server`: the UDP address it prints (`master ADDR`), once it has
+    /// printed `ready`.
+    pub fn master_ready(&mut self) -> SocketAddr {
+        let line = self.wait_line("the master's address", |l| l.starts_with("master "));
+        let addr = line["master ".len()..].parse().expect("master ADDR");
+        self.wait_line("master-server ready", |l| l == "ready");
+        addr
+    }
+
     /// SIGKILL, and waits for the exit.
     pub fn kill(&mut self) {
         self.process.kill();
