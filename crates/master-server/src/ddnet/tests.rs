@@ -307,24 +307,10 @@ fn e7_thirty_four_hosts_leave_room_for_ten_real_servers() {
         "{}",
         m.stored_bytes()
     );
-    for i in 0..10u8 {
-        let ip = IpAddr::from([198, 51, 100 + i, 7]);
-        let st = full_register(
-            &mut m,
-            now,
-            ip,
-            &format!("real-{i}"),
-            "tw-0.6+udp://x:8303",
-            Some(info_of(2300, &format!("real {i}"))),
-        );
-        assert_eq!(st, Status::Success, "real server {i}");
-    }
+    register_ten_real_servers(&mut m, now);
     let json = m.servers_json(now);
     assert!(json.len() as u64 <= MAX_LIST_BYTES, "{}", json.len());
-    for i in 0..10u8 {
-        let a = format!("tw-0.6+udp://198.51.{}.7:8303", 100 + i);
-        assert!(lists(&json, &a), "{a} listed");
-    }
+    assert_ten_real_servers_listed(&json);
     assert!(m.stats().list_left_out > 0, "{:?}", m.stats());
     eprintln!(
         "E7: {} servers, {} bytes of info, servers.json {} bytes, {:?}",
@@ -333,6 +319,31 @@ fn e7_thirty_four_hosts_leave_room_for_ten_real_servers() {
         json.len(),
         m.stats()
     );
+}
+
+/// Ten real servers, one in each of 198.51.100-109.0/24, each registering with a 2.3 KB
+/// info: every one succeeds.
+fn register_ten_real_servers(m: &mut DdnetMaster, now: Instant) {
+    for i in 0..10u8 {
+        let ip = IpAddr::from([198, 51, 100 + i, 7]);
+        let st = full_register(
+            m,
+            now,
+            ip,
+            &format!("real-{i}"),
+            "tw-0.6+udp://x:8303",
+            Some(info_of(2300, &format!("real {i}"))),
+        );
+        assert_eq!(st, Status::Success, "real server {i}: {:?}", m.stats());
+    }
+}
+
+/// The ten real servers of [`register_ten_real_servers`] are in `json`.
+fn assert_ten_real_servers_listed(json: &[u8]) {
+    for i in 0..10u8 {
+        let a = format!("tw-0.6+udp://198.51.{}.7:8303", 100 + i);
+        assert!(lists(json, &a), "{a} listed");
+    }
 }
 
 /// Limits small enough to fill: servers 4 per host, 8 per /24, 32 per /16, 40 in all; info
@@ -371,18 +382,7 @@ fn a_full_master_displaces_the_largest_network_not_a_stranger() {
     assert_eq!(m.stored_bytes(), 512 << 10, "the info is full");
     let displaced = m.stats().servers_displaced;
     assert!(displaced > 0, "{:?}", m.stats());
-    for i in 0..10u8 {
-        let ip = IpAddr::from([198, 51, 100 + i, 7]);
-        let st = full_register(
-            &mut m,
-            now,
-            ip,
-            &format!("real-{i}"),
-            "tw-0.6+udp://x:8303",
-            Some(info_of(2300, &format!("real {i}"))),
-        );
-        assert_eq!(st, Status::Success, "real server {i}: {:?}", m.stats());
-    }
+    register_ten_real_servers(&mut m, now);
     assert!(m.stats().servers_displaced >= displaced + 10);
     // The flood cannot take its places back from the strangers.
     for i in 0..8u16 {
@@ -402,10 +402,7 @@ fn a_full_master_displaces_the_largest_network_not_a_stranger() {
         "{}",
         json.len()
     );
-    for i in 0..10u8 {
-        let a = format!("tw-0.6+udp://198.51.{}.7:8303", 100 + i);
-        assert!(lists(&json, &a), "{a} listed");
-    }
+    assert_ten_real_servers_listed(&json);
     assert!(m.stats().list_left_out > 0, "{:?}", m.stats());
 }
 
