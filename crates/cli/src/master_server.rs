@@ -328,6 +328,12 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let rate = |per_sec: f64, burst: f64| Rate { per_sec, burst };
+    if !(a.uplink_mib.is_finite() && (0.01..=100_000.0).contains(&a.uplink_mib)) {
+        return Ok(usage(format!(
+            "--uplink-mib {}: the MiB a second of lists the master may send, between 0.01 and 100000",
+            a.uplink_mib
+        )));
+    }
     let mib = a.uplink_mib * 1024.0 * 1024.0;
     let defaults = LimitConfig::default();
     let limits = if a.no_limits {

@@ -257,6 +257,7 @@ fn bad_options_are_usage_errors() {
         &["--challenge-rate", "1e300"],
         &["--uplink-mib", "0.05"],
         &["--uplink-mib", "NaN"],
+        &["--uplink-mib", "1e30"],
         &["--list-builds", "0"],
         &["--max-reply-kib", "1"],
         &["--send-budget-kib", "8"],
