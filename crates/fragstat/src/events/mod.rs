@@ -19,8 +19,10 @@
 //!   players; when it answers again it yields `server_up`, then what changed since that state
 //!   (so a restart with another map and one more player reads `server_down`, `server_up`,
 //!   `map_changed`, `player_joined`). Its players do not "leave" while it is down.
-//! - **Players are a multiset of names** (raw bytes): two players named `Player` are two; one
-//!   leaving is one `player_left`. A renamed player is one leaving and one joining. Bots are
+//! - **Players are a multiset of names** (raw bytes, at most [`NAME_KEY_BYTES`] of them, and
+//!   their dialect: [`PlayerKey`], the rule the tracker's sessions follow too): two players
+//!   named `Player` are two; one leaving is one `player_left`; the same bytes in two dialects
+//!   are two players. A renamed player is one leaving and one joining. Bots are
 //!   marked where the game says so (`is_bot`; `null` where it does not, e.g. a Quake III
 //!   `getstatus` alone). A scan without a player list (not asked for, or not sent: a Quake
 //!   III `getinfo` answered and its `getstatus` lost) makes no player events and keeps the
@@ -65,12 +67,15 @@
 //! assert_eq!(json["name_raw"], "^1Doom");
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use fragstat_core::model::{Player, ServerInfo, Text};
 use fragstat_core::record::{Record, Status};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
+
+mod players;
+pub use players::{key_bytes, player_keys, PlayerKey, NAME_KEY_BYTES};
 
 /// Players of one server tracked at most ([`Differ::max_players`]).
 pub const MAX_PLAYERS: usize = 1024;
@@ -548,15 +553,6 @@ fn known(info: &ServerInfo, max_players: usize) -> (Known, u64) {
     )
 }
 
-/// Each raw name's count in `list`.
-fn counts(list: &[EventPlayer]) -> HashMap<&[u8], usize> {
-    let mut c: HashMap<&[u8], usize> = HashMap::with_capacity(list.len());
-    for p in list {
-        *c.entry(p.name.as_bytes()).or_default() += 1;
-    }
-    c
-}
-
 /// The changes from `old` (`None`: nothing known) to `now`, in the documented order; no
 /// player events when either list is unknown.
 fn diff(old: Option<&Known>, now: &Known, push: &mut impl FnMut(EventKind)) {
@@ -598,19 +594,19 @@ fn diff(old: Option<&Known>, now: &Known, push: &mut impl FnMut(EventKind)) {
     let Some(new_players) = &now.players else {
         return;
     };
-    // A multiset of raw names: each name's count in the other list.
-    let mut still = counts(new_players);
-    for p in old_players {
-        match still.get_mut(p.name.as_bytes()) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => push(EventKind::PlayerLeft(p.clone())),
+    // Players are their keys (players.rs): name bytes, dialect and which of that name.
+    let old_keys = player_keys(old_players.iter().map(|p| &p.name));
+    let new_keys = player_keys(new_players.iter().map(|p| &p.name));
+    let still: HashSet<&PlayerKey> = new_keys.iter().collect();
+    for (p, k) in old_players.iter().zip(&old_keys) {
+        if !still.contains(k) {
+            push(EventKind::PlayerLeft(p.clone()));
         }
     }
-    let mut was = counts(old_players);
-    for p in new_players {
-        match was.get_mut(p.name.as_bytes()) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => push(EventKind::PlayerJoined(p.clone())),
+    let was: HashSet<&PlayerKey> = old_keys.iter().collect();
+    for (p, k) in new_players.iter().zip(&new_keys) {
+        if !was.contains(k) {
+            push(EventKind::PlayerJoined(p.clone()));
         }
     }
 }

@@ -283,3 +283,35 @@ fn servers_tracked_are_capped_and_missing_ones_forgotten() {
     d.update(3, &records[..10]);
     assert_eq!(d.len(), 10, "the others missed two scans");
 }
+
+#[test]
+fn the_same_bytes_in_two_dialects_are_two_players() {
+    let plain = |name: &[u8]| Player::new(Text::new(name.to_vec(), Dialect::Plain));
+    let mut d = Differ::new();
+    d.update(1, [&online(A, "dm6", vec![player(b"^1Sarge", None)])]);
+    // The same bytes in another dialect join; the first stays.
+    let e = d.update(
+        2,
+        [&online(
+            A,
+            "dm6",
+            vec![player(b"^1Sarge", None), plain(b"^1Sarge")],
+        )],
+    );
+    assert_eq!(kinds(&e), ["player_joined"]);
+    assert!(matches!(&e[0].kind, EventKind::PlayerJoined(p) if p.name.dialect() == Dialect::Plain));
+    // The first leaves: one player_left, of the Ioq3 one.
+    let e = d.update(3, [&online(A, "dm6", vec![plain(b"^1Sarge")])]);
+    assert_eq!(kinds(&e), ["player_left"]);
+    assert!(matches!(&e[0].kind, EventKind::PlayerLeft(p) if p.name.dialect() == Dialect::Ioq3));
+    // Keys: name bytes capped, dialect, nth.
+    let long = vec![b'x'; NAME_KEY_BYTES + 10];
+    let names = [
+        Text::new(long.clone(), Dialect::Plain),
+        Text::new(long, Dialect::Plain),
+        Text::new(b"a".to_vec(), Dialect::Ioq3),
+    ];
+    let keys = player_keys(&names);
+    assert_eq!(keys[0].name.len(), NAME_KEY_BYTES);
+    assert_eq!((keys[0].nth, keys[1].nth, keys[2].nth), (0, 1, 0));
+}
