@@ -36,6 +36,7 @@ pub struct Metrics {
     round_failures: Counter,
     maintenance_failures: Counter,
     pruned: Counter,
+    churn_refused: Counter,
     servers: Family<StatusLabel, Gauge>,
     players: Family<GameLabel, Gauge>,
     probe_seconds: Gauge<f64, AtomicU64>,
@@ -80,6 +81,7 @@ impl Metrics {
             round_failures: Counter::default(),
             maintenance_failures: Counter::default(),
             pruned: Counter::default(),
+            churn_refused: Counter::default(),
             servers: Family::default(),
             players: Family::default(),
             probe_seconds: Gauge::default(),
@@ -99,6 +101,11 @@ impl Metrics {
             m.maintenance_failures.clone(),
         );
         registry.register("pruned_rows", "Rows deleted by retention", m.pruned.clone());
+        registry.register(
+            "players_churn_refused",
+            "Players not stored: new to their server past [history] new_players_per_round",
+            m.churn_refused.clone(),
+        );
         registry.register(
             "servers",
             "Servers by status in the last round",
@@ -173,6 +180,11 @@ impl Metrics {
     /// Counts rows deleted by retention.
     pub fn pruned(&self, rows: u64) {
         self.pruned.inc_by(rows);
+    }
+
+    /// Counts players refused by the churn budget.
+    pub fn churn_refused(&self, players: u64) {
+        self.churn_refused.inc_by(players);
     }
 
     /// Counts a written round whose downsampling or pruning failed.

@@ -43,6 +43,10 @@ pub struct RoundReport {
     pub elapsed: Duration,
     /// How long writing the round took (zero until it is written).
     pub write: Duration,
+    /// The players' joins and leaves as the store wrote them (the sessions it opened and
+    /// closed, [`crate::store::RoundWritten`]); `None` until the round is written (the
+    /// events' differ then decides them from the records).
+    pub players: Option<Vec<fragstat::events::Event>>,
 }
 
 /// Unix time in milliseconds.
@@ -107,6 +111,7 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
             .collect(),
         elapsed: started.elapsed(),
         write: Duration::ZERO,
+        players: None,
     }
 }
 
@@ -134,7 +139,9 @@ pub async fn round(
     let written = store.write_round(&report.data).await;
     report.write = write.elapsed();
     metrics.observe_round(&report, report.write, written.is_ok());
-    written?;
+    let written = written?;
+    metrics.churn_refused(written.churn_refused);
+    report.players = Some(written.events);
     // Downsampling and each table's retention (config `[history]`). The round is written
     // whatever happens here: a failure is logged and counted, and its events still go out.
     match store.maintain(report.data.at).await {

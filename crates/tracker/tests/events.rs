@@ -415,6 +415,7 @@ async fn a_round_without_the_player_list_loses_no_join_and_makes_none_up() {
                 masters: Vec::new(),
                 elapsed: Duration::ZERO,
                 write: Duration::ZERO,
+                players: None,
             })
     };
     let mut seen = tracker.events().hub().subscribe();
@@ -560,6 +561,7 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
         masters: Vec::new(),
         elapsed: Duration::ZERO,
         write: Duration::ZERO,
+        players: None,
     };
     tracker.events().round(&report(1)); // the baseline
                                         // The flood: as many servers again, first seen now (each up, each player joined).
@@ -584,6 +586,7 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
             masters: Vec::new(),
             elapsed: Duration::ZERO,
             write: Duration::ZERO,
+            players: None,
         });
     assert_eq!(
         n,

@@ -173,8 +173,32 @@ pub struct EventPlayer {
     pub team: Option<i32>,
 }
 
+impl Event {
+    /// An event of `server` (of game `game`) seen by the scan at `at`.
+    pub fn new(at: i64, server: impl Into<String>, game: impl Into<String>, kind: EventKind) -> Self {
+        Event {
+            at,
+            server: server.into(),
+            game: game.into(),
+            kind,
+        }
+    }
+}
+
 impl EventPlayer {
-    fn of(p: &Player) -> Self {
+    /// A player named `name`, nothing else known.
+    pub fn new(name: Text) -> Self {
+        EventPlayer {
+            name,
+            clan: None,
+            is_bot: None,
+            score: None,
+            team: None,
+        }
+    }
+
+    /// The player as a list gives it.
+    pub fn of(p: &Player) -> Self {
         EventPlayer {
             name: p.name.clone(),
             clan: p.clan.clone(),

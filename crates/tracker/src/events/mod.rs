@@ -1,6 +1,8 @@
 //! Events from the rounds: after each written round its records go through a
 //! [`fragstat::events::Differ`] (the previous round kept in memory; the first round after
-//! start is the baseline), and the events go to the `/api/events` Server-Sent Events clients
+//! start is the baseline) for the servers' events, while the players' joins and leaves are
+//! the sessions the store opened and closed ([`crate::store::RoundWritten`]: one engine, so an
+//! event and a session never disagree), and the events go to the `/api/events` Server-Sent Events clients
 //! (a broadcast channel of fixed capacity: a client that falls behind is told how many it
 //! missed, `event: lagged`) and, when configured, to a webhook.
 //!
@@ -18,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fragstat::core::fair::Shares;
-use fragstat::events::{Differ, Event};
+use fragstat::events::{Differ, Event, EventKind};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -140,6 +142,36 @@ impl EventHub {
     }
 }
 
+/// A round's events: the differ's of the servers (`events`, its player events dropped) and
+/// the store's joins and leaves (`players`, the sessions it opened and closed: one engine
+/// for the sessions and the events), each server's after its server events, in the
+/// records' order; joins and leaves of servers without a record (their sessions ended) last.
+fn with_players(events: Vec<Event>, players: &[Event], records: &[fragstat::Record]) -> Vec<Event> {
+    use std::collections::HashMap;
+    let mut out = Vec::with_capacity(events.len() + players.len());
+    let mut by_server: HashMap<&str, Vec<&Event>> = HashMap::new();
+    for e in players {
+        by_server.entry(e.server.as_str()).or_default().push(e);
+    }
+    let mut servers: HashMap<String, Vec<Event>> = HashMap::new();
+    for e in events {
+        if !matches!(e.kind, EventKind::PlayerJoined(_) | EventKind::PlayerLeft(_)) {
+            servers.entry(e.server.clone()).or_default().push(e);
+        }
+    }
+    for addr in records.iter().filter_map(|r| r.address.as_deref()) {
+        out.extend(servers.remove(addr).unwrap_or_default());
+        out.extend(by_server.remove(addr).unwrap_or_default().into_iter().cloned());
+    }
+    out.extend(
+        players
+            .iter()
+            .filter(|e| by_server.contains_key(e.server.as_str()))
+            .cloned(),
+    );
+    out
+}
+
 /// The differ, the hub and the webhook of a tracker.
 #[derive(Debug)]
 pub struct Events {
@@ -220,6 +252,10 @@ impl Events {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .update(report.data.at, &report.data.records);
+        let events = match &report.players {
+            Some(players) => with_players(events, players, &report.data.records),
+            None => events,
+        };
         if events.is_empty() {
             return 0;
         }

@@ -39,7 +39,8 @@ pub use rows::{
     RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
 };
 pub use write::{
-    cap_record, stored_record, MAX_NAME_BYTES, MAX_PLAYERS, MAX_RECORD_BYTES, MAX_WARNINGS,
+    cap_record, stored_record, RoundWritten, MAX_NAME_BYTES, MAX_PLAYERS, MAX_RECORD_BYTES,
+    MAX_WARNINGS, NEW_PLAYERS_PER_ROUND,
 };
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -142,6 +143,10 @@ pub struct History {
     /// Open sessions' scores and last-seen times are written every this many rounds (each
     /// round a different share of them), besides when they open and close.
     pub flush_rounds: u64,
+    /// New players (identities new to the server: sessions opened) a server may bring in
+    /// one round, the churn budget; the rest of them are not stored this round (and counted,
+    /// `fragstat_tracker_players_churn_refused_total`).
+    pub new_players_per_round: usize,
 }
 
 impl Default for History {
@@ -164,6 +169,7 @@ impl History {
             rounds: retention,
             session_gap: Duration::from_secs(300),
             flush_rounds: 10,
+            new_players_per_round: write::NEW_PLAYERS_PER_ROUND,
         }
     }
 }
@@ -277,7 +283,7 @@ impl Writer {
         round: &RoundData,
         params: write::WriteParams,
         pool: &AnyPool,
-    ) -> Result<(write::Live, Vec<String>), StoreError> {
+    ) -> Result<((write::Live, Vec<String>), write::RoundWritten), StoreError> {
         let mut held = None;
         let mut state = self.state.take();
         let conn = self.connection(pool, &mut held).await?;
@@ -285,11 +291,19 @@ impl Writer {
             Some(s) => s,
             None => state.insert(write::State::load(conn).await?),
         };
+        // The plan (pure), written in one transaction; the memory follows once committed.
+        let mut plan = write::plan(st, round, &params)?;
         let mut tx = write::begin(conn).await?;
-        let live = write::write(&mut tx, st, round, params).await?;
+        let ids = write::apply(&mut tx, &plan, params.backend).await?;
         tx.commit().await?;
+        let live = write::live(&plan, &ids, round);
+        let written = write::RoundWritten {
+            events: std::mem::take(&mut plan.events),
+            churn_refused: plan.refused,
+        };
+        st.commit(plan, &ids);
         self.state = state;
-        Ok(live)
+        Ok((live, written))
     }
 }
 
@@ -538,6 +552,7 @@ impl Store {
         write::WriteParams {
             session_gap_ms: ms(self.history.session_gap),
             flush_rounds: self.history.flush_rounds.max(1),
+            new_players: self.history.new_players_per_round,
             backend: self.backend,
         }
     }

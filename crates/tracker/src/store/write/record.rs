@@ -21,7 +21,7 @@ pub const MAX_RECORD_BYTES: usize = 64 * 1024;
 /// B-tree entries are limited to about 2.7 KB).
 pub const MAX_NAME_BYTES: usize = 256;
 
-pub(super) fn status_str(s: Status) -> &'static str {
+pub(in crate::store) fn status_str(s: Status) -> &'static str {
     match s {
         Status::Online => "online",
         Status::Timeout => "timeout",
@@ -51,7 +51,7 @@ pub(in crate::store) fn code_status(c: i64) -> &'static str {
 }
 
 /// The dialect as stored: its id (`quake`, `plain`, `idq3`, `dp`…; `Dialect::id`).
-pub(super) fn dialect_str(d: Dialect) -> &'static str {
+pub(in crate::store) fn dialect_str(d: Dialect) -> &'static str {
     d.id()
 }
 
@@ -162,7 +162,7 @@ pub(in crate::store) fn record_hash(rec: &Record) -> u64 {
 /// PostgreSQL's `TEXT` cannot hold U+0000, which a server can send in a name or a map
 /// (DDNet's JSON, a reply's fields): text columns get U+FFFD in its place. Nothing is lost —
 /// `name_raw` keeps the bytes and `record` the JSON, where it is written `\u0000`.
-pub(super) fn no_nul(s: String) -> String {
+pub(in crate::store) fn no_nul(s: String) -> String {
     if s.contains('\0') {
         s.replace('\0', "\u{FFFD}")
     } else {
@@ -170,6 +170,6 @@ pub(super) fn no_nul(s: String) -> String {
     }
 }
 
-pub(super) fn capped(bytes: &[u8]) -> Vec<u8> {
+pub(in crate::store) fn capped(bytes: &[u8]) -> Vec<u8> {
     bytes.get(..MAX_NAME_BYTES).unwrap_or(bytes).to_vec()
 }

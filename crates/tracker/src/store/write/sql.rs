@@ -10,10 +10,10 @@ use crate::store::Backend;
 use super::*;
 
 /// Rows of literal values in one statement.
-pub(super) const LITERAL_ROWS: usize = 500;
+pub(in crate::store) const LITERAL_ROWS: usize = 500;
 
 /// One value of a row to insert with bound parameters.
-pub(super) enum Val {
+pub(in crate::store) enum Val {
     I(Option<i64>),
     F(Option<f64>),
     S(Option<String>),
@@ -23,13 +23,13 @@ pub(super) enum Val {
 /// Most bound values in one statement. SQLite allows 32,766 and PostgreSQL 65,535, but
 /// binding costs grow faster than linearly with a statement's parameters in sqlx's SQLite
 /// path (docs/tracker.md), and PostgreSQL is as fast with 250.
-pub(super) const MAX_BINDS: usize = 250;
+pub(in crate::store) const MAX_BINDS: usize = 250;
 
-pub(super) type Tx<'c> = sqlx::Transaction<'c, sqlx::Any>;
+pub(in crate::store) type Tx<'c> = sqlx::Transaction<'c, sqlx::Any>;
 
 /// Inserts `rows` (all of one width) as `head (…), (…) … tail` statements of up to
 /// [`MAX_BINDS`] values, numbered `$1…`; returns the rows the statements return.
-pub(super) async fn insert_rows(
+pub(in crate::store) async fn insert_rows(
     tx: &mut Tx<'_>,
     head: &str,
     tail: &str,
@@ -89,7 +89,7 @@ pub(super) async fn insert_rows(
 
 /// Writes a number as an SQL literal into `out`: `NULL` typed as `BIGINT` (PostgreSQL types
 /// an untyped `NULL` in `VALUES` as text).
-pub(super) fn push_lit(out: &mut String, v: Option<i64>) {
+pub(in crate::store) fn push_lit(out: &mut String, v: Option<i64>) {
     match v {
         Some(v) => {
             let _ = write!(out, "{v}");
@@ -98,45 +98,67 @@ pub(super) fn push_lit(out: &mut String, v: Option<i64>) {
     }
 }
 
-/// A column of numbers: its value in a row.
-pub(super) type Column<'a, T> = &'a dyn Fn(&T) -> Option<i64>;
+/// Inserts typed `rows` into `table` ([`insert_rows`]): `INSERT INTO table (T's columns)
+/// VALUES … tail`.
+pub(in crate::store) async fn insert<T: Bound>(
+    tx: &mut Tx<'_>,
+    table: &str,
+    tail: &str,
+    rows: &[T],
+    ids: &Ids,
+) -> Result<Vec<sqlx::any::AnyRow>, sqlx::Error> {
+    let head = format!("INSERT INTO {table} ({}) VALUES ", T::COLUMNS.join(", "));
+    let rows = rows.iter().map(|r| r.values(ids)).collect();
+    insert_rows(tx, &head, tail, rows).await
+}
 
-/// Writes rows of numbers in bulk, `columns` of each of `rows`; `sql` says where they go, with
-/// `ROWS` in the place of a table of them, `v`, whose columns are `column1`, `column2`…:
+/// Writes rows of numbers in bulk; `sql` says where they go, with `ROWS` in the place of a
+/// table of them, `v`, whose columns are named as `T`'s ([`Numbers::COLUMNS`]):
 ///
-/// - SQLite: `(VALUES (…), (…)…) AS v`, the numbers written in as literals, [`LITERAL_ROWS`] rows
-///   a statement (binding 6 values a row costs more than parsing them);
-/// - PostgreSQL: `unnest($1::bigint[], $2::bigint[], …) AS v(column1, column2, …)`, a bound
-///   array of each column, all rows in one statement.
+/// - SQLite: `(SELECT column1 AS id, … FROM (VALUES (…), (…)…)) AS v`, the numbers written
+///   in as literals, [`LITERAL_ROWS`] rows a statement (binding 6 values a row costs more
+///   than parsing them);
+/// - PostgreSQL: `unnest($1::bigint[], $2::bigint[], …) AS v(id, …)`, a bound array of each
+///   column, all rows in one statement.
 ///
 /// The numbers are `i64`s written by Rust: nothing in them can change the statement.
-pub(super) async fn number_rows<T>(
+pub(in crate::store) async fn number_rows<T: Numbers>(
     tx: &mut Tx<'_>,
     backend: Backend,
     sql: &str,
     rows: &[T],
-    columns: &[Column<'_, T>],
+    ids: &Ids,
 ) -> Result<(), sqlx::Error> {
     if rows.is_empty() {
         return Ok(());
     }
     match backend {
         Backend::Sqlite => {
+            let names = T::COLUMNS
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("column{} AS {c}", i + 1))
+                .collect::<Vec<_>>()
+                .join(", ");
             let mut values = String::new();
             for chunk in rows.chunks(LITERAL_ROWS) {
                 values.clear();
-                values.push_str("(VALUES ");
+                values.push_str("(SELECT ");
+                values.push_str(&names);
+                values.push_str(" FROM (VALUES ");
                 for (i, r) in chunk.iter().enumerate() {
                     values.push_str(if i > 0 { ", (" } else { "(" });
-                    for (j, c) in columns.iter().enumerate() {
-                        if j > 0 {
+                    let mut first = true;
+                    r.numbers(ids, &mut |v| {
+                        if !first {
                             values.push_str(", ");
                         }
-                        push_lit(&mut values, c(r));
-                    }
+                        first = false;
+                        push_lit(&mut values, v);
+                    });
                     values.push(')');
                 }
-                values.push_str(") AS v");
+                values.push_str(")) AS v");
                 // Not prepared and cached: each of these statements is new text.
                 sqlx::query(&sql.replace("ROWS", &values))
                     .persistent(false)
@@ -145,31 +167,32 @@ pub(super) async fn number_rows<T>(
             }
         }
         Backend::Postgres => {
-            let arrays = (1..=columns.len())
+            let arrays = (1..=T::COLUMNS.len())
                 .map(|i| format!("${i}::bigint[]"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let names = (1..=columns.len())
-                .map(|i| format!("column{i}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let names = T::COLUMNS.join(", ");
             let sql = sql.replace("ROWS", &format!("unnest({arrays}) AS v({names})"));
-            let mut q = sqlx::query(&sql);
-            for c in columns {
-                // An array literal, `{1,NULL,3}`.
-                let mut a = String::with_capacity(rows.len() * 8 + 2);
-                a.push('{');
-                for (i, r) in rows.iter().enumerate() {
+            // Each column an array literal, `{1,NULL,3}`.
+            let mut cols: Vec<String> = vec![String::from("{"); T::COLUMNS.len()];
+            for (i, r) in rows.iter().enumerate() {
+                let mut j = 0;
+                r.numbers(ids, &mut |v| {
+                    let a = &mut cols[j];
                     if i > 0 {
                         a.push(',');
                     }
-                    match c(r) {
+                    match v {
                         Some(v) => {
                             let _ = write!(a, "{v}");
                         }
                         None => a.push_str("NULL"),
                     }
-                }
+                    j += 1;
+                });
+            }
+            let mut q = sqlx::query(&sql);
+            for mut a in cols {
                 a.push('}');
                 q = q.bind(a);
             }

@@ -13,85 +13,79 @@ use super::*;
 
 /// The writer's in-memory maps: foldhash, not SipHash (a round looks up every server and
 /// every player).
-pub(super) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub(in crate::store) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A hasher that hashes alike in every process ([`record_hash`] is stored).
-pub(super) fn stable_hasher() -> impl Hasher {
+pub(in crate::store) fn stable_hasher() -> impl Hasher {
     foldhash::quality::FixedState::with_seed(0x6672_6167).build_hasher()
 }
 
 /// A stable hash of `v` ([`stable_hasher`]).
-pub(super) fn hash_of(v: impl Hash) -> u64 {
+pub(in crate::store) fn hash_of(v: impl Hash) -> u64 {
     let mut h = stable_hasher();
     v.hash(&mut h);
     h.finish()
 }
 
-/// A player on a server: its name's bytes (at most [`MAX_NAME_BYTES`]), dialect, and which
-/// of that name (0 for the first).
-pub(super) type PlayerKey = (Box<[u8]>, Dialect, i64);
+/// A player on a server ([`fragstat::events::PlayerKey`]: name bytes capped, dialect, nth):
+/// the rule the library's differ tells players apart by.
+pub(in crate::store) use fragstat::events::PlayerKey;
 
 /// An open session as the writer remembers it.
-#[derive(Debug, Clone)]
-pub(super) struct Session {
+#[derive(Debug, Clone, PartialEq)]
+pub(in crate::store) struct Session {
     /// Its row's id (`sessions.id`).
-    pub(super) id: i64,
-    pub(super) player_id: i64,
-    pub(super) joined: i64,
-    pub(super) last_seen: i64,
-    pub(super) score: Option<i64>,
-    pub(super) team: Option<i64>,
+    pub(in crate::store) id: i64,
+    /// Its server's id.
+    pub(in crate::store) server_id: i64,
+    pub(in crate::store) player_id: i64,
+    pub(in crate::store) joined: i64,
+    pub(in crate::store) last_seen: i64,
+    pub(in crate::store) score: Option<i64>,
+    pub(in crate::store) team: Option<i64>,
+    pub(in crate::store) is_bot: Option<bool>,
+    pub(in crate::store) clan: Option<Vec<u8>>,
     /// `last_seen` as written.
-    pub(super) written_seen: i64,
+    pub(in crate::store) written_seen: i64,
+}
+
+/// What the writer remembers of a server besides its id and sessions (what a round compares
+/// its record with).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(in crate::store) struct Memo {
+    pub(in crate::store) game: String,
+    pub(in crate::store) status: &'static str,
+    pub(in crate::store) error: Option<String>,
+    /// Hash of what a `server_changes` row holds.
+    pub(in crate::store) change: u64,
+    /// Hash of the stored record.
+    pub(in crate::store) record: u64,
+    pub(in crate::store) country: Option<String>,
+    pub(in crate::store) last_online: Option<i64>,
+    pub(in crate::store) up_since: Option<i64>,
+    pub(in crate::store) down_since: Option<i64>,
 }
 
 /// A server as the writer remembers it.
-#[derive(Debug, Clone)]
-pub(super) struct ServerState {
-    pub(super) id: i64,
-    pub(super) status: &'static str,
-    pub(super) error: Option<String>,
-    /// Hash of what a `server_changes` row holds.
-    pub(super) change: u64,
-    /// Hash of the stored record.
-    pub(super) record: u64,
-    pub(super) country: Option<String>,
-    pub(super) last_online: Option<i64>,
-    pub(super) up_since: Option<i64>,
-    pub(super) down_since: Option<i64>,
-    pub(super) sessions: Map<PlayerKey, Session>,
-}
-
-impl ServerState {
-    /// Ends every open session at the last round its player was seen in (the tracker did
-    /// not see them leave), as updates for `closes`.
-    pub(super) fn end_sessions(&mut self, closes: &mut Vec<SessionUpdate>) {
-        for (_, s) in self.sessions.drain() {
-            closes.push(SessionUpdate {
-                id: s.id,
-                server_id: self.id,
-                player_id: s.player_id,
-                last_seen: s.last_seen,
-                left: Some(s.last_seen),
-                score: s.score,
-                team: s.team,
-            });
-        }
-    }
+#[derive(Debug, Clone, Default)]
+pub(in crate::store) struct ServerState {
+    pub(in crate::store) id: i64,
+    pub(in crate::store) memo: Memo,
+    pub(in crate::store) sessions: Map<PlayerKey, Session>,
 }
 
 /// What the database holds now, as far as the writer needs it.
 #[derive(Debug, Default)]
 pub(in crate::store) struct State {
-    pub(super) servers: Map<String, ServerState>,
-    pub(super) last_round: Option<i64>,
+    pub(in crate::store) servers: Map<String, ServerState>,
+    pub(in crate::store) last_round: Option<i64>,
     /// Sessions were loaded from the database, not yet checked against the gap.
-    pub(super) resumed: bool,
-    pub(super) rounds: u64,
+    pub(in crate::store) resumed: bool,
+    pub(in crate::store) rounds: u64,
 }
 
 /// Hash of a server's change-row state.
-pub(super) fn change_hash(
+pub(in crate::store) fn change_hash(
     online: bool,
     name: Option<&[u8]>,
     dialect: Option<&str>,
@@ -108,8 +102,80 @@ pub(super) fn change_hash(
 }
 
 /// A dialect as stored (an unknown id, which this writer never wrote, as the generic one).
-pub(super) fn dialect_of(id: &str) -> Dialect {
+pub(in crate::store) fn dialect_of(id: &str) -> Dialect {
     id.parse().unwrap_or_default()
+}
+
+/// A `servers` row as the writer loads it.
+#[derive(sqlx::FromRow)]
+struct ServerLoad {
+    id: i64,
+    addr: String,
+    game: String,
+    status: String,
+    error: Option<String>,
+    country: Option<String>,
+    last_online: Option<i64>,
+    up_since: Option<i64>,
+    down_since: Option<i64>,
+    name_raw: Option<Vec<u8>>,
+    dialect: Option<String>,
+    map: Option<String>,
+    gametype: Option<String>,
+    max_players: Option<i64>,
+    password: Option<i64>,
+    record_hash: Option<i64>,
+}
+
+/// An open session as the writer loads it.
+#[derive(sqlx::FromRow)]
+struct SessionLoad {
+    id: i64,
+    server_id: i64,
+    player_id: i64,
+    nth: i64,
+    joined: i64,
+    last_seen: i64,
+    last_score: Option<i64>,
+    team: Option<i64>,
+    is_bot: Option<i64>,
+    clan_raw: Option<Vec<u8>>,
+    name_raw: Vec<u8>,
+    dialect: String,
+}
+
+impl ServerLoad {
+    fn state(self) -> (String, ServerState) {
+        let status = code_status(status_code(&self.status));
+        let change = change_hash(
+            status == "online",
+            self.name_raw.as_deref(),
+            self.dialect.as_deref(),
+            self.map.as_deref(),
+            self.gametype.as_deref(),
+            self.max_players,
+            self.password.map(|p| p != 0),
+        );
+        let memo = Memo {
+            game: self.game,
+            status,
+            error: self.error,
+            change,
+            record: self
+                .record_hash
+                .map_or(0, |h| u64::from_ne_bytes(h.to_ne_bytes())),
+            country: self.country,
+            last_online: self.last_online,
+            up_since: self.up_since,
+            down_since: self.down_since,
+        };
+        let st = ServerState {
+            id: self.id,
+            memo,
+            sessions: Map::default(),
+        };
+        (self.addr, st)
+    }
 }
 
 impl State {
@@ -118,121 +184,72 @@ impl State {
         conn: &mut sqlx::AnyConnection,
     ) -> Result<State, StoreError> {
         let mut st = State::default();
-        let rows = sqlx::query(
+        let rows: Vec<ServerLoad> = sqlx::query_as(
             // `last_online` as of the latest numbers: an unchanged server's row is not
             // rewritten, so its column says when it last changed; an online server last
             // answered in its latest round (a server going down rewrites its row, with the
             // last round it answered in).
-            "SELECT s.id, s.addr, s.status, s.error, s.country, COALESCE(CASE WHEN l.status = 0 \
-             THEN l.at END, s.last_online), s.up_since, s.down_since, s.name_raw, s.dialect, \
-             s.map, s.gametype, s.max_players, s.password, s.record_hash FROM servers s \
-             LEFT JOIN server_latest l ON l.server_id = s.id",
+            "SELECT s.id, s.addr, s.game, s.status, s.error, s.country, COALESCE(CASE WHEN \
+             l.status = 0 THEN l.at END, s.last_online) AS last_online, s.up_since, \
+             s.down_since, s.name_raw, s.dialect, s.map, s.gametype, s.max_players, s.password, \
+             s.record_hash FROM servers s LEFT JOIN server_latest l ON l.server_id = s.id",
         )
         .fetch_all(&mut *conn)
         .await?;
         let mut by_id = Map::default();
-        for r in &rows {
-            let addr: String = r.try_get(1)?;
-            let status: String = r.try_get(2)?;
-            let status = code_status(status_code(&status));
-            let name: Option<Vec<u8>> = r.try_get(8)?;
-            let dialect: Option<String> = r.try_get(9)?;
-            let map: Option<String> = r.try_get(10)?;
-            let gametype: Option<String> = r.try_get(11)?;
-            let password: Option<i64> = r.try_get(13)?;
-            let record: Option<i64> = r.try_get(14)?;
-            let id: i64 = r.try_get(0)?;
-            by_id.insert(id, addr.clone());
-            st.servers.insert(
-                addr,
-                ServerState {
-                    id,
-                    change: change_hash(
-                        status == "online",
-                        name.as_deref(),
-                        dialect.as_deref(),
-                        map.as_deref(),
-                        gametype.as_deref(),
-                        r.try_get(12)?,
-                        password.map(|p| p != 0),
-                    ),
-                    status,
-                    error: r.try_get(3)?,
-                    record: record.map_or(0, |h| u64::from_ne_bytes(h.to_ne_bytes())),
-                    country: r.try_get(4)?,
-                    last_online: r.try_get(5)?,
-                    up_since: r.try_get(6)?,
-                    down_since: r.try_get(7)?,
-                    sessions: Map::default(),
-                },
-            );
+        for r in rows {
+            let (addr, srv) = r.state();
+            by_id.insert(srv.id, addr.clone());
+            st.servers.insert(addr, srv);
         }
-        let rows = sqlx::query(
-            "SELECT s.server_id, s.player_id, s.nth, s.joined, s.last_seen, s.last_score, \
-             s.team, p.name_raw, p.dialect, s.id FROM sessions s \
+        let rows: Vec<SessionLoad> = sqlx::query_as(
+            "SELECT s.id, s.server_id, s.player_id, s.nth, s.joined, s.last_seen, s.last_score, \
+             s.team, s.is_bot, s.clan_raw, p.name_raw, p.dialect FROM sessions s \
              JOIN players p ON p.id = s.player_id WHERE s.left_at IS NULL",
         )
         .fetch_all(&mut *conn)
         .await?;
-        for r in &rows {
-            let server_id: i64 = r.try_get(0)?;
-            let Some(srv) = by_id.get(&server_id).and_then(|a| st.servers.get_mut(a)) else {
+        for r in rows {
+            let Some(srv) = by_id.get(&r.server_id).and_then(|a| st.servers.get_mut(a)) else {
                 continue;
             };
-            let last_seen: i64 = r.try_get(4)?;
-            let name: Vec<u8> = r.try_get(7)?;
-            let dialect: String = r.try_get(8)?;
-            srv.sessions.insert(
-                (name.into_boxed_slice(), dialect_of(&dialect), r.try_get(2)?),
-                Session {
-                    id: r.try_get(9)?,
-                    player_id: r.try_get(1)?,
-                    joined: r.try_get(3)?,
-                    last_seen,
-                    score: r.try_get(5)?,
-                    team: r.try_get(6)?,
-                    written_seen: last_seen,
-                },
-            );
+            let key = PlayerKey {
+                name: r.name_raw.into_boxed_slice(),
+                dialect: dialect_of(&r.dialect),
+                nth: u32::try_from(r.nth).unwrap_or(u32::MAX),
+            };
+            let session = Session {
+                id: r.id,
+                server_id: r.server_id,
+                player_id: r.player_id,
+                joined: r.joined,
+                last_seen: r.last_seen,
+                score: r.last_score,
+                team: r.team,
+                is_bot: r.is_bot.map(|b| b != 0),
+                clan: r.clan_raw,
+                written_seen: r.last_seen,
+            };
+            srv.sessions.insert(key, session);
         }
-        st.last_round = sqlx::query("SELECT MAX(at) FROM rounds")
+        st.last_round = sqlx::query("SELECT MAX(at) AS last_at FROM rounds")
             .fetch_one(&mut *conn)
             .await?
-            .try_get(0)?;
+            .try_get("last_at")?;
         st.resumed = true;
         Ok(st)
     }
 }
 
-/// A session to close or refresh: its key and the values to write.
-pub(super) struct SessionUpdate {
-    /// The session's row.
-    pub(super) id: i64,
-    pub(super) server_id: i64,
-    pub(super) player_id: i64,
-    pub(super) last_seen: i64,
-    pub(super) left: Option<i64>,
-    pub(super) score: Option<i64>,
-    pub(super) team: Option<i64>,
-}
-
-/// A session to open, once its player has an id.
-pub(super) struct NewSession {
-    /// The server, an index into the round's records.
-    pub(super) server: usize,
-    pub(super) key: PlayerKey,
-    pub(super) name: String,
-    pub(super) score: Option<i64>,
-    pub(super) team: Option<i64>,
-    pub(super) is_bot: Option<bool>,
-    pub(super) clan: Option<Vec<u8>>,
-}
-
-/// How the writer keeps history: the session gap and how often open sessions are refreshed.
+/// How the writer keeps history: the session gap, how often open sessions are refreshed,
+/// and how many new players a server may bring in a round.
 #[derive(Debug, Clone, Copy)]
 pub(in crate::store) struct WriteParams {
     pub(in crate::store) session_gap_ms: i64,
     pub(in crate::store) flush_rounds: u64,
+    /// New sessions (player identities new to the server) a server may open in one round:
+    /// the churn budget (`[history] new_players_per_round`).
+    pub(in crate::store) new_players: usize,
     pub(in crate::store) backend: Backend,
 }
 
@@ -242,50 +259,10 @@ pub(in crate::store) type Live = HashMap<String, Vec<PlayerRow>>;
 /// The player list a record gives: its list, none when it says it has no players, or `None`
 /// when the players are unknown this round (a Quake III `getinfo` answered and its
 /// `getstatus` was lost): then sessions and the live list stay as they were.
-pub(super) fn listed(info: &fragstat::ServerInfo) -> Option<&[fragstat::Player]> {
+pub(in crate::store) fn listed(info: &fragstat::ServerInfo) -> Option<&[fragstat::Player]> {
     match info.players.as_deref() {
         Some(l) => Some(l),
         None if info.num_players == 0 => Some(&[]),
         None => None,
     }
-}
-
-/// The keys of a server's listed players, in its order: the name's bytes (capped), its
-/// dialect, and which of that name it is.
-pub(super) fn player_keys(list: &[fragstat::Player]) -> Vec<PlayerKey> {
-    let mut keys: Vec<PlayerKey> = Vec::with_capacity(list.len());
-    // Small lists (nearly all) count earlier equal names; long ones (up to MAX_PLAYERS) a map.
-    let mut counts: Option<Map<(&[u8], Dialect), i64>> = (list.len() > 16).then(Map::default);
-    for pl in list {
-        let bytes = pl.name.as_bytes();
-        let bytes = bytes.get(..MAX_NAME_BYTES).unwrap_or(bytes);
-        let d = pl.name.dialect();
-        let nth = match counts.as_mut() {
-            Some(c) => {
-                let n = c.entry((bytes, d)).or_insert(0);
-                *n += 1;
-                *n - 1
-            }
-            None => keys.iter().filter(|k| k.1 == d && *k.0 == *bytes).count() as i64,
-        };
-        keys.push((bytes.into(), d, nth));
-    }
-    keys
-}
-
-/// A listed player of a server that answered, for the live list: its session when it was
-/// open already, else the index of the session it opens.
-pub(super) enum Slot {
-    Known { player_id: i64, joined: i64 },
-    Opened(usize),
-}
-
-/// One server's numbers this round: its `series` row once its id is known (copied into
-/// `server_latest` from there).
-pub(super) struct SeriesRow {
-    pub(super) server: usize,
-    pub(super) status: i64,
-    pub(super) players: Option<i64>,
-    pub(super) bots: Option<i64>,
-    pub(super) rtt: Option<i64>,
 }
