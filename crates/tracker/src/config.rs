@@ -19,6 +19,7 @@
 //! rounds_hours = 168                    # rounds, and servers not probed since }
 //! session_gap_secs = 300                # a server silent this long ends its sessions
 //! flush_rounds = 10                     # open sessions' scores written every 10 rounds
+//! new_players_per_round = 32            # new players a server may bring per round (churn)
 //!
 //! [[source]]
 //! game = "q3"
@@ -290,6 +291,9 @@ pub struct HistoryConfig {
     /// Open sessions' scores and last-seen times are written every this many rounds
     /// (default 10).
     pub flush_rounds: Option<u64>,
+    /// New players (sessions opened) a server may bring in one round, the churn budget
+    /// (default 32); the rest are not stored that round, and counted.
+    pub new_players_per_round: Option<usize>,
 }
 
 /// The whole configuration.
@@ -587,6 +591,9 @@ impl Config {
         if let Some(f) = h.flush_rounds {
             out.flush_rounds = f;
         }
+        if let Some(n) = h.new_players_per_round {
+            out.new_players_per_round = n;
+        }
         out
     }
 }
@@ -662,14 +669,14 @@ mod tests {
         let _ = (c.interval(), c.retention(), c.history());
         // [history]: each retention defaults to retention_hours; 0 keeps for ever.
         let c = Config::from_toml(&format!(
-            "retention_hours = 48\n{src}[history]\nraw_hours = 6\nsessions_hours = 0\nflush_rounds = 3\n"
+            "retention_hours = 48\n{src}[history]\nraw_hours = 6\nsessions_hours = 0\nflush_rounds = 3\nnew_players_per_round = 8\n"
         ))
         .unwrap();
         let h = c.history();
         assert_eq!(h.raw, Duration::from_secs(6 * 3600));
         assert_eq!(h.series, Some(Duration::from_secs(48 * 3600)));
         assert_eq!(h.sessions, None);
-        assert_eq!(h.flush_rounds, 3);
+        assert_eq!((h.flush_rounds, h.new_players_per_round), (3, 8));
         // A gap in seconds: a year is fine, a century and a half is not.
         let c =
             Config::from_toml(&format!("{src}[history]\nsession_gap_secs = 31536000\n")).unwrap();

@@ -175,7 +175,12 @@ pub struct EventPlayer {
 
 impl Event {
     /// An event of `server` (of game `game`) seen by the scan at `at`.
-    pub fn new(at: i64, server: impl Into<String>, game: impl Into<String>, kind: EventKind) -> Self {
+    pub fn new(
+        at: i64,
+        server: impl Into<String>,
+        game: impl Into<String>,
+        kind: EventKind,
+    ) -> Self {
         Event {
             at,
             server: server.into(),

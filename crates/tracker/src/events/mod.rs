@@ -155,13 +155,22 @@ fn with_players(events: Vec<Event>, players: &[Event], records: &[fragstat::Reco
     }
     let mut servers: HashMap<String, Vec<Event>> = HashMap::new();
     for e in events {
-        if !matches!(e.kind, EventKind::PlayerJoined(_) | EventKind::PlayerLeft(_)) {
+        if !matches!(
+            e.kind,
+            EventKind::PlayerJoined(_) | EventKind::PlayerLeft(_)
+        ) {
             servers.entry(e.server.clone()).or_default().push(e);
         }
     }
     for addr in records.iter().filter_map(|r| r.address.as_deref()) {
         out.extend(servers.remove(addr).unwrap_or_default());
-        out.extend(by_server.remove(addr).unwrap_or_default().into_iter().cloned());
+        out.extend(
+            by_server
+                .remove(addr)
+                .unwrap_or_default()
+                .into_iter()
+                .cloned(),
+        );
     }
     out.extend(
         players

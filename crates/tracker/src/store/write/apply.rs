@@ -250,4 +250,3 @@ async fn open_session(
     .await?;
     Ok(row.map(|r| r.try_get("id")).transpose()?)
 }
-

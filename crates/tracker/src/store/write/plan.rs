@@ -245,7 +245,9 @@ impl RoundPlan {
             error: rec.error.clone(),
             change: shape.change(),
             record: record_hash(rec),
-            country: country.cloned().or_else(|| known.and_then(|s| s.country.clone())),
+            country: country
+                .cloned()
+                .or_else(|| known.and_then(|s| s.country.clone())),
             last_online: if shape.online {
                 Some(at)
             } else {

@@ -79,7 +79,13 @@ impl RoundPlan {
 
     /// A continued session's refresh, on its turn (every `flush_rounds` rounds): whether one
     /// was planned.
-    fn flush(&mut self, s: &Session, p: &WriteParams, score: Option<i64>, team: Option<i64>) -> bool {
+    fn flush(
+        &mut self,
+        s: &Session,
+        p: &WriteParams,
+        score: Option<i64>,
+        team: Option<i64>,
+    ) -> bool {
         let turn = (s.player_id.unsigned_abs() + self.rounds) % p.flush_rounds == 0;
         if !turn || s.written_seen == self.at {
             return false;
@@ -167,7 +173,13 @@ impl RoundPlan {
     /// The servers with open sessions that did not answer this round and whose last answer
     /// is older than the gap (or every server, after a long pause): their sessions end at
     /// the last round each player was seen in.
-    pub(in crate::store) fn end_silent(&mut self, st: &State, online: &HashSet<&str, foldhash::fast::RandomState>, pause: bool, gap: i64) {
+    pub(in crate::store) fn end_silent(
+        &mut self,
+        st: &State,
+        online: &HashSet<&str, foldhash::fast::RandomState>,
+        pause: bool,
+        gap: i64,
+    ) {
         let mut ended: Vec<(&String, &ServerState)> = st
             .servers
             .iter()
@@ -222,7 +234,12 @@ impl State {
         }
         let mut addrs = Vec::with_capacity(plan.servers.len());
         for (i, ps) in plan.servers.into_iter().enumerate() {
-            let id = ids.servers.get(i).copied().filter(|id| *id != 0).unwrap_or(ps.id);
+            let id = ids
+                .servers
+                .get(i)
+                .copied()
+                .filter(|id| *id != 0)
+                .unwrap_or(ps.id);
             let e = self.servers.entry(ps.addr.clone()).or_default();
             e.id = id;
             e.memo = ps.memo;
@@ -230,8 +247,17 @@ impl State {
         }
         for t in plan.touches {
             match t {
-                Touch::Seen { server, key, score, team, written } => {
-                    let s = self.servers.get_mut(&addrs[server.0]).and_then(|srv| srv.sessions.get_mut(&key));
+                Touch::Seen {
+                    server,
+                    key,
+                    score,
+                    team,
+                    written,
+                } => {
+                    let s = self
+                        .servers
+                        .get_mut(&addrs[server.0])
+                        .and_then(|srv| srv.sessions.get_mut(&key));
                     if let Some(s) = s {
                         s.last_seen = at;
                         s.score = score;
@@ -247,11 +273,15 @@ impl State {
                     }
                 }
                 Touch::Opened { server, key, open } => {
-                    let Some(o) = plan.opens.get(open) else { continue };
+                    let Some(o) = plan.opens.get(open) else {
+                        continue;
+                    };
                     let Some(player_id) = ids.players.get(o.player.0).copied().flatten() else {
                         continue;
                     };
-                    let Some(srv) = self.servers.get_mut(&addrs[server.0]) else { continue };
+                    let Some(srv) = self.servers.get_mut(&addrs[server.0]) else {
+                        continue;
+                    };
                     let session = Session {
                         id: ids.sessions.get(open).copied().flatten().unwrap_or(0),
                         server_id: srv.id,
@@ -270,4 +300,3 @@ impl State {
         }
     }
 }
-
