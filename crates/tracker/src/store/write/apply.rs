@@ -48,7 +48,8 @@ const SERVER_CONFLICT: &str = " ON CONFLICT (addr) DO UPDATE SET game = excluded
      password = COALESCE(excluded.password, servers.password), \
      country = COALESCE(excluded.country, servers.country), \
      up_since = excluded.up_since, down_since = excluded.down_since, \
-     record = excluded.record, record_hash = excluded.record_hash RETURNING id, addr";
+     record = excluded.record, record_hash = excluded.record_hash, \
+     unlisted_since = excluded.unlisted_since RETURNING id, addr";
 
 /// Writes `plan` in `tx` (the caller commits): the servers, their numbers and changes, the
 /// sessions closed and refreshed, the players and sessions opened, the round.
@@ -107,6 +108,7 @@ pub(in crate::store) async fn apply(
     .bind(r.players)
     .execute(&mut **tx)
     .await?;
+    crate::store::truth::write_masters(tx, plan.at, &plan.masters).await?;
     Ok(ids)
 }
 

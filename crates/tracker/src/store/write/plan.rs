@@ -89,6 +89,8 @@ pub(in crate::store) struct RoundPlan {
     pub(in crate::store) events: Vec<Event>,
     /// Players refused this round: new to their server past its churn budget.
     pub(in crate::store) refused: u64,
+    /// Every master's answer this round (the `masters` table).
+    pub(in crate::store) masters: Vec<crate::store::MasterRow>,
     /// Each new identity's row ([`RoundPlan::players`]).
     pub(in crate::store) identities: Map<(Box<[u8]>, Dialect), PlayerIx>,
     /// Each player's latest sighting so far: (last seen, server id).
@@ -120,6 +122,7 @@ pub(in crate::store) fn plan(
     let mut plan = RoundPlan {
         at,
         rounds: st.rounds + 1,
+        masters: round.masters.clone(),
         ..RoundPlan::default()
     };
     // A restart after a long pause: the sessions open in the database ended, at the last
@@ -239,7 +242,14 @@ impl RoundPlan {
             _ if shape.online => (Some(at), None),
             _ => (None, Some(at)),
         };
+        // Listed (by a master, or named in the configuration), or since when not.
+        let unlisted_since = if round.unlisted.contains(addr) {
+            known.and_then(|s| s.unlisted_since).or(Some(at))
+        } else {
+            None
+        };
         let memo = Memo {
+            unlisted_since,
             game: rec.game.clone(),
             status: shape.status,
             error: rec.error.clone(),
@@ -259,7 +269,8 @@ impl RoundPlan {
         let changed = known.is_none_or(|s| s.change != memo.change);
         let upsert = changed
             || known.is_some_and(|s| {
-                s.status != memo.status
+                s.unlisted_since != memo.unlisted_since
+                    || s.status != memo.status
                     || s.error != memo.error
                     || s.record != memo.record
                     || (country.is_some() && s.country.as_ref() != country)
@@ -316,6 +327,7 @@ impl RoundPlan {
             down_since: memo.down_since,
             record: stored_record(rec)?,
             record_hash: memo.record,
+            unlisted_since: memo.unlisted_since,
         });
         Ok(())
     }

@@ -196,6 +196,7 @@ row! { bound
         down_since: Option<i64> => "down_since",
         record: String => "record",
         record_hash: u64 => "record_hash",
+        unlisted_since: Option<i64> => "unlisted_since",
     }
 }
 

@@ -64,6 +64,8 @@ pub(in crate::store) struct Memo {
     pub(in crate::store) last_online: Option<i64>,
     pub(in crate::store) up_since: Option<i64>,
     pub(in crate::store) down_since: Option<i64>,
+    /// Since when no master lists it (`servers.unlisted_since`).
+    pub(in crate::store) unlisted_since: Option<i64>,
 }
 
 /// A server as the writer remembers it.
@@ -125,6 +127,7 @@ struct ServerLoad {
     max_players: Option<i64>,
     password: Option<i64>,
     record_hash: Option<i64>,
+    unlisted_since: Option<i64>,
 }
 
 /// An open session as the writer loads it.
@@ -168,6 +171,7 @@ impl ServerLoad {
             last_online: self.last_online,
             up_since: self.up_since,
             down_since: self.down_since,
+            unlisted_since: self.unlisted_since,
         };
         let st = ServerState {
             id: self.id,
@@ -192,7 +196,7 @@ impl State {
             "SELECT s.id, s.addr, s.game, s.status, s.error, s.country, COALESCE(CASE WHEN \
              l.status = 0 THEN l.at END, s.last_online) AS last_online, s.up_since, \
              s.down_since, s.name_raw, s.dialect, s.map, s.gametype, s.max_players, s.password, \
-             s.record_hash FROM servers s LEFT JOIN server_latest l ON l.server_id = s.id",
+             s.record_hash, s.unlisted_since FROM servers s LEFT JOIN server_latest l ON l.server_id = s.id",
         )
         .fetch_all(&mut *conn)
         .await?;
