@@ -76,7 +76,7 @@ impl Store {
             }
             let rows = self.fetch_all(q).await?;
             for r in &rows {
-                out.insert(r.try_get(0)?, r.try_get(1)?);
+                out.insert(r.try_get("addr")?, r.try_get("record")?);
             }
         }
         Ok(out)

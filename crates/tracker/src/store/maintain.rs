@@ -11,10 +11,10 @@ type Tx<'c> = sqlx::Transaction<'c, sqlx::Any>;
 /// Aggregates the per-round series rows older than `cutoff` (a bucket boundary) into one row
 /// per server per bucket and deletes them. Returns the rows aggregated.
 async fn downsample(tx: &mut Tx<'_>, cutoff: i64, bucket: i64) -> Result<u64, sqlx::Error> {
-    let oldest: Option<i64> = sqlx::query("SELECT MIN(at) FROM series")
+    let oldest: Option<i64> = sqlx::query("SELECT MIN(at) AS oldest FROM series")
         .fetch_one(&mut **tx)
         .await?
-        .try_get(0)?;
+        .try_get("oldest")?;
     if oldest.is_none_or(|o| o >= cutoff) {
         return Ok(0);
     }
@@ -94,7 +94,7 @@ async fn prune(tx: &mut Tx<'_>, r: &Retention) -> Result<(u64, u64), sqlx::Error
         .fetch_all(&mut **tx)
         .await?
         .iter()
-        .map(|row| row.try_get(0))
+        .map(|row| row.try_get("id"))
         .collect::<Result<_, _>>()?;
         servers = ids.len() as u64;
         for chunk in ids.chunks(500) {

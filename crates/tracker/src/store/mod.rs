@@ -297,7 +297,7 @@ impl Writer {
         let mut tx = write::begin(conn).await?;
         let ids = write::apply(&mut tx, &plan, params.backend).await?;
         tx.commit().await?;
-        let live = write::live(&plan, &ids, round);
+        let live = write::live(&plan, &ids);
         let written = write::RoundWritten {
             events: std::mem::take(&mut plan.events),
             churn_refused: plan.refused,

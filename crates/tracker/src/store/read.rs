@@ -80,30 +80,56 @@ pub(super) const SERVERS_NOW: &str =
      AS last_online, s.id, s.country, s.password, s.down_since, s.up_since, \
      s.unlisted_since FROM servers s LEFT JOIN server_latest x ON x.server_id = s.id) v";
 
+/// A server's row as [`SERVER_COLUMNS`] select it, read by name.
+#[derive(sqlx::FromRow)]
+struct ServerSelect {
+    addr: String,
+    game: String,
+    status: String,
+    error: Option<String>,
+    name_raw: Option<Vec<u8>>,
+    dialect: Option<String>,
+    map: Option<String>,
+    gametype: Option<String>,
+    num_players: Option<i64>,
+    max_players: Option<i64>,
+    num_bots: Option<i64>,
+    rtt_ms: Option<f64>,
+    first_seen: i64,
+    last_seen: i64,
+    last_online: Option<i64>,
+    id: i64,
+    country: Option<String>,
+    password: Option<i64>,
+    down_since: Option<i64>,
+    up_since: Option<i64>,
+    unlisted_since: Option<i64>,
+}
+
 pub(super) fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
-    let password: Option<i64> = r.try_get(17)?;
+    let s: ServerSelect = sqlx::FromRow::from_row(r)?;
     Ok(ServerRow {
-        addr: r.try_get(0)?,
-        game: r.try_get(1)?,
-        status: r.try_get(2)?,
-        error: r.try_get(3)?,
-        name_raw: r.try_get(4)?,
-        dialect: r.try_get(5)?,
-        map: r.try_get(6)?,
-        gametype: r.try_get(7)?,
-        num_players: r.try_get(8)?,
-        max_players: r.try_get(9)?,
-        num_bots: r.try_get(10)?,
-        rtt_ms: r.try_get(11)?,
-        first_seen: r.try_get(12)?,
-        last_seen: r.try_get(13)?,
-        last_online: r.try_get(14)?,
-        id: r.try_get(15)?,
-        country: r.try_get(16)?,
-        password: password.map(|p| p != 0),
-        down_since: r.try_get(18)?,
-        up_since: r.try_get(19)?,
-        unlisted_since: r.try_get(20)?,
+        addr: s.addr,
+        game: s.game,
+        status: s.status,
+        error: s.error,
+        name_raw: s.name_raw,
+        dialect: s.dialect,
+        map: s.map,
+        gametype: s.gametype,
+        num_players: s.num_players,
+        max_players: s.max_players,
+        num_bots: s.num_bots,
+        rtt_ms: s.rtt_ms,
+        first_seen: s.first_seen,
+        last_seen: s.last_seen,
+        last_online: s.last_online,
+        id: s.id,
+        country: s.country,
+        password: s.password.map(|p| p != 0),
+        down_since: s.down_since,
+        up_since: s.up_since,
+        unlisted_since: s.unlisted_since,
     })
 }
 
@@ -153,13 +179,13 @@ impl Store {
             ..f.clone()
         };
         // The same WHERE as `servers`, counted.
-        let (sql, binds) = server_query("COUNT(*)", &unpaged, false);
+        let (sql, binds) = server_query("COUNT(*) AS n", &unpaged, false);
         let mut q = sqlx::query(&sql);
         for b in &binds {
             q = q.bind(b.as_str());
         }
         let row = self.bounded(q.fetch_one(&self.pool)).await?;
-        Ok(row.try_get(0)?)
+        Ok(row.try_get("n")?)
     }
 
     /// Runs a reader's query within [`READ_TIMEOUT`].
@@ -209,7 +235,7 @@ impl Store {
         let row = self
             .fetch_optional(sqlx::query("SELECT id FROM servers WHERE addr = $1").bind(addr))
             .await?;
-        Ok(row.map(|r| r.try_get(0)).transpose()?)
+        Ok(row.map(|r| r.try_get("id")).transpose()?)
     }
 
     /// The JSON record of a server's latest state, as stored ([`super::stored_record`]:
@@ -218,7 +244,7 @@ impl Store {
         let row = self
             .fetch_optional(sqlx::query("SELECT record FROM servers WHERE addr = $1").bind(addr))
             .await?;
-        Ok(row.map(|r| r.try_get(0)).transpose()?)
+        Ok(row.map(|r| r.try_get("record")).transpose()?)
     }
 
     /// A server's history since `since` (Unix ms), oldest first: a point per round for the
@@ -257,32 +283,32 @@ impl Store {
         let changes = self.changes(id, since).await?;
         let mut out = Vec::with_capacity(agg.len() + raw.len());
         for r in &agg {
-            let rounds: i64 = r.try_get(1)?;
-            let online: i64 = r.try_get(2)?;
-            let avg: Option<f64> = r.try_get(4)?;
-            let rtt: Option<f64> = r.try_get(7)?;
+            let rounds: i64 = r.try_get("rounds")?;
+            let online: i64 = r.try_get("online")?;
+            let avg: Option<f64> = r.try_get("players_avg")?;
+            let rtt: Option<f64> = r.try_get("rtt_avg")?;
             out.push(HistoryPoint {
-                at: r.try_get(0)?,
+                at: r.try_get("at")?,
                 status: if online > 0 { "online" } else { "timeout" }.into(),
                 num_players: avg.map(|a| a.round() as i64),
                 max_players: None,
                 rtt_ms: rtt.map(|t| t / 10.0),
                 map: None,
-                num_bots: r.try_get(6)?,
+                num_bots: r.try_get("bots_avg")?,
                 rounds,
                 online_rounds: online,
-                players_min: r.try_get(3)?,
-                players_max: r.try_get(5)?,
+                players_min: r.try_get("players_min")?,
+                players_max: r.try_get("players_max")?,
             });
         }
         for r in &raw {
-            let status: i64 = r.try_get(1)?;
-            let bots: Option<i64> = r.try_get(3)?;
-            let rtt: Option<i64> = r.try_get(4)?;
+            let status: i64 = r.try_get("status")?;
+            let bots: Option<i64> = r.try_get("bots")?;
+            let rtt: Option<i64> = r.try_get("rtt")?;
             out.push(HistoryPoint {
-                at: r.try_get(0)?,
+                at: r.try_get("at")?,
                 status: code_status(status).into(),
-                num_players: r.try_get(2)?,
+                num_players: r.try_get("players")?,
                 max_players: None,
                 rtt_ms: rtt.map(|t| t as f64 / 10.0),
                 map: None,
@@ -326,13 +352,13 @@ impl Store {
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
-            let online: i64 = r.try_get(1)?;
+            let online: i64 = r.try_get("online")?;
             out.push(Change {
-                at: r.try_get(0)?,
+                at: r.try_get("at")?,
                 online: online != 0,
-                map: r.try_get(2)?,
-                gametype: r.try_get(3)?,
-                max_players: r.try_get(4)?,
+                map: r.try_get("map")?,
+                gametype: r.try_get("gametype")?,
+                max_players: r.try_get("max_players")?,
             });
         }
         Ok(out)
@@ -392,20 +418,20 @@ impl Store {
                 up_since: None,
             });
         };
-        let id: i64 = r.try_get(0)?;
+        let id: i64 = r.try_get("id")?;
         let mut probed = 0;
         let mut online = 0;
         // Per round, then downsampled: (rounds probed, of them answered).
         for sql in [
             format!(
-                "{} SELECT CAST(COUNT(*) AS BIGINT), \
-                 CAST(SUM(CASE WHEN x.status = 0 THEN 1 ELSE 0 END) AS BIGINT) \
+                "{} SELECT CAST(COUNT(*) AS BIGINT) AS probed, \
+                 CAST(SUM(CASE WHEN x.status = 0 THEN 1 ELSE 0 END) AS BIGINT) AS answered \
                  FROM t JOIN series x ON x.at = t.at AND x.server_id = $1",
                 times_of("series")
             ),
             format!(
-                "{} SELECT CAST(SUM(a.rounds) AS BIGINT), CAST(SUM(a.online) AS BIGINT) \
-                 FROM t JOIN series_agg a ON a.at = t.at AND a.server_id = $1",
+                "{} SELECT CAST(SUM(a.rounds) AS BIGINT) AS probed, \
+                 CAST(SUM(a.online) AS BIGINT) AS answered FROM t JOIN series_agg a ON a.at = t.at AND a.server_id = $1",
                 times_of("series_agg")
             ),
         ] {
@@ -413,15 +439,15 @@ impl Store {
                 .fetch_optional(sqlx::query(&sql).bind(id).bind(since))
                 .await?;
             if let Some(n) = n {
-                probed += n.try_get::<Option<i64>, _>(0)?.unwrap_or(0);
-                online += n.try_get::<Option<i64>, _>(1)?.unwrap_or(0);
+                probed += n.try_get::<Option<i64>, _>("probed")?.unwrap_or(0);
+                online += n.try_get::<Option<i64>, _>("answered")?.unwrap_or(0);
             }
         }
         Ok(Uptime {
             since,
             fraction: (probed > 0).then(|| online as f64 / probed as f64),
-            down_since: r.try_get(1)?,
-            up_since: r.try_get(2)?,
+            down_since: r.try_get("down_since")?,
+            up_since: r.try_get("up_since")?,
         })
     }
 
@@ -448,18 +474,18 @@ impl Store {
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
-            let is_bot: Option<i64> = r.try_get(9)?;
+            let is_bot: Option<i64> = r.try_get("is_bot")?;
             out.push(PlayerRow {
-                player_id: r.try_get(0)?,
-                addr: r.try_get(1)?,
-                at: r.try_get(2)?,
-                joined: r.try_get(3)?,
-                clan_raw: r.try_get(4)?,
-                name_raw: r.try_get(5)?,
-                dialect: r.try_get(6)?,
-                score: r.try_get(7)?,
+                player_id: r.try_get("player_id")?,
+                addr: r.try_get("addr")?,
+                at: r.try_get("last_seen")?,
+                joined: r.try_get("joined")?,
+                clan_raw: r.try_get("clan_raw")?,
+                name_raw: r.try_get("name_raw")?,
+                dialect: r.try_get("dialect")?,
+                score: r.try_get("last_score")?,
                 ping: None,
-                team: r.try_get(8)?,
+                team: r.try_get("team")?,
                 is_bot: is_bot.map(|b| b != 0),
             });
         }
@@ -484,7 +510,8 @@ impl Store {
     ) -> Result<Vec<PlayerHit>, StoreError> {
         let limit = limit.max(0);
         const COLUMNS: &str = "p.id, p.name_raw, p.dialect, p.last_seen, s.addr, \
-             EXISTS (SELECT 1 FROM sessions o WHERE o.player_id = p.id AND o.left_at IS NULL)";
+             EXISTS (SELECT 1 FROM sessions o WHERE o.player_id = p.id AND o.left_at IS NULL) \
+             AS online";
         // Text a trigram index can answer.
         let trigram = q.chars().count() >= 3;
         // Where the walk stops: the window's start, or for trigram text the last sighting of
@@ -504,7 +531,7 @@ impl Store {
                 )
                 .await?;
             if let Some(cut) = cut {
-                from = from.max(cut.try_get(0)?);
+                from = from.max(cut.try_get("last_seen")?);
             }
         }
         let mut rows = self
@@ -559,12 +586,12 @@ impl Store {
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             out.push(PlayerHit {
-                player_id: r.try_get(0)?,
-                name_raw: r.try_get(1)?,
-                dialect: r.try_get(2)?,
-                last_seen: r.try_get(3)?,
-                addr: r.try_get(4)?,
-                online: bool_of(r, 5)?,
+                player_id: r.try_get("id")?,
+                name_raw: r.try_get("name_raw")?,
+                dialect: r.try_get("dialect")?,
+                last_seen: r.try_get("last_seen")?,
+                addr: r.try_get("addr")?,
+                online: bool_of(r, "online")?,
             });
         }
         Ok(out)
@@ -582,7 +609,8 @@ impl Store {
                 sqlx::query(&format!(
                     "SELECT p.name_raw, p.dialect, p.first_seen, p.last_seen, \
                          CAST((SELECT SUM({SESSION_END} - s.joined) FROM sessions s \
-                          WHERE s.player_id = p.id) AS BIGINT) FROM players p WHERE p.id = $1"
+                          WHERE s.player_id = p.id) AS BIGINT) AS played_ms FROM players p \
+                          WHERE p.id = $1"
                 ))
                 .bind(id),
             )
@@ -590,12 +618,12 @@ impl Store {
         else {
             return Ok(None);
         };
-        let played_ms = p.try_get::<Option<i64>, _>(4)?.unwrap_or(0);
+        let played_ms = p.try_get::<Option<i64>, _>("played_ms")?.unwrap_or(0);
         let rows = self
             .fetch_all(
                 sqlx::query(&format!(
                     "SELECT v.addr, v.name_raw, v.dialect, s.joined, s.left_at, s.last_score, \
-                         {SESSION_END} - s.joined, s.is_bot, {SESSION_END} \
+                         {SESSION_END} - s.joined AS played_ms, s.is_bot, {SESSION_END} AS ended \
                          FROM sessions s JOIN servers v ON v.id = s.server_id \
                          WHERE s.player_id = $1 ORDER BY s.joined DESC, s.id DESC LIMIT $2"
                 ))
@@ -604,27 +632,27 @@ impl Store {
             )
             .await?;
         let mut list = Vec::with_capacity(rows.len());
-        let mut last_seen: i64 = p.try_get(3)?;
+        let mut last_seen: i64 = p.try_get("last_seen")?;
         for r in &rows {
-            let ms: i64 = r.try_get(6)?;
-            last_seen = last_seen.max(r.try_get::<i64, _>(8)?);
-            let is_bot: Option<i64> = r.try_get(7)?;
+            let ms: i64 = r.try_get("played_ms")?;
+            last_seen = last_seen.max(r.try_get::<i64, _>("ended")?);
+            let is_bot: Option<i64> = r.try_get("is_bot")?;
             list.push(SessionRow {
-                addr: r.try_get(0)?,
-                server_name_raw: r.try_get(1)?,
-                server_dialect: r.try_get(2)?,
-                joined: r.try_get(3)?,
-                left: r.try_get(4)?,
-                last_score: r.try_get(5)?,
+                addr: r.try_get("addr")?,
+                server_name_raw: r.try_get("name_raw")?,
+                server_dialect: r.try_get("dialect")?,
+                joined: r.try_get("joined")?,
+                left: r.try_get("left_at")?,
+                last_score: r.try_get("last_score")?,
                 seconds: ms / 1000,
                 is_bot: is_bot.map(|b| b != 0),
             });
         }
         Ok(Some(PlayerProfile {
             player_id: id,
-            name_raw: p.try_get(0)?,
-            dialect: p.try_get(1)?,
-            first_seen: p.try_get(2)?,
+            name_raw: p.try_get("name_raw")?,
+            dialect: p.try_get("dialect")?,
+            first_seen: p.try_get("first_seen")?,
             last_seen,
             seconds_played: played_ms / 1000,
             sessions: list,
@@ -645,11 +673,11 @@ impl Store {
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             out.push(RoundRow {
-                at: r.try_get(0)?,
-                finished: r.try_get(1)?,
-                servers: r.try_get(2)?,
-                online: r.try_get(3)?,
-                players: r.try_get(4)?,
+                at: r.try_get("at")?,
+                finished: r.try_get("finished")?,
+                servers: r.try_get("servers")?,
+                online: r.try_get("online")?,
+                players: r.try_get("players")?,
             });
         }
         Ok(out)
@@ -659,18 +687,18 @@ impl Store {
     pub async fn counts(&self) -> Result<Counts, StoreError> {
         let mut n = [0i64; 9];
         for (slot, sql) in n.iter_mut().zip([
-            "SELECT COUNT(*) FROM rounds",
-            "SELECT COUNT(*) FROM servers",
-            "SELECT COUNT(*) FROM series",
-            "SELECT CAST(COALESCE(SUM(players), 0) AS BIGINT) FROM series",
-            "SELECT COUNT(*) FROM series_agg",
-            "SELECT COUNT(*) FROM server_changes",
-            "SELECT COUNT(*) FROM players",
-            "SELECT COUNT(*) FROM sessions",
-            "SELECT COUNT(*) FROM sessions WHERE left_at IS NULL",
+            "SELECT COUNT(*) AS n FROM rounds",
+            "SELECT COUNT(*) AS n FROM servers",
+            "SELECT COUNT(*) AS n FROM series",
+            "SELECT CAST(COALESCE(SUM(players), 0) AS BIGINT) AS n FROM series",
+            "SELECT COUNT(*) AS n FROM series_agg",
+            "SELECT COUNT(*) AS n FROM server_changes",
+            "SELECT COUNT(*) AS n FROM players",
+            "SELECT COUNT(*) AS n FROM sessions",
+            "SELECT COUNT(*) AS n FROM sessions WHERE left_at IS NULL",
         ]) {
             let row = self.bounded(sqlx::query(sql).fetch_one(&self.pool)).await?;
-            *slot = row.try_get(0)?;
+            *slot = row.try_get("n")?;
         }
         Ok(Counts {
             rounds: n[0],
@@ -694,16 +722,16 @@ impl Store {
             .await?;
         Ok(rows
             .iter()
-            .map(|r| r.try_get(0))
+            .map(|r| r.try_get("game"))
             .collect::<Result<_, _>>()?)
     }
 }
 
 /// A boolean column: SQLite gives 0/1 integers, PostgreSQL booleans.
-fn bool_of(r: &sqlx::any::AnyRow, i: usize) -> Result<bool, sqlx::Error> {
-    match r.try_get::<bool, _>(i) {
+fn bool_of(r: &sqlx::any::AnyRow, name: &str) -> Result<bool, sqlx::Error> {
+    match r.try_get::<bool, _>(name) {
         Ok(b) => Ok(b),
-        Err(_) => Ok(r.try_get::<i64, _>(i)? != 0),
+        Err(_) => Ok(r.try_get::<i64, _>(name)? != 0),
     }
 }
 

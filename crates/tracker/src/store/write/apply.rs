@@ -55,7 +55,7 @@ const SERVER_CONFLICT: &str = " ON CONFLICT (addr) DO UPDATE SET game = excluded
 /// sessions closed and refreshed, the players and sessions opened, the round.
 pub(in crate::store) async fn apply(
     tx: &mut Tx<'_>,
-    plan: &RoundPlan,
+    plan: &RoundPlan<'_>,
     backend: Backend,
 ) -> Result<Ids, StoreError> {
     let mut ids = Ids {
@@ -113,7 +113,7 @@ pub(in crate::store) async fn apply(
 }
 
 /// The new and changed servers' rows, and the new ones' ids.
-async fn servers(tx: &mut Tx<'_>, plan: &RoundPlan, ids: &mut Ids) -> Result<(), StoreError> {
+async fn servers(tx: &mut Tx<'_>, plan: &RoundPlan<'_>, ids: &mut Ids) -> Result<(), StoreError> {
     let rows = insert(tx, "servers", SERVER_CONFLICT, &plan.upserts, ids).await?;
     if rows.is_empty() {
         return Ok(());
@@ -122,7 +122,7 @@ async fn servers(tx: &mut Tx<'_>, plan: &RoundPlan, ids: &mut Ids) -> Result<(),
         .servers
         .iter()
         .enumerate()
-        .map(|(i, s)| (s.addr.as_str(), i))
+        .map(|(i, s)| (s.addr, i))
         .collect();
     for r in &rows {
         let r: ServerId = sqlx::FromRow::from_row(r)?;
@@ -136,7 +136,7 @@ async fn servers(tx: &mut Tx<'_>, plan: &RoundPlan, ids: &mut Ids) -> Result<(),
 /// The round's series rows, copied as each server's latest.
 async fn numbers(
     tx: &mut Tx<'_>,
-    plan: &RoundPlan,
+    plan: &RoundPlan<'_>,
     backend: Backend,
     ids: &Ids,
 ) -> Result<(), StoreError> {
@@ -173,7 +173,7 @@ async fn numbers(
 }
 
 /// The identities of the players whose sessions open, and their ids.
-async fn players(tx: &mut Tx<'_>, plan: &RoundPlan, ids: &mut Ids) -> Result<(), StoreError> {
+async fn players(tx: &mut Tx<'_>, plan: &RoundPlan<'_>, ids: &mut Ids) -> Result<(), StoreError> {
     let rows = insert(
         tx,
         "players",
@@ -195,7 +195,7 @@ async fn players(tx: &mut Tx<'_>, plan: &RoundPlan, ids: &mut Ids) -> Result<(),
 }
 
 /// The sessions opened, and their ids (a session another tracker opened first: that row).
-async fn sessions(tx: &mut Tx<'_>, plan: &RoundPlan, ids: &mut Ids) -> Result<(), StoreError> {
+async fn sessions(tx: &mut Tx<'_>, plan: &RoundPlan<'_>, ids: &mut Ids) -> Result<(), StoreError> {
     // A session whose player has no id (none is missing: every identity is returned) is not
     // opened.
     let opens: Vec<SessionOpen> = plan

@@ -63,21 +63,22 @@ pub struct RoundWritten {
 
 /// The players now, for the pages: each listed server's players (those with a session),
 /// and the servers that answered without saying who plays (they keep the last list).
-pub(super) fn live(plan: &RoundPlan, ids: &Ids, round: &RoundData) -> (Live, Vec<String>) {
+pub(super) fn live(plan: &RoundPlan<'_>, ids: &Ids) -> (Live, Vec<String>) {
     let at = plan.at;
-    let records = records(round);
     let mut live = Live::with_capacity(plan.live.len());
-    for (ix, slots) in &plan.live {
-        let Some(&(addr, rec)) = records.get(ix.0) else {
+    for l in &plan.live {
+        let Some(ps) = plan.servers.get(l.server.0) else {
             continue;
         };
-        let Some(list) = rec.info.as_ref().and_then(listed) else {
+        let Some(list) = ps.rec.info.as_ref().and_then(listed) else {
             continue;
         };
-        let mut rows = Vec::with_capacity(slots.len());
-        for (slot, pl) in slots.iter().zip(list) {
+        let mut rows = Vec::with_capacity(l.slots.len());
+        for (slot, pl) in l.slots.iter().zip(list) {
             let known = match *slot {
-                Slot::Known { player_id, joined } => Some((player_id, joined)),
+                Slot::Known {
+                    player_id, joined, ..
+                } => Some((player_id, joined)),
                 Slot::Opened(o) => plan
                     .opens
                     .get(o)
@@ -90,7 +91,7 @@ pub(super) fn live(plan: &RoundPlan, ids: &Ids, round: &RoundData) -> (Live, Vec
             };
             rows.push(PlayerRow {
                 player_id,
-                addr: addr.to_string(),
+                addr: ps.addr.to_string(),
                 at,
                 joined,
                 clan_raw: pl.clan.as_ref().map(|c| capped(c.as_bytes())),
@@ -102,7 +103,7 @@ pub(super) fn live(plan: &RoundPlan, ids: &Ids, round: &RoundData) -> (Live, Vec
                 is_bot: pl.is_bot,
             });
         }
-        live.insert(addr.to_string(), rows);
+        live.insert(ps.addr.to_string(), rows);
     }
     (live, plan.unlisted.clone())
 }

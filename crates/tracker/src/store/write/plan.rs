@@ -21,50 +21,84 @@ use super::*;
 /// A server of the round as planned: its address, its id when the writer knows it (0: new),
 /// and what the writer will remember of it.
 #[derive(Debug, Clone, PartialEq)]
-pub(in crate::store) struct PlannedServer {
-    pub(in crate::store) addr: String,
+pub(in crate::store) struct PlannedServer<'r> {
+    pub(in crate::store) addr: &'r str,
+    /// Its record this round.
+    pub(in crate::store) rec: &'r Record,
     pub(in crate::store) id: i64,
-    pub(in crate::store) memo: Memo,
+    pub(in crate::store) next: Next<'r>,
 }
 
-/// A listed player of a server that answered, for the live list: its open session, the one
-/// it opens (an index into [`RoundPlan::opens`]), or none (over the churn budget).
+/// What the writer remembers of a server after the round ([`Memo`]): the numbers, and the
+/// text only where it changed (`None`: as remembered), so an unchanged server costs no copy.
+#[derive(Debug, Clone, PartialEq)]
+pub(in crate::store) struct Next<'r> {
+    pub(in crate::store) status: &'static str,
+    pub(in crate::store) change: u64,
+    pub(in crate::store) record: u64,
+    pub(in crate::store) last_online: Option<i64>,
+    pub(in crate::store) up_since: Option<i64>,
+    pub(in crate::store) down_since: Option<i64>,
+    pub(in crate::store) unlisted_since: Option<i64>,
+    pub(in crate::store) game: Option<&'r str>,
+    pub(in crate::store) error: Option<Option<&'r str>>,
+    pub(in crate::store) country: Option<&'r str>,
+}
+
+impl Next<'_> {
+    /// `memo` as the round leaves it.
+    pub(in crate::store) fn apply(&self, memo: &mut Memo) {
+        memo.status = self.status;
+        memo.change = self.change;
+        memo.record = self.record;
+        memo.last_online = self.last_online;
+        memo.up_since = self.up_since;
+        memo.down_since = self.down_since;
+        memo.unlisted_since = self.unlisted_since;
+        if let Some(g) = self.game {
+            memo.game = g.to_string();
+        }
+        if let Some(e) = self.error {
+            memo.error = e.map(str::to_string);
+        }
+        if let Some(c) = self.country {
+            memo.country = Some(c.to_string());
+        }
+    }
+}
+
+/// A listed player of a server that answered, for the live list and the writer's memory: its
+/// open session seen again (its score and team now, and whether its `last_seen` is written),
+/// the one it opens (an index into [`RoundPlan::opens`]), or none (over the churn budget).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::store) enum Slot {
-    Known { player_id: i64, joined: i64 },
-    Opened(usize),
-    Refused,
-}
-
-/// A change to the writer's memory of one session.
-#[derive(Debug, Clone, PartialEq)]
-pub(in crate::store) enum Touch {
-    /// Seen again: its score and team now, and whether its `last_seen` was written.
-    Seen {
-        server: ServerIx,
-        key: PlayerKey,
+    Known {
+        player_id: i64,
+        joined: i64,
         score: Option<i64>,
         team: Option<i64>,
         written: bool,
     },
-    /// Closed.
-    Closed { addr: String, key: PlayerKey },
-    /// Opened ([`RoundPlan::opens`]' index `open`).
-    Opened {
-        server: ServerIx,
-        key: PlayerKey,
-        open: usize,
-    },
+    Opened(usize),
+    Refused,
+}
+
+/// A server's listed players this round: their keys and slots, in its list's order.
+#[derive(Debug, Clone, PartialEq)]
+pub(in crate::store) struct Listed {
+    pub(in crate::store) server: ServerIx,
+    pub(in crate::store) keys: Vec<PlayerKey>,
+    pub(in crate::store) slots: Vec<Slot>,
 }
 
 /// Everything one round writes ([module docs](self)), in typed rows.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(in crate::store) struct RoundPlan {
+pub(in crate::store) struct RoundPlan<'r> {
     pub(in crate::store) at: i64,
     /// The writer's round counter after this one.
     pub(in crate::store) rounds: u64,
     /// The round's servers, one per address, in the records' order ([`ServerIx`]).
-    pub(in crate::store) servers: Vec<PlannedServer>,
+    pub(in crate::store) servers: Vec<PlannedServer<'r>>,
     pub(in crate::store) upserts: Vec<ServerUpsert>,
     pub(in crate::store) changes: Vec<ChangeRow>,
     pub(in crate::store) series: Vec<SeriesRow>,
@@ -77,12 +111,12 @@ pub(in crate::store) struct RoundPlan {
     pub(in crate::store) players: Vec<PlayerInsert>,
     pub(in crate::store) opens: Vec<SessionOpen>,
     pub(in crate::store) round: RoundInsert,
-    /// The changes to the writer's memory of sessions.
-    pub(in crate::store) touches: Vec<Touch>,
+    /// Sessions closed on servers that answered (their server, their key).
+    pub(in crate::store) closed: Vec<(String, PlayerKey)>,
     /// Servers whose every open session ends (silent past the gap, or a long pause).
     pub(in crate::store) ended: Vec<String>,
-    /// The live list: each answering server with a list, its players' slots.
-    pub(in crate::store) live: Vec<(ServerIx, Vec<Slot>)>,
+    /// The live list: each answering server with a list, its players.
+    pub(in crate::store) live: Vec<Listed>,
     /// Servers that answered without saying who plays (their live list stays).
     pub(in crate::store) unlisted: Vec<String>,
     /// The players' joins and leaves: the sessions opened and closed, as events.
@@ -112,11 +146,11 @@ pub(in crate::store) fn records(round: &RoundData) -> Vec<(&str, &Record)> {
 
 /// Plans `round` given what the database holds (`st`): pure, the round's time its only
 /// clock. `Err` only when a record cannot be written as JSON.
-pub(in crate::store) fn plan(
+pub(in crate::store) fn plan<'r>(
     st: &State,
-    round: &RoundData,
+    round: &'r RoundData,
     p: &WriteParams,
-) -> Result<RoundPlan, StoreError> {
+) -> Result<RoundPlan<'r>, StoreError> {
     let at = round.at;
     let records = records(round);
     let mut plan = RoundPlan {
@@ -129,20 +163,19 @@ pub(in crate::store) fn plan(
     // round each was seen in (the tracker did not see them leave).
     let pause = st.resumed && st.last_round.is_none_or(|l| at - l > p.session_gap_ms);
     let (mut online, mut players) = (0i64, 0i64);
-    let mut answered: HashSet<&str, foldhash::fast::RandomState> = HashSet::default();
     for (i, &(addr, rec)) in records.iter().enumerate() {
         let known = st.servers.get(addr);
         let ix = ServerIx(i);
-        let memo = plan.server(ix, addr, rec, known.map(|s| &s.memo), round)?;
+        let next = plan.server(ix, addr, rec, known.map(|s| &s.memo), round)?;
         plan.servers.push(PlannedServer {
-            addr: addr.to_string(),
+            addr,
+            rec,
             id: known.map_or(0, |s| s.id),
-            memo,
+            next,
         });
         let info = rec.info.as_ref().filter(|_| rec.status == Status::Online);
         let Some(info) = info else { continue };
         online += 1;
-        answered.insert(addr);
         players += i64::from(info.num_players);
         let Some(list) = listed(info) else {
             plan.unlisted.push(addr.to_string());
@@ -152,7 +185,7 @@ pub(in crate::store) fn plan(
         let open = known.filter(|_| !pause).map(|s| &s.sessions);
         plan.sessions(ix, rec, list, open, p);
     }
-    plan.end_silent(st, &answered, pause, p.session_gap_ms);
+    plan.end_silent(st, &records, pause, p.session_gap_ms);
     if st.resumed {
         // The first round after the writer loaded the database is the events' baseline (as
         // the library's differ takes its first scan): its sessions are written, not announced.
@@ -210,17 +243,17 @@ impl<'a> Shape<'a> {
     }
 }
 
-impl RoundPlan {
+impl<'r> RoundPlan<'r> {
     /// One server's rows (its series row, and its upsert and change row when it changed),
     /// and what the writer remembers of it from now on.
     fn server(
         &mut self,
         ix: ServerIx,
-        addr: &str,
-        rec: &Record,
+        addr: &'r str,
+        rec: &'r Record,
         known: Option<&Memo>,
-        round: &RoundData,
-    ) -> Result<Memo, StoreError> {
+        round: &'r RoundData,
+    ) -> Result<Next<'r>, StoreError> {
         let at = self.at;
         let shape = Shape::of(rec);
         let info = rec.info.as_ref().filter(|_| shape.online);
@@ -248,16 +281,11 @@ impl RoundPlan {
         } else {
             None
         };
-        let memo = Memo {
-            unlisted_since,
-            game: rec.game.clone(),
+        let error = rec.error.as_deref();
+        let next = Next {
             status: shape.status,
-            error: rec.error.clone(),
             change: shape.change(),
             record: record_hash(rec),
-            country: country
-                .cloned()
-                .or_else(|| known.and_then(|s| s.country.clone())),
             last_online: if shape.online {
                 Some(at)
             } else {
@@ -265,18 +293,24 @@ impl RoundPlan {
             },
             up_since,
             down_since,
+            unlisted_since,
+            game: Some(rec.game.as_str()).filter(|g| known.is_none_or(|s| s.game != *g)),
+            error: Some(error).filter(|e| known.is_none_or(|s| s.error.as_deref() != *e)),
+            country: country
+                .map(String::as_str)
+                .filter(|c| known.is_none_or(|s| s.country.as_deref() != Some(*c))),
         };
-        let changed = known.is_none_or(|s| s.change != memo.change);
+        let changed = known.is_none_or(|s| s.change != next.change);
         let upsert = changed
+            || next.error.is_some()
+            || next.country.is_some()
             || known.is_some_and(|s| {
-                s.unlisted_since != memo.unlisted_since
-                    || s.status != memo.status
-                    || s.error != memo.error
-                    || s.record != memo.record
-                    || (country.is_some() && s.country.as_ref() != country)
+                s.unlisted_since != next.unlisted_since
+                    || s.status != next.status
+                    || s.record != next.record
             });
         if upsert {
-            self.upsert(addr, rec, &shape, &memo, country.cloned())?;
+            self.upsert(addr, rec, &shape, &next, country.cloned())?;
         }
         if changed {
             self.changes.push(ChangeRow {
@@ -291,7 +325,7 @@ impl RoundPlan {
                 password: shape.password,
             });
         }
-        Ok(memo)
+        Ok(next)
     }
 
     /// A new or changed server's row, all its columns.
@@ -300,7 +334,7 @@ impl RoundPlan {
         addr: &str,
         rec: &Record,
         shape: &Shape<'_>,
-        memo: &Memo,
+        next: &Next<'_>,
         country: Option<String>,
     ) -> Result<(), StoreError> {
         let info = rec.info.as_ref().filter(|_| shape.online);
@@ -309,7 +343,7 @@ impl RoundPlan {
             game: rec.game.clone(),
             first_seen: self.at,
             last_seen: self.at,
-            last_online: memo.last_online,
+            last_online: next.last_online,
             status: shape.status,
             error: rec.error.clone(),
             name_raw: shape.name.map(<[u8]>::to_vec),
@@ -323,11 +357,11 @@ impl RoundPlan {
             rtt_ms: rec.rtt_ms.filter(|r| r.is_finite()),
             password: shape.password,
             country,
-            up_since: memo.up_since,
-            down_since: memo.down_since,
+            up_since: next.up_since,
+            down_since: next.down_since,
             record: stored_record(rec)?,
-            record_hash: memo.record,
-            unlisted_since: memo.unlisted_since,
+            record_hash: next.record,
+            unlisted_since: next.unlisted_since,
         });
         Ok(())
     }

@@ -10,7 +10,7 @@ use fragstat::events::{player_keys, Event, EventKind, EventPlayer};
 
 use super::*;
 
-impl RoundPlan {
+impl<'r> RoundPlan<'r> {
     /// A listed server's players: each continues its open session (in `open`, none when the
     /// server is new or its sessions ended) or opens one — at most `p.new_players` open per
     /// round (the churn budget; the rest are refused and counted) — and the open sessions not
@@ -23,7 +23,7 @@ impl RoundPlan {
         open: Option<&Map<PlayerKey, Session>>,
         p: &WriteParams,
     ) {
-        let addr = self.servers[ix.0].addr.clone();
+        let addr = self.servers[ix.0].addr;
         let keys = player_keys(list.iter().map(|pl| &pl.name));
         let mut slots = Vec::with_capacity(list.len());
         let mut continued = 0usize;
@@ -34,14 +34,10 @@ impl RoundPlan {
             let team = pl.team.map(i64::from);
             if let Some(s) = open.and_then(|o| o.get(key)) {
                 continued += 1;
+                let written = self.flush(s, p, score, team);
                 slots.push(Slot::Known {
                     player_id: s.player_id,
                     joined: s.joined,
-                });
-                let written = self.flush(s, p, score, team);
-                self.touches.push(Touch::Seen {
-                    server: ix,
-                    key: key.clone(),
                     score,
                     team,
                     written,
@@ -55,10 +51,10 @@ impl RoundPlan {
             }
             new += 1;
             slots.push(Slot::Opened(self.opens.len()));
-            self.open(ix, key.clone(), pl);
+            self.open(ix, key, pl);
             joins.push(Event::new(
                 self.at,
-                &addr,
+                addr,
                 &rec.game,
                 EventKind::PlayerJoined(EventPlayer::of(pl)),
             ));
@@ -68,13 +64,18 @@ impl RoundPlan {
             let listed: HashSet<&PlayerKey, foldhash::fast::RandomState> = keys.iter().collect();
             for (key, s) in open {
                 if !listed.contains(key) {
-                    self.close(&addr, &rec.game, key, s, self.at);
+                    self.close(addr, &rec.game, key, s, self.at);
+                    self.closed.push((addr.to_string(), key.clone()));
                 }
             }
         }
         // A server's leaves come before its joins (as the library's differ orders them).
         self.events.append(&mut joins);
-        self.live.push((ix, slots));
+        self.live.push(Listed {
+            server: ix,
+            keys,
+            slots,
+        });
     }
 
     /// A continued session's refresh, on its turn (every `flush_rounds` rounds): whether one
@@ -102,7 +103,7 @@ impl RoundPlan {
     }
 
     /// A session opens for `pl` (its identity inserted once per round).
-    fn open(&mut self, ix: ServerIx, key: PlayerKey, pl: &fragstat::Player) {
+    fn open(&mut self, ix: ServerIx, key: &PlayerKey, pl: &fragstat::Player) {
         let at = self.at;
         let identity = (key.name.clone(), key.dialect);
         let next = PlayerIx(self.players.len());
@@ -117,11 +118,6 @@ impl RoundPlan {
                 server: ix,
             });
         }
-        self.touches.push(Touch::Opened {
-            server: ix,
-            key: key.clone(),
-            open: self.opens.len(),
-        });
         self.opens.push(SessionOpen {
             player,
             server: ix,
@@ -145,10 +141,6 @@ impl RoundPlan {
             team: s.team,
         });
         self.sighting(s.player_id, s.last_seen, s.server_id);
-        self.touches.push(Touch::Closed {
-            addr: addr.to_string(),
-            key: key.clone(),
-        });
         let mut player = EventPlayer::new(Text::new(key.name.to_vec(), key.dialect));
         player.clan = s.clan.as_ref().map(|c| Text::new(c.clone(), key.dialect));
         player.is_bot = s.is_bot;
@@ -173,36 +165,42 @@ impl RoundPlan {
     /// The servers with open sessions that did not answer this round and whose last answer
     /// is older than the gap (or every server, after a long pause): their sessions end at
     /// the last round each player was seen in.
-    pub(in crate::store) fn end_silent(
+    pub(super) fn end_silent(
         &mut self,
         st: &State,
-        online: &HashSet<&str, foldhash::fast::RandomState>,
+        records: &[(&str, &Record)],
         pause: bool,
         gap: i64,
     ) {
-        let mut ended: Vec<(&String, &ServerState)> = st
-            .servers
-            .iter()
-            .filter(|(addr, srv)| {
-                !srv.sessions.is_empty()
-                    && (pause
-                        || (!online.contains(addr.as_str())
-                            && srv.memo.last_online.is_none_or(|l| self.at - l > gap)))
-            })
-            .collect();
+        let stale = |srv: &ServerState| {
+            !srv.sessions.is_empty()
+                && (pause || srv.memo.last_online.is_none_or(|l| self.at - l > gap))
+        };
+        let mut ended: Vec<(&String, &ServerState)> =
+            st.servers.iter().filter(|(_, srv)| stale(srv)).collect();
+        if ended.is_empty() {
+            return;
+        }
+        if !pause {
+            // Those that answered now go on (few are stale: look the round's up once).
+            let answered: HashSet<&str, foldhash::fast::RandomState> = records
+                .iter()
+                .filter(|(_, r)| r.status == fragstat::Status::Online)
+                .map(|(a, _)| *a)
+                .collect();
+            ended.retain(|(addr, _)| !answered.contains(addr.as_str()));
+        }
         // In a stable order (the map's is random).
         ended.sort_unstable_by_key(|(addr, _)| *addr);
-        // Their memory is cleared whole ([`RoundPlan::ended`]), not session by session.
-        let touches = self.touches.len();
         for (addr, srv) in ended {
             let mut sessions: Vec<(&PlayerKey, &Session)> = srv.sessions.iter().collect();
             sessions.sort_unstable_by_key(|(_, s)| s.id);
             for (key, s) in sessions {
                 self.close(addr, &srv.memo.game, key, s, s.last_seen);
             }
+            // Their memory is cleared whole, not session by session.
             self.ended.push(addr.clone());
         }
-        self.touches.truncate(touches);
     }
 
     /// The players' last sightings as rows.
@@ -222,7 +220,7 @@ impl RoundPlan {
 
 impl State {
     /// The writer's memory after `plan` was written and the database gave its rows `ids`.
-    pub(in crate::store) fn commit(&mut self, plan: RoundPlan, ids: &Ids) {
+    pub(in crate::store) fn commit(&mut self, plan: RoundPlan<'_>, ids: &Ids) {
         let at = plan.at;
         self.rounds = plan.rounds;
         self.resumed = false;
@@ -232,71 +230,72 @@ impl State {
                 s.sessions.clear();
             }
         }
-        let mut addrs = Vec::with_capacity(plan.servers.len());
-        for (i, ps) in plan.servers.into_iter().enumerate() {
+        for (addr, key) in &plan.closed {
+            if let Some(srv) = self.servers.get_mut(addr) {
+                srv.sessions.remove(key);
+            }
+        }
+        let mut live = plan.live.into_iter().peekable();
+        for (i, ps) in plan.servers.iter().enumerate() {
             let id = ids
                 .servers
                 .get(i)
                 .copied()
                 .filter(|id| *id != 0)
                 .unwrap_or(ps.id);
-            let e = self.servers.entry(ps.addr.clone()).or_default();
-            e.id = id;
-            e.memo = ps.memo;
-            addrs.push(ps.addr);
+            let srv = match self.servers.get_mut(ps.addr) {
+                Some(s) => s,
+                None => self.servers.entry(ps.addr.to_string()).or_default(),
+            };
+            srv.id = id;
+            ps.next.apply(&mut srv.memo);
+            if let Some(listed) = live.next_if(|l| l.server.0 == i) {
+                remember(srv, listed, &plan.opens, ids, at);
+            }
         }
-        for t in plan.touches {
-            match t {
-                Touch::Seen {
-                    server,
-                    key,
-                    score,
-                    team,
-                    written,
-                } => {
-                    let s = self
-                        .servers
-                        .get_mut(&addrs[server.0])
-                        .and_then(|srv| srv.sessions.get_mut(&key));
-                    if let Some(s) = s {
-                        s.last_seen = at;
-                        s.score = score;
-                        s.team = team;
-                        if written {
-                            s.written_seen = at;
-                        }
+    }
+}
+
+/// A listed server's sessions as the round leaves them: those seen again refreshed, those
+/// opened remembered with their ids.
+fn remember(srv: &mut ServerState, listed: Listed, opens: &[SessionOpen], ids: &Ids, at: i64) {
+    for (key, slot) in listed.keys.into_iter().zip(listed.slots) {
+        match slot {
+            Slot::Known {
+                score,
+                team,
+                written,
+                ..
+            } => {
+                if let Some(s) = srv.sessions.get_mut(&key) {
+                    s.last_seen = at;
+                    s.score = score;
+                    s.team = team;
+                    if written {
+                        s.written_seen = at;
                     }
-                }
-                Touch::Closed { addr, key } => {
-                    if let Some(srv) = self.servers.get_mut(&addr) {
-                        srv.sessions.remove(&key);
-                    }
-                }
-                Touch::Opened { server, key, open } => {
-                    let Some(o) = plan.opens.get(open) else {
-                        continue;
-                    };
-                    let Some(player_id) = ids.players.get(o.player.0).copied().flatten() else {
-                        continue;
-                    };
-                    let Some(srv) = self.servers.get_mut(&addrs[server.0]) else {
-                        continue;
-                    };
-                    let session = Session {
-                        id: ids.sessions.get(open).copied().flatten().unwrap_or(0),
-                        server_id: srv.id,
-                        player_id,
-                        joined: at,
-                        last_seen: at,
-                        score: o.score,
-                        team: o.team,
-                        is_bot: o.is_bot,
-                        clan: o.clan.clone(),
-                        written_seen: at,
-                    };
-                    srv.sessions.insert(key, session);
                 }
             }
+            Slot::Opened(open) => {
+                let Some(o) = opens.get(open) else { continue };
+                let Some(player_id) = ids.players.get(o.player.0).copied().flatten() else {
+                    continue;
+                };
+                let session = Session {
+                    id: ids.sessions.get(open).copied().flatten().unwrap_or(0),
+                    server_id: srv.id,
+                    player_id,
+                    joined: at,
+                    last_seen: at,
+                    score: o.score,
+                    team: o.team,
+                    is_bot: o.is_bot,
+                    clan: o.clan.clone(),
+                    written_seen: at,
+                };
+                srv.sessions.insert(key, session);
+            }
+            Slot::Refused => {}
         }
     }
 }

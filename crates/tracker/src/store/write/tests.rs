@@ -67,7 +67,7 @@ fn data(at: i64, records: Vec<Record>) -> RoundData {
 }
 
 /// The ids a database would give the plan's rows (counting up from `st`'s largest).
-fn ids_for(plan: &RoundPlan, next: &mut i64) -> Ids {
+fn ids_for(plan: &RoundPlan<'_>, next: &mut i64) -> Ids {
     let mut take = || {
         *next += 1;
         *next
@@ -99,8 +99,10 @@ impl Writer {
         }
     }
 
-    fn round(&mut self, at: i64, records: Vec<Record>) -> RoundPlan {
-        let plan = plan(&self.st, &data(at, records), &self.p).unwrap();
+    fn round(&mut self, at: i64, records: Vec<Record>) -> RoundPlan<'static> {
+        // Kept for the test's length (the plan borrows the round).
+        let data: &'static RoundData = Box::leak(Box::new(data(at, records)));
+        let plan = plan(&self.st, data, &self.p).unwrap();
         let ids = ids_for(&plan, &mut self.next);
         self.st.commit(plan.clone(), &ids);
         plan
@@ -111,15 +113,15 @@ impl Writer {
     }
 }
 
-fn joins(plan: &RoundPlan) -> Vec<String> {
+fn joins(plan: &RoundPlan<'_>) -> Vec<String> {
     names(plan, true)
 }
 
-fn leaves(plan: &RoundPlan) -> Vec<String> {
+fn leaves(plan: &RoundPlan<'_>) -> Vec<String> {
     names(plan, false)
 }
 
-fn names(plan: &RoundPlan, joined: bool) -> Vec<String> {
+fn names(plan: &RoundPlan<'_>, joined: bool) -> Vec<String> {
     plan.events
         .iter()
         .filter_map(|e| match (&e.kind, joined) {
@@ -280,7 +282,11 @@ fn the_churn_budget_opens_at_most_32_sessions_a_server_a_round() {
     assert_eq!(p.opens.len(), 33, "32 of A, 1 of B");
     assert_eq!(p.refused, 68);
     assert_eq!(joins(&p).len(), 33, "no event for a player refused");
-    let refused = p.live[0].1.iter().filter(|s| **s == Slot::Refused).count();
+    let refused = p.live[0]
+        .slots
+        .iter()
+        .filter(|s| **s == Slot::Refused)
+        .count();
     assert_eq!(refused, 68);
     // The next round: the 32 go on, 32 more open.
     let p = w.round(
