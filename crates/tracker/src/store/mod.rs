@@ -27,6 +27,7 @@ use sqlx::{AnyPool, Row};
 
 mod lookup;
 mod maintain;
+mod migrate;
 mod read;
 mod rows;
 mod write;
@@ -68,6 +69,9 @@ pub enum StoreError {
     /// A migration failed.
     #[error("migrating the schema: {0}")]
     Migrate(sqlx::migrate::MigrateError),
+    /// A migration was applied from a text no build of fragstat track shipped.
+    #[error("migrating the schema: {0}")]
+    UnknownMigration(migrate::UnknownMigration),
     /// A record could not be written as JSON.
     #[error("encoding a record: {0}")]
     Json(serde_json::Error),
@@ -488,6 +492,7 @@ impl Store {
             Backend::Postgres => &POSTGRES,
         };
         if memory {
+            migrate::repair(&mut *pool.acquire().await?, backend, migrator).await?;
             migrator.run(&pool).await?;
         } else {
             // On a connection of its own: the readers' `statement_timeout` must not cut short
@@ -495,7 +500,10 @@ impl Store {
             let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect_with(&options)
                 .await
                 .map_err(|e| connect_error(connect_cause(&e, names.as_ref())))?;
-            let migrated = migrator.run(&mut conn).await;
+            let migrated = match migrate::repair(&mut conn, backend, migrator).await {
+                Ok(()) => migrator.run(&mut conn).await.map_err(StoreError::from),
+                Err(e) => Err(e),
+            };
             let _ = sqlx::Connection::close(conn).await;
             migrated?;
         }
