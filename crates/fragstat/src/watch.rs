@@ -92,6 +92,8 @@ pub struct Polled {
     /// order, then the named servers not listed, then the named servers that could not be
     /// resolved.
     pub records: Vec<Record>,
+    /// How many of `records`, the first, a master listed (the rest were named only).
+    pub from_masters: usize,
     /// Every master's answer, source by source.
     pub masters: Vec<PolledMaster>,
 }
@@ -190,6 +192,7 @@ impl Client {
                 }
             }
         }
+        let from_masters = targets.len();
         for source in sources {
             let game = &source.game;
             for (text, addr) in self.resolve(&source.servers, game.default_port()).await {
@@ -219,12 +222,14 @@ impl Client {
                 *slot = Some(record);
             }
         }
+        let from_masters = records.iter().take(from_masters).flatten().count();
         let mut records: Vec<Record> = records.into_iter().flatten().collect();
         records.extend(failed);
         Polled {
             at,
             finished: unix_ms(),
             records,
+            from_masters,
             masters,
         }
     }

@@ -28,6 +28,13 @@ struct StatusLabel {
     status: String,
 }
 
+/// Labels of the per-master gauges.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MasterLabel {
+    game: String,
+    master: String,
+}
+
 /// The tracker's metrics and their registry.
 #[derive(Debug)]
 pub struct Metrics {
@@ -38,6 +45,9 @@ pub struct Metrics {
     pruned: Counter,
     servers: Family<StatusLabel, Gauge>,
     players: Family<GameLabel, Gauge>,
+    master_up: Family<MasterLabel, Gauge>,
+    master_servers: Family<MasterLabel, Gauge>,
+    unlisted: Gauge,
     probe_seconds: Gauge<f64, AtomicU64>,
     write_seconds: Gauge<f64, AtomicU64>,
     last_round: Gauge,
@@ -82,6 +92,9 @@ impl Metrics {
             pruned: Counter::default(),
             servers: Family::default(),
             players: Family::default(),
+            master_up: Family::default(),
+            master_servers: Family::default(),
+            unlisted: Gauge::default(),
             probe_seconds: Gauge::default(),
             write_seconds: Gauge::default(),
             last_round: Gauge::default(),
@@ -110,6 +123,23 @@ impl Metrics {
             m.players.clone(),
         );
         registry.register(
+            "master_up",
+            "1 when the master gave a list in the last round, 0 when it did not (its servers \
+             seen lately are still probed)",
+            m.master_up.clone(),
+        );
+        registry.register(
+            "master_servers",
+            "Servers the master listed in the last round (when up)",
+            m.master_servers.clone(),
+        );
+        registry.register(
+            "servers_unlisted",
+            "Servers probed in the last round only because they were seen lately: no master \
+             listed them",
+            m.unlisted.clone(),
+        );
+        registry.register(
             "probe_seconds",
             "How long the last round's masters and probes took",
             m.probe_seconds.clone(),
@@ -132,6 +162,23 @@ impl Metrics {
 
     /// Records one round.
     pub fn observe_round(&self, report: &RoundReport, write: Duration, written: bool) {
+        // The masters as this round found them, written or not.
+        self.master_up.clear();
+        self.master_servers.clear();
+        for m in &report.masters {
+            let label = MasterLabel {
+                game: m.game.clone(),
+                master: m.master.clone(),
+            };
+            self.master_up
+                .get_or_create(&label)
+                .set(i64::from(m.servers.is_some()));
+            if let Some(n) = m.servers {
+                self.master_servers
+                    .get_or_create(&label)
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        }
         if !written {
             self.round_failures.inc();
             return;
@@ -140,6 +187,8 @@ impl Metrics {
         self.probe_seconds.set(report.elapsed.as_secs_f64());
         self.write_seconds.set(write.as_secs_f64());
         self.last_round.set(report.data.at);
+        self.unlisted
+            .set(i64::try_from(report.data.unlisted.len()).unwrap_or(i64::MAX));
         self.servers.clear();
         self.players.clear();
         for r in &report.data.records {

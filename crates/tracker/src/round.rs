@@ -4,6 +4,7 @@
 //! (`concurrency` queries in flight, with retries). The round is then written in one
 //! transaction (what changed), the old series downsampled and old rows pruned.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::geoip::Countries;
 use crate::metrics::Metrics;
-use crate::store::{RoundData, Store, StoreError};
+use crate::store::{MasterRow, RoundData, Store, StoreError};
 
 /// What one master answered in a round.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -66,15 +67,33 @@ pub async fn client(config: &Config) -> Result<Client, fragstat::Error> {
 /// Asks every master and probes every server once ([`fragstat::Client::poll`], players
 /// asked for); writes nothing.
 pub async fn poll(client: &Client, config: &Config) -> RoundReport {
+    poll_with(client, config, &[]).await
+}
+
+/// [`poll`], and probes `recent` too (`(game, addr)`, the servers seen lately:
+/// [`Store::recent_servers`]) whether or not a master lists them now; those no master
+/// listed and the configuration does not name are the round's `unlisted`.
+pub async fn poll_with(
+    client: &Client,
+    config: &Config,
+    recent: &[(String, String)],
+) -> RoundReport {
     let started = Instant::now();
+    let mut named: HashSet<&str> = HashSet::new();
     let sources: Vec<fragstat::Source> = config
         .sources
         .iter()
         .filter_map(|s| {
+            named.extend(s.servers.iter().map(String::as_str));
+            let game = fragstat::game(&s.game)?;
+            let again = recent
+                .iter()
+                .filter(|(g, _)| g == game.id())
+                .map(|(_, addr)| addr.clone());
             Some(
-                fragstat::Source::new(&fragstat::game(&s.game)?)
+                fragstat::Source::new(&game)
                     .masters(s.masters.iter().cloned())
-                    .servers(s.servers.iter().cloned())
+                    .servers(s.servers.iter().cloned().chain(again))
                     .ext(s.ext),
             )
         })
@@ -87,26 +106,55 @@ pub async fn poll(client: &Client, config: &Config) -> RoundReport {
     for record in &mut polled.records {
         crate::store::cap_record(record);
     }
+    // Probed only because it was seen lately: neither listed nor named.
+    let unlisted = polled
+        .records
+        .iter()
+        .skip(polled.from_masters)
+        .filter_map(|r| r.address.as_deref())
+        .filter(|a| !named.contains(a))
+        .map(str::to_string)
+        .collect();
+    let masters = polled
+        .masters
+        .into_iter()
+        .map(|m| MasterReport {
+            game: m.game,
+            master: m.master,
+            servers: m.listed,
+            dropped: m.dropped,
+            error: m.error,
+        })
+        .collect::<Vec<_>>();
     RoundReport {
         data: RoundData {
             at: polled.at,
             finished: polled.finished,
             records: polled.records,
             countries: Default::default(),
+            unlisted,
+            masters: masters.iter().map(|m| m.row(polled.at)).collect(),
         },
-        masters: polled
-            .masters
-            .into_iter()
-            .map(|m| MasterReport {
-                game: m.game,
-                master: m.master,
-                servers: m.listed,
-                dropped: m.dropped,
-                error: m.error,
-            })
-            .collect(),
+        masters,
         elapsed: started.elapsed(),
         write: Duration::ZERO,
+    }
+}
+
+impl MasterReport {
+    /// As the `masters` table holds it (`up_since`/`down_since` are the writer's).
+    pub fn row(&self, at: i64) -> MasterRow {
+        MasterRow {
+            game: self.game.clone(),
+            master: self.master.clone(),
+            up: self.servers.is_some(),
+            listed: self.servers.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+            dropped: i64::try_from(self.dropped).unwrap_or(i64::MAX),
+            error: self.error.clone(),
+            checked_at: at,
+            up_since: None,
+            down_since: None,
+        }
     }
 }
 
@@ -128,7 +176,17 @@ pub async fn round(
     metrics: &Arc<Metrics>,
     countries: &Countries,
 ) -> Result<RoundReport, StoreError> {
-    let mut report = poll(client, config).await;
+    // Every server seen within the session gap is probed again, listed or not (a server
+    // that leaves its master's list, or whose master is down, is seen going down).
+    let since = now_ms().saturating_sub(config.history().session_gap.as_millis() as i64);
+    let recent = match store.recent_servers(since).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!("the servers seen lately could not be read: {e}");
+            Vec::new()
+        }
+    };
+    let mut report = poll_with(client, config, &recent).await;
     fill_countries(&mut report.data, countries);
     let write = Instant::now();
     let written = store.write_round(&report.data).await;

@@ -702,6 +702,7 @@ async fn country_and_password_columns_sort() {
             finished: now - 9_995,
             records,
             countries,
+            ..Default::default()
         }],
     )
     .await;

@@ -30,14 +30,15 @@ mod maintain;
 mod migrate;
 mod read;
 mod rows;
+mod truth;
 mod write;
 
 #[cfg(test)]
 mod tests;
 
 pub use rows::{
-    text_of, Counts, HistoryPoint, MapSpan, PlayerHit, PlayerProfile, PlayerRow, RoundData,
-    RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
+    text_of, Counts, HistoryPoint, MapSpan, MasterRow, PlayerHit, PlayerProfile, PlayerRow,
+    RoundData, RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
 };
 pub use write::{
     cap_record, stored_record, MAX_NAME_BYTES, MAX_PLAYERS, MAX_RECORD_BYTES, MAX_WARNINGS,

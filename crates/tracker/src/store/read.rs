@@ -65,7 +65,7 @@ const SESSION_END: &str = "CASE WHEN s.left_at IS NOT NULL THEN s.left_at ELSE \
 pub(super) const SERVER_COLUMNS: &str =
     "addr, game, status, error, name_raw, dialect, map, gametype, \
      num_players, max_players, num_bots, rtt_ms, first_seen, last_seen, last_online, id, \
-     country, password, down_since, up_since";
+     country, password, down_since, up_since, unlisted_since";
 
 /// The servers with their numbers now: the row's state, and the players, bots, ping and last
 /// round from its `server_latest` row (the row has them as of its last change).
@@ -77,8 +77,8 @@ pub(super) const SERVERS_NOW: &str =
      CASE WHEN x.at IS NULL THEN s.rtt_ms ELSE CAST(x.rtt AS DOUBLE PRECISION) / 10 END \
      AS rtt_ms, s.first_seen, COALESCE(x.at, s.last_seen) AS last_seen, \
      CASE WHEN s.status = 'online' THEN COALESCE(x.at, s.last_online) ELSE s.last_online END \
-     AS last_online, s.id, s.country, s.password, s.down_since, s.up_since \
-     FROM servers s LEFT JOIN server_latest x ON x.server_id = s.id) v";
+     AS last_online, s.id, s.country, s.password, s.down_since, s.up_since, \
+     s.unlisted_since FROM servers s LEFT JOIN server_latest x ON x.server_id = s.id) v";
 
 pub(super) fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error> {
     let password: Option<i64> = r.try_get(17)?;
@@ -103,6 +103,7 @@ pub(super) fn server_row(r: &sqlx::any::AnyRow) -> Result<ServerRow, sqlx::Error
         password: password.map(|p| p != 0),
         down_since: r.try_get(18)?,
         up_since: r.try_get(19)?,
+        unlisted_since: r.try_get(20)?,
     })
 }
 
@@ -128,6 +129,10 @@ fn server_query(what: &str, f: &ServerFilter, paged: bool) -> (String, Vec<Strin
     }
     if f.online_only {
         sql.push_str(" AND status = 'online'");
+    }
+    // The live list: a server no master lists any more that does not answer either is gone.
+    if !f.include_unlisted {
+        sql.push_str(" AND (unlisted_since IS NULL OR status = 'online')");
     }
     if paged {
         sql.push_str(&f.order_sql());

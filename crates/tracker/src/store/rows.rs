@@ -1,6 +1,6 @@
 //! The row types: what a round writes and what the queries read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
 use fragstat::core::model::Dialect;
@@ -19,6 +19,37 @@ pub struct RoundData {
     /// Each server's country (ISO 3166 alpha-2), by address as stored (`Record::address`),
     /// where known (GeoIP or the server's own word): stored in `servers.country`.
     pub countries: HashMap<String, String>,
+    /// The servers probed only because they were seen lately (listed or answering within
+    /// `session_gap_secs`): no master listed them this round and the configuration does not
+    /// name them. Each is marked as unlisted ([`ServerRow::unlisted_since`]); one that does
+    /// not answer either leaves the live list.
+    pub unlisted: HashSet<String>,
+    /// Every master's answer this round (`masters`; `up_since`/`down_since` are kept by
+    /// the writer).
+    pub masters: Vec<MasterRow>,
+}
+
+/// A master as it answered in the latest round.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MasterRow {
+    /// Registry id of the game asked for.
+    pub game: String,
+    /// The master as configured.
+    pub master: String,
+    /// Whether it gave a list.
+    pub up: bool,
+    /// Servers it listed, when up.
+    pub listed: Option<i64>,
+    /// Of those, left out by the list filter and caps.
+    pub dropped: i64,
+    /// Why it gave no list.
+    pub error: Option<String>,
+    /// The round it was last asked in (Unix ms).
+    pub checked_at: i64,
+    /// The first round of its current answering run; `None` while down.
+    pub up_since: Option<i64>,
+    /// The first round of its current silent run; `None` while up.
+    pub down_since: Option<i64>,
 }
 
 /// A server as the browser lists it (its latest state).
@@ -65,6 +96,10 @@ pub struct ServerRow {
     pub down_since: Option<i64>,
     /// The first round of its current online spell; `None` while offline.
     pub up_since: Option<i64>,
+    /// Since when no master lists it (and the configuration does not name it); `None` while
+    /// listed. An unlisted server is still probed for `session_gap_secs` after it was last
+    /// seen; one that is neither listed nor online is not in the live list.
+    pub unlisted_since: Option<i64>,
 }
 
 impl ServerRow {
@@ -179,6 +214,9 @@ pub struct ServerFilter {
     pub name: Option<String>,
     /// Only servers that answered in the last round they were probed in.
     pub online_only: bool,
+    /// Servers that no master lists and that do not answer too (the live list leaves them
+    /// out).
+    pub include_unlisted: bool,
     /// Order.
     pub sort: Sort,
     /// Descending (`Some(true)`), ascending (`Some(false)`) or the sort's own default.

@@ -73,6 +73,7 @@ pub(super) struct ApiServer<'a> {
     first_seen: i64,
     last_seen: i64,
     last_online: Option<i64>,
+    unlisted_since: Option<i64>,
 }
 
 /// Players less bots, where the bots are known (`None` for a server that did not answer).
@@ -114,6 +115,7 @@ pub(super) fn api_server_of<'a>(s: &'a ServerRow, st: &AppState) -> ApiServer<'a
         first_seen: s.first_seen,
         last_seen: s.last_seen,
         last_online: s.last_online,
+        unlisted_since: s.unlisted_since,
     }
 }
 
@@ -278,6 +280,9 @@ pub struct BrowseQuery {
     pub order: Option<String>,
     /// `1`/`true`: only servers that answered; `0`/`false`: all.
     pub online: Option<String>,
+    /// `1`/`true`: also the servers no master lists that do not answer either (the live
+    /// list leaves them out); `0`/`false` (the default): the live list.
+    pub unlisted: Option<String>,
     /// Page, from 1.
     pub page: Option<String>,
     /// Rows a page, 1 to 500 (default 100).
@@ -324,6 +329,7 @@ impl BrowseQuery {
             ),
         };
         let online = bool_param("online", self.online.as_deref())?.unwrap_or(false);
+        let unlisted = bool_param("unlisted", self.unlisted.as_deref())?.unwrap_or(false);
         let page = int_param("page", self.page.as_deref(), 1, 1_000_000)?.unwrap_or(1);
         let per_page = match int_param("per_page", self.per_page.as_deref(), 1, MAX_PER_PAGE)? {
             Some(n) => n,
@@ -340,6 +346,7 @@ impl BrowseQuery {
                 map: self.map.clone(),
                 name: self.name.clone(),
                 online_only: online,
+                include_unlisted: unlisted,
                 sort,
                 desc: Some(desc),
                 limit: Some(per_page),
@@ -360,6 +367,7 @@ impl BrowseQuery {
             ("map", &self.map),
             ("name", &self.name),
             ("online", &self.online),
+            ("unlisted", &self.unlisted),
             ("sort", &self.sort),
             ("order", &self.order),
             ("per_page", &self.per_page),
@@ -626,4 +634,11 @@ pub(super) async fn api_rounds(
     let limit = int_param("limit", q.limit.as_deref(), 1, 10_000)?.unwrap_or(60);
     let rounds = st.store.rounds(limit).await?;
     Ok(Json(serde_json::json!({ "rounds": rounds })).into_response())
+}
+
+/// `/api/masters`: every configured master's answer in the latest round (a master down is
+/// `"up": false` with `down_since`; its servers seen lately are still probed).
+pub(super) async fn api_masters(State(st): State<AppState>) -> Result<Response, WebError> {
+    let masters = st.store.masters().await?;
+    Ok(Json(serde_json::json!({ "masters": masters })).into_response())
 }

@@ -38,7 +38,7 @@ pub use http::{etag_of, max_age};
 pub use join::join_url;
 pub use pages::{ago, race_time};
 
-use api::{api_history, api_player, api_players, api_rounds, api_server, api_servers};
+use api::{api_history, api_masters, api_player, api_players, api_rounds, api_server, api_servers};
 use pages::{browser, player_page, players_page, server_page};
 
 /// The OpenAPI 3.1 description of the JSON API, served at `/api/openapi.json`.
@@ -134,6 +134,7 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/api/players"), get(api_players))
         .route(&format!("{b}/api/players/{{id}}"), get(api_player))
         .route(&format!("{b}/api/rounds"), get(api_rounds))
+        .route(&format!("{b}/api/masters"), get(api_masters))
         .route(&format!("{b}/api/events"), get(events::api_events))
         .route(&format!("{b}/api/openapi.json"), get(openapi))
         .route(&format!("{b}/metrics"), get(metrics));

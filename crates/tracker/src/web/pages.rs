@@ -161,6 +161,9 @@ fn server_row(s: &ServerRow, st: &AppState, now: i64) -> Markup {
                 @if s.status != "online" {
                     " " span.status { (s.status) @if let Some(t) = s.last_online { ", answered " (time_html(t, now)) } }
                 }
+                @if let Some(t) = s.unlisted_since {
+                    " " span.status.unlisted { "not listed since " (time_html(t, now)) }
+                }
             }
             td.country { (flag_html(country.as_deref())) }
             td.password { (password_html(server_password(s))) }
@@ -198,6 +201,13 @@ pub(super) async fn browser(
     let servers = st.store.servers(&b.filter).await?;
     let total = st.store.count_servers(&b.filter).await?;
     let games = st.store.games().await?;
+    let masters_down: Vec<_> = st
+        .store
+        .masters()
+        .await?
+        .into_iter()
+        .filter(|m| !m.up)
+        .collect();
     let now = now_ms();
     let humans_here: i64 = servers.iter().filter_map(humans).sum();
     let bots_here: i64 = servers
@@ -211,6 +221,18 @@ pub(super) async fn browser(
     let home = st.site.url("/");
     let body = html! {
         h1 { "Servers" }
+        @if !masters_down.is_empty() {
+            ul #masters-down {
+                @for m in &masters_down {
+                    li {
+                        "Master " (m.master) " (" (game_title(&m.game).unwrap_or_else(|| m.game.clone())) ") is down"
+                        @if let Some(d) = m.down_since { " since " (time_html(d, now)) }
+                        @if let Some(e) = &m.error { ": " (e) }
+                        "; the servers it listed lately are still probed."
+                    }
+                }
+            }
+        }
         form #filters method="get" action=(home) {
             label { "Game " select name="game" {
                 option value="" { "any" }
@@ -406,6 +428,7 @@ pub(super) async fn server_page(
         h1 {
             @if s.name_raw.is_some() { (name_html(&name)) } @else { (s.addr) }
             @if !online { " " span.badge.down { (s.status) } }
+            @if s.unlisted_since.is_some() { " " span.badge.down { "not listed" } }
         }
         table #info {
             tr { th { "Address" } td { (address_html(&s.game, &s.addr)) } }
@@ -414,6 +437,7 @@ pub(super) async fn server_page(
                 (s.status) @if let Some(e) = &s.error { " (" (e) ")" }
                 @if let Some(d) = s.down_since { ", down since " (time_html(d, now)) }
                 @if let (true, Some(u)) = (online, s.up_since) { ", up since " (time_html(u, now)) }
+                @if let Some(u) = s.unlisted_since { "; not listed since " (time_html(u, now)) " (no master lists it)" }
             } }
             tr { th { "Uptime" } td #uptime {
                 @if let Some(f) = uptime.fraction { (format!("{:.1} %", f * 100.0)) " since " (time_html(uptime.since.max(s.first_seen), now)) } @else { "-" }

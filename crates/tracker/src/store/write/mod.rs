@@ -128,9 +128,16 @@ pub(super) async fn write(
 
         let known = st.servers.get(addr);
         let changed = known.is_none_or(|s| s.change != change);
+        // Listed (by a master, or named in the configuration), or since when not.
+        let unlisted_since = if round.unlisted.contains(addr) {
+            known.and_then(|s| s.unlisted_since).or(Some(at))
+        } else {
+            None
+        };
         let upsert = changed
             || known.is_some_and(|s| {
-                s.status != status
+                s.unlisted_since != unlisted_since
+                    || s.status != status
                     || s.error != rec.error
                     || s.record != record_hash
                     || (country.is_some() && s.country.as_ref() != country)
@@ -171,6 +178,7 @@ pub(super) async fn write(
                 Val::S(Some(stored_record(rec)?)),
                 // The hash as its bits.
                 Val::I(Some(i64::from_ne_bytes(record_hash.to_ne_bytes()))),
+                Val::I(unlisted_since),
             ]);
         }
         if changed {
@@ -205,6 +213,7 @@ pub(super) async fn write(
                     last_online: None,
                     up_since: None,
                     down_since: None,
+                    unlisted_since: None,
                     sessions: Map::default(),
                 }),
         };
@@ -220,6 +229,7 @@ pub(super) async fn write(
         entry.last_online = last_online;
         entry.up_since = up_since;
         entry.down_since = down_since;
+        entry.unlisted_since = unlisted_since;
         ids[i] = entry.id;
         let server_id = entry.id;
 
@@ -311,7 +321,7 @@ pub(super) async fn write(
         tx,
         "INSERT INTO servers (addr, game, first_seen, last_seen, last_online, status, error, \
          name_raw, name, dialect, map, gametype, num_players, max_players, num_bots, rtt_ms, \
-         password, country, up_since, down_since, record, record_hash) VALUES ",
+         password, country, up_since, down_since, record, record_hash, unlisted_since) VALUES ",
         " ON CONFLICT (addr) DO UPDATE SET game = excluded.game, \
          last_seen = excluded.last_seen, \
          last_online = COALESCE(excluded.last_online, servers.last_online), \
@@ -327,7 +337,8 @@ pub(super) async fn write(
          password = COALESCE(excluded.password, servers.password), \
          country = COALESCE(excluded.country, servers.country), \
          up_since = excluded.up_since, down_since = excluded.down_since, \
-         record = excluded.record, record_hash = excluded.record_hash RETURNING id, addr",
+         record = excluded.record, record_hash = excluded.record_hash, \
+         unlisted_since = excluded.unlisted_since RETURNING id, addr",
         upserts,
     )
     .await?;
@@ -552,6 +563,7 @@ pub(super) async fn write(
     .execute(&mut **tx)
     .await?;
     st.last_round = Some(at);
+    crate::store::truth::write_masters(tx, at, &round.masters).await?;
 
     // The players now, for the pages.
     let mut live = Live::with_capacity(live_slots.len());

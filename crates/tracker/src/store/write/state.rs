@@ -59,6 +59,8 @@ pub(super) struct ServerState {
     pub(super) last_online: Option<i64>,
     pub(super) up_since: Option<i64>,
     pub(super) down_since: Option<i64>,
+    /// Since when no master lists it (`servers.unlisted_since`).
+    pub(super) unlisted_since: Option<i64>,
     pub(super) sessions: Map<PlayerKey, Session>,
 }
 
@@ -125,7 +127,8 @@ impl State {
             // last round it answered in).
             "SELECT s.id, s.addr, s.status, s.error, s.country, COALESCE(CASE WHEN l.status = 0 \
              THEN l.at END, s.last_online), s.up_since, s.down_since, s.name_raw, s.dialect, \
-             s.map, s.gametype, s.max_players, s.password, s.record_hash FROM servers s \
+             s.map, s.gametype, s.max_players, s.password, s.record_hash, s.unlisted_since \
+             FROM servers s \
              LEFT JOIN server_latest l ON l.server_id = s.id",
         )
         .fetch_all(&mut *conn)
@@ -163,6 +166,7 @@ impl State {
                     last_online: r.try_get(5)?,
                     up_since: r.try_get(6)?,
                     down_since: r.try_get(7)?,
+                    unlisted_since: r.try_get(15)?,
                     sessions: Map::default(),
                 },
             );
