@@ -36,6 +36,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use migrate::UnknownMigration;
 pub use rows::{
     text_of, Counts, HistoryPoint, MapSpan, MasterRow, PlayerHit, PlayerProfile, PlayerRow,
     RoundData, RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
