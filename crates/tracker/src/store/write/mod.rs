@@ -236,6 +236,12 @@ pub(super) async fn write(
         // Sessions: each listed player continues its open session or opens one; the open
         // sessions not listed end (the round saw them gone).
         let Some(info) = info else {
+            // Not answering and no longer listed, or definitely down (nothing listens):
+            // gone, its sessions end at once (a listed server that only timed out keeps
+            // them for `session_gap`, against lost datagrams).
+            if unlisted_since.is_some() || rec.status == Status::Down {
+                entry.end_sessions(&mut closes);
+            }
             continue;
         };
         let Some(list) = listed(info) else {
