@@ -497,6 +497,17 @@ async fn postgres_every_earlier_form_opens_and_upgrades() {
         )
         .await;
     }
+    // Two trackers opening one old database at once: one repairs, the other waits for it.
+    let (_, commit, form) = fixtures("postgres").into_iter().nth(1).unwrap();
+    exec(&admin, "CREATE DATABASE twice").await;
+    migrate_as_shipped(&url_of("twice"), "postgres", 2, &form).await;
+    let twice = url_of("twice");
+    let (one, two) = tokio::join!(Store::open(&twice), Store::open(&twice));
+    for store in [one, two] {
+        let store = store.unwrap_or_else(|e| panic!("0002@{commit} opened twice at once: {e}"));
+        assert_eq!(store.counts().await.unwrap().sessions, 3);
+        store.close().await;
+    }
     // A checksum of no shipped form: refused, the database left as it was.
     let fresh = pool(&url_of("fresh")).await;
     exec(
