@@ -75,7 +75,8 @@ impl FamilyGame for Quake3Game {
         let spec = self.spec();
         let meta = GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
-            .echoes_challenge(self.echoes_challenge());
+            .echoes_challenge(self.echoes_challenge())
+            .join_scheme(self.join_scheme());
         match spec.master_port {
             Some(port) => meta.master_port(port),
             None => meta,

@@ -195,10 +195,23 @@ impl FamilyGame for TeeworldsGame {
             }
             TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
         };
+        // ddnet/ddnet `src/engine/client/client.h` (`CONNECTLINK_DOUBLE_SLASH "ddnet://"`,
+        // handled in `client.cpp`); the DDNet client joins Teeworlds 0.6 servers too. It joins
+        // 0.7 servers (`tw-0.7+udp://`) only from its own list, not from a link.
+        let join = match self {
+            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => Some("ddnet://"),
+            TeeworldsGame::Teeworlds07 => None,
+        };
         GameMeta::new(Self::FAMILY, self.id(), title, 8303)
             .aliases(aliases)
             .master_port(master_port)
             .unanswered_hint(hint)
+            .join_scheme(join)
+            // The DDNet client's rule (`IsRace`/`IsDDNet`, src/game/client/gameclient.cpp):
+            // "race", "fastcap" and DDNet's own game types score times.
+            .race_gametypes(&["race", "fastcap", "ddnet"])
+            // DDNet's `client_score_kind`, 0.7's time-score flag.
+            .declares_score_kind(true)
     }
 
     fn server_query(self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {

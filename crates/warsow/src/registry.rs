@@ -37,6 +37,9 @@ impl FamilyGame for WarsowGame {
             .master_port(self.master_port())
             // qfusion's `info <protocol>`; DarkPlaces has no such query.
             .short_query(self.is_qfusion())
+            // Warsow/qfusion `source/qcommon/version.warsow.h`: `APP_URI_SCHEME APPLICATION
+            // "://"`, `APPLICATION "Warsow"` (schemes are case-insensitive).
+            .join_scheme((self == WarsowGame::Warsow).then_some("warsow://"))
     }
 
     /// `getinfo`/`getstatus` ([`server_query`]), or with [`Ask::short`] the short `info`
