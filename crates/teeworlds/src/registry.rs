@@ -298,6 +298,26 @@ impl FamilyGame for TeeworldsGame {
 mod tests {
     use super::*;
 
+    /// DDNet's client joins DDNet and 0.6 servers by link, not 0.7 ones; every game of the
+    /// family may say its score kind, and race game types score times.
+    #[test]
+    fn join_scheme_and_race_rule() {
+        use fragstat_core::model::ScoreKind;
+        for (g, link) in [
+            (TeeworldsGame::Ddnet, Some("ddnet://127.0.0.1:8303")),
+            (TeeworldsGame::Teeworlds, Some("ddnet://127.0.0.1:8303")),
+            (TeeworldsGame::Teeworlds07, None),
+        ] {
+            let m = g.meta();
+            assert_eq!(m.join_url("127.0.0.1:8303").as_deref(), link, "{g:?}");
+            assert!(m.declares_score_kind, "{g:?}");
+            assert!(m.scores_are_times(Some("DDraceNetwork"), None), "{g:?}");
+            assert!(m.scores_are_times(Some("iFastCap"), None), "{g:?}");
+            assert!(!m.scores_are_times(Some("CTF"), None), "{g:?}");
+            assert!(!m.scores_are_times(Some("Race"), Some(ScoreKind::Points)));
+        }
+    }
+
     #[test]
     fn ddnet_lists_over_http() {
         let g = TeeworldsGame::Ddnet;

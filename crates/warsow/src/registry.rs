@@ -107,6 +107,18 @@ mod tests {
     use fragstat_core::registry::{Entry, Game};
 
     #[test]
+    fn join_scheme_of_warsow_only() {
+        for g in WarsowGame::ALL {
+            let want = (g == WarsowGame::Warsow).then_some("warsow://127.0.0.1:44400");
+            assert_eq!(
+                g.meta().join_url("127.0.0.1:44400").as_deref(),
+                want,
+                "{g:?}"
+            );
+        }
+    }
+
+    #[test]
     fn only_qfusion_has_the_short_query() {
         for g in WarsowGame::ALL {
             let e = Entry::new(g);
