@@ -115,30 +115,6 @@ fn with_location(record: &mut Record, location: &str) {
     }
 }
 
-#[cfg(test)]
-mod location_tests {
-    use fragstat_core::model::ServerInfo;
-
-    use super::*;
-
-    /// Any game's probed record takes its list's location, unless it says one itself; a
-    /// record without an answer has nowhere to put it.
-    #[test]
-    fn a_probed_record_takes_its_lists_location() {
-        let mut info = ServerInfo::default();
-        let mut r = Record::online(Some("127.0.0.1:1".into()), "any", info.clone(), None);
-        with_location(&mut r, "eu:de");
-        assert_eq!(r.info.unwrap().location.as_deref(), Some("eu:de"));
-        info.location = Some("na:us".into());
-        let mut r = Record::online(Some("127.0.0.1:1".into()), "any", info, None);
-        with_location(&mut r, "eu:de");
-        assert_eq!(r.info.unwrap().location.as_deref(), Some("na:us"));
-        let mut r = Record::failed(None, "any", Status::Timeout, "x".into());
-        with_location(&mut r, "eu:de");
-        assert!(r.info.is_none());
-    }
-}
-
 impl Client {
     /// Asks every source's masters at once (UDP or HTTP by the game's master kind; lists
     /// merged, filtered and capped by the client), adds the named servers, and scans every
@@ -403,5 +379,29 @@ impl Drop for Watch {
         if let WatchState::Running { task, .. } = &self.state {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use fragstat_core::model::ServerInfo;
+
+    use super::*;
+
+    /// Any game's probed record takes its list's location, unless it says one itself; a
+    /// record without an answer has nowhere to put it.
+    #[test]
+    fn a_probed_record_takes_its_lists_location() {
+        let mut info = ServerInfo::default();
+        let mut r = Record::online(Some("127.0.0.1:1".into()), "any", info.clone(), None);
+        with_location(&mut r, "eu:de");
+        assert_eq!(r.info.unwrap().location.as_deref(), Some("eu:de"));
+        info.location = Some("na:us".into());
+        let mut r = Record::online(Some("127.0.0.1:1".into()), "any", info, None);
+        with_location(&mut r, "eu:de");
+        assert_eq!(r.info.unwrap().location.as_deref(), Some("na:us"));
+        let mut r = Record::failed(None, "any", Status::Timeout, "x".into());
+        with_location(&mut r, "eu:de");
+        assert!(r.info.is_none());
     }
 }
