@@ -20,7 +20,7 @@
 
 use std::net::SocketAddr;
 
-use fragstat_core::model::{Dialect, MasterEntry, ServerInfo, Text};
+use fragstat_core::model::{Dialect, MasterEntry, ScoreKind, ServerInfo, Text};
 use fragstat_core::registry::HttpList;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -257,21 +257,16 @@ impl Info {
                 })
                 .collect(),
         );
+        out.score_kind = self
+            .client_score_kind
+            .as_deref()
+            .and_then(ScoreKind::from_word);
+        out.location = location.map(str::to_string);
         out.set_extra(ServerExtra {
             protocol: "http",
             num_players: u32::try_from(playing).unwrap_or(u32::MAX),
             max_players: count(self.max_players),
             map_size: self.map.size.and_then(|s| u32::try_from(s).ok()),
-            score_kind: self.client_score_kind.as_ref().map(|k| {
-                if k.starts_with("time") {
-                    "time".to_string()
-                } else if k.starts_with("points") {
-                    "points".to_string()
-                } else {
-                    k.clone()
-                }
-            }),
-            location: location.map(str::to_string),
             requires_login: self.requires_login,
             ..ServerExtra::default()
         });
@@ -397,8 +392,8 @@ mod tests {
         assert_eq!(i.password, Some(true));
         let x = i.extra_as::<ServerExtra>().unwrap();
         assert_eq!((x.num_players, x.max_players), (1, 48));
-        assert_eq!(x.score_kind.as_deref(), Some("time"));
-        assert_eq!(x.location.as_deref(), Some("eu:de"));
+        assert_eq!(i.score_kind, Some(ScoreKind::Time));
+        assert_eq!(i.location.as_deref(), Some("eu:de"));
         let players = i.players.as_ref().unwrap();
         let p1 = players[1].extra.as_ref().unwrap().as_any();
         let p1 = p1.downcast_ref::<crate::view::PlayerExtra>().unwrap();

@@ -5,7 +5,8 @@
 //!
 //! 1. **Declared by its list.** DDNet's master list (`servers.json`) gives each server a
 //!    `location` such as `eu:de` (continent, then the ISO 3166-1 alpha-2 country in lower
-//!    case); it lands in the record's Teeworlds extra (`extra.location`), and the round copies
+//!    case); it lands in the record's `location` (records stored before that field had it
+//!    in the Teeworlds extra, `extra.location`, and read back with it), and the round copies
 //!    it there from the list for servers probed over UDP. A location without a country (`eu`,
 //!    `as:`) declares none.
 //! 2. **Declared by its name** ([`name_tag_country`]; `country_from_name = false` turns it
@@ -195,12 +196,9 @@ pub fn name_tag_country(name: &str) -> Option<String> {
     }
 }
 
-/// The location a record declares (DDNet's `extra.location`), if any.
+/// The location a record declares (its list's, e.g. DDNet's `eu:de`), if any.
 pub fn declared_location(record: &Record) -> Option<&str> {
-    let info = record.info.as_ref()?;
-    info.extra_as::<fragstat::teeworlds::view::ServerExtra>()?
-        .location
-        .as_deref()
+    record.info.as_ref()?.location.as_deref()
 }
 
 impl Countries {
@@ -399,11 +397,7 @@ mod tests {
         let record = |name: &[u8], dialect, location: Option<&str>| {
             let mut info = ServerInfo::default();
             info.name = Text::new(name.to_vec(), dialect);
-            if let Some(l) = location {
-                let mut extra = fragstat::teeworlds::view::ServerExtra::default();
-                extra.location = Some(l.into());
-                info.set_extra(extra);
-            }
+            info.location = location.map(str::to_string);
             Record::online(Some("192.0.2.1:27960".into()), "q3", info, None)
         };
         let c = Countries::none();
@@ -429,5 +423,22 @@ mod tests {
             "x".into(),
         );
         assert_eq!(c.country(&failed), None, "no name, no tag");
+    }
+
+    /// A record stored before `location` was the model's (DDNet's in its `extra`) still
+    /// declares it when read back, as a new one does.
+    #[test]
+    fn a_stored_record_declares_its_location_old_or_new() {
+        let head = r#"{"address": "192.0.2.1:8303", "game": "ddnet", "status": "online",
+            "name_raw": "[RU] x", "map": "", "num_players": 0, "max_players": 0"#;
+        let c = Countries::none();
+        for tail in [
+            r#", "extra": {"protocol": "http", "location": "eu:de"}}"#,
+            r#", "location": "eu:de", "extra": {"protocol": "http"}}"#,
+        ] {
+            let r: Record = serde_json::from_str(&format!("{head}{tail}")).unwrap();
+            assert_eq!(declared_location(&r), Some("eu:de"), "{tail}");
+            assert_eq!(c.country(&r).as_deref(), Some("DE"), "{tail}");
+        }
     }
 }
