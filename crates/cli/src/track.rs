@@ -60,6 +60,10 @@ pub struct TrackArgs {
     /// The webhook's form: json, or discord (`{"content", "embeds"}`).
     #[arg(long, value_name = "FORMAT", requires = "webhook", value_parser = ["json", "discord"])]
     webhook_format: Option<String>,
+    /// A read replica: serve the web from the database, never poll or write (another
+    /// tracker on the same database writes the rounds; config `web_only = true`).
+    #[arg(long)]
+    web_only: bool,
 }
 
 impl TrackArgs {
@@ -118,6 +122,9 @@ impl TrackArgs {
         }
         if let Some(v) = self.retries {
             c.retries = v;
+        }
+        if self.web_only {
+            c.web_only = true;
         }
         if let Some(v) = self.rounds {
             c.rounds = v;

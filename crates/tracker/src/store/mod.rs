@@ -25,6 +25,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Row};
 
+mod lease;
 mod lookup;
 mod maintain;
 mod read;
@@ -34,6 +35,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use lease::ADVISORY_LOCK_KEY;
 pub use rows::{
     text_of, Counts, HistoryPoint, MapSpan, PlayerHit, PlayerProfile, PlayerRow, RoundData,
     RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
@@ -75,6 +77,9 @@ pub enum StoreError {
     /// the database is busy.
     #[error("database busy: no answer within {} s", READ_TIMEOUT.as_secs())]
     Timeout,
+    /// Another tracker holds the writer's lease ([`Store::lead`]): this one does not write.
+    #[error("another tracker writes the rounds (this one is a standby)")]
+    NotWriter,
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -214,6 +219,8 @@ struct Writer {
     conn: Option<sqlx::AnyConnection>,
     shared: bool,
     state: Option<write::State>,
+    /// Whether this process may write ([`Store::lead`]).
+    lease: lease::Lease,
 }
 
 impl Writer {
@@ -221,6 +228,7 @@ impl Writer {
     fn reset(&mut self) {
         self.state = None;
         self.conn = None;
+        self.lease.connection_lost(self.backend);
     }
 
     async fn connection<'a>(
@@ -228,6 +236,7 @@ impl Writer {
         pool: &AnyPool,
         held: &'a mut Option<sqlx::pool::PoolConnection<sqlx::Any>>,
     ) -> Result<&'a mut sqlx::AnyConnection, StoreError> {
+        self.lease.may_write()?;
         if self.shared {
             return Ok(&mut **held.insert(pool.acquire().await?));
         }
@@ -508,6 +517,7 @@ impl Store {
                 conn: None,
                 shared: memory,
                 state: None,
+                lease: lease::Lease::default(),
             })),
             live: Arc::default(),
             history: History::default(),

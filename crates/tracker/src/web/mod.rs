@@ -59,6 +59,8 @@ pub struct AppState {
     pub site: Site,
     /// Servers' countries by GeoIP, for rows stored without one.
     pub countries: Arc<Countries>,
+    /// This tracker's role (the writer, a standby, web-only), for `/healthz`.
+    pub role: Arc<crate::engine::Role>,
 }
 
 /// What the site is: title, base path, CORS origins, and the history it can search.
