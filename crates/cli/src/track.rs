@@ -207,14 +207,44 @@ pub async fn run_tracker(config: Config) -> anyhow::Result<ExitCode> {
         let _ = out.flush();
     }
     let rounds = std::cell::Cell::new(0u64);
+    let stop = until_stopped_reloading_on_hangup(&tracker)?;
     tracker
-        .run(listener, crate::serve::wait_for_signal(), |r| {
+        .run(listener, stop, |r| {
             rounds.set(rounds.get() + 1);
             print_round(rounds.get(), r);
         })
         .await?;
     tracker.store().close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on Ctrl-C or SIGTERM; meanwhile each SIGHUP reloads the MMDB file
+/// ([`Tracker::reload_geoip`]; SIGHUP would otherwise end the process).
+fn until_stopped_reloading_on_hangup(
+    tracker: &Tracker,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + '_> {
+    #[cfg(unix)]
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("installing the SIGHUP handler")?;
+    Ok(async move {
+        let stop = crate::serve::wait_for_signal();
+        tokio::pin!(stop);
+        loop {
+            #[cfg(unix)]
+            tokio::select! {
+                () = &mut stop => return,
+                _ = hangup.recv() => {
+                    // Logged either way; the tracker goes on.
+                    let _ = tracker.reload_geoip();
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = tracker;
+                return stop.await;
+            }
+        }
+    })
 }
 
 /// `fragstat track`.

@@ -87,6 +87,8 @@ pub struct Tracker {
     events: events::Events,
     countries: Arc<Countries>,
     role: Arc<Role>,
+    /// MMDB reloads ([`Tracker::reload_geoip`]) that worked, and that failed.
+    geoip_reloads: [prometheus_client::metrics::counter::Counter; 2],
 }
 
 impl Tracker {
@@ -116,6 +118,17 @@ impl Tracker {
             RoleKind::Standby
         };
         let role = Arc::new(Role::new(role, 0, &metrics));
+        let geoip_reloads: [prometheus_client::metrics::counter::Counter; 2] = Default::default();
+        metrics.register(
+            "geoip_reloads",
+            "MMDB files read again and swapped in (SIGHUP)",
+            geoip_reloads[0].clone(),
+        );
+        metrics.register(
+            "geoip_reload_failures",
+            "MMDB reloads refused (the file could not be read; the table in use stayed)",
+            geoip_reloads[1].clone(),
+        );
         let events = events::Events::new(&config, &metrics).map_err(std::io::Error::other)?;
         Ok(Tracker {
             config,
@@ -125,7 +138,37 @@ impl Tracker {
             events,
             countries: Arc::new(countries),
             role,
+            geoip_reloads,
         })
+    }
+
+    /// Reads the configured MMDB file (`geoip`) again and swaps it in, for `fragstat track`'s
+    /// SIGHUP: replace the file (write a new one and rename it over the old), then signal.
+    /// A file that cannot be read leaves the table in use, and says why (logged and
+    /// returned). `Ok(false)` when no MMDB is configured.
+    pub fn reload_geoip(&self) -> Result<bool, geoip::GeoIpError> {
+        let Some(path) = &self.config.geoip else {
+            tracing::info!("SIGHUP: no GeoIP database configured (geoip), nothing to reload");
+            return Ok(false);
+        };
+        match self.countries.reload(path) {
+            Ok(()) => {
+                self.geoip_reloads[0].inc();
+                let built = self
+                    .countries
+                    .build_epoch()
+                    .and_then(|s| i64::try_from(s).ok())
+                    .map(|s| web::time_text(s.saturating_mul(1000)))
+                    .unwrap_or_default();
+                tracing::info!("GeoIP reloaded from {} (built {built})", path.display());
+                Ok(true)
+            }
+            Err(e) => {
+                self.geoip_reloads[1].inc();
+                tracing::warn!("GeoIP not reloaded, the table in use stays: {e}");
+                Err(e)
+            }
+        }
     }
 
     /// This tracker's role: the writer, a standby or web-only.
