@@ -208,9 +208,14 @@ fn failover(database: &str) {
     }
     b.signal("-TERM");
     b.wait_exit();
-
     let db = stored(database, &servers.addrs);
-    let ats = &db.ats;
+    check_rounds(&db.ats, killed_at, a_rounds, b_rounds);
+    check_sessions(&db);
+}
+
+/// Every round written once, by one writer at a time, none lost but in the kill window, and
+/// B's first within two rounds of A's last.
+fn check_rounds(ats: &[i64], killed_at: i64, a_rounds: i64, b_rounds: i64) {
     // Rounds: every one written once, none lost but in the kill window.
     let written = i64::try_from(ats.len()).unwrap();
     // A round A committed just before the kill may not have been printed yet.
@@ -251,7 +256,10 @@ fn failover(database: &str) {
         "B took over {} ms after A's last round (interval {interval_ms} ms)",
         b_first - a_last
     );
+}
 
+/// Sessions: as the players came and went, none doubled or lost.
+fn check_sessions(db: &Stored) {
     // Sessions: none open twice for one player on one server; the players there all along
     // kept one session each across the take-over; server 0's comings and goings are all
     // there: four players on it now, and the one who left in the kill window has their
