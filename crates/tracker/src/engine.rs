@@ -169,8 +169,10 @@ impl Engine {
         let held = match self.store.lead().await {
             Ok(held) => held,
             Err(e) => {
-                tracing::warn!("cannot take the writer's lease (the database?): {e}");
-                false
+                // Not another tracker's doing: no round this time, and asked again next.
+                tracing::warn!("no round: the writer's lease could not be taken: {e}");
+                self.role.set(RoleKind::Standby, round::now_ms());
+                return false;
             }
         };
         let kind = if held {
