@@ -251,6 +251,11 @@ fn check_rounds(ats: &[i64], killed_at: i64, a_rounds: i64, b_rounds: i64) {
         .max()
         .unwrap();
     let b_first = ats.iter().copied().find(|at| *at > killed_at).unwrap();
+    eprintln!(
+        "take-over: B's first round {} ms after A's last, {} ms after the kill",
+        b_first - a_last,
+        b_first - killed_at
+    );
     assert!(
         b_first - a_last <= 2 * interval_ms + 500,
         "B took over {} ms after A's last round (interval {interval_ms} ms)",
