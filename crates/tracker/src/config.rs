@@ -361,6 +361,10 @@ pub struct Config {
     /// ([`crate::geoip::name_tag_country`]).
     #[serde(default = "default_true")]
     pub country_from_name: bool,
+    /// A read replica: serve the web from the database and never poll or write (another
+    /// tracker writes the rounds). CLI `--web-only`; docs/tracker.md, "Several trackers".
+    #[serde(default)]
+    pub web_only: bool,
 }
 
 fn default_webhook_tries() -> u32 {
@@ -423,6 +427,7 @@ impl Default for Config {
             web: WebConfig::default(),
             geoip: None,
             country_from_name: true,
+            web_only: false,
         }
     }
 }
@@ -448,7 +453,7 @@ impl Config {
 
     /// Checks every value: games known, something to poll, numbers in range.
     pub fn check(&self) -> Result<(), ConfigError> {
-        if self.sources.is_empty() {
+        if self.sources.is_empty() && !self.web_only {
             return Err(ConfigError::Invalid(
                 "nothing to poll: add a [[source]] with a game and masters or servers".into(),
             ));

@@ -28,9 +28,14 @@
 //!    `country.iso_code`.
 //!
 //! Codes are ISO 3166-1 alpha-2 in upper case; anything else a source says is dropped.
+//!
+//! The MMDB file can be replaced while the tracker runs: [`Countries::reload`] (on SIGHUP,
+//! `fragstat track`) reads the new file and swaps it in; a file that cannot be read leaves
+//! the old table in use.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::{Arc, RwLock};
 
 use fragstat::core::record::Record;
 use serde::Deserialize;
@@ -45,18 +50,30 @@ pub struct GeoIpError {
     pub reason: String,
 }
 
+/// Reads the MMDB file at `path` into memory.
+fn read_mmdb(path: &Path) -> Result<Mmdb, GeoIpError> {
+    maxminddb::Reader::open_readfile(path).map_err(|e| GeoIpError {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// Finds servers' countries; see the module docs for the rule.
 pub struct Countries {
-    reader: Option<maxminddb::Reader<Vec<u8>>>,
+    /// The MMDB table, swapped whole by [`Countries::reload`].
+    reader: RwLock<Option<Arc<Mmdb>>>,
     name_tags: bool,
 }
+
+/// An MMDB file read into memory.
+type Mmdb = maxminddb::Reader<Vec<u8>>;
 
 impl std::fmt::Debug for Countries {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Countries")
             .field(
                 "geoip",
-                &self.reader.as_ref().map(|r| &r.metadata.database_type),
+                &self.mmdb().map(|r| r.metadata.database_type.clone()),
             )
             .field("name_tags", &self.name_tags)
             .finish()
@@ -205,7 +222,7 @@ impl Countries {
     /// No GeoIP database: declared locations and name tags only.
     pub fn none() -> Countries {
         Countries {
-            reader: None,
+            reader: RwLock::new(None),
             name_tags: true,
         }
     }
@@ -219,15 +236,30 @@ impl Countries {
 
     /// Reads the MMDB file at `path` into memory.
     pub fn open(path: &Path) -> Result<Countries, GeoIpError> {
-        let err = |reason: String| GeoIpError {
-            path: path.display().to_string(),
-            reason,
-        };
-        let reader = maxminddb::Reader::open_readfile(path).map_err(|e| err(e.to_string()))?;
         Ok(Countries {
-            reader: Some(reader),
+            reader: RwLock::new(Some(Arc::new(read_mmdb(path)?))),
             name_tags: true,
         })
+    }
+
+    /// Reads the MMDB file at `path` again and swaps it in for the table in use (lookups
+    /// under way finish with the old one). When it cannot be read, the table in use stays.
+    pub fn reload(&self, path: &Path) -> Result<(), GeoIpError> {
+        let new = Arc::new(read_mmdb(path)?);
+        if let Ok(mut r) = self.reader.write() {
+            *r = Some(new);
+        }
+        Ok(())
+    }
+
+    /// The table in use.
+    fn mmdb(&self) -> Option<Arc<Mmdb>> {
+        self.reader.read().ok()?.clone()
+    }
+
+    /// The table's build time (Unix seconds, from its metadata), when one is loaded.
+    pub fn build_epoch(&self) -> Option<u64> {
+        self.mmdb().map(|r| r.metadata.build_epoch)
     }
 
     /// Opens `path` when given, else [`Countries::none`].
@@ -237,12 +269,12 @@ impl Countries {
 
     /// Whether a GeoIP database is loaded.
     pub fn has_geoip(&self) -> bool {
-        self.reader.is_some()
+        self.mmdb().is_some()
     }
 
     /// The country (ISO alpha-2, upper case) the database gives `ip`.
     pub fn lookup(&self, ip: IpAddr) -> Option<String> {
-        let reader = self.reader.as_ref()?;
+        let reader = self.mmdb()?;
         // IPv4-mapped IPv6 addresses are looked up as the IPv4 address they are.
         let ip = match ip {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),

@@ -25,6 +25,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Row};
 
+mod lease;
 mod lookup;
 mod maintain;
 mod migrate;
@@ -36,6 +37,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use lease::ADVISORY_LOCK_KEY;
 pub use migrate::UnknownMigration;
 pub use rows::{
     text_of, Counts, HistoryPoint, MapSpan, MasterRow, PlayerHit, PlayerProfile, PlayerRow,
@@ -81,6 +83,9 @@ pub enum StoreError {
     /// the database is busy.
     #[error("database busy: no answer within {} s", READ_TIMEOUT.as_secs())]
     Timeout,
+    /// Another tracker holds the writer's lease ([`Store::lead`]): this one does not write.
+    #[error("another tracker writes the rounds (this one is a standby)")]
+    NotWriter,
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -220,6 +225,8 @@ struct Writer {
     conn: Option<sqlx::AnyConnection>,
     shared: bool,
     state: Option<write::State>,
+    /// Whether this process may write ([`Store::lead`]).
+    lease: lease::Lease,
 }
 
 impl Writer {
@@ -227,6 +234,7 @@ impl Writer {
     fn reset(&mut self) {
         self.state = None;
         self.conn = None;
+        self.lease.connection_lost(self.backend);
     }
 
     async fn connection<'a>(
@@ -234,6 +242,7 @@ impl Writer {
         pool: &AnyPool,
         held: &'a mut Option<sqlx::pool::PoolConnection<sqlx::Any>>,
     ) -> Result<&'a mut sqlx::AnyConnection, StoreError> {
+        self.lease.may_write()?;
         if self.shared {
             return Ok(&mut **held.insert(pool.acquire().await?));
         }
@@ -518,6 +527,7 @@ impl Store {
                 conn: None,
                 shared: memory,
                 state: None,
+                lease: lease::Lease::default(),
             })),
             live: Arc::default(),
             history: History::default(),

@@ -1,7 +1,7 @@
 //! The web side: a server browser (`/`), a server page with its player-count chart (`/server/{addr}`),
 //! a player search (`/players?q=`), the JSON API (`/api/servers`, `/api/servers/{addr}`,
 //! `/api/servers/{addr}/history`, `/api/players`, described by `/api/openapi.json`) and
-//! Prometheus `/metrics`.
+//! Prometheus `/metrics`, and `/healthz`.
 //!
 //! Pages are rendered on the server with maud, which escapes every string it is given; names
 //! are shown with their colours as `<span style="color:#rrggbb">` runs whose colours come
@@ -27,6 +27,7 @@ mod api;
 mod chart;
 mod colour;
 mod events;
+mod health;
 mod http;
 mod join;
 mod pages;
@@ -34,6 +35,7 @@ mod pages;
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
 pub use chart::chart;
 pub use colour::{contrast_ratio, readable, BACKGROUND};
+pub use health::{assess, Health, STALE_INTERVALS};
 pub use http::{etag_of, max_age};
 pub use join::join_url;
 pub use pages::{ago, race_time};
@@ -59,6 +61,8 @@ pub struct AppState {
     pub site: Site,
     /// Servers' countries by GeoIP, for rows stored without one.
     pub countries: Arc<Countries>,
+    /// This tracker's role (the writer, a standby, web-only), for `/healthz`.
+    pub role: Arc<crate::engine::Role>,
 }
 
 /// What the site is: title, base path, CORS origins, and the history it can search.
@@ -137,7 +141,8 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/api/masters"), get(api_masters))
         .route(&format!("{b}/api/events"), get(events::api_events))
         .route(&format!("{b}/api/openapi.json"), get(openapi))
-        .route(&format!("{b}/metrics"), get(metrics));
+        .route(&format!("{b}/metrics"), get(metrics))
+        .route(&format!("{b}/healthz"), get(health::healthz));
     if !b.is_empty() {
         // `/servers` itself: to the browser page, `/servers/`.
         let to = format!("{b}/");
