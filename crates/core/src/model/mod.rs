@@ -32,8 +32,10 @@ use serde::{Serialize, Serializer};
 
 use crate::text;
 
+mod caps;
 mod dialect;
 
+pub use caps::{keep_first, WarningCap, MAX_PLAYERS, MAX_WARNINGS};
 pub use dialect::{Dialect, UnknownDialect};
 
 /// A string from the wire: raw bytes, lossless, plus the dialect that says how to show them.
