@@ -183,3 +183,22 @@ async fn a_slow_receiver_and_churning_rounds_hold_the_queue_to_its_bytes() {
     assert_eq!(servers, ["127.0.0.3:27960"; 3], "{last}");
     assert_eq!(last["omitted"], 0);
 }
+
+/// A webhook URL the configuration refuses is not repeated in the error (it may hold the
+/// token); the error still says what is wrong.
+#[test]
+fn a_refused_webhook_url_is_not_repeated() {
+    for url in [
+        "htps://discord.com/api/webhooks/123456/SECRET-TOKEN-abc",
+        "ftp://127.0.0.1/api/webhooks/123456/SECRET-TOKEN-abc",
+        "SECRET-TOKEN-abc",
+    ] {
+        let text = format!("database = \"x.db\"\nwebhook = {url:?}\n[[source]]\ngame = \"q3\"\nservers = [\"127.0.0.1:9\"]\n");
+        let e = Config::parse(&text)
+            .and_then(|c| c.check().map(|()| c))
+            .expect_err(url)
+            .to_string();
+        assert!(e.contains("webhook is not an http"), "{e}");
+        assert!(!e.contains("SECRET"), "{e}");
+    }
+}
