@@ -79,7 +79,7 @@ impl WarningCap {
 }
 
 impl ServerInfo {
-    /// Bounds the record (see the [module](self)): at most [`MAX_PLAYERS`] players (one warning
+    /// Bounds the record (a listed server is anyone's): at most [`MAX_PLAYERS`] players (one warning
     /// says how many more there were) and [`MAX_WARNINGS`] warnings (the last one says how
     /// many more). The counts (`num_players`, `num_bots`, `num_spectators`) are left as the
     /// server gave them. True when anything was dropped.

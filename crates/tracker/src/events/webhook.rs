@@ -17,7 +17,8 @@ use crate::metrics::Metrics;
 /// What [`start`] gives: the queue rounds push to, and the sender task.
 pub(super) type Started = (Option<Arc<Queue>>, Option<tokio::task::JoinHandle<()>>);
 
-/// Bytes the webhook's queue holds at most (counted as [`event_bytes`]): past it, or past
+/// Bytes the webhook's queue holds at most (an event counted as twice its JSON: the JSON and
+/// the event itself): past it, or past
 /// `webhook_queue` batches, the oldest batches go (counted in `webhook_queue_dropped`).
 pub const WEBHOOK_QUEUE_BYTES: usize = 16 << 20;
 
