@@ -18,8 +18,8 @@ use crate::metrics::Metrics;
 pub(super) type Started = (Option<Arc<Queue>>, Option<tokio::task::JoinHandle<()>>);
 
 /// Bytes the webhook's queue holds at most (an event counted as twice its JSON: the JSON and
-/// the event itself): past it, or past
-/// `webhook_queue` batches, the oldest batches go (counted in `webhook_queue_dropped`).
+/// the event itself): past it, or past `webhook_queue` batches, the oldest batches go
+/// (counted in `webhook_queue_dropped`).
 pub const WEBHOOK_QUEUE_BYTES: usize = 16 << 20;
 
 /// What an event queued for the webhook is counted as: its JSON, and the event itself
