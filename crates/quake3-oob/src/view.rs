@@ -98,6 +98,29 @@ fn apply_slots(game: Quake3Game, rules: &Rules, players: &mut [ModelPlayer]) {
     }
 }
 
+/// The status's oddities into `out` (its warnings and `truncated`): lines and players past
+/// the decoder's caps only counted (`MAX_WARNINGS` in all, `MAX_PLAYERS`). Its rules and
+/// players.
+fn status_warnings(out: &mut ServerInfo, s: StatusResponse) -> (Rules, Option<Vec<StatusPlayer>>) {
+    if s.players_omitted > 0 {
+        out.warnings.push(format!(
+            "{} more players not kept (at most {MAX_PLAYERS})",
+            s.players_omitted
+        ));
+    }
+    let mut skipped = WarningCap::with_room(MAX_WARNINGS - out.warnings.len());
+    for l in &s.skipped {
+        skipped.push(|| {
+            let line = fragstat_core::text::latin1(&l.line);
+            format!("skipped line at offset {}: {line:?}", l.offset)
+        });
+    }
+    skipped.omitted(s.skipped_omitted);
+    skipped.finish(&mut out.warnings, "lines skipped");
+    out.truncated = s.truncated;
+    (Rules::from(s.info), Some(s.players))
+}
+
 /// The record of a server from whatever replies are at hand.
 pub fn server_info(
     game: Quake3Game,
@@ -106,29 +129,9 @@ pub fn server_info(
 ) -> ServerInfo {
     let info = info.map(|i| i.info);
     let mut out = ServerInfo::default();
-    // Lines and players past the decoder's caps are only counted (MAX_WARNINGS, MAX_PLAYERS).
-    let mut omitted_players = 0;
+    let omitted_players = status.as_ref().map_or(0, |s| s.players_omitted);
     let (mut rules, players) = match status {
-        Some(s) => {
-            if s.players_omitted > 0 {
-                out.warnings.push(format!(
-                    "{} more players not kept (at most {MAX_PLAYERS})",
-                    s.players_omitted
-                ));
-            }
-            let mut skipped = WarningCap::with_room(MAX_WARNINGS - out.warnings.len());
-            for l in &s.skipped {
-                skipped.push(|| {
-                    let line = fragstat_core::text::latin1(&l.line);
-                    format!("skipped line at offset {}: {line:?}", l.offset)
-                });
-            }
-            skipped.omitted(s.skipped_omitted);
-            skipped.finish(&mut out.warnings, "lines skipped");
-            omitted_players = s.players_omitted;
-            out.truncated = s.truncated;
-            (Rules::from(s.info), Some(s.players))
-        }
+        Some(s) => status_warnings(&mut out, s),
         None => (Rules::new(), None),
     };
     rules.remove(b"challenge");
