@@ -122,6 +122,14 @@ impl Client {
     /// merged, filtered and capped by the client), adds the named servers, and scans every
     /// server once with `ask` (each address once, the first source naming it giving its
     /// game). A server a DDNet list places (`location`) has that location in its record.
+    ///
+    /// Each record is bounded as it arrives ([`ServerInfo::cap`]: at most
+    /// [`MAX_PLAYERS`] players and [`MAX_WARNINGS`] warnings, the rest counted), so a poll
+    /// holds no more than that per server whatever the servers send.
+    ///
+    /// [`ServerInfo::cap`]: fragstat_core::model::ServerInfo::cap
+    /// [`MAX_PLAYERS`]: fragstat_core::model::MAX_PLAYERS
+    /// [`MAX_WARNINGS`]: fragstat_core::model::MAX_WARNINGS
     pub async fn poll(&self, sources: &[Source], ask: Ask) -> Polled {
         let at = unix_ms();
         let with_masters: Vec<&Source> = sources.iter().filter(|s| !s.masters.is_empty()).collect();
@@ -200,6 +208,10 @@ impl Client {
             let mut record = crate::client::record(&item.game, item.addr, item.result);
             if let Some(loc) = locations.get(&item.addr) {
                 with_location(&mut record, loc);
+            }
+            // Bounded as it arrives, not after the scan (ServerInfo::cap).
+            if let Some(info) = record.info.as_mut() {
+                info.cap();
             }
             if let Some(slot) = records.get_mut(item.index) {
                 *slot = Some(record);

@@ -501,10 +501,13 @@ impl Config {
         if let Some(w) = &self.webhook {
             match url::Url::parse(w) {
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                // The text is not repeated: a webhook's URL holds its token (Discord, Slack).
                 _ => {
-                    return Err(ConfigError::Invalid(format!(
-                        "webhook {w:?} is not an http:// or https:// URL"
-                    )))
+                    return Err(ConfigError::Invalid(
+                        "webhook is not an http:// or https:// URL with a host (its text is not \
+                         shown: it may hold a token)"
+                            .into(),
+                    ))
                 }
             }
         }

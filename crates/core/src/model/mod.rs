@@ -32,9 +32,11 @@ use serde::{Serialize, Serializer};
 
 use crate::text;
 
+mod caps;
 mod dialect;
 mod score;
 
+pub use caps::{keep_first, WarningCap, MAX_PLAYERS, MAX_WARNINGS};
 pub use dialect::{Dialect, UnknownDialect};
 pub use score::{ScoreKind, UnknownScoreKind};
 

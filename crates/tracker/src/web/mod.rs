@@ -36,7 +36,7 @@ pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, Rounds
 pub use chart::chart;
 pub use colour::{contrast_ratio, readable, BACKGROUND};
 pub use health::{assess, Health, STALE_INTERVALS};
-pub use http::{etag_of, max_age};
+pub use http::{content_security_policy, etag_of, max_age, SECURITY_HEADERS};
 pub use join::join_url;
 pub use pages::{ago, race_time};
 
@@ -202,8 +202,13 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> 
     tokio::net::TcpListener::bind(addr).await
 }
 
-/// A handler's failure: a database error becomes a 500 with the message as plain text.
+/// A handler's failure, answered as plain text: a 4xx with its message (what was wrong with
+/// the request); a 500 with [`INTERNAL_ERROR`] only, its detail (a database's error text)
+/// logged, never sent.
 struct WebError(StatusCode, String);
+
+/// The body of every 500: the detail is in the tracker's log.
+pub const INTERNAL_ERROR: &str = "internal error (the tracker's log has the details)";
 
 impl From<StoreError> for WebError {
     fn from(e: StoreError) -> Self {
@@ -213,17 +218,22 @@ impl From<StoreError> for WebError {
             tracing::warn!("web: {e}");
             return WebError(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
-        tracing::error!("web: {e}");
         WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     }
 }
 
 impl IntoResponse for WebError {
     fn into_response(self) -> Response {
+        let body = if self.0.is_server_error() && self.0 != StatusCode::SERVICE_UNAVAILABLE {
+            tracing::error!("web: {}", self.1);
+            INTERNAL_ERROR.to_string()
+        } else {
+            self.1
+        };
         (
             self.0,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            self.1,
+            body,
         )
             .into_response()
     }

@@ -133,7 +133,7 @@ fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup) -> Markup 
 
 /// The pages' script (`assets/app.js`), after a line break: the browser's refresh, copy
 /// buttons, relative times.
-const BROWSER_JS: &str = concat!("\n", include_str!("../../assets/app.js"));
+pub(super) const BROWSER_JS: &str = concat!("\n", include_str!("../../assets/app.js"));
 
 /// "3 (+2 bots)/16": humans, bots where there are any, slots.
 fn players_text(s: &ServerRow) -> String {
