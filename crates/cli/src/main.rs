@@ -239,6 +239,8 @@ fn main() -> ExitCode {
     // A master server logs its registrations, removals and expiries by default.
     let default_filter = match &cli.command {
         Command::MasterServer(_) => "warn,fragstat_master_server=info,fragstat_http_guard=info",
+        // The tracker says at info whether it writes the rounds, and MMDB reloads.
+        Command::Track(_) => "warn,fragstat_tracker=info",
         _ => "warn",
     };
     tracing_subscriber::fmt()

@@ -60,6 +60,10 @@ pub struct TrackArgs {
     /// The webhook's form: json, or discord (`{"content", "embeds"}`).
     #[arg(long, value_name = "FORMAT", requires = "webhook", value_parser = ["json", "discord"])]
     webhook_format: Option<String>,
+    /// A read replica: serve the web from the database, never poll or write (another
+    /// tracker on the same database writes the rounds; config `web_only = true`).
+    #[arg(long)]
+    web_only: bool,
 }
 
 impl TrackArgs {
@@ -118,6 +122,9 @@ impl TrackArgs {
         }
         if let Some(v) = self.retries {
             c.retries = v;
+        }
+        if self.web_only {
+            c.web_only = true;
         }
         if let Some(v) = self.rounds {
             c.rounds = v;
@@ -200,14 +207,44 @@ pub async fn run_tracker(config: Config) -> anyhow::Result<ExitCode> {
         let _ = out.flush();
     }
     let rounds = std::cell::Cell::new(0u64);
+    let stop = until_stopped_reloading_on_hangup(&tracker)?;
     tracker
-        .run(listener, crate::serve::wait_for_signal(), |r| {
+        .run(listener, stop, |r| {
             rounds.set(rounds.get() + 1);
             print_round(rounds.get(), r);
         })
         .await?;
     tracker.store().close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on Ctrl-C or SIGTERM; meanwhile each SIGHUP reloads the MMDB file
+/// ([`Tracker::reload_geoip`]; SIGHUP would otherwise end the process).
+fn until_stopped_reloading_on_hangup(
+    tracker: &Tracker,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + '_> {
+    #[cfg(unix)]
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("installing the SIGHUP handler")?;
+    Ok(async move {
+        let stop = crate::serve::wait_for_signal();
+        tokio::pin!(stop);
+        loop {
+            #[cfg(unix)]
+            tokio::select! {
+                () = &mut stop => return,
+                _ = hangup.recv() => {
+                    // Logged either way; the tracker goes on.
+                    let _ = tracker.reload_geoip();
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = tracker;
+                return stop.await;
+            }
+        }
+    })
 }
 
 /// `fragstat track`.

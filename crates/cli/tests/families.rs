@@ -552,9 +552,9 @@ fn ddnet_http_master_end_to_end() {
             info["players"][0]["extra"],
             json!({"country": 276, "afk": false})
         );
-        assert_eq!(info["extra"]["location"], "eu:de");
+        assert_eq!(info["location"], "eu:de");
         assert_eq!(info["extra"]["max_players"], 12);
-        assert_eq!(info["extra"]["score_kind"], "time");
+        assert_eq!(info["score_kind"], "time");
     }
 
     // A table, with no probe needed.

@@ -147,6 +147,11 @@ struct InfoJson {
     num_spectators: Option<u32>,
     #[serde(default)]
     password: Option<bool>,
+    /// Unknown kinds read as none.
+    #[serde(default)]
+    score_kind: Option<String>,
+    #[serde(default)]
+    location: Option<String>,
     #[serde(default)]
     players: Option<Vec<PlayerJson>>,
     #[serde(default, deserialize_with = "pairs")]
@@ -182,6 +187,14 @@ impl InfoJson {
             ),
             None => None,
         };
+        // Records written before `score_kind` and `location` were the model's carry them in
+        // the family's `extra` (Teeworlds/DDNet): read there when the record has none.
+        let earlier = |k: &str| {
+            let v = self.extra.as_ref()?.get(k)?.as_str()?;
+            Some(v.to_string())
+        };
+        let score_kind = self.score_kind.or_else(|| earlier("score_kind"));
+        let location = self.location.or_else(|| earlier("location"));
         let info = ServerInfo {
             name: Text::new(
                 raw_bytes::<E>(&name_raw, self.name.as_deref(), dialect, "name_raw")?,
@@ -195,6 +208,8 @@ impl InfoJson {
             num_bots: self.num_bots,
             num_spectators: self.num_spectators,
             password: self.password,
+            score_kind: score_kind.and_then(|k| k.parse().ok()),
+            location,
             players,
             rules: self
                 .rules
@@ -313,6 +328,8 @@ mod tests {
             max_players: 16,
             num_bots: Some(1),
             password: Some(false),
+            score_kind: Some(crate::model::ScoreKind::Time),
+            location: Some("eu:de".into()),
             ..ServerInfo::default()
         };
         let mut p = Player::new(Text::new(b"\x01^3Bot\xfe".to_vec(), dialect));
@@ -389,6 +406,31 @@ mod tests {
         let json = serde_json::to_string(&e).unwrap();
         let back: MasterEntry = serde_json::from_str(&json).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), json);
+    }
+
+    /// A record stored before `score_kind` and `location` were the model's (a DDNet server's,
+    /// with both in its `extra`) reads them from there; a record's own fields win; an
+    /// unknown kind reads as none.
+    #[test]
+    fn earlier_records_keep_their_score_kind_and_location() {
+        use crate::model::ScoreKind;
+        let head = r#"{"name_raw": "x", "map": "", "num_players": 0, "max_players": 0"#;
+        let read = |rest: &str| -> ServerInfo {
+            serde_json::from_str(&format!("{head}{rest}}}")).unwrap()
+        };
+        let old =
+            read(r#", "extra": {"protocol": "http", "score_kind": "time", "location": "eu:de"}"#);
+        assert_eq!(old.score_kind, Some(ScoreKind::Time));
+        assert_eq!(old.location.as_deref(), Some("eu:de"));
+        let new = read(
+            r#", "score_kind": "points", "location": "na:us", "extra": {"score_kind": "time", "location": "eu:de"}"#,
+        );
+        assert_eq!(new.score_kind, Some(ScoreKind::Points));
+        assert_eq!(new.location.as_deref(), Some("na:us"));
+        let none = read(r#", "score_kind": "laps", "extra": {"location": 5}"#);
+        assert_eq!((none.score_kind, none.location), (None, None));
+        let bare = read("");
+        assert_eq!((bare.score_kind, bare.location), (None, None));
     }
 
     #[test]

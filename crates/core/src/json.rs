@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use crate::model::{Dialect, ExtraRef, Player, Rules, ServerInfo, Text};
+use crate::model::{Dialect, ExtraRef, Player, Rules, ScoreKind, ServerInfo, Text};
 use crate::record::{Record, Status};
 use crate::text;
 
@@ -285,6 +285,10 @@ fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
     write_opt_u32(out, s.num_spectators);
     out.extend_from_slice(b",\"password\":");
     write_opt_bool(out, s.password);
+    out.extend_from_slice(b",\"score_kind\":");
+    write_opt_str(out, s.score_kind.map(ScoreKind::id));
+    out.extend_from_slice(b",\"location\":");
+    write_opt_str(out, s.location.as_deref());
     out.extend_from_slice(b",\"players\":");
     match &s.players {
         Some(players) => {
@@ -323,7 +327,8 @@ fn write_info(out: &mut Vec<u8>, s: &ServerInfo) {
 /// What a record without a [`ServerInfo`] has after `rtt_ms`: every key `null`.
 const NO_INFO: &[u8] = b",\"name\":null,\"name_raw\":null,\"map\":null,\"gametype\":null,\
 \"version\":null,\"num_players\":null,\"max_players\":null,\"num_bots\":null,\
-\"num_spectators\":null,\"password\":null,\"players\":null,\"rules\":null,\"extra\":null,\
+\"num_spectators\":null,\"password\":null,\"score_kind\":null,\"location\":null,\
+\"players\":null,\"rules\":null,\"extra\":null,\
 \"warnings\":null,\"truncated\":null,\"unverified\":null,\"dialect\":null";
 
 pub(crate) fn write_record(out: &mut Vec<u8>, r: &Record) {
@@ -427,6 +432,8 @@ mod tests {
             num_bots: Some(7),
             num_spectators: Some(0),
             password: Some(true),
+            score_kind: Some(ScoreKind::Time),
+            location: Some("eu:\"de\\\u{1}é".into()),
             truncated: true,
             unverified: true,
             ..ServerInfo::default()

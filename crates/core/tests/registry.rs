@@ -26,7 +26,10 @@ impl FamilyGame for Toy {
             Toy::Large => GameMeta::new(Self::FAMILY, "large", "Large", 2000)
                 .master_port(2001)
                 .echoes_challenge(false)
-                .short_query(true),
+                .short_query(true)
+                .join_scheme("large://join/")
+                .race_gametypes(&["race"])
+                .declares_score_kind(true),
         }
     }
 
@@ -94,8 +97,17 @@ fn family_of_lists_and_finds_the_games_by_id_and_alias() {
         (g.default_port(), g.master_port(), g.echoes_challenge()),
         (1000, None, true)
     );
+    assert_eq!(g.join_url("127.0.0.1:1"), None, "no scheme, no link");
+    assert!(!g.meta().scores_are_times(Some("race"), None));
     let g = (FAMILY.find)("large").unwrap();
     assert_eq!((g.master_port(), g.echoes_challenge()), (Some(2001), false));
+    // What a front end needs beyond queries comes with the game, not from the front end.
+    assert_eq!(
+        g.join_url("[::1]:2000").as_deref(),
+        Some("large://join/[::1]:2000")
+    );
+    assert!(g.meta().scores_are_times(Some("Race 2"), None));
+    assert!(g.meta().declares_score_kind);
     assert!((FAMILY.find)("medium").is_none());
 }
 

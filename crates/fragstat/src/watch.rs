@@ -105,27 +105,16 @@ pub fn unix_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Gives a probed record the location its master listed (DDNet's servers.json
-/// `location`, which the server's own reply does not carry), unless it has one.
+/// Gives a probed record the location its master listed ([`ServerInfo::location`]: DDNet's
+/// servers.json `location`, which the server's own reply does not carry), unless it has one.
+///
+/// [`ServerInfo::location`]: fragstat_core::model::ServerInfo::location
 fn with_location(record: &mut Record, location: &str) {
-    #[cfg(feature = "teeworlds")]
-    {
-        use crate::teeworlds::ServerExtra;
-        let Some(info) = record.info.as_mut() else {
-            return;
-        };
-        let Some(extra) = info.extra_as::<ServerExtra>() else {
-            return;
-        };
-        if extra.location.is_some() {
-            return;
+    if let Some(info) = record.info.as_mut() {
+        if info.location.is_none() {
+            info.location = Some(location.to_string());
         }
-        let mut extra = extra.clone();
-        extra.location = Some(location.to_string());
-        info.set_extra(extra);
     }
-    #[cfg(not(feature = "teeworlds"))]
-    let _ = (record, location);
 }
 
 impl Client {
@@ -133,6 +122,14 @@ impl Client {
     /// merged, filtered and capped by the client), adds the named servers, and scans every
     /// server once with `ask` (each address once, the first source naming it giving its
     /// game). A server a DDNet list places (`location`) has that location in its record.
+    ///
+    /// Each record is bounded as it arrives ([`ServerInfo::cap`]: at most
+    /// [`MAX_PLAYERS`] players and [`MAX_WARNINGS`] warnings, the rest counted), so a poll
+    /// holds no more than that per server whatever the servers send.
+    ///
+    /// [`ServerInfo::cap`]: fragstat_core::model::ServerInfo::cap
+    /// [`MAX_PLAYERS`]: fragstat_core::model::MAX_PLAYERS
+    /// [`MAX_WARNINGS`]: fragstat_core::model::MAX_WARNINGS
     pub async fn poll(&self, sources: &[Source], ask: Ask) -> Polled {
         let at = unix_ms();
         let with_masters: Vec<&Source> = sources.iter().filter(|s| !s.masters.is_empty()).collect();
@@ -147,19 +144,13 @@ impl Client {
         let mut seen = HashSet::new();
         let mut failed: Vec<Record> = Vec::new();
         // Where a list says a server is (DDNet's servers.json `location`), for its record.
-        #[cfg_attr(not(feature = "teeworlds"), allow(unused_mut))]
         let mut locations: HashMap<SocketAddr, String> = HashMap::new();
         for (source, list) in with_masters.iter().zip(lists) {
             let game = source.game.id().to_string();
             match list {
                 Ok(list) => {
-                    #[cfg(feature = "teeworlds")]
                     for l in list.entries() {
-                        let location = l.entry.info.as_ref().and_then(|i| {
-                            i.extra_as::<crate::teeworlds::ServerExtra>()?
-                                .location
-                                .clone()
-                        });
+                        let location = l.entry.info.as_ref().and_then(|i| i.location.clone());
                         if let Some(loc) = location {
                             locations.insert(l.entry.addr, loc);
                         }
@@ -217,6 +208,10 @@ impl Client {
             let mut record = crate::client::record(&item.game, item.addr, item.result);
             if let Some(loc) = locations.get(&item.addr) {
                 with_location(&mut record, loc);
+            }
+            // Bounded as it arrives, not after the scan (ServerInfo::cap).
+            if let Some(info) = record.info.as_mut() {
+                info.cap();
             }
             if let Some(slot) = records.get_mut(item.index) {
                 *slot = Some(record);
@@ -401,5 +396,29 @@ impl Drop for Watch {
         if let WatchState::Running { task, .. } = &self.state {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use fragstat_core::model::ServerInfo;
+
+    use super::*;
+
+    /// Any game's probed record takes its list's location, unless it says one itself; a
+    /// record without an answer has nowhere to put it.
+    #[test]
+    fn a_probed_record_takes_its_lists_location() {
+        let mut info = ServerInfo::default();
+        let mut r = Record::online(Some("127.0.0.1:1".into()), "any", info.clone(), None);
+        with_location(&mut r, "eu:de");
+        assert_eq!(r.info.unwrap().location.as_deref(), Some("eu:de"));
+        info.location = Some("na:us".into());
+        let mut r = Record::online(Some("127.0.0.1:1".into()), "any", info, None);
+        with_location(&mut r, "eu:de");
+        assert_eq!(r.info.unwrap().location.as_deref(), Some("na:us"));
+        let mut r = Record::failed(None, "any", Status::Timeout, "x".into());
+        with_location(&mut r, "eu:de");
+        assert!(r.info.is_none());
     }
 }

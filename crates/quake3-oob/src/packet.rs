@@ -8,6 +8,7 @@ use crate::info::InfoString;
 use crate::master::{GetServers, ServerList};
 use crate::DecodeError;
 use crate::{Encode, EncodeError};
+use fragstat_core::model::{MAX_PLAYERS, MAX_WARNINGS};
 use fragstat_core::wire::{decimal_i32 as parse_i32, excerpt, Reader};
 
 /// The out-of-band marker every datagram starts with.
@@ -70,8 +71,12 @@ pub struct StatusResponse {
     pub info: InfoString,
     /// Players in the order the server listed them.
     pub players: Vec<StatusPlayer>,
+    /// Player lines after the first `MAX_PLAYERS` (fragstat_core::model), counted only.
+    pub players_omitted: usize,
     /// Lines after the infostring that are not player lines (kept, not silently dropped).
     pub skipped: Vec<SkippedLine>,
+    /// Such lines after the first `MAX_WARNINGS`, counted only (a hostile reply has 32,000).
+    pub skipped_omitted: usize,
     /// True when the last line had no terminating newline and could not be read as a player:
     /// the reply was probably cut short.
     pub truncated: bool,
@@ -328,15 +333,17 @@ fn decode_status(r: &mut Reader<'_>) -> Result<StatusResponse, DecodeError> {
         }
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         match parse_player(line) {
-            Some(p) => status.players.push(p),
+            Some(p) if status.players.len() < MAX_PLAYERS => status.players.push(p),
+            Some(_) => status.players_omitted += 1,
             None => {
-                if last {
-                    status.truncated = true;
+                status.truncated |= last;
+                if status.skipped.len() < MAX_WARNINGS {
+                    let line = line.to_vec();
+                    let offset = line_offset;
+                    status.skipped.push(SkippedLine { offset, line });
+                } else {
+                    status.skipped_omitted += 1;
                 }
-                status.skipped.push(SkippedLine {
-                    offset: line_offset,
-                    line: line.to_vec(),
-                });
             }
         }
         if last {

@@ -75,7 +75,8 @@ impl FamilyGame for Quake3Game {
         let spec = self.spec();
         let meta = GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
-            .echoes_challenge(self.echoes_challenge());
+            .echoes_challenge(self.echoes_challenge())
+            .join_scheme(self.join_scheme());
         match spec.master_port {
             Some(port) => meta.master_port(port),
             None => meta,
@@ -218,6 +219,18 @@ impl FamilyGame for Quake3Game {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only Quake III Arena's client (ioquake3) registers a URL scheme; no game here scores
+    /// race times by its game type.
+    #[test]
+    fn join_scheme_of_quake3_only() {
+        for g in Quake3Game::ALL {
+            let m = g.meta();
+            let want = (g == Quake3Game::Quake3).then_some("quake3://connect/127.0.0.1:27960");
+            assert_eq!(m.join_url("127.0.0.1:27960").as_deref(), want, "{g}");
+            assert!(m.race_gametypes.is_empty() && !m.declares_score_kind, "{g}");
+        }
+    }
 
     fn request(game: Quake3Game, options: &MasterOptions) -> Vec<u8> {
         let MasterQuery::Udp(mut ex) = game.master_query(options).unwrap() else {

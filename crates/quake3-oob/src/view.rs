@@ -7,7 +7,9 @@
 //! the key and the info value is kept as `info:KEY`, so nothing the server said is lost. Our
 //! own `challenge` nonce is not a server variable and is left out.
 
-use fragstat_core::model::{Player as ModelPlayer, Rules, ServerInfo, Text};
+use fragstat_core::model::{
+    Player as ModelPlayer, Rules, ServerInfo, Text, WarningCap, MAX_PLAYERS, MAX_WARNINGS,
+};
 
 use crate::game::{keys, Quake3Game, SlotTeams};
 use crate::packet::{InfoResponse, StatusPlayer, StatusResponse};
@@ -96,6 +98,29 @@ fn apply_slots(game: Quake3Game, rules: &Rules, players: &mut [ModelPlayer]) {
     }
 }
 
+/// The status's oddities into `out` (its warnings and `truncated`): lines and players past
+/// the decoder's caps only counted (`MAX_WARNINGS` in all, `MAX_PLAYERS`). Its rules and
+/// players.
+fn status_warnings(out: &mut ServerInfo, s: StatusResponse) -> (Rules, Option<Vec<StatusPlayer>>) {
+    if s.players_omitted > 0 {
+        out.warnings.push(format!(
+            "{} more players not kept (at most {MAX_PLAYERS})",
+            s.players_omitted
+        ));
+    }
+    let mut skipped = WarningCap::with_room(MAX_WARNINGS - out.warnings.len());
+    for l in &s.skipped {
+        skipped.push(|| {
+            let line = fragstat_core::text::latin1(&l.line);
+            format!("skipped line at offset {}: {line:?}", l.offset)
+        });
+    }
+    skipped.omitted(s.skipped_omitted);
+    skipped.finish(&mut out.warnings, "lines skipped");
+    out.truncated = s.truncated;
+    (Rules::from(s.info), Some(s.players))
+}
+
 /// The record of a server from whatever replies are at hand.
 pub fn server_info(
     game: Quake3Game,
@@ -104,18 +129,9 @@ pub fn server_info(
 ) -> ServerInfo {
     let info = info.map(|i| i.info);
     let mut out = ServerInfo::default();
+    let omitted_players = status.as_ref().map_or(0, |s| s.players_omitted);
     let (mut rules, players) = match status {
-        Some(s) => {
-            for l in &s.skipped {
-                out.warnings.push(format!(
-                    "skipped line at offset {}: {:?}",
-                    l.offset,
-                    fragstat_core::text::latin1(&l.line)
-                ));
-            }
-            out.truncated = s.truncated;
-            (Rules::from(s.info), Some(s.players))
-        }
+        Some(s) => status_warnings(&mut out, s),
         None => (Rules::new(), None),
     };
     rules.remove(b"challenge");
@@ -157,7 +173,7 @@ pub fn server_info(
         _ => None,
     };
     out.num_players = match &players {
-        Some(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
+        Some(p) => u32::try_from(p.len().saturating_add(omitted_players)).unwrap_or(u32::MAX),
         None => clients.unwrap_or(0),
     };
     // The infoResponse's keys the status lacks are in the rules by now.
@@ -201,14 +217,16 @@ pub fn server_info(
         apply_slots(game, &rules, &mut players);
         players
     });
-    if let Some(ps) = out.players.as_ref().filter(|ps| !ps.is_empty()) {
+    // Counts from the players kept only when every one was.
+    let all_kept = omitted_players == 0;
+    if let Some(ps) = out.players.as_ref().filter(|ps| !ps.is_empty() && all_kept) {
         if ps.iter().all(|p| p.is_spectator.is_some()) {
             out.num_spectators =
                 u32::try_from(ps.iter().filter(|p| p.is_spectator == Some(true)).count()).ok();
         }
     }
     // Without getinfo, the bots the slots name (Dæmon's `B`).
-    if out.num_bots.is_none() {
+    if out.num_bots.is_none() && all_kept {
         if let Some(ps) = &out.players {
             if ps.iter().all(|p| p.is_bot.is_some()) && !ps.is_empty() {
                 out.num_bots =
@@ -366,6 +384,34 @@ mod tests {
         assert_eq!(moh.gametype.as_deref(), Some("round_based"));
         assert_eq!(moh.players.unwrap()[0].score, None);
         assert!(moh.warnings.is_empty());
+    }
+
+    /// A hostile 64 KiB status: 32,000 `"` lines and short player lines. The decoder keeps
+    /// at most `MAX_WARNINGS` lines and `MAX_PLAYERS` players and counts the rest; the record
+    /// says so and still counts every player.
+    #[test]
+    fn a_flooded_status_is_kept_within_the_caps_and_counted() {
+        let mut bytes = b"\xff\xff\xff\xffstatusResponse\n\\sv_hostname\\x\n".to_vec();
+        for _ in 0..5000 {
+            bytes.extend_from_slice(b"0 0 \"\"\n");
+        }
+        for _ in 0..32_000 {
+            bytes.extend_from_slice(b"\"\n");
+        }
+        let st = status(&bytes);
+        assert_eq!((st.players.len(), st.players_omitted), (MAX_PLAYERS, 3976));
+        assert_eq!(
+            (st.skipped.len(), st.skipped_omitted),
+            (MAX_WARNINGS, 31_968)
+        );
+        let s = server_info(Quake3Game::Quake3, None, Some(st));
+        assert_eq!(s.num_players, 5000, "every player counted");
+        assert_eq!(s.players.as_ref().map(Vec::len), Some(MAX_PLAYERS));
+        assert_eq!(s.warnings.len(), MAX_WARNINGS, "{:?}", s.warnings);
+        assert_eq!(s.warnings[0], "3976 more players not kept (at most 1024)");
+        assert_eq!(s.warnings[MAX_WARNINGS - 1], "and 31970 more lines skipped");
+        let mut again = s.clone();
+        assert!(!again.cap(), "nothing more to cap");
     }
 
     #[test]

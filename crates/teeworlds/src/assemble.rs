@@ -8,7 +8,13 @@
 
 use std::collections::BTreeMap;
 
+use fragstat_core::model::MAX_PLAYERS;
+
 use crate::six::{Client, Info, More};
+
+/// Most datagrams of one reply kept (a DDNet server sends at most a few dozen); later ones
+/// are dropped and counted with the duplicates.
+pub const MAX_DATAGRAMS: u32 = 256;
 
 /// An extended or legacy reply being assembled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,9 +45,16 @@ impl Assembly {
         true
     }
 
-    /// Adds an `iex+`; false for a packet number already received.
+    /// No more room: [`MAX_DATAGRAMS`] datagrams or [`MAX_PLAYERS`] clients kept (a hostile
+    /// server sends parts without end).
+    fn full(&self) -> bool {
+        self.datagrams >= MAX_DATAGRAMS || self.clients() >= MAX_PLAYERS
+    }
+
+    /// Adds an `iex+`; false for a packet number already received, or when the reply is
+    /// [full](Self::complete).
     pub fn add_more(&mut self, more: More) -> bool {
-        if self.parts.contains_key(&more.packet_no) {
+        if self.parts.contains_key(&more.packet_no) || self.full() {
             self.duplicates += 1;
             return false;
         }
@@ -60,7 +73,7 @@ impl Assembly {
                 .main
                 .as_ref()
                 .is_some_and(|m| m.offset.unwrap_or(0) == offset);
-        if have_offset {
+        if have_offset || (self.main.is_some() && self.full()) {
             self.duplicates += 1;
             return false;
         }
@@ -102,11 +115,12 @@ impl Assembly {
         self.duplicates
     }
 
-    /// The main packet is here and the clients reach its count.
+    /// The main packet is here and the clients reach its count, or the reply is as big as
+    /// one is kept ([`MAX_PLAYERS`] clients, [`MAX_DATAGRAMS`] datagrams).
     pub fn complete(&self) -> bool {
-        self.main
-            .as_ref()
-            .is_some_and(|m| usize::try_from(m.num_clients).is_ok_and(|n| self.clients() >= n))
+        self.main.as_ref().is_some_and(|m| {
+            usize::try_from(m.num_clients).is_ok_and(|n| self.clients() >= n) || self.full()
+        })
     }
 
     /// The reply as one [`Info`] (clients in packet order), and whether it is complete; `None`
@@ -117,6 +131,7 @@ impl Assembly {
         for clients in self.parts.into_values() {
             info.clients.extend(clients);
         }
+        fragstat_core::model::keep_first(&mut info.clients, MAX_PLAYERS);
         info.truncated |= self.truncated;
         Some((info, complete))
     }
@@ -167,6 +182,48 @@ mod tests {
             names,
             [b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]
         );
+    }
+
+    /// A hostile server sends `iex+` parts without end, announcing more clients than it
+    /// sends: at most MAX_DATAGRAMS parts and MAX_PLAYERS clients are kept, and the reply
+    /// is complete then.
+    #[test]
+    fn endless_parts_are_bounded() {
+        let mut a = Assembly::new();
+        a.add_main(Info {
+            num_clients: i32::MAX,
+            ..Info::default()
+        });
+        let mut kept = 0;
+        for packet_no in 0..10_000 {
+            let clients = if packet_no < 300 {
+                Vec::new()
+            } else {
+                vec![c("x"); 24]
+            };
+            kept += u32::from(a.add_more(More {
+                packet_no,
+                clients,
+                ..More::default()
+            }));
+        }
+        assert_eq!(kept, MAX_DATAGRAMS - 1, "the main and 255 parts");
+        assert!(a.complete(), "as complete as it can be");
+        let mut b = Assembly::new();
+        b.add_main(Info {
+            num_clients: i32::MAX,
+            ..Info::default()
+        });
+        for packet_no in 0..10_000 {
+            b.add_more(More {
+                packet_no,
+                clients: vec![c("x"); 24],
+                ..More::default()
+            });
+        }
+        assert!(b.clients() < MAX_PLAYERS + 24);
+        let (info, _) = b.finish().unwrap();
+        assert_eq!(info.clients.len(), MAX_PLAYERS);
     }
 
     #[test]

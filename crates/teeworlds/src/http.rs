@@ -20,7 +20,7 @@
 
 use std::net::SocketAddr;
 
-use fragstat_core::model::{Dialect, MasterEntry, ServerInfo, Text};
+use fragstat_core::model::{Dialect, MasterEntry, ScoreKind, ServerInfo, Text, MAX_PLAYERS};
 use fragstat_core::registry::HttpList;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -236,9 +236,17 @@ impl Info {
         let playing = self.clients.iter().filter(|c| c.is_player).count();
         out.num_spectators = u32::try_from(self.clients.len() - playing).ok();
         out.password = Some(self.passworded);
+        // At most MAX_PLAYERS kept (a list's `clients` array is anyone's); all counted.
+        let omitted = self.clients.len().saturating_sub(MAX_PLAYERS);
+        if omitted > 0 {
+            out.warnings.push(format!(
+                "{omitted} more clients not kept (at most {MAX_PLAYERS})"
+            ));
+        }
         out.players = Some(
             self.clients
                 .iter()
+                .take(MAX_PLAYERS)
                 .map(|c| {
                     // serverinfo.cpp: a country out of range becomes -1.
                     let country = if (-1..=999).contains(&c.country) {
@@ -257,21 +265,16 @@ impl Info {
                 })
                 .collect(),
         );
+        out.score_kind = self
+            .client_score_kind
+            .as_deref()
+            .and_then(ScoreKind::from_word);
+        out.location = location.map(str::to_string);
         out.set_extra(ServerExtra {
             protocol: "http",
             num_players: u32::try_from(playing).unwrap_or(u32::MAX),
             max_players: count(self.max_players),
             map_size: self.map.size.and_then(|s| u32::try_from(s).ok()),
-            score_kind: self.client_score_kind.as_ref().map(|k| {
-                if k.starts_with("time") {
-                    "time".to_string()
-                } else if k.starts_with("points") {
-                    "points".to_string()
-                } else {
-                    k.clone()
-                }
-            }),
-            location: location.map(str::to_string),
             requires_login: self.requires_login,
             ..ServerExtra::default()
         });
@@ -397,13 +400,27 @@ mod tests {
         assert_eq!(i.password, Some(true));
         let x = i.extra_as::<ServerExtra>().unwrap();
         assert_eq!((x.num_players, x.max_players), (1, 48));
-        assert_eq!(x.score_kind.as_deref(), Some("time"));
-        assert_eq!(x.location.as_deref(), Some("eu:de"));
+        assert_eq!(i.score_kind, Some(ScoreKind::Time));
+        assert_eq!(i.location.as_deref(), Some("eu:de"));
         let players = i.players.as_ref().unwrap();
         let p1 = players[1].extra.as_ref().unwrap().as_any();
         let p1 = p1.downcast_ref::<crate::view::PlayerExtra>().unwrap();
         assert_eq!((p1.country, p1.afk), (-1, None));
         assert_eq!(list.servers[1].addr, "[2001:db8::1]:8303".parse().unwrap());
+    }
+
+    /// A list's `clients` array is anyone's: at most MAX_PLAYERS kept, every one counted.
+    #[test]
+    fn a_flooded_clients_array_is_capped_and_counted() {
+        let mut i = info("flood");
+        let c = json!({"name": "x", "clan": "", "country": -1, "score": 0, "is_player": true});
+        i["clients"] = Value::Array(vec![c; 5000]);
+        let body = json!({"servers": [{"addresses": ["tw-0.6+udp://1.2.3.4:8303"], "info": i}]});
+        let list = parse(body.to_string().as_bytes()).unwrap();
+        let s = list.servers[0].info.as_ref().unwrap();
+        assert_eq!(s.num_players, 5000);
+        assert_eq!(s.players.as_ref().map(Vec::len), Some(MAX_PLAYERS));
+        assert_eq!(s.warnings, ["3976 more clients not kept (at most 1024)"]);
     }
 
     #[test]

@@ -36,6 +36,7 @@
 pub mod assemble;
 #[cfg(feature = "client")]
 pub mod client;
+pub mod connless;
 #[cfg(feature = "emulate")]
 pub mod emulate;
 pub mod exchange;

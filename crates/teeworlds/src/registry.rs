@@ -195,10 +195,23 @@ impl FamilyGame for TeeworldsGame {
             }
             TeeworldsGame::Teeworlds07 => "a 0.6 or DDNet server? query it as teeworlds or ddnet",
         };
+        // ddnet/ddnet `src/engine/client/client.h` (`CONNECTLINK_DOUBLE_SLASH "ddnet://"`,
+        // handled in `client.cpp`); the DDNet client joins Teeworlds 0.6 servers too. It joins
+        // 0.7 servers (`tw-0.7+udp://`) only from its own list, not from a link.
+        let join = match self {
+            TeeworldsGame::Teeworlds | TeeworldsGame::Ddnet => Some("ddnet://"),
+            TeeworldsGame::Teeworlds07 => None,
+        };
         GameMeta::new(Self::FAMILY, self.id(), title, 8303)
             .aliases(aliases)
             .master_port(master_port)
             .unanswered_hint(hint)
+            .join_scheme(join)
+            // The DDNet client's rule (`IsRace`/`IsDDNet`, src/game/client/gameclient.cpp):
+            // "race", "fastcap" and DDNet's own game types score times.
+            .race_gametypes(&["race", "fastcap", "ddnet"])
+            // DDNet's `client_score_kind`, 0.7's time-score flag.
+            .declares_score_kind(true)
     }
 
     fn server_query(self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {
@@ -284,6 +297,26 @@ impl FamilyGame for TeeworldsGame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DDNet's client joins DDNet and 0.6 servers by link, not 0.7 ones; every game of the
+    /// family may say its score kind, and race game types score times.
+    #[test]
+    fn join_scheme_and_race_rule() {
+        use fragstat_core::model::ScoreKind;
+        for (g, link) in [
+            (TeeworldsGame::Ddnet, Some("ddnet://127.0.0.1:8303")),
+            (TeeworldsGame::Teeworlds, Some("ddnet://127.0.0.1:8303")),
+            (TeeworldsGame::Teeworlds07, None),
+        ] {
+            let m = g.meta();
+            assert_eq!(m.join_url("127.0.0.1:8303").as_deref(), link, "{g:?}");
+            assert!(m.declares_score_kind, "{g:?}");
+            assert!(m.scores_are_times(Some("DDraceNetwork"), None), "{g:?}");
+            assert!(m.scores_are_times(Some("iFastCap"), None), "{g:?}");
+            assert!(!m.scores_are_times(Some("CTF"), None), "{g:?}");
+            assert!(!m.scores_are_times(Some("Race"), Some(ScoreKind::Points)));
+        }
+    }
 
     #[test]
     fn ddnet_lists_over_http() {

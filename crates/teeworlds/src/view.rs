@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use fragstat_core::model::{Dialect, Player, Rules, ServerInfo, Text};
+use fragstat_core::model::{Dialect, Player, Rules, ScoreKind, ServerInfo, Text};
 use serde::Serialize;
 
 use crate::{seven, six};
@@ -32,13 +32,8 @@ pub struct ServerExtra {
     pub hostname: Option<String>,
     /// Skill level (0.7: 0 casual, 1 normal, 2 competitive).
     pub skill_level: Option<i32>,
-    /// What scores are (`points` or `time`), where the server says so (0.7 flag 2, DDNet's
-    /// `client_score_kind`).
-    pub score_kind: Option<String>,
     /// Datagrams the reply came in.
     pub datagrams: Option<u32>,
-    /// Where DDNet's master says the server is (`eu:de`…).
-    pub location: Option<String>,
     /// DDNet: joining needs an account.
     pub requires_login: Option<bool>,
 }
@@ -218,20 +213,18 @@ pub fn from_seven(info: &seven::Info) -> ServerInfo {
         out.warnings
             .push(format!("{listed} of {} clients listed", info.num_clients));
     }
+    // 0.7's time-score flag.
+    out.score_kind = Some(if info.flags & server_flags::TIMESCORE != 0 {
+        ScoreKind::Time
+    } else {
+        ScoreKind::Points
+    });
     out.set_extra(ServerExtra {
         protocol: "0.7",
         num_players: count(info.num_players),
         max_players: count(info.max_players),
         hostname: Some(lossy(&info.hostname)),
         skill_level: Some(info.skill_level),
-        score_kind: Some(
-            if info.flags & server_flags::TIMESCORE != 0 {
-                "time"
-            } else {
-                "points"
-            }
-            .into(),
-        ),
         datagrams: Some(1),
         ..ServerExtra::default()
     });

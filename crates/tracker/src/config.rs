@@ -365,6 +365,10 @@ pub struct Config {
     /// ([`crate::geoip::name_tag_country`]).
     #[serde(default = "default_true")]
     pub country_from_name: bool,
+    /// A read replica: serve the web from the database and never poll or write (another
+    /// tracker writes the rounds). CLI `--web-only`; docs/tracker.md, "Several trackers".
+    #[serde(default)]
+    pub web_only: bool,
 }
 
 fn default_webhook_tries() -> u32 {
@@ -427,6 +431,7 @@ impl Default for Config {
             web: WebConfig::default(),
             geoip: None,
             country_from_name: true,
+            web_only: false,
         }
     }
 }
@@ -452,7 +457,7 @@ impl Config {
 
     /// Checks every value: games known, something to poll, numbers in range.
     pub fn check(&self) -> Result<(), ConfigError> {
-        if self.sources.is_empty() {
+        if self.sources.is_empty() && !self.web_only {
             return Err(ConfigError::Invalid(
                 "nothing to poll: add a [[source]] with a game and masters or servers".into(),
             ));
@@ -500,10 +505,13 @@ impl Config {
         if let Some(w) = &self.webhook {
             match url::Url::parse(w) {
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                // The text is not repeated: a webhook's URL holds its token (Discord, Slack).
                 _ => {
-                    return Err(ConfigError::Invalid(format!(
-                        "webhook {w:?} is not an http:// or https:// URL"
-                    )))
+                    return Err(ConfigError::Invalid(
+                        "webhook is not an http:// or https:// URL with a host (its text is not \
+                         shown: it may hold a token)"
+                            .into(),
+                    ))
                 }
             }
         }

@@ -5,7 +5,8 @@
 //!
 //! 1. **Declared by its list.** DDNet's master list (`servers.json`) gives each server a
 //!    `location` such as `eu:de` (continent, then the ISO 3166-1 alpha-2 country in lower
-//!    case); it lands in the record's Teeworlds extra (`extra.location`), and the round copies
+//!    case); it lands in the record's `location` (records stored before that field had it
+//!    in the Teeworlds extra, `extra.location`, and read back with it), and the round copies
 //!    it there from the list for servers probed over UDP. A location without a country (`eu`,
 //!    `as:`) declares none.
 //! 2. **Declared by its name** ([`name_tag_country`]; `country_from_name = false` turns it
@@ -27,9 +28,14 @@
 //!    `country.iso_code`.
 //!
 //! Codes are ISO 3166-1 alpha-2 in upper case; anything else a source says is dropped.
+//!
+//! The MMDB file can be replaced while the tracker runs: [`Countries::reload`] (on SIGHUP,
+//! `fragstat track`) reads the new file and swaps it in; a file that cannot be read leaves
+//! the old table in use.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::{Arc, RwLock};
 
 use fragstat::core::record::Record;
 use serde::Deserialize;
@@ -44,18 +50,30 @@ pub struct GeoIpError {
     pub reason: String,
 }
 
+/// Reads the MMDB file at `path` into memory.
+fn read_mmdb(path: &Path) -> Result<Mmdb, GeoIpError> {
+    maxminddb::Reader::open_readfile(path).map_err(|e| GeoIpError {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// Finds servers' countries; see the module docs for the rule.
 pub struct Countries {
-    reader: Option<maxminddb::Reader<Vec<u8>>>,
+    /// The MMDB table, swapped whole by [`Countries::reload`].
+    reader: RwLock<Option<Arc<Mmdb>>>,
     name_tags: bool,
 }
+
+/// An MMDB file read into memory.
+type Mmdb = maxminddb::Reader<Vec<u8>>;
 
 impl std::fmt::Debug for Countries {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Countries")
             .field(
                 "geoip",
-                &self.reader.as_ref().map(|r| &r.metadata.database_type),
+                &self.mmdb().map(|r| r.metadata.database_type.clone()),
             )
             .field("name_tags", &self.name_tags)
             .finish()
@@ -195,19 +213,16 @@ pub fn name_tag_country(name: &str) -> Option<String> {
     }
 }
 
-/// The location a record declares (DDNet's `extra.location`), if any.
+/// The location a record declares (its list's, e.g. DDNet's `eu:de`), if any.
 pub fn declared_location(record: &Record) -> Option<&str> {
-    let info = record.info.as_ref()?;
-    info.extra_as::<fragstat::teeworlds::view::ServerExtra>()?
-        .location
-        .as_deref()
+    record.info.as_ref()?.location.as_deref()
 }
 
 impl Countries {
     /// No GeoIP database: declared locations and name tags only.
     pub fn none() -> Countries {
         Countries {
-            reader: None,
+            reader: RwLock::new(None),
             name_tags: true,
         }
     }
@@ -221,15 +236,30 @@ impl Countries {
 
     /// Reads the MMDB file at `path` into memory.
     pub fn open(path: &Path) -> Result<Countries, GeoIpError> {
-        let err = |reason: String| GeoIpError {
-            path: path.display().to_string(),
-            reason,
-        };
-        let reader = maxminddb::Reader::open_readfile(path).map_err(|e| err(e.to_string()))?;
         Ok(Countries {
-            reader: Some(reader),
+            reader: RwLock::new(Some(Arc::new(read_mmdb(path)?))),
             name_tags: true,
         })
+    }
+
+    /// Reads the MMDB file at `path` again and swaps it in for the table in use (lookups
+    /// under way finish with the old one). When it cannot be read, the table in use stays.
+    pub fn reload(&self, path: &Path) -> Result<(), GeoIpError> {
+        let new = Arc::new(read_mmdb(path)?);
+        if let Ok(mut r) = self.reader.write() {
+            *r = Some(new);
+        }
+        Ok(())
+    }
+
+    /// The table in use.
+    fn mmdb(&self) -> Option<Arc<Mmdb>> {
+        self.reader.read().ok()?.clone()
+    }
+
+    /// The table's build time (Unix seconds, from its metadata), when one is loaded.
+    pub fn build_epoch(&self) -> Option<u64> {
+        self.mmdb().map(|r| r.metadata.build_epoch)
     }
 
     /// Opens `path` when given, else [`Countries::none`].
@@ -239,12 +269,12 @@ impl Countries {
 
     /// Whether a GeoIP database is loaded.
     pub fn has_geoip(&self) -> bool {
-        self.reader.is_some()
+        self.mmdb().is_some()
     }
 
     /// The country (ISO alpha-2, upper case) the database gives `ip`.
     pub fn lookup(&self, ip: IpAddr) -> Option<String> {
-        let reader = self.reader.as_ref()?;
+        let reader = self.mmdb()?;
         // IPv4-mapped IPv6 addresses are looked up as the IPv4 address they are.
         let ip = match ip {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
@@ -399,11 +429,7 @@ mod tests {
         let record = |name: &[u8], dialect, location: Option<&str>| {
             let mut info = ServerInfo::default();
             info.name = Text::new(name.to_vec(), dialect);
-            if let Some(l) = location {
-                let mut extra = fragstat::teeworlds::view::ServerExtra::default();
-                extra.location = Some(l.into());
-                info.set_extra(extra);
-            }
+            info.location = location.map(str::to_string);
             Record::online(Some("192.0.2.1:27960".into()), "q3", info, None)
         };
         let c = Countries::none();
@@ -429,5 +455,22 @@ mod tests {
             "x".into(),
         );
         assert_eq!(c.country(&failed), None, "no name, no tag");
+    }
+
+    /// A record stored before `location` was the model's (DDNet's in its `extra`) still
+    /// declares it when read back, as a new one does.
+    #[test]
+    fn a_stored_record_declares_its_location_old_or_new() {
+        let head = r#"{"address": "192.0.2.1:8303", "game": "ddnet", "status": "online",
+            "name_raw": "[RU] x", "map": "", "num_players": 0, "max_players": 0"#;
+        let c = Countries::none();
+        for tail in [
+            r#", "extra": {"protocol": "http", "location": "eu:de"}}"#,
+            r#", "location": "eu:de", "extra": {"protocol": "http"}}"#,
+        ] {
+            let r: Record = serde_json::from_str(&format!("{head}{tail}")).unwrap();
+            assert_eq!(declared_location(&r), Some("eu:de"), "{tail}");
+            assert_eq!(c.country(&r).as_deref(), Some("DE"), "{tail}");
+        }
     }
 }

@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod engine;
 pub mod events;
 pub mod geoip;
 pub mod metrics;
@@ -39,6 +40,7 @@ use std::sync::Arc;
 use fragstat::Client;
 
 use crate::config::{Config, ConfigError};
+use crate::engine::{Engine, Role, RoleKind};
 use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::round::RoundReport;
@@ -78,15 +80,20 @@ impl From<std::io::Error> for TrackError {
 pub struct Tracker {
     config: Config,
     store: Store,
-    client: Client,
+    /// The client of [`Tracker::round`] (none for a web-only tracker; [`Tracker::run`]'s
+    /// rounds build their own on their thread).
+    client: Option<Client>,
     metrics: Arc<Metrics>,
     events: events::Events,
     countries: Arc<Countries>,
+    role: Arc<Role>,
+    /// MMDB reloads ([`Tracker::reload_geoip`]) that worked, and that failed.
+    geoip_reloads: [prometheus_client::metrics::counter::Counter; 2],
 }
 
 impl Tracker {
     /// Checks the configuration, opens and migrates the database and binds the client's
-    /// sockets.
+    /// sockets (none for a web-only tracker).
     pub async fn open(config: Config) -> Result<Tracker, TrackError> {
         config.check()?;
         let countries = Countries::from_config(config.geoip.as_deref())
@@ -95,10 +102,33 @@ impl Tracker {
         let store = Store::open(&config.database)
             .await?
             .with_history(config.history());
-        let client = round::client(&config)
-            .await
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let client = if config.web_only {
+            None
+        } else {
+            Some(
+                round::client(&config)
+                    .await
+                    .map_err(|e| std::io::Error::other(e.to_string()))?,
+            )
+        };
         let metrics = Arc::new(Metrics::new());
+        let role = if config.web_only {
+            RoleKind::WebOnly
+        } else {
+            RoleKind::Standby
+        };
+        let role = Arc::new(Role::new(role, 0, &metrics));
+        let geoip_reloads: [prometheus_client::metrics::counter::Counter; 2] = Default::default();
+        metrics.register(
+            "geoip_reloads",
+            "MMDB files read again and swapped in (SIGHUP)",
+            geoip_reloads[0].clone(),
+        );
+        metrics.register(
+            "geoip_reload_failures",
+            "MMDB reloads refused (the file could not be read; the table in use stayed)",
+            geoip_reloads[1].clone(),
+        );
         let events = events::Events::new(&config, &metrics).map_err(std::io::Error::other)?;
         Ok(Tracker {
             config,
@@ -107,7 +137,43 @@ impl Tracker {
             metrics,
             events,
             countries: Arc::new(countries),
+            role,
+            geoip_reloads,
         })
+    }
+
+    /// Reads the configured MMDB file (`geoip`) again and swaps it in, for `fragstat track`'s
+    /// SIGHUP: replace the file (write a new one and rename it over the old), then signal.
+    /// A file that cannot be read leaves the table in use, and says why (logged and
+    /// returned). `Ok(false)` when no MMDB is configured.
+    pub fn reload_geoip(&self) -> Result<bool, geoip::GeoIpError> {
+        let Some(path) = &self.config.geoip else {
+            tracing::info!("SIGHUP: no GeoIP database configured (geoip), nothing to reload");
+            return Ok(false);
+        };
+        match self.countries.reload(path) {
+            Ok(()) => {
+                self.geoip_reloads[0].inc();
+                let built = self
+                    .countries
+                    .build_epoch()
+                    .and_then(|s| i64::try_from(s).ok())
+                    .map(|s| web::time_text(s.saturating_mul(1000)))
+                    .unwrap_or_default();
+                tracing::info!("GeoIP reloaded from {} (built {built})", path.display());
+                Ok(true)
+            }
+            Err(e) => {
+                self.geoip_reloads[1].inc();
+                tracing::warn!("GeoIP not reloaded, the table in use stays: {e}");
+                Err(e)
+            }
+        }
+    }
+
+    /// This tracker's role: the writer, a standby or web-only.
+    pub fn role(&self) -> &Arc<Role> {
+        &self.role
     }
 
     /// The configuration.
@@ -134,14 +200,19 @@ impl Tracker {
             events: self.events.hub(),
             site: web::Site::of(&self.config),
             countries: self.countries.clone(),
+            role: self.role.clone(),
         }
     }
 
     /// Runs one round now: poll, write, prune; then its events (to `/api/events` and the
-    /// webhook).
+    /// webhook). Whatever the writer's lease (see [`Tracker::run`]); a web-only tracker
+    /// refuses ([`StoreError::NotWriter`]).
     pub async fn round(&self) -> Result<RoundReport, StoreError> {
+        let Some(client) = &self.client else {
+            return Err(StoreError::NotWriter);
+        };
         let r = round::round(
-            &self.client,
+            client,
             &self.store,
             &self.config,
             &self.metrics,
@@ -157,8 +228,14 @@ impl Tracker {
         &self.events
     }
 
-    /// Serves the web pages on `listener` and runs rounds until `config.rounds` have run
-    /// (0: forever) or `stop` resolves; `on_round` sees each written round.
+    /// Serves the web pages on `listener` and runs rounds until `config.rounds` have been
+    /// written (0: forever) or `stop` resolves; `on_round` sees each written round.
+    ///
+    /// The rounds run on a thread and runtime of their own ([`engine`]); the web, the events
+    /// and `on_round` on the caller's. Before each round the tracker takes the writer's lease
+    /// ([`Store::lead`]): of several trackers on one database one writes, the others serve
+    /// the web and take over at their next round when it stops. A web-only tracker
+    /// (`config.web_only`) only serves, until `stop`.
     pub async fn run(
         &self,
         listener: tokio::net::TcpListener,
@@ -173,26 +250,71 @@ impl Tracker {
             self.config.web.limits(),
             client_ip,
             async move {
-                while !*rx.borrow() {
-                    if rx.changed().await.is_err() {
-                        break;
-                    }
-                }
+                let _ = rx.wait_for(|s| *s).await;
             },
         ));
-        tokio::select! {
-            () = round::run(&self.client, &self.store, &self.config, &self.metrics, &self.countries, |r| {
-                self.events.round(r);
-                on_round(r);
-            }) => {}
-            () = stop => {}
-        }
+        let engine = if self.config.web_only {
+            tracing::info!("web only: this tracker serves the database and never polls or writes");
+            None
+        } else {
+            Some(self.start_engine()?)
+        };
+        let ended = match engine {
+            None => {
+                stop.await;
+                Ok(())
+            }
+            Some((mut rounds, done)) => {
+                tokio::pin!(stop);
+                loop {
+                    tokio::select! {
+                        r = rounds.recv() => match r {
+                            Some(r) => {
+                                self.events.round(&r);
+                                on_round(&r);
+                            }
+                            None => break,
+                        },
+                        () = &mut stop => break,
+                    }
+                }
+                done.await
+            }
+        };
         self.events.close();
         let _ = tx.send(true);
         match web.await {
             Ok(r) => r?,
             Err(e) => return Err(std::io::Error::other(e.to_string()).into()),
         }
-        Ok(())
+        ended.map_err(TrackError::from)
+    }
+
+    /// Starts the rounds' thread: the rounds it writes, and its end.
+    fn start_engine(
+        &self,
+    ) -> Result<
+        (
+            tokio::sync::mpsc::Receiver<RoundReport>,
+            impl Future<Output = std::io::Result<()>>,
+        ),
+        TrackError,
+    > {
+        let (rounds_tx, rounds_rx) = tokio::sync::mpsc::channel(4);
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let done = Engine {
+            store: self.store.clone(),
+            config: self.config.clone(),
+            metrics: self.metrics.clone(),
+            countries: self.countries.clone(),
+            role: self.role.clone(),
+        }
+        .spawn(rounds_tx, stop_rx)?;
+        let done = async move {
+            let _ = stop_tx.send(true);
+            done.await
+                .unwrap_or_else(|_| Err(std::io::Error::other("the rounds' thread ended")))
+        };
+        Ok((rounds_rx, done))
     }
 }

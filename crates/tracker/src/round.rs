@@ -106,7 +106,8 @@ pub async fn poll_with(
     // whose counts (`clients`, `g_humanplayers`) tell the bots apart (getstatus alone does
     // not); the server page shows the variables.
     let mut polled = client.poll(&sources, Ask::everything()).await;
-    // At most so many players and warnings per server held and stored (R8).
+    // The client bounded each record as it arrived (ServerInfo::cap, H5); the store's caps
+    // checked once more (lengths only, nothing to do unless they are lower).
     for record in &mut polled.records {
         crate::store::cap_record(record);
     }

@@ -576,7 +576,7 @@ async fn sqlite_pipeline_against_emulated_farm() {
     pipeline(&db.display().to_string()).await;
     // Reopening runs no migration twice and keeps the rows.
     let store = Store::open(&db.display().to_string()).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
 }
 
@@ -593,7 +593,7 @@ async fn postgres_pipeline_against_emulated_farm() {
     };
     pipeline(&pg.url).await;
     let store = Store::open(&pg.url).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
     store.close().await;
 }
@@ -691,59 +691,6 @@ async fn http_master_lists_ddnet_servers() {
         3
     );
     let _ = stop.send(true);
-}
-
-/// Two trackers write one PostgreSQL database at the same time (one polls the master, the
-/// other the master and the Teeworlds server): both migrate safely, every round of each is
-/// whole, and the servers both poll are one row each.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_two_trackers_share_one_database() {
-    let Some(pg) = fragstat_testkit::postgres::Postgres::start() else {
-        return;
-    };
-    let farm = farm(&[(b"A", "q3dm17", 2), (b"B", "q3dm6", 5)]).await;
-    let mut one = config(&pg.url, &farm);
-    one.sources.truncate(1);
-    let two = config(&pg.url, &farm);
-    let (a, b) = tokio::join!(Tracker::open(one), Tracker::open(two));
-    let (a, b) = (a.expect("tracker one"), b.expect("tracker two"));
-    for _ in 0..3 {
-        let (ra, rb) = tokio::join!(a.round(), b.round());
-        ra.expect("round one");
-        rb.expect("round two");
-    }
-    let store = a.store();
-    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3]);
-    let rounds = store.rounds(100).await.unwrap();
-    let counts = store.counts().await.unwrap();
-    // Two rounds that started in the same millisecond share their `at`: count what is kept.
-    let servers: i64 = rounds.iter().map(|r| r.servers).sum();
-    assert!(rounds.len() >= 3, "{rounds:?}");
-    assert!(
-        rounds.iter().all(|r| r.servers == 3 || r.servers == 4),
-        "{rounds:?}"
-    );
-    if rounds.len() == 6 {
-        assert_eq!(counts.series, servers, "{counts:?} {rounds:?}");
-        assert_eq!(rounds.iter().filter(|r| r.servers == 4).count(), 3);
-    }
-    assert_eq!(counts.servers, 4, "{counts:?}");
-    let b_row = store
-        .server(&farm.servers[1].to_string())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(b_row.num_players, Some(5));
-    assert_eq!(
-        store
-            .players_on(&farm.servers[1].to_string())
-            .await
-            .unwrap()
-            .len(),
-        5
-    );
-    a.store().close().await;
-    b.store().close().await;
 }
 
 /// Seeds `n` player identities straight into the database (names `seed…`, some with an `a`).

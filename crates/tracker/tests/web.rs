@@ -589,9 +589,7 @@ fn countries_from_a_real_mmdb_and_declared_locations() {
     assert_eq!(c.country(&r).as_deref(), Some("DE"));
     // …unless its list declares a location (DDNet's servers.json), which wins.
     let mut info = ServerInfo::default();
-    let mut extra = fragstat::teeworlds::ServerExtra::default();
-    extra.location = Some("na:us".into());
-    info.set_extra(extra);
+    info.location = Some("na:us".into());
     let r = Record::online(Some("188.40.71.213:8303".into()), "ddnet", info, None);
     assert_eq!(c.country(&r).as_deref(), Some("US"));
     // Not a file of the format: a message naming the file.
@@ -604,8 +602,8 @@ fn countries_from_a_real_mmdb_and_declared_locations() {
     );
 }
 
-/// A server that answered, of any game: `players` as (name, score), the Teeworlds extra's
-/// score kind where given.
+/// A server that answered, of any game: `players` as (name, score), the record's score kind
+/// (`points`, `time`) where given.
 fn answered(
     addr: &str,
     game: &str,
@@ -634,11 +632,7 @@ fn answered(
         list.push(p);
     }
     info.players = Some(list);
-    if let Some(kind) = score_kind {
-        let mut extra = fragstat::teeworlds::ServerExtra::default();
-        extra.score_kind = Some(kind.into());
-        info.set_extra(extra);
-    }
+    info.score_kind = score_kind.map(|k| k.parse().unwrap());
     Record::online(
         Some(addr.into()),
         game,

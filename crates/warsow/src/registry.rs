@@ -37,6 +37,9 @@ impl FamilyGame for WarsowGame {
             .master_port(self.master_port())
             // qfusion's `info <protocol>`; DarkPlaces has no such query.
             .short_query(self.is_qfusion())
+            // Warsow/qfusion `source/qcommon/version.warsow.h`: `APP_URI_SCHEME APPLICATION
+            // "://"`, `APPLICATION "Warsow"` (schemes are case-insensitive).
+            .join_scheme((self == WarsowGame::Warsow).then_some("warsow://"))
     }
 
     /// `getinfo`/`getstatus` ([`server_query`]), or with [`Ask::short`] the short `info`
@@ -102,6 +105,18 @@ impl FamilyGame for WarsowGame {
 mod tests {
     use super::*;
     use fragstat_core::registry::{Entry, Game};
+
+    #[test]
+    fn join_scheme_of_warsow_only() {
+        for g in WarsowGame::ALL {
+            let want = (g == WarsowGame::Warsow).then_some("warsow://127.0.0.1:44400");
+            assert_eq!(
+                g.meta().join_url("127.0.0.1:44400").as_deref(),
+                want,
+                "{g:?}"
+            );
+        }
+    }
 
     #[test]
     fn only_qfusion_has_the_short_query() {

@@ -32,9 +32,13 @@ use serde::{Serialize, Serializer};
 
 use crate::text;
 
+mod caps;
 mod dialect;
+mod score;
 
+pub use caps::{keep_first, WarningCap, MAX_PLAYERS, MAX_WARNINGS};
 pub use dialect::{Dialect, UnknownDialect};
+pub use score::{ScoreKind, UnknownScoreKind};
 
 /// A string from the wire: raw bytes, lossless, plus the dialect that says how to show them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -534,6 +538,11 @@ pub struct ServerInfo {
     pub num_spectators: Option<u32>,
     /// A password is needed to join, where known.
     pub password: Option<bool>,
+    /// What the players' scores count, where the server says so.
+    pub score_kind: Option<ScoreKind>,
+    /// Where the server's list places it, as written there (DDNet's `eu:de`: continent, then
+    /// ISO 3166-1 alpha-2 country in lower case); a probed record gets it from the list.
+    pub location: Option<String>,
     /// Players, when the query asked for them and the game sent them.
     pub players: Option<Vec<Player>>,
     /// Every key/value the server sent, raw, in wire order.
@@ -563,6 +572,8 @@ impl PartialEq for ServerInfo {
             && self.num_bots == o.num_bots
             && self.num_spectators == o.num_spectators
             && self.password == o.password
+            && self.score_kind == o.score_kind
+            && self.location == o.location
             && self.players == o.players
             && self.rules == o.rules
             && extra_eq(&self.extra, &o.extra)
@@ -575,7 +586,7 @@ impl PartialEq for ServerInfo {
 impl ServerInfo {
     /// The keys of the JSON object [`ServerInfo`] serializes to, in order (a caller writing a
     /// record for a server that did not answer writes each as `null`).
-    pub const JSON_FIELDS: [&'static str; 17] = [
+    pub const JSON_FIELDS: [&'static str; 19] = [
         "name",
         "name_raw",
         "map",
@@ -586,6 +597,8 @@ impl ServerInfo {
         "num_bots",
         "num_spectators",
         "password",
+        "score_kind",
+        "location",
         "players",
         "rules",
         "extra",
@@ -629,6 +642,8 @@ impl ServerInfo {
         map.serialize_entry("num_bots", &self.num_bots)?;
         map.serialize_entry("num_spectators", &self.num_spectators)?;
         map.serialize_entry("password", &self.password)?;
+        map.serialize_entry("score_kind", &self.score_kind)?;
+        map.serialize_entry("location", &self.location)?;
         map.serialize_entry("players", &self.players)?;
         map.serialize_entry("rules", &self.rules)?;
         map.serialize_entry("extra", &self.extra)?;

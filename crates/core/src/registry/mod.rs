@@ -17,6 +17,7 @@ use crate::service::Service;
 use crate::wire::DecodeError;
 
 mod emulate;
+mod meta;
 pub use emulate::{emulator, EmuError, EmuMaster, EmuServer, Emulate, EndMarker};
 
 /// What a server query asks for.
@@ -216,6 +217,17 @@ pub struct GameMeta {
     pub unanswered_hint: Option<&'static str>,
     /// Whether the game has a short query ([`Ask::short`]): see [`Game::has_short_query`].
     pub short_query: bool,
+    /// The start of a URL that has the game's client join a server, its `HOST:PORT`
+    /// following (`ddnet://`, `quake3://connect/`), where the client registers a URL
+    /// scheme: see [`GameMeta::join_url`].
+    pub join_scheme: Option<&'static str>,
+    /// Game types (lower case, found anywhere in a server's game type, case-insensitively)
+    /// whose scores are race times when the server does not say: see
+    /// [`GameMeta::scores_are_times`].
+    pub race_gametypes: &'static [&'static str],
+    /// Whether its servers may say what their scores count ([`ServerInfo::score_kind`]), so
+    /// that a stored record is worth reading for it.
+    pub declares_score_kind: bool,
 }
 
 impl GameMeta {
@@ -237,6 +249,9 @@ impl GameMeta {
             echoes_challenge: true,
             unanswered_hint: None,
             short_query: false,
+            join_scheme: None,
+            race_gametypes: &[],
+            declares_score_kind: false,
         }
     }
 
@@ -317,6 +332,10 @@ pub trait Game: Send + Sync + fmt::Debug {
     /// `info <protocol>`).
     fn has_short_query(&self) -> bool {
         self.meta().short_query
+    }
+    /// A URL that has the game's client join the server at `addr`: [`GameMeta::join_url`].
+    fn join_url(&self, addr: &str) -> Option<String> {
+        self.meta().join_url(addr)
     }
     /// Checks that this game can ask what `ask` asks for: an error naming the game for the
     /// short query of a game that has none. [`Game::server_query`] of a registry game

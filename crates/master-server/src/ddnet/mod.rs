@@ -8,8 +8,8 @@
 //! requester's), `Secret`, `Challenge-Secret` (`<uuid>:<protocol>`), `Challenge-Token` (once
 //! received), `Connless-Token` (0.7 only, 8 hex digits), `Info-Serial`; the body is the
 //! server's JSON info when the serial is new. Replies `{"status": "success" | "need_challenge"
-//! | "need_info" | "error", "message"?}`. The challenge datagram is the connless header, `chal`,
-//! the challenge secret, NUL, the token, NUL.
+//! | "need_info" | "error", "message"?}`. The challenge datagram is the family crate's
+//! ([`fragstat_teeworlds::connless::challenge`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use fragstat_core::fair::{canonical, FairTable, Level, Prefix, Refusal};
+use fragstat_teeworlds::connless;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use subtle::ConstantTimeEq;
@@ -193,26 +194,6 @@ struct Proof {
     challenge: Option<Datagram>,
 }
 
-/// The challenge datagram: the connless header (0.7's with its token), `chal`, the challenge
-/// secret, NUL, the token, NUL.
-fn challenge_datagram(connless: Option<[u8; 4]>, secret: &str, token: &str) -> Vec<u8> {
-    let mut d = Vec::with_capacity(64);
-    match connless {
-        Some(t) => {
-            d.push(0x21);
-            d.extend_from_slice(&t);
-            d.extend_from_slice(&[0xff; 8]);
-        }
-        None => d.extend_from_slice(&[0xff; 10]),
-    }
-    d.extend_from_slice(b"chal");
-    d.extend_from_slice(secret.as_bytes());
-    d.push(0);
-    d.extend_from_slice(token.as_bytes());
-    d.push(0);
-    d
-}
-
 impl DdnetMaster {
     /// An empty registry with the default [`DdnetLimits`]. `allow_loopback` accepts servers
     /// on loopback addresses.
@@ -362,7 +343,7 @@ impl DdnetMaster {
         let challenge = resend.then(|| {
             (
                 sock,
-                challenge_datagram(connless, &r.challenge_secret, &current),
+                connless::challenge(connless, &r.challenge_secret, &current),
             )
         });
         Ok(Proof {

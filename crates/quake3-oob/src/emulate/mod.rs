@@ -345,8 +345,7 @@ impl EmulatedServer {
         StatusResponse {
             info: self.status_pairs(challenge),
             players: self.player_lines(),
-            skipped: Vec::new(),
-            truncated: false,
+            ..StatusResponse::default()
         }
     }
 

@@ -466,6 +466,15 @@ impl Quake3Game {
         !matches!(self, Quake3Game::Other(_))
     }
 
+    /// The start of a URL that has its client join a server (`HOST:PORT` following), where
+    /// the client registers a scheme: Quake III's `quake3://connect/` (ioquake3
+    /// `code/sys/sys_main.c`, `Sys_ParseProtocolUri`; the build's `PROTOCOL_HANDLER`,
+    /// `quake3` in ioquake3's own builds). OpenArena 0.8.8 and the other ioq3-based games
+    /// predate that handler or build without it.
+    pub fn join_scheme(&self) -> Option<&'static str> {
+        matches!(self, Quake3Game::Quake3).then_some("quake3://connect/")
+    }
+
     /// A human title.
     pub fn title(&self) -> &'static str {
         self.spec().title

@@ -9,7 +9,9 @@
 //! The webhook gets one POST per round with events: JSON (`{"at": …, "events": […],
 //! "omitted": n}`, at most [`WEBHOOK_MAX_EVENTS`] events) or Discord's form
 //! (`{"content": …, "embeds": […]}` within Discord's limits). A round only enqueues its batch
-//! in a bounded queue (the oldest batch is dropped when it is full, and counted); a task of
+//! (its first [`WEBHOOK_MAX_EVENTS`] events, the rest counted in `omitted`) in a queue bounded
+//! in batches and in bytes ([`WEBHOOK_QUEUE_BYTES`]: the oldest batches are dropped when it is
+//! full, and counted); a task of
 //! its own sends them, each request within `webhook_timeout_ms`, retrying a failure after
 //! 1 s, 2 s, 4 s… up to a minute (a 429's `Retry-After`, at most a minute, instead) up to
 //! `webhook_tries` attempts, then dropping the batch (counted in `/metrics`). A 4xx other
@@ -32,7 +34,8 @@ use crate::metrics::Metrics;
 use crate::round::RoundReport;
 
 mod webhook;
-use webhook::{Batch, Queue};
+use webhook::Queue;
+pub use webhook::WEBHOOK_QUEUE_BYTES;
 
 /// Events buffered for `/api/events` clients: one further behind than this is told it
 /// lagged.
@@ -286,10 +289,7 @@ impl Events {
             let _ = self.hub.tx.send(p.clone());
         }
         if let Some(q) = &self.queue {
-            q.push(Batch {
-                at: report.data.at,
-                events: published,
-            });
+            q.push(report.data.at, published);
         }
         n
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use fragstat::events::{Event, EventKind};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 
 use super::{Published, FIRST_BACKOFF, MAX_BACKOFF, MAX_RETRY_AFTER, WEBHOOK_MAX_EVENTS};
@@ -16,43 +17,113 @@ use crate::metrics::Metrics;
 /// What [`start`] gives: the queue rounds push to, and the sender task.
 pub(super) type Started = (Option<Arc<Queue>>, Option<tokio::task::JoinHandle<()>>);
 
-/// One round's events for the webhook.
-#[derive(Debug)]
-pub(super) struct Batch {
-    pub(super) at: i64,
-    pub(super) events: Vec<Arc<Published>>,
+/// Bytes the webhook's queue holds at most (an event counted as twice its JSON: the JSON and
+/// the event itself): past it, or past `webhook_queue` batches, the oldest batches go
+/// (counted in `webhook_queue_dropped`).
+pub const WEBHOOK_QUEUE_BYTES: usize = 16 << 20;
+
+/// What an event queued for the webhook is counted as: its JSON, and the event itself
+/// (about as big again: the same names and addresses).
+fn event_bytes(p: &Published) -> usize {
+    std::mem::size_of::<Published>() + 2 * p.json.len()
 }
 
-/// The webhook's bounded queue: the oldest batch goes when it is full.
+/// One round's events for the webhook: at most [`WEBHOOK_MAX_EVENTS`] (no more is ever
+/// sent), the rest only counted.
+#[derive(Debug)]
+struct Batch {
+    pub(super) at: i64,
+    pub(super) events: Vec<Arc<Published>>,
+    /// Events of the round not kept.
+    pub(super) omitted: usize,
+    /// The events' [`event_bytes`].
+    bytes: usize,
+}
+
+impl Batch {
+    /// A round's batch: its first [`WEBHOOK_MAX_EVENTS`] events, and of those no more than
+    /// `max_bytes`; the others counted in `omitted`.
+    pub(super) fn new(at: i64, mut events: Vec<Arc<Published>>, max_bytes: usize) -> Batch {
+        let (mut keep, mut bytes) = (0, 0);
+        for p in events.iter().take(WEBHOOK_MAX_EVENTS) {
+            let b = event_bytes(p);
+            if bytes + b > max_bytes {
+                break;
+            }
+            (keep, bytes) = (keep + 1, bytes + b);
+        }
+        let omitted = events.len() - keep;
+        events.truncate(keep);
+        events.shrink_to_fit();
+        Batch {
+            at,
+            events,
+            omitted,
+            bytes,
+        }
+    }
+
+    /// Events of the round, kept or not.
+    fn total(&self) -> usize {
+        self.events.len() + self.omitted
+    }
+}
+
+/// The webhook's bounded queue: the oldest batches go when it holds `cap` batches or
+/// `max_bytes`.
 #[derive(Debug)]
 pub(super) struct Queue {
-    items: Mutex<VecDeque<Batch>>,
+    items: Mutex<(VecDeque<Batch>, usize)>,
     cap: usize,
+    max_bytes: usize,
     notify: Notify,
     dropped: Counter,
+    bytes: Gauge,
 }
 
 impl Queue {
-    pub(super) fn push(&self, b: Batch) {
-        let mut q = self.items.lock().unwrap_or_else(|e| e.into_inner());
-        while q.len() >= self.cap {
-            q.pop_front();
-            self.dropped.inc();
+    fn new(cap: usize, max_bytes: usize) -> Queue {
+        Queue {
+            items: Mutex::new((VecDeque::new(), 0)),
+            cap: cap.max(1),
+            max_bytes,
+            notify: Notify::new(),
+            dropped: Counter::default(),
+            bytes: Gauge::default(),
         }
-        q.push_back(b);
+    }
+
+    /// Queues a round's events ([`Batch::new`]), dropping the oldest batches to make room.
+    pub(super) fn push(&self, at: i64, events: Vec<Arc<Published>>) {
+        let b = Batch::new(at, events, self.max_bytes);
+        let mut q = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let (items, bytes) = &mut *q;
+        while items.len() >= self.cap || (!items.is_empty() && *bytes + b.bytes > self.max_bytes) {
+            if let Some(old) = items.pop_front() {
+                *bytes -= old.bytes;
+                self.dropped.inc();
+            }
+        }
+        *bytes += b.bytes;
+        items.push_back(b);
+        self.bytes.set(i64::try_from(*bytes).unwrap_or(i64::MAX));
         drop(q);
         self.notify.notify_one();
+    }
+
+    fn try_pop(&self) -> Option<Batch> {
+        let mut q = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let (items, bytes) = &mut *q;
+        let b = items.pop_front()?;
+        *bytes -= b.bytes;
+        self.bytes.set(i64::try_from(*bytes).unwrap_or(i64::MAX));
+        Some(b)
     }
 
     async fn pop(&self) -> Batch {
         loop {
             let notified = self.notify.notified();
-            if let Some(b) = self
-                .items
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop_front()
-            {
+            if let Some(b) = self.try_pop() {
                 return b;
             }
             notified.await;
@@ -75,12 +146,7 @@ pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, Strin
         None => (None, None),
         Some(url) => {
             let wm = WebhookMetrics::default();
-            let queue = Arc::new(Queue {
-                items: Mutex::new(VecDeque::new()),
-                cap: config.webhook_queue.max(1),
-                notify: Notify::new(),
-                dropped: Counter::default(),
-            });
+            let queue = Arc::new(Queue::new(config.webhook_queue, WEBHOOK_QUEUE_BYTES));
             metrics.register(
                 "webhook_posts",
                 "Webhook batches delivered",
@@ -98,8 +164,13 @@ pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, Strin
             );
             metrics.register(
                 "webhook_queue_dropped",
-                "Webhook batches dropped from a full queue (the oldest)",
+                "Webhook batches dropped from a full queue (the oldest; full in batches or bytes)",
                 queue.dropped.clone(),
+            );
+            metrics.register(
+                "webhook_queue_bytes",
+                "Bytes of events waiting in the webhook's queue",
+                queue.bytes.clone(),
             );
             let client = reqwest::Client::builder()
                 .timeout(Duration::from_millis(config.webhook_timeout_ms))
@@ -258,7 +329,7 @@ fn json_body(b: &Batch) -> String {
         s.push_str(&p.json);
     }
     s.push_str("],\"omitted\":");
-    s.push_str(&(b.events.len() - shown).to_string());
+    s.push_str(&(b.total() - shown).to_string());
     s.push('}');
     s
 }
@@ -353,13 +424,18 @@ fn discord_body(b: &Batch) -> String {
             "timestamp": crate::web::time_text(b.at),
         }));
     }
-    let more = b.events.len() - shown;
+    let more = b.total() - shown;
+    // Servers of the events kept: more when some were not kept.
+    let plus = if b.omitted > 0 { "+" } else { "" };
     let mut content = format!(
-        "{} event{} from {} server{}",
-        b.events.len(),
-        if b.events.len() == 1 { "" } else { "s" },
-        server_count,
-        if server_count == 1 { "" } else { "s" }
+        "{} event{} from {server_count}{plus} server{}",
+        b.total(),
+        if b.total() == 1 { "" } else { "s" },
+        if server_count == 1 && plus.is_empty() {
+            ""
+        } else {
+            "s"
+        }
     );
     if more > 0 {
         content.push_str(&format!(" (… and {more} more events not shown)"));
@@ -380,6 +456,11 @@ mod tests {
     use fragstat::events::Differ;
 
     fn batch(servers: usize, per_server: usize, name: &str) -> Batch {
+        Batch::new(5, published(servers, per_server, name), WEBHOOK_QUEUE_BYTES)
+    }
+
+    /// A round's events: every server up, every player joined.
+    fn published(servers: usize, per_server: usize, name: &str) -> Vec<Arc<Published>> {
         let mut events = Vec::new();
         let mut d = Differ::new().initial(true);
         let records: Vec<fragstat::Record> = (0..servers)
@@ -400,7 +481,60 @@ mod tests {
             let json = serde_json::to_string(&event).unwrap();
             events.push(Arc::new(Published { event, json }));
         }
-        Batch { at: 5, events }
+        events
+    }
+
+    /// A slow receiver and churning rounds: each round 5,000 events with long names, and the
+    /// sender takes none. The queue keeps each batch to WEBHOOK_MAX_EVENTS (the rest counted),
+    /// holds no more than its bytes, drops the oldest (counted), and keeps the newest round;
+    /// a small round after the flood is queued and sent whole.
+    #[test]
+    fn the_queue_is_bounded_in_bytes_and_drops_the_oldest() {
+        let max_bytes = 4 << 20;
+        let q = Queue::new(64, max_bytes);
+        let long = "n".repeat(200);
+        let churn = published(5, 999, &long);
+        for round in 0..50 {
+            q.push(round, churn.clone());
+        }
+        let held = |q: &Queue| {
+            let g = q.items.lock().unwrap();
+            let sum: usize = g.0.iter().map(|b| b.bytes).sum();
+            assert_eq!(sum, g.1, "the count is the batches' bytes");
+            (
+                g.0.len(),
+                g.1,
+                g.0.back().map(|b| (b.at, b.events.len(), b.omitted)),
+            )
+        };
+        let (batches, bytes, newest) = held(&q);
+        assert!(bytes <= max_bytes, "{bytes}");
+        assert!(batches < 50 && batches > 0, "{batches}");
+        assert_eq!(
+            newest,
+            Some((49, WEBHOOK_MAX_EVENTS, 5000 - WEBHOOK_MAX_EVENTS))
+        );
+        assert_eq!(q.dropped.get() as usize, 50 - batches);
+        assert_eq!(q.bytes.get() as usize, bytes);
+        // A legitimate small round is queued after the flood, whole.
+        q.push(50, published(1, 2, "p"));
+        let (_, bytes, newest) = held(&q);
+        assert!(bytes <= max_bytes);
+        assert_eq!(newest, Some((50, 3, 0)));
+        let mut sent = None;
+        while let Some(b) = q.try_pop() {
+            sent = Some(b);
+        }
+        let v: serde_json::Value = serde_json::from_str(&json_body(&sent.unwrap())).unwrap();
+        assert_eq!(
+            (v["events"].as_array().unwrap().len(), v["omitted"].as_u64()),
+            (3, Some(0))
+        );
+        assert_eq!(q.bytes.get(), 0);
+        // One batch bigger than the queue: cut to fit, the rest counted.
+        let b = Batch::new(1, churn, 100_000);
+        assert!(b.bytes <= 100_000 && !b.events.is_empty());
+        assert_eq!(b.total(), 5000);
     }
 
     #[test]
@@ -425,7 +559,7 @@ mod tests {
                 lines += d.lines().count();
             }
             assert!(total <= DISCORD_EMBEDS_TOTAL, "{total}");
-            let more = b.events.len() - lines;
+            let more = b.total() - lines;
             if more > 0 {
                 assert!(content.contains(&format!("and {more} more")), "{content}");
             } else {
@@ -513,9 +647,10 @@ mod tests {
     #[test]
     fn json_body_caps_the_events() {
         let b = batch(3, 600, "p");
+        assert_eq!(b.events.len(), WEBHOOK_MAX_EVENTS, "truncated when queued");
         let v: serde_json::Value = serde_json::from_str(&json_body(&b)).unwrap();
         assert_eq!(v["events"].as_array().unwrap().len(), WEBHOOK_MAX_EVENTS);
-        assert_eq!(v["omitted"], b.events.len() - WEBHOOK_MAX_EVENTS);
+        assert_eq!(v["omitted"], 3 * 601 - WEBHOOK_MAX_EVENTS);
         assert_eq!(v["at"], 5);
         assert_eq!(v["events"][0]["event"], "server_up");
     }

@@ -25,8 +25,10 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Row};
 
+mod lease;
 mod lookup;
 mod maintain;
+mod migrate;
 mod read;
 mod rows;
 mod truth;
@@ -35,6 +37,8 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use lease::ADVISORY_LOCK_KEY;
+pub use migrate::UnknownMigration;
 pub use rows::{
     text_of, Counts, HistoryPoint, MapSpan, MasterRow, PlayerHit, PlayerProfile, PlayerRow,
     RoundData, RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
@@ -70,6 +74,9 @@ pub enum StoreError {
     /// A migration failed.
     #[error("migrating the schema: {0}")]
     Migrate(sqlx::migrate::MigrateError),
+    /// A migration was applied from a text no build of fragstat track shipped.
+    #[error("migrating the schema: {0}")]
+    UnknownMigration(migrate::UnknownMigration),
     /// A record could not be written as JSON.
     #[error("encoding a record: {0}")]
     Json(serde_json::Error),
@@ -77,6 +84,9 @@ pub enum StoreError {
     /// the database is busy.
     #[error("database busy: no answer within {} s", READ_TIMEOUT.as_secs())]
     Timeout,
+    /// Another tracker holds the writer's lease ([`Store::lead`]): this one does not write.
+    #[error("another tracker writes the rounds (this one is a standby)")]
+    NotWriter,
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -221,6 +231,8 @@ struct Writer {
     conn: Option<sqlx::AnyConnection>,
     shared: bool,
     state: Option<write::State>,
+    /// Whether this process may write ([`Store::lead`]).
+    lease: lease::Lease,
 }
 
 impl Writer {
@@ -228,6 +240,7 @@ impl Writer {
     fn reset(&mut self) {
         self.state = None;
         self.conn = None;
+        self.lease.connection_lost(self.backend);
     }
 
     async fn connection<'a>(
@@ -235,6 +248,7 @@ impl Writer {
         pool: &AnyPool,
         held: &'a mut Option<sqlx::pool::PoolConnection<sqlx::Any>>,
     ) -> Result<&'a mut sqlx::AnyConnection, StoreError> {
+        self.lease.may_write()?;
         if self.shared {
             return Ok(&mut **held.insert(pool.acquire().await?));
         }
@@ -503,6 +517,7 @@ impl Store {
             Backend::Postgres => &POSTGRES,
         };
         if memory {
+            migrate::repair(&mut *pool.acquire().await?, backend, migrator).await?;
             migrator.run(&pool).await?;
         } else {
             // On a connection of its own: the readers' `statement_timeout` must not cut short
@@ -510,7 +525,10 @@ impl Store {
             let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect_with(&options)
                 .await
                 .map_err(|e| connect_error(connect_cause(&e, names.as_ref())))?;
-            let migrated = migrator.run(&mut conn).await;
+            let migrated = match migrate::repair(&mut conn, backend, migrator).await {
+                Ok(()) => migrator.run(&mut conn).await.map_err(StoreError::from),
+                Err(e) => Err(e),
+            };
             let _ = sqlx::Connection::close(conn).await;
             migrated?;
         }
@@ -523,6 +541,7 @@ impl Store {
                 conn: None,
                 shared: memory,
                 state: None,
+                lease: lease::Lease::default(),
             })),
             live: Arc::default(),
             history: History::default(),

@@ -52,18 +52,21 @@ impl Store {
     /// (Unix ms; the round's start less `session_gap_secs`). A server that leaves its
     /// master's list is so seen going down, or still up.
     pub async fn recent_servers(&self, since: i64) -> Result<Vec<(String, String)>, StoreError> {
-        let rows = self
-            .fetch_all(
-                sqlx::query(
-                    "SELECT s.game, s.addr FROM servers s \
-                     LEFT JOIN server_latest l ON l.server_id = s.id \
-                     WHERE s.status = 'online' OR s.last_online >= $1 \
-                     OR (l.status = 0 AND l.at >= $1) OR s.unlisted_since >= $1 \
-                     OR (s.unlisted_since IS NULL AND COALESCE(l.at, s.last_seen) >= $1)",
-                )
-                .bind(since),
-            )
-            .await?;
+        // On the writer's connection: only the writer polls, and its connection lives with
+        // the rounds (not a pool connection made on the rounds' runtime).
+        let mut w = self.writer.lock().await;
+        let mut held = None;
+        let conn = w.connection(&self.pool, &mut held).await?;
+        let rows = sqlx::query(
+            "SELECT s.game, s.addr FROM servers s \
+             LEFT JOIN server_latest l ON l.server_id = s.id \
+             WHERE s.status = 'online' OR s.last_online >= $1 \
+             OR (l.status = 0 AND l.at >= $1) OR s.unlisted_since >= $1 \
+             OR (s.unlisted_since IS NULL AND COALESCE(l.at, s.last_seen) >= $1)",
+        )
+        .bind(since)
+        .fetch_all(&mut *conn)
+        .await?;
         rows.iter()
             .map(|r| Ok((r.try_get("game")?, r.try_get("addr")?)))
             .collect()

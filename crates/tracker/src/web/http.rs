@@ -1,5 +1,6 @@
-//! HTTP hygiene around every route: CORS when configured, compression, and on the JSON API
-//! a strong ETag with `If-None-Match` → 304 and a short `Cache-Control`.
+//! HTTP hygiene around every route: CORS when configured, compression, on the JSON API
+//! a strong ETag with `If-None-Match` → 304 and a short `Cache-Control`, and on every answer
+//! (pages, API, errors) the security headers ([`SECURITY_HEADERS`], [`content_security_policy`]).
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -33,10 +34,50 @@ pub(super) fn layers(router: Router, site: &Site) -> Router {
                 async move { etag(&api, max_age, req, next).await }
             },
         ));
-    match cors(&site.cors_origins) {
+    let router = match cors(&site.cors_origins) {
         Some(c) => router.layer(c),
         None => router,
+    };
+    // Outermost: every answer of the router, its errors and CORS preflights included.
+    router.layer(axum::middleware::from_fn(security_headers))
+}
+
+/// The headers every answer carries besides the [`content_security_policy`]: no MIME
+/// sniffing, no framing (for browsers older than CSP's `frame-ancestors`), and the page's
+/// address sent only to this site.
+pub const SECURITY_HEADERS: [(&str, &str); 3] = [
+    ("x-content-type-options", "nosniff"),
+    ("x-frame-options", "DENY"),
+    ("referrer-policy", "same-origin"),
+];
+
+/// The `Content-Security-Policy` of every answer: nothing but the pages' own script (by its
+/// SHA-256: it is inline), their inline styles (the names' colours are `style` attributes),
+/// `fetch`/`EventSource` to this site, forms to this site, and no framing by any site.
+pub fn content_security_policy() -> &'static str {
+    static CSP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        use base64::Engine;
+        let script = Sha256::digest(super::pages::BROWSER_JS.as_bytes());
+        let script = base64::engine::general_purpose::STANDARD.encode(script);
+        format!(
+            "default-src 'none'; script-src 'sha256-{script}'; style-src 'unsafe-inline'; \
+             img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; \
+             frame-ancestors 'none'"
+        )
+    });
+    &CSP
+}
+
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let headers = res.headers_mut();
+    for (name, value) in SECURITY_HEADERS {
+        headers.insert(name, HeaderValue::from_static(value));
     }
+    if let Ok(v) = HeaderValue::from_str(content_security_policy()) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    res
 }
 
 /// How long a handler may take before it is answered 503: under the HTTP guard's default
@@ -118,7 +159,8 @@ async fn etag(api: &str, max_age: u64, req: Request, next: Next) -> Response {
     let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(b) => b,
         Err(e) => {
-            return (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response();
+            let e = format!("reading an answer's body: {e}");
+            return super::WebError(StatusCode::INTERNAL_SERVER_ERROR, e).into_response();
         }
     };
     let tag = etag_of(&bytes);

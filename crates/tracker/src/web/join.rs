@@ -1,37 +1,15 @@
 //! Join links: a URL that starts the game's client on a server, for the games whose client
-//! registers a URL scheme; the pages show a copy-address button for the rest. Each scheme is
-//! checked in the client's source:
+//! registers a URL scheme (the registry's [`GameMeta::join_scheme`], each checked in the
+//! client's source by its family); the pages show a copy-address button for the rest.
 //!
-//! - DDNet (`ddnet`, and Teeworlds 0.6 servers, which the DDNet client joins):
-//!   `ddnet://HOST:PORT` — ddnet/ddnet `src/engine/client/client.h`
-//!   (`CONNECTLINK_DOUBLE_SLASH "ddnet://"`, handled in `src/engine/client/client.cpp`).
-//!   Teeworlds 0.7 servers are joined by DDNet as `tw-0.7+udp://` addresses only from its
-//!   own server list, not from a link, so they get the copy button.
-//! - Quake III Arena (`q3`): `quake3://connect/HOST:PORT` — ioquake3
-//!   `code/sys/sys_main.c`, `Sys_ParseProtocolUri` ("quake3://connect/example.com:27950";
-//!   the scheme is the build's `PROTOCOL_HANDLER`, `quake3` in ioquake3's own builds).
-//!   OpenArena 0.8.8 and the other ioq3-based games predate that handler or build without
-//!   it, so they get the copy button.
-//! - Warsow (`warsow`): `warsow://HOST:PORT` — Warsow/qfusion `source/qcommon/version.warsow.h`
-//!   (`APP_URI_SCHEME APPLICATION "://"`, `APPLICATION "Warsow"`; schemes are
-//!   case-insensitive).
+//! [`GameMeta::join_scheme`]: fragstat::core::registry::GameMeta::join_scheme
 
 /// The join URL of a server of `game` at `addr` (`ip:port`), where the game's client has a
-/// URL scheme.
+/// URL scheme ([`GameMeta::join_url`]); `None` for a game the registry does not know.
+///
+/// [`GameMeta::join_url`]: fragstat::core::registry::GameMeta::join_url
 pub fn join_url(game: &str, addr: &str) -> Option<String> {
-    // An address is `ip:port` or `[v6]:port` as the tracker writes it: nothing to escape.
-    if !addr
-        .bytes()
-        .all(|b| b.is_ascii_hexdigit() || matches!(b, b'.' | b':' | b'[' | b']'))
-    {
-        return None;
-    }
-    match game {
-        "ddnet" | "teeworlds" => Some(format!("ddnet://{addr}")),
-        "q3" => Some(format!("quake3://connect/{addr}")),
-        "warsow" => Some(format!("warsow://{addr}")),
-        _ => None,
-    }
+    fragstat::game(game)?.join_url(addr)
 }
 
 #[cfg(test)]
@@ -55,5 +33,23 @@ mod tests {
         assert_eq!(join_url("openarena", "127.0.0.1:27960"), None);
         assert_eq!(join_url("teeworlds07", "127.0.0.1:8303"), None);
         assert_eq!(join_url("q3", "x\"><script>:1"), None);
+        assert_eq!(join_url("no-such-game", "127.0.0.1:1"), None);
+    }
+
+    /// Every registered game's link is its registry entry's: a game added to the registry
+    /// with a scheme gets its link with no change here.
+    #[test]
+    fn every_registered_game_links_as_its_registry_entry_says() {
+        let addr = "127.0.0.1:1";
+        let mut linked = 0;
+        for g in fragstat::games() {
+            let want = g.meta().join_scheme.map(|s| format!("{s}{addr}"));
+            assert_eq!(join_url(g.id(), addr), want, "{}", g.id());
+            linked += usize::from(want.is_some());
+        }
+        assert!(
+            linked >= 4,
+            "ddnet, teeworlds, q3 and warsow link: {linked}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The web side: a server browser (`/`), a server page with its player-count chart (`/server/{addr}`),
 //! a player search (`/players?q=`), the JSON API (`/api/servers`, `/api/servers/{addr}`,
 //! `/api/servers/{addr}/history`, `/api/players`, described by `/api/openapi.json`) and
-//! Prometheus `/metrics`.
+//! Prometheus `/metrics`, and `/healthz`.
 //!
 //! Pages are rendered on the server with maud, which escapes every string it is given; names
 //! are shown with their colours as `<span style="color:#rrggbb">` runs whose colours come
@@ -27,6 +27,7 @@ mod api;
 mod chart;
 mod colour;
 mod events;
+mod health;
 mod http;
 mod join;
 mod pages;
@@ -34,7 +35,8 @@ mod pages;
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
 pub use chart::chart;
 pub use colour::{contrast_ratio, readable, BACKGROUND};
-pub use http::{etag_of, max_age};
+pub use health::{assess, Health, STALE_INTERVALS};
+pub use http::{content_security_policy, etag_of, max_age, SECURITY_HEADERS};
 pub use join::join_url;
 pub use pages::{ago, race_time};
 
@@ -59,6 +61,8 @@ pub struct AppState {
     pub site: Site,
     /// Servers' countries by GeoIP, for rows stored without one.
     pub countries: Arc<Countries>,
+    /// This tracker's role (the writer, a standby, web-only), for `/healthz`.
+    pub role: Arc<crate::engine::Role>,
 }
 
 /// What the site is: title, base path, CORS origins, and the history it can search.
@@ -137,7 +141,8 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/api/masters"), get(api_masters))
         .route(&format!("{b}/api/events"), get(events::api_events))
         .route(&format!("{b}/api/openapi.json"), get(openapi))
-        .route(&format!("{b}/metrics"), get(metrics));
+        .route(&format!("{b}/metrics"), get(metrics))
+        .route(&format!("{b}/healthz"), get(health::healthz));
     if !b.is_empty() {
         // `/servers` itself: to the browser page, `/servers/`.
         let to = format!("{b}/");
@@ -197,8 +202,13 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> 
     tokio::net::TcpListener::bind(addr).await
 }
 
-/// A handler's failure: a database error becomes a 500 with the message as plain text.
+/// A handler's failure, answered as plain text: a 4xx with its message (what was wrong with
+/// the request); a 500 with [`INTERNAL_ERROR`] only, its detail (a database's error text)
+/// logged, never sent.
 struct WebError(StatusCode, String);
+
+/// The body of every 500: the detail is in the tracker's log.
+pub const INTERNAL_ERROR: &str = "internal error (the tracker's log has the details)";
 
 impl From<StoreError> for WebError {
     fn from(e: StoreError) -> Self {
@@ -208,17 +218,22 @@ impl From<StoreError> for WebError {
             tracing::warn!("web: {e}");
             return WebError(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
-        tracing::error!("web: {e}");
         WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     }
 }
 
 impl IntoResponse for WebError {
     fn into_response(self) -> Response {
+        let body = if self.0.is_server_error() && self.0 != StatusCode::SERVICE_UNAVAILABLE {
+            tracing::error!("web: {}", self.1);
+            INTERNAL_ERROR.to_string()
+        } else {
+            self.1
+        };
         (
             self.0,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            self.1,
+            body,
         )
             .into_response()
     }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use fragstat::core::model::Text;
+use fragstat::core::model::{ScoreKind, Text};
 use fragstat::core::text::runs_html;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
@@ -133,7 +133,7 @@ fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup) -> Markup 
 
 /// The pages' script (`assets/app.js`), after a line break: the browser's refresh, copy
 /// buttons, relative times.
-const BROWSER_JS: &str = concat!("\n", include_str!("../../assets/app.js"));
+pub(super) const BROWSER_JS: &str = concat!("\n", include_str!("../../assets/app.js"));
 
 /// "3 (+2 bots)/16": humans, bots where there are any, slots.
 fn players_text(s: &ServerRow) -> String {
@@ -306,7 +306,7 @@ pub(super) async fn browser(
 struct RecordFacts {
     rules: Vec<(String, String)>,
     password: Option<bool>,
-    score_kind: Option<String>,
+    score_kind: Option<ScoreKind>,
     clans: Vec<Option<String>>,
 }
 
@@ -326,11 +326,10 @@ fn record_facts(record: Option<&str>) -> RecordFacts {
             .map(|o| o.iter().map(|(k, v)| (k.clone(), text(v))).collect())
             .unwrap_or_default(),
         password: info.get("password").and_then(serde_json::Value::as_bool),
-        score_kind: info
-            .get("extra")
-            .and_then(|e| e.get("score_kind"))
-            .and_then(|k| k.as_str())
-            .map(str::to_string),
+        // Records stored before `score_kind` was the model's have it in their `extra`.
+        score_kind: [info, info.get("extra").unwrap_or(&serde_json::Value::Null)]
+            .iter()
+            .find_map(|i| i.get("score_kind")?.as_str()?.parse().ok()),
         clans: info
             .get("players")
             .and_then(|p| p.as_array())
@@ -348,39 +347,41 @@ fn record_facts(record: Option<&str>) -> RecordFacts {
     }
 }
 
-/// Whether a server's scores are race times: its record says so (DDNet's
-/// `client_score_kind`, Teeworlds 0.7's time-score flag), or a Teeworlds-family server runs
-/// a race game type (the DDNet client's rule, `IsRace`/`IsDDNet` in
-/// `src/game/client/gameclient.cpp`: "race", "fastcap" and DDNet's own types).
-fn race_times(game: &str, gametype: Option<&str>, score_kind: Option<&str>) -> bool {
-    if let Some(k) = score_kind {
-        return k == "time";
+/// Whether a server's scores are race times: as its record says
+/// ([`ServerInfo::score_kind`](fragstat::core::model::ServerInfo::score_kind)), else by its
+/// game's rule ([`GameMeta::scores_are_times`](fragstat::core::registry::GameMeta::scores_are_times));
+/// a game the registry does not know counts points.
+fn race_times(game: &str, gametype: Option<&str>, score_kind: Option<ScoreKind>) -> bool {
+    match fragstat::game(game) {
+        Some(g) => g.meta().scores_are_times(gametype, score_kind),
+        None => score_kind == Some(ScoreKind::Time),
     }
-    let teeworlds = TEEWORLDS_FAMILY.contains(&game);
-    let gt = gametype.unwrap_or_default().to_ascii_lowercase();
-    teeworlds && (gt.contains("race") || gt.contains("fastcap") || gt.contains("ddnet"))
 }
 
-/// The games whose records may say how scores count (`extra.score_kind`) and whose race
-/// game types score times.
-const TEEWORLDS_FAMILY: [&str; 3] = ["ddnet", "teeworlds", "teeworlds07"];
-
 /// Of the servers at `addrs`, those whose scores are race times ([`race_times`], as the
-/// server page decides): their rows in one query, and the records of the Teeworlds family's
-/// (the only ones that say) in another.
+/// server page decides): their rows in one query, and the records of those whose game may
+/// say how its scores count ([`GameMeta::declares_score_kind`]) in another.
+///
+/// [`GameMeta::declares_score_kind`]: fragstat::core::registry::GameMeta::declares_score_kind
 async fn race_servers(st: &AppState, addrs: &[&str]) -> Result<HashSet<String>, WebError> {
     let servers = st.store.servers_at(addrs).await?;
-    let tee: Vec<&str> = servers
+    let declaring: Vec<String> = fragstat::games()
+        .iter()
+        .filter(|g| g.meta().declares_score_kind)
+        .map(|g| g.id().to_string())
+        .collect();
+    let declaring: Vec<&str> = declaring.iter().map(String::as_str).collect();
+    let said: Vec<&str> = servers
         .values()
-        .filter(|s| TEEWORLDS_FAMILY.contains(&s.game.as_str()))
+        .filter(|s| declaring.contains(&s.game.as_str()))
         .map(|s| s.addr.as_str())
         .collect();
-    let records = st.store.records_at(&tee, &TEEWORLDS_FAMILY).await?;
+    let records = st.store.records_at(&said, &declaring).await?;
     Ok(servers
         .values()
         .filter(|s| {
             let facts = record_facts(records.get(&s.addr).map(String::as_str));
-            race_times(&s.game, s.gametype.as_deref(), facts.score_kind.as_deref())
+            race_times(&s.game, s.gametype.as_deref(), facts.score_kind)
         })
         .map(|s| s.addr.clone())
         .collect())
@@ -421,7 +422,7 @@ pub(super) async fn server_page(
         s.addr.clone()
     };
     let online = s.status == "online";
-    let times = race_times(&s.game, s.gametype.as_deref(), facts.score_kind.as_deref());
+    let times = race_times(&s.game, s.gametype.as_deref(), facts.score_kind);
     let country = server_country(&s, &st);
     let password = server_password(&s).or(facts.password);
     let body = html! {
@@ -713,8 +714,26 @@ mod tests {
         assert!(race_times("ddnet", Some("DDraceNetwork"), None));
         assert!(race_times("teeworlds", Some("Race"), None));
         assert!(!race_times("teeworlds", Some("DM"), None));
-        assert!(!race_times("ddnet", Some("DDraceNetwork"), Some("points")));
-        assert!(race_times("teeworlds07", Some("DM"), Some("time")));
+        let (points, time) = (Some(ScoreKind::Points), Some(ScoreKind::Time));
+        assert!(!race_times("ddnet", Some("DDraceNetwork"), points));
+        assert!(race_times("teeworlds07", Some("DM"), time));
         assert!(!race_times("q3", Some("race"), None));
+        assert!(race_times("no-such-game", None, time));
+    }
+
+    /// A stored record says its score kind at the top (now) or in its `extra` (before).
+    #[test]
+    fn record_facts_read_the_score_kind_old_and_new() {
+        let kind = |r: &str| record_facts(Some(r)).score_kind;
+        let time = Some(ScoreKind::Time);
+        assert_eq!(kind(r#"{"info": {"extra": {"score_kind": "time"}}}"#), time);
+        assert_eq!(kind(r#"{"score_kind": "time", "extra": null}"#), time);
+        let both = r#"{"score_kind": "points", "extra": {"score_kind": "time"}}"#;
+        assert_eq!(kind(both), Some(ScoreKind::Points));
+        assert_eq!(
+            kind(r#"{"score_kind": null, "extra": {"score_kind": "laps"}}"#),
+            None
+        );
+        assert_eq!(kind("not json"), None);
     }
 }

@@ -174,7 +174,16 @@ pub(in crate::store) fn plan<'r>(
             next,
         });
         let info = rec.info.as_ref().filter(|_| rec.status == Status::Online);
-        let Some(info) = info else { continue };
+        let Some(info) = info else {
+            // Not answering and no longer listed, or definitely down (nothing listens): gone,
+            // its sessions end at once (a listed server that only timed out keeps them for
+            // `session_gap`, against lost datagrams).
+            let gone = plan.servers[i].next.unlisted_since.is_some() || rec.status == Status::Down;
+            if let Some(srv) = known.filter(|s| gone && !pause && !s.sessions.is_empty()) {
+                plan.end_all(addr, srv);
+            }
+            continue;
+        };
         online += 1;
         players += i64::from(info.num_players);
         let Some(list) = listed(info) else {

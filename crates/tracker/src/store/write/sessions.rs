@@ -176,8 +176,11 @@ impl<'r> RoundPlan<'r> {
             !srv.sessions.is_empty()
                 && (pause || srv.memo.last_online.is_none_or(|l| self.at - l > gap))
         };
-        let mut ended: Vec<(&String, &ServerState)> =
-            st.servers.iter().filter(|(_, srv)| stale(srv)).collect();
+        let mut ended: Vec<(&String, &ServerState)> = st
+            .servers
+            .iter()
+            .filter(|(addr, srv)| stale(srv) && !self.ended.contains(addr))
+            .collect();
         if ended.is_empty() {
             return;
         }
@@ -193,14 +196,19 @@ impl<'r> RoundPlan<'r> {
         // In a stable order (the map's is random).
         ended.sort_unstable_by_key(|(addr, _)| *addr);
         for (addr, srv) in ended {
-            let mut sessions: Vec<(&PlayerKey, &Session)> = srv.sessions.iter().collect();
-            sessions.sort_unstable_by_key(|(_, s)| s.id);
-            for (key, s) in sessions {
-                self.close(addr, &srv.memo.game, key, s, s.last_seen);
-            }
-            // Their memory is cleared whole, not session by session.
-            self.ended.push(addr.clone());
+            self.end_all(addr, srv);
         }
+    }
+
+    /// Every open session of `addr` ends, at the last round its player was seen in (the
+    /// tracker did not see them leave); the server's memory of them is cleared whole.
+    pub(super) fn end_all(&mut self, addr: &str, srv: &ServerState) {
+        let mut sessions: Vec<(&PlayerKey, &Session)> = srv.sessions.iter().collect();
+        sessions.sort_unstable_by_key(|(_, s)| s.id);
+        for (key, s) in sessions {
+            self.close(addr, &srv.memo.game, key, s, s.last_seen);
+        }
+        self.ended.push(addr.to_string());
     }
 
     /// The players' last sightings as rows.

@@ -389,3 +389,34 @@ fn the_events_are_the_sessions_opened_and_closed() {
         assert_eq!(l.count(), p.closes.len(), "round {r}");
     }
 }
+
+#[test]
+fn a_server_gone_from_its_list_or_refusing_ends_its_sessions_at_once() {
+    let mut w = Writer::new();
+    w.round(
+        1_000,
+        vec![online(A, &quake(&["Sarge"])), online(B, &quake(&["Doom"]))],
+    );
+    // A times out, no master lists it now: gone. B refuses (nothing listens): gone.
+    let mut data = data(
+        61_000,
+        vec![down(A), {
+            let mut r = down(B);
+            r.status = Status::Down;
+            r
+        }],
+    );
+    data.unlisted.insert(A.to_string());
+    let data: &'static RoundData = Box::leak(Box::new(data));
+    let p = plan(&w.st, data, &w.p).unwrap();
+    assert_eq!(p.servers[0].next.unlisted_since, Some(61_000));
+    assert_eq!(p.closes.len(), 2);
+    assert!(p.closes.iter().all(|c| c.left == Some(c.last_seen)));
+    assert_eq!(leaves(&p), [format!("Sarge@{A}"), format!("Doom@{B}")]);
+    let ids = ids_for(&p, &mut w.next);
+    w.st.commit(p, &ids);
+    assert_eq!((w.open(A), w.open(B)), (0, 0));
+    // Past the gap nothing more closes (no double close).
+    let p = w.round(2_000 + GAP, vec![down(A)]);
+    assert!(p.closes.is_empty());
+}
