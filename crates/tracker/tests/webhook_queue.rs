@@ -96,6 +96,7 @@ fn report(at: i64, records: Vec<fragstat::Record>) -> RoundReport {
         masters: Vec::new(),
         elapsed: Duration::ZERO,
         write: Duration::ZERO,
+        players: None,
     }
 }
 
