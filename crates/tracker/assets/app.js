@@ -127,6 +127,12 @@
       }
       n.appendChild(st);
     }
+    if (s.unlisted_since != null) {
+      n.appendChild(document.createTextNode(' '));
+      const u = el('span', 'status unlisted', 'not listed since ');
+      u.appendChild(timeEl(s.unlisted_since));
+      n.appendChild(u);
+    }
     const c = cell(tr, 'country');
     const f = flag(s.country);
     if (f) {
