@@ -291,8 +291,7 @@ pub struct HistoryConfig {
     /// Open sessions' scores and last-seen times are written every this many rounds
     /// (default 10).
     pub flush_rounds: Option<u64>,
-    /// New players (sessions opened) a server may bring in one round, the churn budget
-    /// (default 32); the rest are not stored that round, and counted.
+    /// New players (sessions opened) a server may bring in a round, the churn budget (32).
     pub new_players_per_round: Option<usize>,
 }
 
@@ -593,15 +592,11 @@ impl Config {
         out.sessions = hours(h.sessions_hours);
         out.players = hours(h.players_hours);
         out.rounds = hours(h.rounds_hours);
-        if let Some(g) = h.session_gap_secs {
-            out.session_gap = Duration::from_secs_f64(g);
-        }
-        if let Some(f) = h.flush_rounds {
-            out.flush_rounds = f;
-        }
-        if let Some(n) = h.new_players_per_round {
-            out.new_players_per_round = n;
-        }
+        out.session_gap = h
+            .session_gap_secs
+            .map_or(out.session_gap, Duration::from_secs_f64);
+        out.flush_rounds = h.flush_rounds.unwrap_or(out.flush_rounds);
+        out.new_players_per_round = h.new_players_per_round.unwrap_or(out.new_players_per_round);
         out
     }
 }
