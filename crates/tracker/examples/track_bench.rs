@@ -601,6 +601,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut at = t0;
     let mut writes = Vec::new();
     let mut upkeeps = Vec::new();
+    // The read before each round's probes: the servers seen within the session gap (5 min).
+    let mut recents = Vec::new();
+    let mut recent_n = 0usize;
     let mut before = None;
     let (mut players_seen, mut arrivals0) = (0u64, 0);
     for r in 0..a.warmup + a.rounds {
@@ -643,6 +646,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..RoundData::default()
         };
         let t = Instant::now();
+        recent_n = store.recent_servers(at - 300_000).await?.len();
+        let recent = t.elapsed();
+        let t = Instant::now();
         store.write_round(&round).await?;
         let took = t.elapsed();
         let t = Instant::now();
@@ -650,6 +656,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if r >= a.warmup {
             writes.push(took.as_secs_f64());
             upkeeps.push(t.elapsed().as_secs_f64());
+            recents.push(recent.as_secs_f64());
         }
         at += 60_000;
     }
@@ -666,6 +673,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .copied()
         .unwrap_or_default();
     let (up_median, up_max) = median_max(&mut upkeeps);
+    let (recent_median, recent_max) = median_max(&mut recents);
     println!(
         "model: {} servers, {:.0} players a round on average, {:.0} arrivals a round ({} rounds measured after {} warm-up rounds)",
         a.servers,
@@ -676,6 +684,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "round write: median {median:.3} s, 90th percentile {p90:.3} s, max {max:.3} s (round {slowest})"
+    );
+    println!(
+        "servers seen lately, read before each round's probes: median {recent_median:.3} s, max {recent_max:.3} s ({recent_n} servers)"
     );
     println!(
         "upkeep after each round (downsampling every 10 minutes, retention): median {up_median:.3} s, max {up_max:.3} s"

@@ -12,7 +12,7 @@ use fragstat_core::model::{Dialect, Text};
 /// another with the same first bytes): a name is an index key where it is stored.
 pub const NAME_KEY_BYTES: usize = 256;
 
-/// One player of a server's list ([module docs](self)).
+/// One player of a server's list: its name's bytes, dialect and which of that name it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PlayerKey {
     /// The name's bytes, at most [`NAME_KEY_BYTES`].
