@@ -2,6 +2,8 @@
 //! both in its Teeworlds `extra`) still give race times on the server and player pages: the
 //! tracker reads the old form and the new.
 
+mod support;
+
 use fragstat::core::model::{Dialect, Player, ScoreKind, ServerInfo, Text};
 use fragstat::core::record::Record;
 use fragstat_tracker::config::{Config, Source};
@@ -77,16 +79,7 @@ async fn last_score(base: &str, ids: &[i64], addr: &str) -> String {
 async fn race_times_of_records_stored_before_score_kind_was_the_models() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("earlier.db").display().to_string();
-    let mut config = Config::parse(&format!(
-        "database = {db:?}\ninterval_secs = 10\nretention_hours = 48\n"
-    ))
-    .unwrap();
-    config.sources.push(Source {
-        game: "q3".into(),
-        masters: Vec::new(),
-        servers: vec!["127.0.0.1:9".into()],
-        ext: false,
-    });
+    let config = support::quiet_config(db.as_ref(), "retention_hours = 48\n");
     let tracker = Tracker::open(config).await.unwrap();
     let now = fragstat_tracker::round::now_ms();
     let (old_time, old_points, new_time) = ("127.0.0.1:8304", "127.0.0.1:8305", "127.0.0.1:8306");
@@ -107,18 +100,11 @@ async fn race_times_of_records_stored_before_score_kind_was_the_models() {
         store_as_before(&db, addr, &stored, kind).await;
     }
 
-    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, mut rx) = watch::channel(false);
-    let web = tokio::spawn(fragstat_tracker::web::serve(
-        listener,
-        tracker.state(),
-        async move {
-            let _ = rx.changed().await;
-        },
-    ));
+    let support::Web {
+        base,
+        stop: stop,
+        task: web,
+    } = support::serve(tracker.state()).await;
     let time_head = "<th class=\"num\">Time</th>";
     let server = page(&base, "/server/127.0.0.1%3A8304").await;
     assert!(server.contains(time_head), "{server}");

@@ -8,6 +8,8 @@
 //! The emulated server runs in this process on a socket the test keeps; it is "stopped" by
 //! not answering. Rounds are run by the test (`Tracker::round`), so nothing depends on timing.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -160,18 +162,11 @@ impl Receiver {
 
 /// A web server for `tracker` on a listener the test keeps.
 async fn web(tracker: &Tracker) -> (String, watch::Sender<bool>) {
-    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, mut rx) = watch::channel(false);
-    tokio::spawn(fragstat_tracker::web::serve(
-        listener,
-        tracker.state(),
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        },
-    ));
+    let support::Web {
+        base,
+        stop: stop,
+        task: _,
+    } = support::serve(tracker.state()).await;
     (base, stop)
 }
 

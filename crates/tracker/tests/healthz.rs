@@ -1,6 +1,8 @@
 //! `/healthz` over real HTTP: 200 with the writer's role and the last round's age, 503 when
 //! the writer's last round is older than three intervals or the database cannot be read.
 
+mod support;
+
 use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::engine::RoleKind;
 use fragstat_tracker::store::RoundData;
@@ -30,13 +32,7 @@ fn round(at: i64) -> RoundData {
 async fn healthz_says_writer_age_and_database() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    let mut config = Config::parse(&format!("database = {db:?}\ninterval_secs = 10\n")).unwrap();
-    config.sources.push(Source {
-        game: "q3".into(),
-        masters: Vec::new(),
-        servers: vec!["127.0.0.1:9".into()],
-        ext: false,
-    });
+    let config = support::quiet_config(db.as_ref(), "");
     let tracker = Tracker::open(config).await.unwrap();
     let now = fragstat_tracker::round::now_ms();
     // The writer for 20 minutes; its last round 10 minutes ago (60 intervals).
@@ -46,18 +42,11 @@ async fn healthz_says_writer_age_and_database() {
         .await
         .unwrap();
     tracker.role().set(RoleKind::Writer, now - 1_200_000);
-    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, mut rx) = watch::channel(false);
-    let web = tokio::spawn(fragstat_tracker::web::serve(
-        listener,
-        tracker.state(),
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        },
-    ));
+    let support::Web {
+        base,
+        stop: stop,
+        task: web,
+    } = support::serve(tracker.state()).await;
 
     let (status, j) = get(&base).await;
     assert_eq!(status, 503, "{j}");

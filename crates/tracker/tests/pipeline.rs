@@ -3,6 +3,8 @@
 //! per round → the pages and the JSON API over real HTTP; in SQLite and in a real PostgreSQL
 //! server started by the test.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -323,18 +325,11 @@ async fn pipeline(database: &str) {
     assert_eq!(up.down_since, Some(ats[0]));
 
     // The web side, over real HTTP.
-    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, mut rx) = watch::channel(false);
-    let web = tokio::spawn(fragstat_tracker::web::serve(
-        listener,
-        tracker.state(),
-        async move {
-            let _ = rx.changed().await;
-        },
-    ));
+    let support::Web {
+        base,
+        stop: tx,
+        task: web,
+    } = support::serve(tracker.state()).await;
     let client = reqwest::Client::new();
     let (status, page) = get(&client, &format!("{base}/")).await;
     assert_eq!(status, 200);

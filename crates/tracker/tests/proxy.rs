@@ -4,6 +4,8 @@
 //! pages and `/api/servers` are still served to everyone; with the default settings the
 //! proxy is one visitor, and its per-host caps turn the widgets away (trial M1).
 
+mod support;
+
 use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::store::RoundData;
 use fragstat_tracker::Tracker;
@@ -45,16 +47,7 @@ impl Site {
 async fn site(web: &str) -> Site {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("proxy.db");
-    let mut config = Config::parse(&format!(
-        "database = {db:?}\ninterval_secs = 10\n[web]\n{web}"
-    ))
-    .unwrap();
-    config.sources.push(Source {
-        game: "q3".into(),
-        masters: Vec::new(),
-        servers: vec!["127.0.0.1:9".into()],
-        ext: false,
-    });
+    let config = support::quiet_config(db.as_ref(), &format!("[web]\n{web}"));
     let tracker = Tracker::open(config).await.unwrap();
     let now = fragstat_tracker::round::now_ms();
     tracker

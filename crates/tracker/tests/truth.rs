@@ -5,6 +5,8 @@
 //! seen coming back. Emulated servers and masters on real loopback sockets; the pages and
 //! the API over real HTTP.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -110,18 +112,11 @@ fn config(dir: &tempfile::TempDir) -> Config {
 
 /// The tracker's web side on loopback: its base URL (stopped with the returned sender).
 async fn web(tracker: &Tracker) -> (String, watch::Sender<bool>) {
-    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, mut rx) = watch::channel(false);
-    tokio::spawn(fragstat_tracker::web::serve(
-        listener,
-        tracker.state(),
-        async move {
-            let _ = rx.changed().await;
-        },
-    ));
+    let support::Web {
+        base,
+        stop: tx,
+        task: _,
+    } = support::serve(tracker.state()).await;
     (base, tx)
 }
 

@@ -7,6 +7,8 @@
 //! fixtures, looked up only — also end to end, from a config naming the file through a round
 //! over emulated servers in a simulated network to the page.
 
+mod support;
+
 use std::path::PathBuf;
 
 use fragstat::core::model::{Dialect, Player, ServerInfo, Text};
@@ -125,17 +127,8 @@ async fn site(web: &str) -> Site {
 async fn site_with(web: &str, rounds: Vec<RoundData>) -> Site {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("web.db");
-    let mut config = Config::parse(&format!(
-        "database = {db:?}\ninterval_secs = 10\nretention_hours = 48\n[web]\n{web}"
-    ))
-    .unwrap();
     // Never polled: the rounds are written below.
-    config.sources.push(Source {
-        game: "q3".into(),
-        masters: Vec::new(),
-        servers: vec!["127.0.0.1:9".into()],
-        ext: false,
-    });
+    let config = support::quiet_config(db.as_ref(), &format!("retention_hours = 48\n[web]\n{web}"));
     let tracker = Tracker::open(config).await.unwrap();
     for round in &rounds {
         tracker.store().write_round(round).await.unwrap();
@@ -145,18 +138,11 @@ async fn site_with(web: &str, rounds: Vec<RoundData>) -> Site {
 
 /// Serves `tracker`'s web side on loopback.
 async fn serve(tracker: &Tracker, dir: tempfile::TempDir) -> Site {
-    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, mut rx) = watch::channel(false);
-    let web = tokio::spawn(fragstat_tracker::web::serve(
-        listener,
-        tracker.state(),
-        async move {
-            let _ = rx.changed().await;
-        },
-    ));
+    let support::Web {
+        base,
+        stop: stop,
+        task: web,
+    } = support::serve(tracker.state()).await;
     Site {
         base,
         client: reqwest::Client::new(),

@@ -4,6 +4,8 @@
 //! the pages' own inline script runs (its SHA-256 is the policy's), `X-Frame-Options` and a
 //! `Referrer-Policy`.
 
+mod support;
+
 use base64::Engine;
 use fragstat::core::model::{Dialect, ServerInfo, Text};
 use fragstat::core::record::Record;
@@ -30,13 +32,7 @@ impl Drop for Site {
 async fn site() -> Site {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("web.db");
-    let mut config = Config::parse(&format!("database = {db:?}\ninterval_secs = 10\n")).unwrap();
-    config.sources.push(Source {
-        game: "q3".into(),
-        masters: Vec::new(),
-        servers: vec!["127.0.0.1:9".into()],
-        ext: false,
-    });
+    let config = support::quiet_config(db.as_ref(), "");
     let tracker = Tracker::open(config).await.unwrap();
     let mut info = ServerInfo::default();
     info.name = Text::new(b"^1Alpha".to_vec(), Dialect::Ioq3);
@@ -50,18 +46,11 @@ async fn site() -> Site {
         ..RoundData::default()
     };
     tracker.store().write_round(&round).await.unwrap();
-    let listener = fragstat_tracker::web::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, mut rx) = watch::channel(false);
-    tokio::spawn(fragstat_tracker::web::serve(
-        listener,
-        tracker.state(),
-        async move {
-            let _ = rx.changed().await;
-        },
-    ));
+    let support::Web {
+        base,
+        stop: stop,
+        task: _,
+    } = support::serve(tracker.state()).await;
     Site {
         base,
         db,
