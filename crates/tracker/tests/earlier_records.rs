@@ -6,10 +6,8 @@ mod support;
 
 use fragstat::core::model::{Dialect, Player, ScoreKind, ServerInfo, Text};
 use fragstat::core::record::Record;
-use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::store::RoundData;
 use fragstat_tracker::Tracker;
-use tokio::sync::watch;
 
 /// A DDNet server whose game type is no race, so only its record can say its scores are
 /// times; one player, `racer`, with `score`.
@@ -102,7 +100,7 @@ async fn race_times_of_records_stored_before_score_kind_was_the_models() {
 
     let support::Web {
         base,
-        stop: stop,
+        stop,
         task: web,
     } = support::serve(tracker.state()).await;
     let time_head = "<th class=\"num\">Time</th>";

@@ -164,7 +164,7 @@ impl Receiver {
 async fn web(tracker: &Tracker) -> (String, watch::Sender<bool>) {
     let support::Web {
         base,
-        stop: stop,
+        stop,
         task: _,
     } = support::serve(tracker.state()).await;
     (base, stop)

@@ -3,12 +3,10 @@
 
 mod support;
 
-use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::engine::RoleKind;
 use fragstat_tracker::store::RoundData;
 use fragstat_tracker::Tracker;
 use serde_json::Value;
-use tokio::sync::watch;
 
 async fn get(base: &str) -> (u16, Value) {
     let r = reqwest::get(format!("{base}/healthz")).await.unwrap();
@@ -44,7 +42,7 @@ async fn healthz_says_writer_age_and_database() {
     tracker.role().set(RoleKind::Writer, now - 1_200_000);
     let support::Web {
         base,
-        stop: stop,
+        stop,
         task: web,
     } = support::serve(tracker.state()).await;
 

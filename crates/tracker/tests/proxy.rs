@@ -6,7 +6,6 @@
 
 mod support;
 
-use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::store::RoundData;
 use fragstat_tracker::Tracker;
 use tokio::sync::watch;

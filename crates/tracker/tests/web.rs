@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use fragstat::core::model::{Dialect, Player, ServerInfo, Text};
 use fragstat::core::record::{Record, Status};
-use fragstat_tracker::config::{Config, Source};
+use fragstat_tracker::config::Config;
 use fragstat_tracker::geoip::Countries;
 use fragstat_tracker::store::RoundData;
 use fragstat_tracker::Tracker;
@@ -140,7 +140,7 @@ async fn site_with(web: &str, rounds: Vec<RoundData>) -> Site {
 async fn serve(tracker: &Tracker, dir: tempfile::TempDir) -> Site {
     let support::Web {
         base,
-        stop: stop,
+        stop,
         task: web,
     } = support::serve(tracker.state()).await;
     Site {

@@ -9,7 +9,6 @@ mod support;
 use base64::Engine;
 use fragstat::core::model::{Dialect, ServerInfo, Text};
 use fragstat::core::record::Record;
-use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::store::RoundData;
 use fragstat_tracker::Tracker;
 use sha2::{Digest, Sha256};
@@ -48,7 +47,7 @@ async fn site() -> Site {
     tracker.store().write_round(&round).await.unwrap();
     let support::Web {
         base,
-        stop: stop,
+        stop,
         task: _,
     } = support::serve(tracker.state()).await;
     Site {
