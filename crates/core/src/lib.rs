@@ -61,6 +61,7 @@ mod exchange;
 pub mod fair;
 mod json;
 pub mod model;
+pub mod nonce;
 pub mod record;
 pub mod registry;
 #[cfg(feature = "runtime")]

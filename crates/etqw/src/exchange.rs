@@ -33,7 +33,7 @@ pub struct ServerExchange {
 impl ServerExchange {
     /// A query; `ex` sends `getInfoEx` (players' xp, team, kills and deaths too).
     pub fn new(ex: bool) -> Self {
-        Self::with_nonce(ex, fastrand::u64(..))
+        Self::with_nonce(ex, fragstat_core::nonce::u64())
     }
 
     /// A query with a given nonce.

@@ -24,7 +24,7 @@ pub struct ServerExchange {
 impl ServerExchange {
     /// A query of a `game` server with a random challenge.
     pub fn new(game: Idtech4Game) -> Self {
-        Self::with_nonce(game, fastrand::u32(..))
+        Self::with_nonce(game, fragstat_core::nonce::u32())
     }
 
     /// A query with a given nonce (its low byte is replaced by the attempt).

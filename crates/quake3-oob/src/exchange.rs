@@ -175,7 +175,7 @@ pub struct ServerExchange {
 impl ServerExchange {
     /// A query with a random challenge.
     pub fn new(ask: Request) -> Self {
-        Self::with_nonce(ask, fastrand::u64(..))
+        Self::with_nonce(ask, fragstat_core::nonce::u64())
     }
 
     /// A query with a given challenge nonce (for tests).
@@ -362,6 +362,17 @@ impl Exchange for MasterExchange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// L4: a query's challenge does not follow a seeded generator: with the process's
+    /// generator seeded alike twice, two queries still carry different challenges.
+    #[test]
+    fn challenges_do_not_follow_a_seeded_generator() {
+        fastrand::seed(7);
+        let a = ServerExchange::new(Request::Both).nonce;
+        fastrand::seed(7);
+        let b = ServerExchange::new(Request::Both).nonce;
+        assert_ne!(a, b);
+    }
 
     /// Requests end with the challenge (DarkPlaces echoes whatever follows `getstatus `), and
     /// Medal of Honor's carry the client's direction byte, which its server skips.

@@ -44,7 +44,7 @@ pub struct Query6 {
 impl Query6 {
     /// A query with a random token.
     pub fn new(mode: Mode) -> Self {
-        Self::with_token(mode, fastrand::u32(..0x0100_0000))
+        Self::with_token(mode, fragstat_core::nonce::u32_below(0x0100_0000))
     }
 
     /// A query with a given 24-bit token (for tests).
@@ -176,7 +176,7 @@ impl Exchange for Query6 {
 
 fn random_token() -> u32 {
     // Any value but NET_TOKEN_NONE.
-    fastrand::u32(..seven::TOKEN_NONE)
+    fragstat_core::nonce::u32_below(seven::TOKEN_NONE)
 }
 
 /// A 0.7 server info query: the token handshake, then `gie3` with the server's token
@@ -191,7 +191,10 @@ pub struct Query7 {
 impl Query7 {
     /// A query with random tokens.
     pub fn new() -> Self {
-        Self::with_tokens(random_token(), fastrand::i32(0..0x0100_0000))
+        Self::with_tokens(
+            random_token(),
+            i32::try_from(fragstat_core::nonce::u32_below(0x0100_0000)).unwrap_or(0),
+        )
     }
 
     /// A query with given tokens (for tests).
