@@ -5,7 +5,8 @@ use std::collections::HashSet;
 use std::hash::Hash;
 use std::time::Duration;
 
-use crate::exchange::{BoxError, Verdict};
+use crate::exchange::Verdict;
+use crate::wire::DecodeError;
 
 /// A master list arriving in any number of datagrams, none of which says how many follow.
 ///
@@ -104,7 +105,7 @@ impl<A: Hash + Eq + Clone> ListCollector<A> {
 
     /// For [`Exchange::on_timeout`](crate::Exchange::on_timeout): the list when any datagram
     /// of it came (a list with no end marker ends with the master's silence), else `None`.
-    pub fn on_timeout(&mut self) -> Option<Result<Vec<A>, BoxError>> {
+    pub fn on_timeout(&mut self) -> Option<Result<Vec<A>, DecodeError>> {
         (self.datagrams > 0).then(|| Ok(self.take()))
     }
 }

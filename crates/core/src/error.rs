@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use crate::exchange::BoxError;
+use crate::wire::DecodeError;
 
 /// Why a query has no result.
 #[derive(Debug, thiserror::Error)]
@@ -30,9 +30,10 @@ pub enum QueryError {
         /// Datagrams that came and were not an answer.
         replies: u32,
     },
-    /// The server replied, but the reply could not be decoded (and nothing better came).
+    /// The server replied, but the reply could not be decoded (and nothing better came): the
+    /// family codec's [`DecodeError`], with its field and byte offset.
     #[error("{0}")]
-    Decode(#[source] BoxError),
+    Decode(#[source] DecodeError),
     /// The request could not be encoded (a challenge or name the protocol cannot carry):
     /// nothing was sent.
     #[error("the request cannot be encoded: {0}")]
@@ -48,21 +49,62 @@ pub enum QueryError {
     Io(#[from] std::io::Error),
     /// The query reached one of its per-query caps (the engine's `Options`): its server sent
     /// too many datagrams or bytes, or it ran past its lifetime.
-    #[error("exceeded the per-query {limit} limit ({max}{unit})", unit = limit_unit(limit))]
+    #[error("{}", Limit { kind: *limit, max: *max })]
     Exceeded {
-        /// Which cap: `"datagrams"`, `"bytes"` or `"lifetime"`.
-        limit: &'static str,
-        /// The cap's value: a count of datagrams or bytes, or for `"lifetime"` milliseconds.
+        /// Which cap: [`LimitKind::Datagrams`], [`LimitKind::Bytes`] or
+        /// [`LimitKind::Lifetime`].
+        limit: LimitKind,
+        /// The cap's value: a count of datagrams or bytes, or for [`LimitKind::Lifetime`]
+        /// milliseconds.
         max: u64,
     },
 }
 
-fn limit_unit(limit: &str) -> &'static str {
-    match limit {
-        "datagrams" => " datagrams",
-        "bytes" => " bytes",
-        "lifetime" => " ms",
-        _ => "",
+/// Which bound a query or list reached ([`QueryError::Exceeded`], and the facade's
+/// `Error::Exceeded`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LimitKind {
+    /// Datagrams one query accepts from its server ([`crate::Options::max_datagrams`]).
+    Datagrams,
+    /// Bytes one query accepts from its server ([`crate::Options::max_bytes`]).
+    Bytes,
+    /// One query's total time, in milliseconds ([`crate::Options::lifetime`]).
+    Lifetime,
+    /// Bytes of an HTTP master list (the facade's cap; the engine never reports it).
+    HttpBody,
+}
+
+impl LimitKind {
+    /// A stable name for the kind: `datagrams`, `bytes`, `lifetime` or `http_body`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LimitKind::Datagrams => "datagrams",
+            LimitKind::Bytes => "bytes",
+            LimitKind::Lifetime => "lifetime",
+            LimitKind::HttpBody => "http_body",
+        }
+    }
+}
+
+/// A bound and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limit {
+    /// Which bound.
+    pub kind: LimitKind,
+    /// Its value: a count of datagrams, bytes, or for [`LimitKind::Lifetime`] milliseconds.
+    pub max: u64,
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (what, unit) = match self.kind {
+            LimitKind::Datagrams => ("per-query datagrams", " datagrams"),
+            LimitKind::Bytes => ("per-query bytes", " bytes"),
+            LimitKind::Lifetime => ("per-query lifetime", " ms"),
+            LimitKind::HttpBody => ("HTTP list size", " bytes"),
+        };
+        write!(f, "exceeded the {what} limit ({}{unit})", self.max)
     }
 }
 

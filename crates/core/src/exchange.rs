@@ -3,8 +3,11 @@
 use std::error::Error as StdError;
 
 use crate::encode::EncodeError;
+use crate::wire::DecodeError;
 
-/// A boxed error from a protocol crate (usually its decode error).
+/// A boxed error, for code outside the exchange layer that has nothing better. The exchange
+/// layer itself carries typed errors: every family decodes to the one [`DecodeError`] and
+/// encodes with the one [`EncodeError`], so nothing between a codec and the user is boxed.
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
 /// One query to one server, described sans-IO. The engine owns sockets, timers and retries;
@@ -32,7 +35,7 @@ pub trait Exchange: Send + 'static {
     /// what has been assembled so far, for replies that have no end marker); `None` to let the
     /// engine retry or give up. `exhausted` is true when no retry is left (or the batch
     /// deadline has passed): the last chance to return a partial answer.
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, DecodeError>> {
         let _ = exhausted;
         None
     }
@@ -63,8 +66,8 @@ pub enum Verdict<O> {
     /// engine logs it at debug, offers it to other queries to the same address, and waits on.
     Ignore(&'static str),
     /// From this server but undecodable. Kept: if the query then times out, this error is
-    /// reported instead of a bare timeout.
-    Invalid(BoxError),
+    /// reported instead of a bare timeout (as [`QueryError::Decode`](crate::QueryError::Decode)).
+    Invalid(DecodeError),
     /// Part of a multi-datagram reply was accepted; wait for more. The timer restarts with
     /// `wait`, or with the attempt timeout when `None`; when it runs out the engine calls
     /// [`Exchange::on_timeout`]. A short `wait` suits a reply that looks complete but may
@@ -91,7 +94,7 @@ pub enum Verdict<O> {
     /// The query is complete.
     Done {
         /// The result.
-        output: Result<O, BoxError>,
+        output: Result<O, DecodeError>,
         /// The attempt answered, if known.
         attempt: Option<u32>,
     },
@@ -105,7 +108,7 @@ impl<E: Exchange + ?Sized> Exchange for Box<E> {
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output> {
         (**self).on_datagram(datagram)
     }
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, DecodeError>> {
         (**self).on_timeout(exhausted)
     }
 }
@@ -148,7 +151,7 @@ where
         let f = &mut self.f;
         self.inner.on_datagram(datagram).map(f)
     }
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<U, BoxError>> {
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<U, DecodeError>> {
         let f = &mut self.f;
         self.inner.on_timeout(exhausted).map(|r| r.map(f))
     }

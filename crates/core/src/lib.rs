@@ -80,7 +80,7 @@ pub mod wire;
 
 #[cfg(feature = "runtime")]
 pub use engine::{Batch, Engine, DATAGRAM_QUEUE, OUTCOME_QUEUE};
-pub use error::QueryError;
+pub use error::{Limit, LimitKind, QueryError};
 pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
 pub use scheduler::{Options, Outcome};
 #[cfg(feature = "runtime")]

@@ -19,16 +19,66 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// One address as given, and what it resolved to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Target {
     /// As written.
     pub text: String,
     /// The address, or why there is none.
-    pub addr: Result<SocketAddr, String>,
+    pub addr: Result<SocketAddr, ResolveError>,
+}
+
+/// Why an address as written cannot be read (before any lookup).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddrError {
+    /// Nothing was given.
+    #[error("empty address")]
+    Empty,
+    /// The text after the last `:` is not a port (0 to 65535).
+    #[error("bad port in {0:?}")]
+    BadPort(String),
+    /// Neither `HOST[:PORT]`, `IP[:PORT]`, `[IPv6]:PORT` nor a bare IPv6 address.
+    #[error("cannot read address {0:?}")]
+    Unreadable(String),
+}
+
+/// Why an address has no [`SocketAddr`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// The text cannot be read as an address (the caller's mistake: nothing was looked up).
+    #[error(transparent)]
+    Address(#[from] AddrError),
+    /// The resolver gave no answer within the timeout.
+    #[error("{host}: no answer from the resolver in {} ms", timeout.as_millis())]
+    Timeout {
+        /// The host name.
+        host: String,
+        /// The time allowed.
+        timeout: Duration,
+    },
+    /// The resolver failed (the system's message is the source).
+    #[error("{host}: {source}")]
+    Lookup {
+        /// The host name.
+        host: String,
+        /// The resolver's error (shared: a [`Target`] is `Clone`).
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// The name resolved to no address.
+    #[error("{host}: no address")]
+    NoAddress {
+        /// The host name.
+        host: String,
+    },
+    /// The lookup's task ended without an answer (it panicked or was cancelled).
+    #[error("resolver task failed")]
+    TaskFailed,
 }
 
 /// Splits `text` into host and port (`default_port` when none is given).
-pub fn split(text: &str, default_port: u16) -> Result<(String, u16), String> {
+pub fn split(text: &str, default_port: u16) -> Result<(String, u16), AddrError> {
     if let Ok(ip) = text.parse::<IpAddr>() {
         return Ok((ip.to_string(), default_port));
     }
@@ -42,11 +92,11 @@ pub fn split(text: &str, default_port: u16) -> Result<(String, u16), String> {
         Some((host, port)) if !host.contains(':') && !host.is_empty() => {
             let port = port
                 .parse::<u16>()
-                .map_err(|_| format!("bad port in {text:?}"))?;
+                .map_err(|_| AddrError::BadPort(text.to_string()))?;
             Ok((host.to_string(), port))
         }
-        Some(_) => Err(format!("cannot read address {text:?}")),
-        None if text.is_empty() => Err("empty address".into()),
+        Some(_) => Err(AddrError::Unreadable(text.to_string())),
+        None if text.is_empty() => Err(AddrError::Empty),
         None => Ok((text.to_string(), default_port)),
     }
 }
@@ -61,7 +111,7 @@ pub fn prefer_ipv4(addrs: impl IntoIterator<Item = SocketAddr>) -> Option<Socket
 
 /// Resolves one address; a host name is looked up (at most `timeout`).
 pub async fn resolve(text: &str, default_port: u16, timeout: Duration) -> Target {
-    let addr = async {
+    let addr: Result<SocketAddr, ResolveError> = async {
         let (host, port) = split(text, default_port)?;
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(SocketAddr::new(ip, port));
@@ -69,12 +119,12 @@ pub async fn resolve(text: &str, default_port: u16, timeout: Duration) -> Target
         let lookup =
             tokio::time::timeout(timeout, tokio::net::lookup_host((host.clone(), port))).await;
         match lookup {
-            Err(_) => Err(format!(
-                "{host}: no answer from the resolver in {} ms",
-                timeout.as_millis()
-            )),
-            Ok(Err(e)) => Err(format!("{host}: {e}")),
-            Ok(Ok(addrs)) => prefer_ipv4(addrs).ok_or_else(|| format!("{host}: no address")),
+            Err(_) => Err(ResolveError::Timeout { host, timeout }),
+            Ok(Err(e)) => Err(ResolveError::Lookup {
+                host,
+                source: std::sync::Arc::new(e),
+            }),
+            Ok(Ok(addrs)) => prefer_ipv4(addrs).ok_or(ResolveError::NoAddress { host }),
         }
     }
     .await;
@@ -150,7 +200,7 @@ pub async fn resolve_owned(
         .map(|(t, text)| {
             t.unwrap_or_else(|| Target {
                 text,
-                addr: Err("resolver task failed".into()),
+                addr: Err(ResolveError::TaskFailed),
             })
         })
         .collect()
@@ -210,10 +260,13 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let t = resolve_all(&texts, 1, Duration::from_secs(5)).await;
-        assert_eq!(t[0].addr, Ok("127.0.0.1:5".parse().unwrap()));
-        assert!(t[1].addr.is_err());
-        assert_eq!(t[2].addr, Ok("[::1]:7".parse().unwrap()));
-        assert_eq!(t[3].addr.as_ref().map(|a| a.port()), Ok(9));
+        assert_eq!(t[0].addr.as_ref().ok(), Some(&"127.0.0.1:5".parse().unwrap()));
+        assert!(matches!(
+            &t[1].addr,
+            Err(ResolveError::Address(AddrError::BadPort(p))) if p == "bad:port"
+        ));
+        assert_eq!(t[2].addr.as_ref().ok(), Some(&"[::1]:7".parse().unwrap()));
+        assert_eq!(t[3].addr.as_ref().ok().map(|a| a.port()), Some(9));
         assert_eq!(t[3].text, "localhost:9");
     }
 }

@@ -79,7 +79,7 @@ impl Exchange for ServerExchange {
                 }
             }
             Ok(_) => Verdict::Ignore("not an infoResponse"),
-            Err(e) => Verdict::Invalid(Box::new(e)),
+            Err(e) => Verdict::Invalid(e),
         }
     }
 }

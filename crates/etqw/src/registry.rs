@@ -6,7 +6,8 @@ use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
     Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
-use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
+use fragstat_core::registry::MasterQueryError;
+use fragstat_core::{DecodeError, Exchange, ExchangeExt};
 use fragstat_idtech4::dict::hex;
 use serde::Serialize;
 
@@ -58,9 +59,12 @@ impl FamilyGame for EtqwGame {
             .boxed()
     }
 
-    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
         if options.ext || options.gamename.is_some() {
-            return Err("etqw: the server-list feed takes no options".into());
+            return Err(MasterQueryError::option(
+                "etqw",
+                "the server-list feed takes no options",
+            ));
         }
         Ok(MasterQuery::Http {
             default_url: Some(crate::feed::DEFAULT_URL),

@@ -268,7 +268,7 @@ pub(crate) struct Inner {
     /// Made on first use: loading the system's root certificates costs more than a whole
     /// UDP scan of 10,000 servers, and most clients never fetch an HTTP list.
     #[cfg(feature = "http")]
-    http: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    http: std::sync::OnceLock<Result<reqwest::Client, crate::error::HttpSource>>,
     pub(crate) config: ClientBuilder,
 }
 
@@ -277,14 +277,13 @@ impl Inner {
     #[cfg(feature = "http")]
     pub(crate) fn http(&self) -> Result<reqwest::Client, Error> {
         self.http
-            .get_or_init(|| {
-                crate::http::client(self.config.http_timeout).map_err(|e| e.to_string())
-            })
+            .get_or_init(|| crate::http::client(self.config.http_timeout))
             .clone()
-            .map_err(|reason| Error::Http {
+            .map_err(|e| Error::Http {
                 url: String::new(),
                 status: None,
-                reason,
+                reason: format!("cannot build the HTTP client: {e}"),
+                source: Some(e),
             })
     }
 }
@@ -381,13 +380,7 @@ impl Client {
                 .into_iter()
                 .map(|t| {
                     let Target2 { text, addr } = t;
-                    let addr = match addr {
-                        Ok(a) => Ok(a),
-                        Err(reason) => Err(Error::Resolve {
-                            target: text.clone(),
-                            reason,
-                        }),
-                    };
+                    let addr = crate::error::resolved(&text, addr);
                     (text, addr)
                 })
                 .collect()
@@ -569,7 +562,7 @@ impl Query {
         };
         async move {
             let addr = match (known, lookup) {
-                (Some(a), _) => a,
+                (Some(a), _) => crate::error::queryable(&a.to_string(), a)?,
                 (None, Some(lookup)) => match lookup.await.pop() {
                     Some((_, r)) => r?,
                     None => return Err(Error::Cancelled),

@@ -2,7 +2,14 @@
 
 use std::net::SocketAddr;
 
+pub use fragstat_core::resolve::ResolveError;
+pub use fragstat_core::{Limit, LimitKind};
+use fragstat_core::registry::{AskError, MasterQueryError};
 use fragstat_core::{DecodeError, QueryError};
+
+/// The HTTP client's error behind an [`Error::Http`], shared so that a client that failed to
+/// build reports the same error to every caller.
+pub type HttpSource = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a query, a master list or a scan item has no result.
 ///
@@ -20,6 +27,7 @@ use fragstat_core::{DecodeError, QueryError};
 /// # let _ = describe;
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[cfg_attr(test, derive(strum::VariantNames))]
 #[non_exhaustive]
 pub enum Error {
     /// No reply to any attempt.
@@ -56,27 +64,32 @@ pub enum Error {
     /// query ran past its lifetime, an HTTP list was too large.
     #[error("{0}")]
     Exceeded(Limit),
-    /// A host name did not resolve.
-    #[error("{target}: {reason}")]
+    /// A host name did not resolve: the resolver gave no answer in time, failed (the
+    /// resolver's `io::Error` is the [`source`](std::error::Error::source)), or gave no
+    /// address. An address that cannot be read (a bad port, port 0) is
+    /// [`Error::InvalidInput`] instead, returned before anything is sent.
+    #[error("{target}: {source}")]
     Resolve {
         /// The address as given.
         target: String,
         /// Why not.
-        reason: String,
+        #[source]
+        source: ResolveError,
     },
-    /// An HTTP master list could not be fetched.
+    /// An HTTP master list could not be fetched. `source` is the HTTP client's error when
+    /// there was one (connection refused, TLS, a timeout); a status or a redirect has none.
     #[error("{url}: {reason}")]
     Http {
         /// The URL asked.
         url: String,
         /// The HTTP status, when one came back.
         status: Option<u16>,
-        /// What went wrong.
+        /// What went wrong, one line.
         reason: String,
+        /// The HTTP client's error.
+        #[source]
+        source: Option<HttpSource>,
     },
-    /// The reply was not this game's, or the game has no such query.
-    #[error("{0}")]
-    Protocol(String),
     /// What was asked cannot be done (an option that does not fit the game, a master of the
     /// wrong kind, an empty list of masters…).
     #[error("{0}")]
@@ -99,65 +112,23 @@ impl Error {
     }
 }
 
-/// Which bound a query or list reached ([`Error::Exceeded`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LimitKind {
-    /// Datagrams one query accepts from its server.
-    Datagrams,
-    /// Bytes one query accepts from its server.
-    Bytes,
-    /// One query's total time, in milliseconds.
-    Lifetime,
-    /// Bytes of an HTTP master list.
-    HttpBody,
-}
-
-/// A bound and its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Limit {
-    /// Which bound.
-    pub kind: LimitKind,
-    /// Its value: a count of datagrams, bytes, or for [`LimitKind::Lifetime`] milliseconds.
-    pub max: u64,
-}
-
-impl std::fmt::Display for Limit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (what, unit) = match self.kind {
-            LimitKind::Datagrams => ("per-query datagrams", " datagrams"),
-            LimitKind::Bytes => ("per-query bytes", " bytes"),
-            LimitKind::Lifetime => ("per-query lifetime", " ms"),
-            LimitKind::HttpBody => ("HTTP list size", " bytes"),
-        };
-        write!(f, "exceeded the {what} limit ({}{unit})", self.max)
-    }
-}
-
 impl From<QueryError> for Error {
+    /// One variant for one: nothing is downcast or matched by its text.
     fn from(e: QueryError) -> Self {
         match e {
             QueryError::Timeout { attempts } => Error::Timeout { attempts },
             QueryError::Deadline => Error::Deadline,
             QueryError::Unreachable => Error::Down,
             QueryError::Foreign { attempts, replies } => Error::Foreign { attempts, replies },
-            QueryError::Decode(boxed) => match boxed.downcast::<DecodeError>() {
-                Ok(d) => Error::Decode(*d),
-                Err(other) => Error::Protocol(other.to_string()),
-            },
+            QueryError::Decode(e) => Error::Decode(e),
             QueryError::Encode(e) => Error::Encode(e),
             QueryError::Unsupported(a) => Error::Unsupported(a),
             QueryError::Cancelled => Error::Cancelled,
             QueryError::Io(e) => Error::Io(e),
-            QueryError::Exceeded { limit, max } => Error::Exceeded(Limit {
-                kind: match limit {
-                    "datagrams" => LimitKind::Datagrams,
-                    "bytes" => LimitKind::Bytes,
-                    _ => LimitKind::Lifetime,
-                },
-                max,
-            }),
-            other => Error::Protocol(other.to_string()),
+            QueryError::Exceeded { limit, max } => Error::Exceeded(Limit { kind: limit, max }),
+            // `QueryError` is `#[non_exhaustive]`: a variant added in core and not yet here
+            // stays typed, as the source of an I/O error, until it gets its own variant.
+            other => Error::Io(std::io::Error::other(other)),
         }
     }
 }
@@ -168,51 +139,76 @@ impl From<DecodeError> for Error {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn query_errors_map_to_variants_users_can_match() {
-        let d = DecodeError::Invalid {
-            field: "clients",
-            offset: 12,
-            reason: "not a number",
-        };
-        match Error::from(QueryError::Decode(Box::new(d.clone()))) {
-            Error::Decode(got) => {
-                assert_eq!(got.field(), Some("clients"));
-                assert_eq!(got.offset(), 12);
-            }
-            other => panic!("{other:?}"),
+impl From<MasterQueryError> for Error {
+    /// An unencodable request is [`Error::Encode`]; options the game's master has no form
+    /// for, or a game with no master, are [`Error::InvalidInput`].
+    fn from(e: MasterQueryError) -> Self {
+        match e {
+            MasterQueryError::Encode(e) => Error::Encode(e),
+            other => Error::InvalidInput(other.to_string()),
         }
-        assert!(matches!(
-            Error::from(QueryError::Timeout { attempts: 3 }),
-            Error::Timeout { attempts: 3 }
-        ));
-        let e = Error::from(QueryError::Exceeded {
-            limit: "bytes",
-            max: 10,
-        });
-        assert!(matches!(
-            e,
-            Error::Exceeded(Limit {
-                kind: LimitKind::Bytes,
-                max: 10
-            })
-        ));
-        assert_eq!(
-            e.to_string(),
-            "exceeded the per-query bytes limit (10 bytes)"
-        );
-        assert_eq!(
-            Error::from(QueryError::Timeout { attempts: 1 }).to_string(),
-            "timed out after 1 attempt"
-        );
-        let other: fragstat_core::BoxError = "something else".into();
-        assert!(matches!(
-            Error::from(QueryError::Decode(other)),
-            Error::Protocol(_)
-        ));
     }
 }
+
+impl From<AskError> for Error {
+    fn from(e: AskError) -> Self {
+        Error::InvalidInput(e.to_string())
+    }
+}
+
+/// A resolver's answer as an [`Error`]: an address that cannot be read (a bad port) or that
+/// names port 0 is [`Error::InvalidInput`]; a lookup that failed is [`Error::Resolve`], with
+/// the resolver's error as its source.
+pub(crate) fn resolved(
+    text: &str,
+    addr: Result<SocketAddr, ResolveError>,
+) -> Result<SocketAddr, Error> {
+    match addr {
+        Ok(a) => queryable(text, a),
+        Err(ResolveError::Address(e)) => Err(Error::InvalidInput(e.to_string())),
+        Err(source) => Err(Error::Resolve {
+            target: text.to_string(),
+            source,
+        }),
+    }
+}
+
+/// `addr`, or [`Error::InvalidInput`] for port 0: no server listens there, and a send to it
+/// fails on every attempt (`EINVAL` on Linux), so the query ends before it starts.
+pub(crate) fn queryable(text: &str, addr: SocketAddr) -> Result<SocketAddr, Error> {
+    if addr.port() == 0 {
+        return Err(Error::InvalidInput(format!(
+            "bad port in {text:?}: port 0 is no server's port"
+        )));
+    }
+    Ok(addr)
+}
+
+/// `game`'s query of `addr` in a scan, or for port 0 one that fails at once, sending
+/// nothing (the scan reports it as [`Error::InvalidInput`] through [`queryable`]).
+pub(crate) fn server_query(
+    game: &fragstat_core::registry::GameRef,
+    addr: SocketAddr,
+    ask: fragstat_core::registry::Ask,
+) -> Box<dyn fragstat_core::Exchange<Output = fragstat_core::model::ServerInfo>> {
+    if addr.port() == 0 {
+        return Box::new(PortZero);
+    }
+    game.server_query(ask)
+}
+
+/// The query of a port-0 address: nothing to send.
+struct PortZero;
+
+impl fragstat_core::Exchange for PortZero {
+    type Output = fragstat_core::model::ServerInfo;
+    fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
+        Err(fragstat_core::EncodeError::Invalid("port 0 is no server's port"))
+    }
+    fn on_datagram(&mut self, _datagram: &[u8]) -> fragstat_core::Verdict<Self::Output> {
+        fragstat_core::Verdict::Ignore("no request was sent")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -4,21 +4,17 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Limit, LimitKind};
+use crate::error::{Error, HttpSource, Limit, LimitKind};
 
 /// The HTTP client a [`crate::Client`] keeps.
-pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, Error> {
+pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, HttpSource> {
     reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(5)))
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("fragstat/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| Error::Http {
-            url: String::new(),
-            status: None,
-            reason: format!("cannot build the HTTP client: {e}"),
-        })
+        .map_err(|e| -> HttpSource { std::sync::Arc::new(e) })
 }
 
 /// GETs `url` and returns the body, at most `max` bytes.
@@ -27,19 +23,18 @@ pub(crate) async fn fetch(
     url: &str,
     max: usize,
 ) -> Result<Vec<u8>, Error> {
-    let http_err = |status: Option<u16>, reason: String| Error::Http {
+    // The client's error, when there is one, stays the source: `reason` is its one line.
+    let http_err = |status: Option<u16>, reason: String, e: Option<reqwest::Error>| Error::Http {
         url: url.to_string(),
         status,
         reason,
+        source: e.map(|e| -> HttpSource { std::sync::Arc::new(e) }),
     };
     let mut resp = client.get(url).send().await.map_err(|e| {
-        if e.is_timeout() {
-            http_err(None, "timed out".into())
+        let reason = if e.is_timeout() {
+            "timed out".into()
         } else if e.is_builder() {
-            http_err(
-                None,
-                "not a URL fragstat can fetch (http:// or https://)".into(),
-            )
+            "not a URL fragstat can fetch (http:// or https://)".into()
         } else {
             let mut reason = error_chain(&e);
             // A TLS handshake answered in plain text: the list is plain HTTP.
@@ -51,8 +46,9 @@ pub(crate) async fn fetch(
                     " (the server does not speak TLS: if it serves plain HTTP, give {plain})"
                 ));
             }
-            http_err(None, reason)
-        }
+            reason
+        };
+        http_err(None, reason, Some(e))
     })?;
     let status = resp.status();
     if status.is_redirection() {
@@ -64,10 +60,11 @@ pub(crate) async fn fetch(
         return Err(http_err(
             Some(status.as_u16()),
             format!("redirected to {to} (redirects are not followed: give that URL)"),
+            None,
         ));
     }
     if !status.is_success() {
-        return Err(http_err(Some(status.as_u16()), status.to_string()));
+        return Err(http_err(Some(status.as_u16()), status.to_string(), None));
     }
     if resp.content_length().is_some_and(|n| n > max as u64) {
         return Err(Error::Exceeded(Limit {
@@ -77,11 +74,12 @@ pub(crate) async fn fetch(
     }
     let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| {
-        if e.is_timeout() {
-            http_err(Some(status.as_u16()), "timed out reading the body".into())
+        let reason = if e.is_timeout() {
+            "timed out reading the body".into()
         } else {
-            http_err(Some(status.as_u16()), error_chain(&e))
-        }
+            error_chain(&e)
+        };
+        http_err(Some(status.as_u16()), reason, Some(e))
     })? {
         if body.len() + chunk.len() > max {
             return Err(Error::Exceeded(Limit {

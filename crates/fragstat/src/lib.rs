@@ -58,7 +58,7 @@ mod scan;
 mod watch;
 
 pub use client::{defaults, record, Client, ClientBuilder, Query, Response, Target};
-pub use error::{Error, Limit, LimitKind};
+pub use error::{Error, HttpSource, Limit, LimitKind, ResolveError};
 pub use filter::{classify, FilterReason, ListFilter, ListLimits};
 pub use master::{Listed, MasterList, MasterListRequest, MasterReport, MasterStream, MasterUpdate};
 pub use scan::{Indexed, Scan, ScanItem};
@@ -67,7 +67,9 @@ pub use watch::{unix_ms, Polled, PolledMaster, Source, Watch, WATCH_BUFFER};
 pub use fragstat_core as core;
 pub use fragstat_core::model::{MasterEntry, Player, Rules, ServerInfo, Text};
 pub use fragstat_core::record::{Record, Status};
-pub use fragstat_core::registry::{Ask, AskError, Family, Game, GameRef, MasterOptions};
+pub use fragstat_core::registry::{
+    Ask, AskError, Family, Game, GameRef, MasterOptions, MasterQueryError,
+};
 pub use fragstat_core::{DecodeError, Engine, Options, QueryError};
 
 /// The Quake III out-of-band family ([`fragstat_quake3_oob`]).

@@ -258,7 +258,7 @@ impl MasterListRequest {
         let kind = self
             .game
             .master_query(&self.options)
-            .map_err(|e| Error::InvalidInput(e.to_string()))?;
+            .map_err(Error::from)?;
         let http = match kind {
             MasterQuery::Udp(_) => None,
             MasterQuery::Http { default_url, parse } => Some((default_url, parse)),
@@ -399,7 +399,7 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
     let mut job_index = Vec::new();
     for (i, (t, (_, r))) in plan.masters.iter().zip(resolved).enumerate() {
         let resolved = match t {
-            Target::Addr(a) => Ok(*a),
+            Target::Addr(a) => crate::error::queryable(&a.to_string(), *a),
             Target::Text(_) => r,
         };
         match resolved {
@@ -415,13 +415,7 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
                     None,
                     Err(Error::InvalidInput("not a UDP master".into())),
                 ),
-                Err(e) => send(
-                    tx,
-                    i,
-                    Some(addr),
-                    None,
-                    Err(Error::InvalidInput(e.to_string())),
-                ),
+                Err(e) => send(tx, i, Some(addr), None, Err(Error::from(e))),
             },
             Err(e) => send(tx, i, None, None, Err(e)),
         }

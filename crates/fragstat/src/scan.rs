@@ -256,7 +256,7 @@ impl Scan {
                     if let Some(s) = &shared {
                         s.lock().unwrap_or_else(|e| e.into_inner()).push(g.clone());
                     }
-                    (a, g.server_query(ask))
+                    (a, crate::error::server_query(&g, a, ask))
                 });
                 let batch = engine.run_iter(jobs, options);
                 Ok(State::Running { batch, games })
@@ -282,7 +282,8 @@ impl Scan {
                                 .unwrap_or_else(|e| e.into_inner())
                                 .push(g.clone());
                         }
-                        if tx.send((a, g.server_query(ask))).await.is_err() {
+                        let job = (a, crate::error::server_query(&g, a, ask));
+                        if tx.send(job).await.is_err() {
                             return;
                         }
                     }
@@ -372,7 +373,10 @@ fn item(o: Outcome<ServerInfo>, games: &GameOf) -> Option<ScanItem> {
             rtt: o.rtt,
             attempts: o.attempts,
         }),
-        Err(e) => Err(Error::from(e)),
+        // Port 0 was refused before anything was sent: say why.
+        Err(e) => Err(crate::error::queryable(&o.addr.to_string(), o.addr)
+            .err()
+            .unwrap_or_else(|| Error::from(e))),
     };
     Some(ScanItem {
         index: o.index,

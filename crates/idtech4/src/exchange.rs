@@ -7,7 +7,7 @@ use std::net::SocketAddrV4;
 use std::time::Duration;
 
 use fragstat_core::collect::ListCollector;
-use fragstat_core::{BoxError, Exchange, Verdict};
+use fragstat_core::{DecodeError, Exchange, Verdict};
 
 use crate::game::Idtech4Game;
 use crate::master::{GetServers, ENTRY};
@@ -65,7 +65,7 @@ impl Exchange for ServerExchange {
                 }
             }
             Ok(_) => Verdict::Ignore("not an infoResponse"),
-            Err(e) => Verdict::Invalid(Box::new(e)),
+            Err(e) => Verdict::Invalid(e),
         }
     }
 }
@@ -116,7 +116,7 @@ impl Exchange for MasterExchange {
         let list = match decode_as(self.game, datagram) {
             Ok(Packet::Servers(l)) => l,
             Ok(_) => return Verdict::Ignore("not a server list"),
-            Err(e) => return Verdict::Invalid(Box::new(e)),
+            Err(e) => return Verdict::Invalid(e),
         };
         // An entry with port 0 or address 0.0.0.0 cannot be queried (decode keeps it).
         self.list.add(
@@ -127,7 +127,7 @@ impl Exchange for MasterExchange {
         self.list.progress(datagram.len() < FULL)
     }
 
-    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddrV4>, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddrV4>, DecodeError>> {
         self.list.on_timeout()
     }
 }

@@ -8,7 +8,8 @@ use fragstat_core::registry::{
     Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
-use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
+use fragstat_core::registry::MasterQueryError;
+use fragstat_core::{DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
 use crate::dict::hex;
@@ -79,11 +80,12 @@ impl FamilyGame for Idtech4Game {
             .boxed()
     }
 
-    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
         if options.ext {
-            return Err(
-                format!("{}: the idTech 4 master has no extended request", self.id()).into(),
-            );
+            return Err(MasterQueryError::option(
+                self.id(),
+                "the idTech 4 master has no extended request",
+            ));
         }
         // Protocol 0 asks for every protocol (qstat's default request).
         let mut request = GetServers::new(self, 0);

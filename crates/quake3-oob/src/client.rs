@@ -164,10 +164,10 @@ impl Client {
 }
 
 fn missing(what: &'static str) -> QueryError {
-    QueryError::Decode(Box::new(DecodeError::Missing {
+    QueryError::Decode(DecodeError::Missing {
         field: what,
         offset: 0,
-    }))
+    })
 }
 
 #[cfg(test)]

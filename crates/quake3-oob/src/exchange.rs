@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use fragstat_core::collect::ListCollector;
-use fragstat_core::{BoxError, Exchange, Verdict};
+use fragstat_core::{DecodeError, Exchange, Verdict};
 
 use crate::game::Quake3Game;
 use crate::master::{GetServers, MAX_MASTER_PACKET};
@@ -250,7 +250,7 @@ impl Exchange for ServerExchange {
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerReply> {
         let packet = match decode(datagram) {
             Ok(p) => p,
-            Err(e) => return Verdict::Invalid(Box::new(e)),
+            Err(e) => return Verdict::Invalid(e),
         };
         let attempt = match &packet {
             Packet::InfoResponse(r) if self.wants_info() => {
@@ -287,7 +287,7 @@ impl Exchange for ServerExchange {
         }
     }
 
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerReply, BoxError>> {
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerReply, DecodeError>> {
         // With both asked, the status alone is a useful answer (it has the players); the info
         // alone only once the status has had every retry.
         let (info, status) = self
@@ -344,7 +344,7 @@ impl Exchange for MasterExchange {
         let list = match decode(datagram) {
             Ok(Packet::ServersResponse(l)) => l,
             Ok(_) => return Verdict::Ignore("not a server list"),
-            Err(e) => return Verdict::Invalid(Box::new(e)),
+            Err(e) => return Verdict::Invalid(e),
         };
         // Room for fewer than two more entries: the master filled this datagram, and an old
         // master marks every datagram, so more may follow.
@@ -354,7 +354,7 @@ impl Exchange for MasterExchange {
         self.list.progress(ends)
     }
 
-    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddr>, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddr>, DecodeError>> {
         self.list.on_timeout()
     }
 }

@@ -7,7 +7,8 @@ use fragstat_core::registry::{
     Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
-use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
+use fragstat_core::registry::MasterQueryError;
+use fragstat_core::{DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
 use crate::exchange::{MasterExchange, Request, ServerExchange};
@@ -112,10 +113,13 @@ impl FamilyGame for Quake3Game {
             .boxed()
     }
 
-    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
         if self == Quake3Game::Iw4x {
             if options.ext {
-                return Err("IW4x's list is served over HTTP: there is no extended request".into());
+                return Err(MasterQueryError::option(
+                    self.id(),
+                    "IW4x's list is served over HTTP: there is no extended request",
+                ));
             }
             return Ok(MasterQuery::Http {
                 default_url: Some(crate::iw4x::DEFAULT_URL),
@@ -123,15 +127,14 @@ impl FamilyGame for Quake3Game {
             });
         }
         if self.spec().master == MasterForm::None {
-            return Err(format!(
-                "{} has no Quake III master to ask ({}); query its servers by address",
-                self.title(),
-                match self {
+            return Err(MasterQueryError::NoMaster {
+                game: self.title().to_string(),
+                protocol: "Quake III",
+                reason: match self {
                     Quake3Game::Mohaa => "its servers list through GameSpy",
                     _ => "none is known",
-                }
-            )
-            .into());
+                },
+            });
         }
         // Another release of the game: JK2 1.02 is 15, CoD 1.4 is 5, WoP 1.6 is 71…
         let protocol = options.protocol.unwrap_or(self.protocol());
@@ -140,7 +143,12 @@ impl FamilyGame for Quake3Game {
                 .gamename
                 .clone()
                 .or_else(|| self.master_gamename().map(str::to_string))
-                .ok_or("the extended master request needs a game name for this game")?;
+                .ok_or_else(|| {
+                    MasterQueryError::option(
+                        self.id(),
+                        "the extended master request needs a game name for this game",
+                    )
+                })?;
             GetServers::ext(&name, protocol)
         } else {
             self.getservers_for(protocol)

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use fragstat_core::collect::ListCollector;
 use fragstat_core::model::{MasterEntry, ServerInfo};
-use fragstat_core::{BoxError, Exchange, Verdict};
+use fragstat_core::{DecodeError, Exchange, Verdict};
 
 use crate::assemble::Assembly;
 use crate::seven::{self, Body};
@@ -116,7 +116,7 @@ impl Exchange for Query6 {
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerInfo> {
         let packet = match six::decode(datagram) {
             Ok(p) => p,
-            Err(e) => return Verdict::Invalid(Box::new(e)),
+            Err(e) => return Verdict::Invalid(e),
         };
         let basic = i32::from(self.basic_token());
         let combined = self.combined_token();
@@ -157,7 +157,7 @@ impl Exchange for Query6 {
         }
     }
 
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerInfo, BoxError>> {
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerInfo, DecodeError>> {
         // Before the last attempt a retry brings the whole reply again (duplicates are
         // dropped, the missing datagrams fill in); after it, what came is the answer.
         if !exhausted || self.assembly.main().is_none() {
@@ -262,7 +262,7 @@ impl Exchange for Query7 {
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<ServerInfo> {
         let packet = match seven::decode(datagram) {
             Ok(p) => p,
-            Err(e) => return Verdict::Invalid(Box::new(e)),
+            Err(e) => return Verdict::Invalid(e),
         };
         if let Some(v) = handshake(self.client_token, &mut self.server_token, &packet) {
             return v;
@@ -334,7 +334,7 @@ impl ListState {
         self.list.take().into_iter().map(MasterEntry::new).collect()
     }
 
-    fn on_timeout(&mut self) -> Option<Result<Vec<MasterEntry>, BoxError>> {
+    fn on_timeout(&mut self) -> Option<Result<Vec<MasterEntry>, DecodeError>> {
         (self.list.datagrams() > 0).then(|| Ok(self.take()))
     }
 }
@@ -368,12 +368,12 @@ impl Exchange for Master6 {
             Ok(six::Packet::Count(n)) => self.list.count(n),
             Ok(six::Packet::List(s)) => self.list.add(s),
             Ok(_) => return Verdict::Ignore("not a list or count"),
-            Err(e) => return Verdict::Invalid(Box::new(e)),
+            Err(e) => return Verdict::Invalid(e),
         }
         self.list.verdict()
     }
 
-    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<MasterEntry>, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<MasterEntry>, DecodeError>> {
         self.list.on_timeout()
     }
 }
@@ -433,7 +433,7 @@ impl Exchange for Master7 {
     fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Vec<MasterEntry>> {
         let packet = match seven::decode(datagram) {
             Ok(p) => p,
-            Err(e) => return Verdict::Invalid(Box::new(e)),
+            Err(e) => return Verdict::Invalid(e),
         };
         if let Some(v) = handshake(self.client_token, &mut self.server_token, &packet) {
             return v;
@@ -457,7 +457,7 @@ impl Exchange for Master7 {
         self.list.verdict()
     }
 
-    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<MasterEntry>, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<MasterEntry>, DecodeError>> {
         self.list.on_timeout()
     }
 }

@@ -8,7 +8,8 @@ use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
     Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
-use fragstat_core::{BoxError, DecodeError, Exchange, ExchangeExt};
+use fragstat_core::registry::MasterQueryError;
+use fragstat_core::{DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 
 use crate::exchange::{Master6, Master7, Mode, Query6, Query7};
@@ -222,13 +223,12 @@ impl FamilyGame for TeeworldsGame {
         }
     }
 
-    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
         if options.ext || options.gamename.is_some() {
-            return Err(format!(
-                "{}: the Teeworlds masters take no extended form or game name",
-                self.id()
-            )
-            .into());
+            return Err(MasterQueryError::option(
+                self.id(),
+                "the Teeworlds masters take no extended form or game name",
+            ));
         }
         Ok(match self {
             TeeworldsGame::Teeworlds => MasterQuery::Udp(Master6::new().boxed()),

@@ -7,7 +7,7 @@ use crate::Encode;
 use crate::EncodeError;
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::MasterOptions;
-use fragstat_core::{BoxError, Exchange, ExchangeExt, Verdict};
+use fragstat_core::{DecodeError, Exchange, ExchangeExt, Verdict};
 use fragstat_quake3_oob::{
     MasterExchange, Packet as Oob, Quake3Game as Q3Game, Request as Q3Request, ServerExchange,
     ServerReply, OOB_HEADER,
@@ -162,14 +162,14 @@ impl Exchange for DarkPlacesStatus {
         match self.inner.on_datagram(&status) {
             // The rewritten datagram is the server's: an error names offsets two bytes on.
             Verdict::Invalid(_) => match decode(datagram) {
-                Err(e) => Verdict::Invalid(Box::new(e)),
+                Err(e) => Verdict::Invalid(e),
                 Ok(_) => Verdict::Ignore("an infoResponse this query cannot read"),
             },
             v => v.map(DarkPlacesReply::Overflowed),
         }
     }
 
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<DarkPlacesReply, BoxError>> {
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<DarkPlacesReply, DecodeError>> {
         self.inner
             .on_timeout(exhausted)
             .map(|r| r.map(DarkPlacesReply::Status))
@@ -206,7 +206,7 @@ impl Exchange for ShortInfoExchange {
                 attempt: None,
             },
             Ok(_) => Verdict::Ignore("not a short info reply"),
-            Err(e) => Verdict::Invalid(Box::new(e)),
+            Err(e) => Verdict::Invalid(e),
         }
     }
 }

@@ -6,7 +6,8 @@ use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{
     Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
-use fragstat_core::{BoxError, DecodeError, Exchange};
+use fragstat_core::registry::MasterQueryError;
+use fragstat_core::{DecodeError, Exchange};
 use fragstat_quake3_oob::Quake3Game as Q3Game;
 use serde::Serialize;
 
@@ -51,7 +52,7 @@ impl FamilyGame for WarsowGame {
         server_query(self, ask.players || ask.rules)
     }
 
-    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
         Ok(MasterQuery::Udp(master_query(self, options)?))
     }
 

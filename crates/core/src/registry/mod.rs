@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::exchange::{BoxError, Exchange};
+use crate::encode::EncodeError;
+use crate::exchange::Exchange;
 use crate::model::{ExtraRef, MasterEntry, ServerInfo};
 #[cfg(doc)]
 use crate::service::Service;
@@ -94,11 +95,57 @@ impl Ask {
     }
 }
 
-/// Why a game cannot ask what an [`Ask`] asks for (the short query of a game that has
-/// none): see [`Game::check_ask`].
+/// Why a game cannot ask what an [`Ask`] asks for: see [`Game::check_ask`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AskError(pub String);
+#[non_exhaustive]
+pub enum AskError {
+    /// The short query ([`Ask::short`]) of a game that has none.
+    #[error("{game} ({title}) has no short query")]
+    NoShortQuery {
+        /// The game's id.
+        game: String,
+        /// The game's title.
+        title: String,
+    },
+}
+
+/// Why a game cannot make a master query with the given [`MasterOptions`]: see
+/// [`Game::master_query`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MasterQueryError {
+    /// An option the game's master has no form for (the extended request, a game name).
+    #[error("{game}: {reason}")]
+    Option {
+        /// The game's id.
+        game: String,
+        /// What does not fit.
+        reason: &'static str,
+    },
+    /// The game has no master of this protocol to ask.
+    #[error("{game} has no {protocol} master to ask ({reason}); query its servers by address")]
+    NoMaster {
+        /// The game's title.
+        game: String,
+        /// The protocol a master would speak (`Quake III`).
+        protocol: &'static str,
+        /// Where its servers list instead, or why none is known.
+        reason: &'static str,
+    },
+    /// The request could not be encoded (a game name holding the protocol's separator…).
+    #[error("the request cannot be encoded: {0}")]
+    Encode(#[from] EncodeError),
+}
+
+impl MasterQueryError {
+    /// An option `game`'s master has no form for.
+    pub fn option(game: impl Into<String>, reason: &'static str) -> Self {
+        MasterQueryError::Option {
+            game: game.into(),
+            reason,
+        }
+    }
+}
 
 /// How to ask a master for its list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -345,11 +392,10 @@ pub trait Game: Send + Sync + fmt::Debug {
     /// no short query`.
     fn check_ask(&self, ask: Ask) -> Result<(), AskError> {
         if ask.short && !self.has_short_query() {
-            return Err(AskError(format!(
-                "{} ({}) has no short query",
-                self.id(),
-                self.title()
-            )));
+            return Err(AskError::NoShortQuery {
+                game: self.id().to_string(),
+                title: self.title().to_string(),
+            });
         }
         Ok(())
     }
@@ -357,7 +403,7 @@ pub trait Game: Send + Sync + fmt::Debug {
     /// registry game ([`Entry`]) gives a query that fails at once, sending nothing.
     fn server_query(&self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
     /// A query of a master, or why the options do not fit this game.
-    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError>;
+    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError>;
     /// Decodes one saved datagram (the UDP payload).
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError>;
     /// Decodes the datagrams of one reply that spans several (a master's list in pieces;
@@ -398,7 +444,7 @@ pub trait FamilyGame: Copy + Send + Sync + fmt::Debug + 'static {
     /// A query of one server: [`Game::server_query`].
     fn server_query(self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>>;
     /// A query of a master: [`Game::master_query`].
-    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, BoxError>;
+    fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError>;
     /// Decodes one datagram: [`Game::decode`].
     fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError>;
     /// Decodes a reply in several datagrams: [`Game::decode_parts`]. The default merges the
@@ -445,7 +491,7 @@ impl<G: FamilyGame> Game for Entry<G> {
         }
         self.game.server_query(ask)
     }
-    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
+    fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
         self.game.master_query(options)
     }
     fn decode(&self, datagram: &[u8]) -> Result<Decoded, DecodeError> {

@@ -76,16 +76,19 @@ pub struct Options {
     pub deadline: Option<Duration>,
     /// Datagrams one query accepts from its server (default 4096, far more than the longest
     /// master list). The next one ends the query with
-    /// [`QueryError::Exceeded`] `{ limit: "datagrams", .. }`.
+    /// [`QueryError::Exceeded`] of
+    /// [`LimitKind::Datagrams`](crate::LimitKind::Datagrams).
     pub max_datagrams: usize,
     /// Bytes one query accepts from its server, summed over its datagrams (default 8 MiB).
     /// A datagram that would go past it ends the query with
-    /// [`QueryError::Exceeded`] `{ limit: "bytes", .. }`.
+    /// [`QueryError::Exceeded`] of
+    /// [`LimitKind::Bytes`](crate::LimitKind::Bytes).
     pub max_bytes: usize,
     /// A bound on one query's total time, counted from its first send, across retries,
     /// handshake steps and multi-datagram replies (a [`Verdict::Progress`] restarts the
     /// attempt timer, never this). When it passes, the query ends with
-    /// [`QueryError::Exceeded`] `{ limit: "lifetime", .. }` (default 60 s).
+    /// [`QueryError::Exceeded`] of
+    /// [`LimitKind::Lifetime`](crate::LimitKind::Lifetime) (default 60 s).
     ///
     /// A query that gets no reply at all lasts about `timeout * (retries + 1)` per handshake
     /// step (3 s with the defaults). Keep `lifetime` above that, or the lifetime, not the

@@ -8,7 +8,7 @@ use smallvec::SmallVec;
 
 use super::Options;
 use crate::rto::RttEstimator;
-use crate::QueryError;
+use crate::{LimitKind, QueryError};
 
 pub(super) struct Slot<E> {
     /// The query's id ([`slot_in`]).
@@ -92,7 +92,7 @@ pub(super) fn later(t: Instant, d: Duration) -> Instant {
     t.checked_add(d).or_else(|| t.checked_add(FAR)).unwrap_or(t)
 }
 
-pub(super) fn exceeded(limit: &'static str, max: u128) -> QueryError {
+pub(super) fn exceeded(limit: LimitKind, max: u128) -> QueryError {
     QueryError::Exceeded {
         limit,
         max: u64::try_from(max).unwrap_or(u64::MAX),
@@ -107,11 +107,11 @@ pub(super) fn over_cap<E>(
     at: Instant,
 ) -> Option<QueryError> {
     if slot.expires.is_some_and(|e| at >= e) {
-        Some(exceeded("lifetime", options.lifetime.as_millis()))
+        Some(exceeded(LimitKind::Lifetime, options.lifetime.as_millis()))
     } else if slot.datagrams >= options.max_datagrams {
-        Some(exceeded("datagrams", options.max_datagrams as u128))
+        Some(exceeded(LimitKind::Datagrams, options.max_datagrams as u128))
     } else if slot.bytes.saturating_add(len) > options.max_bytes {
-        Some(exceeded("bytes", options.max_bytes as u128))
+        Some(exceeded(LimitKind::Bytes, options.max_bytes as u128))
     } else {
         None
     }

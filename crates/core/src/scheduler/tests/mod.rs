@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::exchange::BoxError;
 use crate::EncodeError;
 
 fn ms(n: u64) -> Duration {
@@ -73,7 +72,7 @@ impl Exchange for Script {
             _ => Verdict::Ignore("foreign"),
         }
     }
-    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<String, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<String, crate::DecodeError>> {
         (self.salvage && self.parts > 0).then(|| Ok(format!("{} parts", self.parts)))
     }
 }
