@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use fragstat_core::rto::RttEstimator;
 use fragstat_core::testing::{Faults, SimNet};
-use fragstat_core::{BoxError, Engine, Exchange, Options, Outcome, QueryError, Transport, Verdict};
+use fragstat_core::{
+    DecodeError, Engine, Exchange, LimitKind, Options, Outcome, QueryError, Transport, Verdict,
+};
 use tokio::time::Instant;
 
 fn addr(port: u16) -> SocketAddr {
@@ -29,8 +31,12 @@ fn opts(timeout_ms: u64, retries: u32) -> Options {
         .with_retries(retries)
 }
 
-fn err(msg: &str) -> BoxError {
-    msg.to_string().into()
+fn err(msg: &'static str) -> DecodeError {
+    DecodeError::Invalid {
+        field: "reply",
+        offset: 0,
+        reason: msg,
+    }
 }
 
 // ---- text challenge (Quake III shape): "q <challenge>-<attempt>" -> "r <challenge>-<attempt> <payload>"
@@ -458,7 +464,7 @@ async fn invalid_datagrams_from_the_server_are_reported_not_attributed() {
         .query(addr(5), Text { challenge: 41 }, opts(100, 1))
         .await;
     assert!(
-        matches!(&bad.result, Err(QueryError::Decode(m)) if m.to_string() == "not a reply"),
+        matches!(&bad.result, Err(QueryError::Decode(m)) if m.to_string() == "bad reply at offset 0: not a reply"),
         "{:?}",
         bad.result
     );
@@ -758,7 +764,7 @@ impl Exchange for Multi {
             }
         }
     }
-    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<String>, BoxError>> {
+    fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<String>, DecodeError>> {
         (!self.parts.is_empty()).then(|| Ok(self.assembled()))
     }
 }
@@ -1175,7 +1181,7 @@ async fn a_flooding_server_ends_its_query_at_the_datagram_cap() {
         matches!(
             e,
             QueryError::Exceeded {
-                limit: "datagrams",
+                limit: LimitKind::Datagrams,
                 max: 4096
             }
         ),
@@ -1225,7 +1231,7 @@ async fn a_flooding_server_ends_its_query_at_the_byte_cap() {
         matches!(
             e,
             QueryError::Exceeded {
-                limit: "bytes",
+                limit: LimitKind::Bytes,
                 max: 8_388_608
             }
         ),
@@ -1254,7 +1260,7 @@ async fn a_flooding_server_ends_its_query_at_the_byte_cap() {
         matches!(
             o.result,
             Err(QueryError::Exceeded {
-                limit: "bytes",
+                limit: LimitKind::Bytes,
                 max: 1000
             })
         ),
@@ -1294,7 +1300,7 @@ async fn a_trickle_that_keeps_resetting_the_timer_ends_at_the_lifetime() {
         matches!(
             e,
             QueryError::Exceeded {
-                limit: "lifetime",
+                limit: LimitKind::Lifetime,
                 max: 60_000
             }
         ),
@@ -1323,7 +1329,7 @@ async fn a_trickle_that_keeps_resetting_the_timer_ends_at_the_lifetime() {
         matches!(
             o.result,
             Err(QueryError::Exceeded {
-                limit: "lifetime",
+                limit: LimitKind::Lifetime,
                 max: 2500
             })
         ),

@@ -5,9 +5,9 @@
 use fragstat_core::model::{MasterEntry, ServerInfo};
 use fragstat_core::registry::{
     emulator, Ask, AskError, Decoded, Entry, Family, FamilyGame, Game, GameMeta, MasterOptions,
-    MasterQuery,
+    MasterQuery, MasterQueryError,
 };
-use fragstat_core::{BoxError, DecodeError, EncodeError, Exchange, Verdict};
+use fragstat_core::{DecodeError, EncodeError, Exchange, Verdict};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Toy {
@@ -38,8 +38,8 @@ impl FamilyGame for Toy {
         Box::new(Never)
     }
 
-    fn master_query(self, _options: &MasterOptions) -> Result<MasterQuery, BoxError> {
-        Err("toy games have no master".into())
+    fn master_query(self, _options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
+        Err(MasterQueryError::option("toy", "toy games have no master"))
     }
 
     /// A datagram of text addresses, one per line, is a part of a master's list.
@@ -131,7 +131,7 @@ fn a_game_without_emulators_says_which_feature_is_missing() {
     assert!(g.emulator().is_none());
     let err = emulator(&g).err().expect("no emulators");
     assert_eq!(
-        err.0,
+        err.to_string(),
         "large: built without emulators (the toy crate's `emulate` feature)"
     );
     assert!(g.master_query(&MasterOptions::default()).is_err());
@@ -143,7 +143,14 @@ fn a_short_query_is_refused_naming_the_game_unless_it_has_one() {
     assert!(!small.has_short_query());
     assert_eq!(
         small.check_ask(Ask::short().with_protocol(Some(9))),
-        Err(AskError("small (Small) has no short query".into()))
+        Err(AskError::NoShortQuery {
+            game: "small".into(),
+            title: "Small".into()
+        })
+    );
+    assert_eq!(
+        small.check_ask(Ask::short()).unwrap_err().to_string(),
+        "small (Small) has no short query"
     );
     assert!(small.check_ask(Ask::everything()).is_ok());
     // Through the registry the refused query fails at its first request: nothing is sent.

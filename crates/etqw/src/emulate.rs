@@ -220,11 +220,11 @@ impl Emulate for EtqwGame {
             .saturating_sub(u32::try_from(config.seed % 60).unwrap_or(0) * 1000);
         EmulatedServer::new(c)
             .map(|s| Box::new(s) as Box<dyn Service>)
-            .map_err(|e| EmuError(e.to_string()))
+            .map_err(EmuError::from)
     }
 
     fn emulated_master(&self, _config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        Err(EmuError(
+        Err(EmuError::Unsupported(
             "ETQW has no UDP master: its server list is an HTTP feed of IP:port lines \
              (`fragstat serve etqw --master` serves one)"
                 .into(),

@@ -178,7 +178,7 @@ pub(crate) fn resolved(
 pub(crate) fn queryable(text: &str, addr: SocketAddr) -> Result<SocketAddr, Error> {
     if addr.port() == 0 {
         return Err(Error::InvalidInput(format!(
-            "bad port in {text:?}: port 0 is no server's port"
+            "bad port in {text:?}: port 0 is not a server's port"
         )));
     }
     Ok(addr)
@@ -203,7 +203,7 @@ struct PortZero;
 impl fragstat_core::Exchange for PortZero {
     type Output = fragstat_core::model::ServerInfo;
     fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
-        Err(fragstat_core::EncodeError::Invalid("port 0 is no server's port"))
+        Err(fragstat_core::EncodeError::Invalid("port 0 is not a server's port"))
     }
     fn on_datagram(&mut self, _datagram: &[u8]) -> fragstat_core::Verdict<Self::Output> {
         fragstat_core::Verdict::Ignore("no request was sent")

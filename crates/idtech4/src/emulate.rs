@@ -353,7 +353,7 @@ impl Emulate for Idtech4Game {
         c.heartbeats = config.heartbeats();
         EmulatedServer::new(c)
             .map(|s| Box::new(s) as Box<dyn Service>)
-            .map_err(|e| EmuError(e.to_string()))
+            .map_err(EmuError::from)
     }
 
     fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
@@ -362,7 +362,7 @@ impl Emulate for Idtech4Game {
             match a {
                 SocketAddr::V4(v4) => servers.push((*v4, self.protocol())),
                 SocketAddr::V6(_) => {
-                    return Err(EmuError(format!(
+                    return Err(EmuError::Config(format!(
                         "{a}: an idTech 4 master list carries IPv4 addresses only"
                     )))
                 }
@@ -381,18 +381,18 @@ mod tests {
             .emulated_server(&EmuServer::new("x", "a\0b", 0))
             .err()
             .unwrap();
-        assert!(err.0.contains("map name"), "{err}");
+        assert!(err.to_string().contains("map name"), "{err}");
         let err = g
             .emulated_server(&EmuServer::new("x", "", 33))
             .err()
             .unwrap();
-        assert!(err.0.contains("at most 32"), "{err}");
+        assert!(err.to_string().contains("at most 32"), "{err}");
         assert!(g.emulated_server(&EmuServer::new("x", "", 32)).is_ok());
         let err = g
             .emulated_master(&EmuMaster::new(vec!["[::1]:1".parse().unwrap()]))
             .err()
             .unwrap();
-        assert!(err.0.contains("IPv4"), "{err}");
+        assert!(err.to_string().contains("IPv4"), "{err}");
     }
 
     use super::*;

@@ -59,6 +59,16 @@ pub enum TrackError {
     /// A socket could not be bound, or the web server failed.
     #[error("{0}")]
     Io(std::io::Error),
+    /// The client could not be built (its sockets bound): the client's error, with its
+    /// `source()` chain.
+    #[error(transparent)]
+    Client(#[from] fragstat::Error),
+    /// The webhook's HTTP client could not be built.
+    #[error("the webhook's HTTP client could not be built")]
+    Webhook(#[source] reqwest::Error),
+    /// The web server's task ended without returning (it panicked or was cancelled).
+    #[error("the web server's task failed")]
+    Web(#[source] tokio::task::JoinError),
 }
 
 // By hand, not `#[from]`: the message already holds the cause, so it is no `source` (a report
@@ -105,11 +115,7 @@ impl Tracker {
         let client = if config.web_only {
             None
         } else {
-            Some(
-                round::client(&config)
-                    .await
-                    .map_err(|e| std::io::Error::other(e.to_string()))?,
-            )
+            Some(round::client(&config).await?)
         };
         let metrics = Arc::new(Metrics::new());
         let role = if config.web_only {
@@ -129,7 +135,7 @@ impl Tracker {
             "MMDB reloads refused (the file could not be read; the table in use stayed)",
             geoip_reloads[1].clone(),
         );
-        let events = events::Events::new(&config, &metrics).map_err(std::io::Error::other)?;
+        let events = events::Events::new(&config, &metrics).map_err(TrackError::Webhook)?;
         Ok(Tracker {
             config,
             store,
@@ -243,7 +249,7 @@ impl Tracker {
         on_round: impl Fn(&RoundReport),
     ) -> Result<(), TrackError> {
         let (tx, mut rx) = tokio::sync::watch::channel(false);
-        let client_ip = self.config.web.client_ip().map_err(std::io::Error::other)?;
+        let client_ip = self.config.web.client_ip().map_err(ConfigError::Invalid)?;
         let web = tokio::spawn(web::serve_guarded(
             listener,
             self.state(),
@@ -285,7 +291,7 @@ impl Tracker {
         let _ = tx.send(true);
         match web.await {
             Ok(r) => r?,
-            Err(e) => return Err(std::io::Error::other(e.to_string()).into()),
+            Err(e) => return Err(TrackError::Web(e)),
         }
         ended.map_err(TrackError::from)
     }

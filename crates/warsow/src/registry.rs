@@ -127,7 +127,7 @@ mod tests {
         }
         let x = Entry::new(WarsowGame::Xonotic);
         assert_eq!(
-            x.check_ask(Ask::short()).unwrap_err().0,
+            x.check_ask(Ask::short()).unwrap_err().to_string(),
             "xonotic (Xonotic) has no short query"
         );
         let mut w =

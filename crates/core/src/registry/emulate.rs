@@ -107,25 +107,27 @@ impl EmuServer {
     /// use fragstat_core::registry::EmuServer;
     /// assert!(EmuServer::new("x", "", 4).check_slots(32, true, "a server").is_ok());
     /// let e = EmuServer::new("x", "", 33).check_slots(32, true, "a server").unwrap_err();
-    /// assert_eq!(e.0, "33 players in 33 slots: a server has at most 32");
+    /// assert_eq!(e.to_string(), "33 players in 33 slots: a server has at most 32");
     /// let many_slots = EmuServer::new("x", "", 3).with_max_players(40);
     /// assert!(many_slots.check_slots(32, false, "a reply").is_ok());
     /// let e = EmuServer::new("x", "", 9).with_max_players(8).check_slots(32, true, "a server");
-    /// assert_eq!(e.unwrap_err().0, "8 player slots cannot hold 9 players");
+    /// assert_eq!(e.unwrap_err().to_string(), "8 player slots cannot hold 9 players");
     /// ```
     pub fn check_slots(&self, limit: u32, slots_too: bool, game: &str) -> Result<(), EmuError> {
         let slots_over = slots_too && self.max_players > limit;
         if slots_over || self.players > limit as usize {
-            return Err(EmuError(format!(
-                "{} players in {} slots: {game} has at most {limit}",
-                self.players, self.max_players
-            )));
+            return Err(EmuError::TooManyPlayers {
+                players: self.players,
+                slots: self.max_players,
+                game: game.to_string(),
+                limit,
+            });
         }
         if u64::from(self.max_players) < self.players as u64 {
-            return Err(EmuError(format!(
-                "{} player slots cannot hold {} players",
-                self.max_players, self.players
-            )));
+            return Err(EmuError::SlotsTooFew {
+                slots: self.max_players,
+                players: self.players,
+            });
         }
         Ok(())
     }
@@ -179,10 +181,63 @@ impl EmuMaster {
 }
 
 /// Why an emulator cannot be built with the configuration given (a map name the protocol
-/// cannot carry, more players than it can list…).
+/// cannot carry, more players than it can list…), or the game has no such emulator.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EmuError(pub String);
+#[non_exhaustive]
+pub enum EmuError {
+    /// A text setting holds a byte the protocol cannot carry ([`EmuError::check_text`]).
+    #[error("{field} contains {byte:?}, which {format} cannot carry")]
+    Forbidden {
+        /// The setting.
+        field: String,
+        /// The byte.
+        byte: char,
+        /// The wire form that cannot carry it (`an infostring`).
+        format: String,
+    },
+    /// A text setting is longer than the protocol carries ([`EmuError::check_text`]).
+    #[error("{field} is {len} bytes long, at most {max}")]
+    TooLong {
+        /// The setting.
+        field: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The most the protocol carries.
+        max: usize,
+    },
+    /// More players (or slots) than the game's replies can list
+    /// ([`EmuServer::check_slots`]).
+    #[error("{players} players in {slots} slots: {game} has at most {limit}")]
+    TooManyPlayers {
+        /// Players asked for.
+        players: usize,
+        /// Slots asked for.
+        slots: u32,
+        /// What has the limit (`a Quake III server`).
+        game: String,
+        /// The limit.
+        limit: u32,
+    },
+    /// Fewer slots than players ([`EmuServer::check_slots`]).
+    #[error("{slots} player slots cannot hold {players} players")]
+    SlotsTooFew {
+        /// Slots asked for.
+        slots: u32,
+        /// Players asked for.
+        players: usize,
+    },
+    /// Another setting the emulated engine cannot hold (a game type it does not know, a
+    /// password flag its replies cannot say…): the message names it and says why.
+    #[error("{0}")]
+    Config(String),
+    /// The game has no emulator of this kind (no UDP master, no HTTP list), or its crate was
+    /// built without emulators.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The emulated server's replies cannot be encoded.
+    #[error("the emulated replies cannot be encoded: {0}")]
+    Encode(#[from] crate::encode::EncodeError),
+}
 
 impl EmuError {
     /// Checks a text an emulator is asked to send: at most `max` bytes and none of
@@ -192,7 +247,7 @@ impl EmuError {
     /// ```
     /// use fragstat_core::registry::EmuError;
     /// let e = EmuError::check_text("map", b"a\\b", b"\\\0", 63, "an infostring").unwrap_err();
-    /// assert_eq!(e.0, "map contains '\\\\', which an infostring cannot carry");
+    /// assert_eq!(e.to_string(), "map contains '\\\\', which an infostring cannot carry");
     /// assert!(EmuError::check_text("map", &[b'x'; 64], b"", 63, "an infostring").is_err());
     /// ```
     pub fn check_text(
@@ -203,16 +258,18 @@ impl EmuError {
         format: &str,
     ) -> Result<(), EmuError> {
         if let Some(b) = value.iter().find(|b| forbidden.contains(b)) {
-            return Err(EmuError(format!(
-                "{field} contains {:?}, which {format} cannot carry",
-                char::from(*b)
-            )));
+            return Err(EmuError::Forbidden {
+                field: field.to_string(),
+                byte: char::from(*b),
+                format: format.to_string(),
+            });
         }
         if value.len() > max {
-            return Err(EmuError(format!(
-                "{field} is {} bytes long, at most {max}",
-                value.len()
-            )));
+            return Err(EmuError::TooLong {
+                field: field.to_string(),
+                len: value.len(),
+                max,
+            });
         }
         Ok(())
     }
@@ -233,7 +290,9 @@ pub trait Emulate: Send + Sync {
         servers: &[(SocketAddr, EmuServer)],
     ) -> Result<HttpBody, EmuError> {
         let _ = servers;
-        Err(EmuError("the game has no HTTP master list".into()))
+        Err(EmuError::Unsupported(
+            "the game has no HTTP master list".into(),
+        ))
     }
 }
 
@@ -241,7 +300,7 @@ pub trait Emulate: Send + Sync {
 /// without them.
 pub fn emulator(game: &dyn Game) -> Result<&dyn Emulate, EmuError> {
     game.emulator().ok_or_else(|| {
-        EmuError(format!(
+        EmuError::Unsupported(format!(
             "{}: built without emulators (the {} crate's `emulate` feature)",
             game.id(),
             game.family()

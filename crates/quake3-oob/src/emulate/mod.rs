@@ -464,7 +464,7 @@ impl Emulate for Quake3Game {
             match (self.spec().gametypes, number) {
                 (Gametypes::Named, _) => {}
                 (_, Err(_)) => {
-                    return Err(EmuError(format!(
+                    return Err(EmuError::Config(format!(
                         "game type {gt:?}: {} game types are numbers",
                         self.title()
                     )))
@@ -485,7 +485,7 @@ impl Emulate for Quake3Game {
                 b"2"
             };
         if single {
-            return Err(EmuError(format!(
+            return Err(EmuError::Config(format!(
                 "game type {}: a {} server in single-player mode answers no queries",
                 String::from_utf8_lossy(&c.gametype),
                 self.title()
@@ -501,7 +501,7 @@ impl Emulate for Quake3Game {
         servers: &[(SocketAddr, EmuServer)],
     ) -> Result<fragstat_core::registry::HttpBody, EmuError> {
         if *self != Quake3Game::Iw4x {
-            return Err(EmuError(format!(
+            return Err(EmuError::Unsupported(format!(
                 "{}: the master is a UDP master (serve it without an HTTP list)",
                 self.id()
             )));

@@ -7,7 +7,7 @@ fn refuses_unservable_text() {
         .emulated_server(&EmuServer::new("x", "a\\b", 0))
         .err()
         .unwrap();
-    assert!(err.0.contains("map name"), "{err}");
+    assert!(err.to_string().contains("map name"), "{err}");
     assert!(g.emulated_server(&EmuServer::new("x", "q3dm17", 2)).is_ok());
 }
 
@@ -399,7 +399,7 @@ mod games {
             .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("2".into())))
             .err()
             .unwrap();
-        assert!(e.0.contains("single-player"), "{e}");
+        assert!(e.to_string().contains("single-player"), "{e}");
         assert!(q3
             .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("ctf".into())))
             .is_err());

@@ -613,27 +613,27 @@ impl TeeworldsGame {
         let flavor = self.flavor();
         let limit = flavor.max_clients();
         if config.players > limit {
-            return Err(EmuError(format!(
+            return Err(EmuError::Config(format!(
                 "{} clients: a {} server has at most {limit}",
                 config.players,
                 self.meta().title
             )));
         }
         if u64::from(config.max_players) < config.players as u64 {
-            return Err(EmuError(format!(
+            return Err(EmuError::Config(format!(
                 "{} client slots cannot hold {} clients",
                 config.max_players, config.players
             )));
         }
         for (field, v, max) in [("server name", &config.name, 63), ("map", &config.map, 31)] {
             if v.contains(&0) || v.len() > max {
-                return Err(EmuError(format!(
+                return Err(EmuError::Config(format!(
                     "the {field} must be at most {max} bytes without NUL"
                 )));
             }
         }
         if config.heartbeat_to.is_some() {
-            return Err(EmuError(
+            return Err(EmuError::Config(
                 "Teeworlds emulators do not register with masters".into(),
             ));
         }
@@ -643,7 +643,7 @@ impl TeeworldsGame {
         }
         if let Some(gt) = &config.gametype {
             if gt.contains('\0') || gt.len() > 15 {
-                return Err(EmuError("the game type must be at most 15 bytes".into()));
+                return Err(EmuError::Config("the game type must be at most 15 bytes".into()));
             }
             c.gametype = gt.as_bytes().to_vec();
         }
@@ -675,7 +675,7 @@ impl Emulate for TeeworldsGame {
         servers: &[(SocketAddr, EmuServer)],
     ) -> Result<HttpBody, EmuError> {
         if *self != TeeworldsGame::Ddnet {
-            return Err(EmuError(format!(
+            return Err(EmuError::Unsupported(format!(
                 "{}: the master is a UDP master (serve it without an HTTP list)",
                 self.id()
             )));

@@ -205,8 +205,9 @@ impl Drop for Events {
 
 impl Events {
     /// The differ and hub, and the webhook's sender task when one is configured (must run
-    /// in a tokio runtime); its metrics registered in `metrics`.
-    pub fn new(config: &Config, metrics: &Metrics) -> Result<Events, String> {
+    /// in a tokio runtime); its metrics registered in `metrics`. Fails when the webhook's
+    /// HTTP client cannot be built.
+    pub fn new(config: &Config, metrics: &Metrics) -> Result<Events, reqwest::Error> {
         let (tx, _) = broadcast::channel(SSE_BUFFER);
         let (stop, stop_rx) = watch::channel(false);
         let hub = EventHub {

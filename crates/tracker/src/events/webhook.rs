@@ -141,7 +141,7 @@ struct WebhookMetrics {
 
 /// The webhook's queue and its sender task when one is configured (must run in a tokio
 /// runtime), its metrics registered in `metrics`.
-pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, String> {
+pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, reqwest::Error> {
     Ok(match &config.webhook {
         None => (None, None),
         Some(url) => {
@@ -175,8 +175,7 @@ pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, Strin
             let client = reqwest::Client::builder()
                 .timeout(Duration::from_millis(config.webhook_timeout_ms))
                 .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| format!("webhook client: {e}"))?;
+                .build()?;
             let sender = tokio::spawn(send_loop(
                 queue.clone(),
                 client,

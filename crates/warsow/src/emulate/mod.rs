@@ -662,7 +662,7 @@ impl Emulate for WarsowGame {
         check_text("the map name", &config.map)?;
         config.check_slots(256, false, "the emulator")?;
         if config.password && !self.is_qfusion() {
-            return Err(EmuError(
+            return Err(EmuError::Config(
                 "a DarkPlaces server does not say whether it needs a password".into(),
             ));
         }
@@ -676,13 +676,13 @@ impl Emulate for WarsowGame {
         if let Some(gt) = &config.gametype {
             check_text("the game type", gt.as_bytes())?;
             if gt.is_empty() || gt.contains(':') {
-                return Err(EmuError(format!(
+                return Err(EmuError::Config(format!(
                     "game type {gt:?}: a short name such as dm, ca or ctf"
                 )));
             }
             if self.is_darkplaces() && self.gametype(gt).is_none() {
                 let names: Vec<&str> = self.gametypes().iter().map(|g| g.name).collect();
-                return Err(EmuError(format!(
+                return Err(EmuError::Config(format!(
                     "{self} has no game type {gt:?}: one of {}",
                     names.join(", ")
                 )));

@@ -340,9 +340,9 @@ fn darkplaces_game_types_are_the_games_own() {
         .err()
         .unwrap();
     assert!(
-        e.0.starts_with("nexuiz has no game type \"ca\": one of dm, tdm, ctf"),
+        e.to_string().starts_with("nexuiz has no game type \"ca\": one of dm, tdm, ctf"),
         "{}",
-        e.0
+        e
     );
     assert!(WarsowGame::Xonotic
         .emulated_server(&EmuServer::new("x", "", 0).with_gametype(Some("ca".into())))

@@ -68,7 +68,11 @@ impl Exchange for Script {
                 self.step += 1;
                 Verdict::Advance
             }
-            ("bad", _) => Verdict::Invalid("undecodable".into()),
+            ("bad", _) => Verdict::Invalid(crate::DecodeError::Invalid {
+                field: "reply",
+                offset: 0,
+                reason: "undecodable",
+            }),
             _ => Verdict::Ignore("foreign"),
         }
     }

@@ -167,7 +167,7 @@ fn the_datagram_cap_ends_a_query() {
     assert!(matches!(
         n.outcome(addr(1)).result,
         Err(QueryError::Exceeded {
-            limit: "datagrams",
+            limit: crate::LimitKind::Datagrams,
             max: 5
         })
     ));
@@ -184,7 +184,7 @@ fn the_byte_cap_ends_a_query_and_counts_ignored_datagrams() {
     assert!(matches!(
         n.outcome(addr(1)).result,
         Err(QueryError::Exceeded {
-            limit: "bytes",
+            limit: crate::LimitKind::Bytes,
             max: 20
         })
     ));
@@ -208,7 +208,7 @@ fn the_lifetime_ends_a_trickle() {
     assert!(matches!(
         n.outcome(addr(1)).result,
         Err(QueryError::Exceeded {
-            limit: "lifetime",
+            limit: crate::LimitKind::Lifetime,
             max: 250
         })
     ));
