@@ -83,8 +83,8 @@ pub struct ScanArgs {
     /// limit).
     #[arg(long, default_value_t = 0)]
     deadline_ms: u64,
-    /// Master lists: most ports of one IP address probed (a list naming every port of a
-    /// host is a port scan waiting to happen).
+    /// Master lists: most ports of one IPv4 address or IPv6 /64 probed (a list naming every
+    /// port of a host, or every address of a network, is a scan waiting to happen).
     #[arg(long, default_value_t = defaults::MAX_PORTS_PER_IP as u64, value_parser = clap::value_parser!(u64).range(1..))]
     max_per_ip: u64,
     /// Master lists: keep private, loopback, link-local, multicast and reserved addresses
@@ -660,6 +660,12 @@ fn dropped_text(r: &fragstat::MasterReport) -> String {
         parts.push(format!(
             "{} over the per-master entry cap",
             r.over_entry_cap
+        ));
+    }
+    if r.over_total_cap > 0 {
+        parts.push(format!(
+            "{} over the cap on servers from all masters",
+            r.over_total_cap
         ));
     }
     for (reason, n) in &r.filtered {

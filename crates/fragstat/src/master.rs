@@ -2,7 +2,7 @@
 //! master kind), the lists filtered, capped, merged and de-duplicated, with a report per
 //! master.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -18,6 +18,9 @@ use tokio::sync::mpsc;
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::filter::FilterReason;
+
+mod merge;
+use merge::Merge;
 
 /// One server of a merged list, and which masters listed it.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,10 +59,14 @@ pub struct MasterReport {
     /// Of those, addresses left out by the [`crate::ListFilter`], per reason.
     #[serde(serialize_with = "reasons")]
     pub filtered: BTreeMap<FilterReason, usize>,
-    /// Of those, ports over [`crate::ListLimits::max_ports_per_ip`] for their address.
+    /// Of those, ports over [`crate::ListLimits::max_ports_per_ip`] for their address (an
+    /// IPv4 address, or an IPv6 /64: one host's network).
     pub over_ip_cap: usize,
     /// Entries past [`crate::ListLimits::max_entries_per_master`].
     pub over_entry_cap: usize,
+    /// Servers left out because the merged list already held
+    /// [`crate::ListLimits::max_servers_total`] (from every master of the poll).
+    pub over_total_cap: usize,
     /// What the list's parser skipped (HTTP lists), each saying why.
     pub warnings: Vec<String>,
 }
@@ -105,13 +112,17 @@ impl MasterReport {
             filtered: BTreeMap::new(),
             over_ip_cap: 0,
             over_entry_cap: 0,
+            over_total_cap: 0,
             warnings: Vec::new(),
         }
     }
 
     /// Entries left out for any reason (filtered, over a cap).
     pub fn dropped(&self) -> usize {
-        self.filtered.values().sum::<usize>() + self.over_ip_cap + self.over_entry_cap
+        self.filtered.values().sum::<usize>()
+            + self.over_ip_cap
+            + self.over_entry_cap
+            + self.over_total_cap
     }
 
     /// It gave a list.
@@ -568,97 +579,6 @@ fn spawn_http(
                 plan.game.id()
             ))),
         );
-    }
-}
-
-/// Merges answers into one list.
-struct Merge {
-    filter: crate::filter::ListFilter,
-    limits: crate::filter::ListLimits,
-    entries: Vec<Listed>,
-    /// Position in `entries` of each address.
-    seen: HashMap<SocketAddr, usize, foldhash::fast::RandomState>,
-    ports: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
-    reports: Vec<MasterReport>,
-}
-
-impl Merge {
-    fn new(client: &Client, n: usize, masters: &[Target]) -> Merge {
-        Merge {
-            filter: client.config().filter,
-            limits: client.config().limits,
-            entries: Vec::new(),
-            seen: HashMap::default(),
-            ports: HashMap::default(),
-            reports: masters
-                .iter()
-                .map(|t| MasterReport::new(t.text()))
-                .take(n)
-                .collect(),
-        }
-    }
-
-    /// Adds one master's answer; returns the servers it added.
-    fn add(&mut self, a: Answer) -> Vec<SocketAddr> {
-        let mut added = Vec::new();
-        let Some(report) = self.reports.get_mut(a.index) else {
-            return added;
-        };
-        report.addr = a.addr;
-        report.url = a.url;
-        report.rtt = a.rtt;
-        report.warnings = a.warnings;
-        let list = match a.result {
-            Ok(list) => list,
-            Err(e) => {
-                report.status = if e.is_timeout() { "timeout" } else { "error" };
-                report.error = Some(e);
-                return added;
-            }
-        };
-        report.status = "online";
-        report.listed = list.len();
-        for (n, mut entry) in list.into_iter().enumerate() {
-            if n >= self.limits.max_entries_per_master {
-                report.over_entry_cap = report.listed - n;
-                break;
-            }
-            entry.addr = fragstat_core::canonical(entry.addr);
-            if let Some(&at) = self.seen.get(&entry.addr) {
-                report.duplicates += 1;
-                if let Some(l) = self.entries.get_mut(at) {
-                    if !l.masters.contains(&a.index) {
-                        l.masters.push(a.index);
-                    }
-                }
-                continue;
-            }
-            if let Some(reason) = self.filter.check(entry.addr, a.addr) {
-                *report.filtered.entry(reason).or_default() += 1;
-                continue;
-            }
-            let ports = self.ports.entry(entry.addr.ip()).or_default();
-            if *ports >= self.limits.max_ports_per_ip {
-                report.over_ip_cap += 1;
-                continue;
-            }
-            *ports += 1;
-            report.kept += 1;
-            self.seen.insert(entry.addr, self.entries.len());
-            added.push(entry.addr);
-            self.entries.push(Listed {
-                entry,
-                masters: vec![a.index],
-            });
-        }
-        added
-    }
-
-    fn finish(self) -> MasterList {
-        MasterList {
-            entries: self.entries,
-            reports: self.reports,
-        }
     }
 }
 
