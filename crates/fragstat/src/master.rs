@@ -247,18 +247,41 @@ impl MasterListRequest {
         self
     }
 
-    /// Updates as each master answers, then the merged list.
+    /// Updates as each master answers, then the merged list. The request is checked first
+    /// (hence the `Result`); `MasterUpdate` may gain variants (hence the `_` arm).
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), fragstat::Error> {
+    /// use futures_util::StreamExt;
+    /// use fragstat::{Client, MasterUpdate};
+    ///
+    /// let client = Client::builder().build().await?;
+    /// let q3 = fragstat::game("q3").expect("a known game");
+    /// let mut updates = client.master_list(&q3, ["master.example.org"]).stream()?;
+    /// let masters = updates.masters().to_vec();
+    /// while let Some(update) = updates.next().await {
+    ///     match update {
+    ///         MasterUpdate::Listed { master, servers } => {
+    ///             println!("{}: {} new servers", masters[master], servers.len());
+    ///         }
+    ///         MasterUpdate::Done(list) => println!("{} servers in all", list.len()),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// As for awaiting the request, before anything is sent.
     pub fn stream(self) -> Result<MasterStream, Error> {
         let plan = self.plan()?;
+        let masters = self.masters.iter().map(Target::text).collect();
         let (tx, rx) = mpsc::channel(16);
         let client = self.client.clone();
         tokio::spawn(async move {
             run(client, plan, Some(tx)).await;
         });
-        Ok(MasterStream { rx })
+        Ok(MasterStream { rx, masters })
     }
 
     /// Checks the request: the game's master kind and the options.
@@ -310,6 +333,15 @@ impl IntoFuture for MasterListRequest {
 #[derive(Debug)]
 pub struct MasterStream {
     rx: mpsc::Receiver<MasterUpdate>,
+    masters: Vec<String>,
+}
+
+impl MasterStream {
+    /// The masters as given, in order: `MasterUpdate::Listed { master, .. }` indexes this
+    /// (and the reports of the final list).
+    pub fn masters(&self) -> &[String] {
+        &self.masters
+    }
 }
 
 impl Stream for MasterStream {
