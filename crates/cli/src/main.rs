@@ -24,6 +24,7 @@ mod master_server;
 mod output;
 mod progress;
 mod records;
+mod save;
 mod scan;
 mod serve;
 mod table;

@@ -191,6 +191,11 @@ pub struct QueryArgs {
     /// 2.1; Warsow 0.3 is 9).
     #[arg(long, value_name = "N", requires = "short", value_parser = clap::value_parser!(i32).range(0..))]
     protocol: Option<i32>,
+    /// Write every datagram the servers send to DIR (`ADDRESS-N.bin`, in the order
+    /// received), for `fragstat decode` or a bug report. The servers are asked one query
+    /// each, with --timeout-ms and --retries (not --rate or --concurrency).
+    #[arg(long, value_name = "DIR")]
+    save_dir: Option<PathBuf>,
     #[command(flatten)]
     scan: ScanArgs,
 }
@@ -234,7 +239,7 @@ pub struct MasterArgs {
 }
 
 /// A server to probe, or an entry that cannot be (with why), at its position in the input.
-type Target = (GameRef, String, Result<SocketAddr, String>);
+pub type Target = (GameRef, String, Result<SocketAddr, String>);
 
 /// Probes `targets` (in input order; the unreadable and unresolvable ones become records at
 /// their places) and prints them. Exit status 0 when at least one answered, 3 when none did,
@@ -393,6 +398,15 @@ pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
     }
     let client = a.scan.client(None).await?;
     let targets = resolve(&client, entries, game.as_ref()).await;
+    if let Some(dir) = &a.save_dir {
+        let asking = crate::save::Asking {
+            ask,
+            timeout: Duration::from_millis(a.scan.timeout_ms),
+            retries: a.scan.retries,
+        };
+        let out = Output::start(a.scan.format, a.scan.view(), None);
+        return crate::save::run(dir, targets, asking, out).await;
+    }
     probe(&client, targets, &a.scan, ask, started, None).await
 }
 
@@ -612,6 +626,9 @@ async fn dedupe_masters(client: &Client, game: &GameRef, masters: &[String]) -> 
             continue;
         };
         match seen.iter().find(|(a, _)| *a == addr) {
+            Some((_, first)) if *first == text => {
+                eprintln!("master {text}: named twice, asked once");
+            }
             Some((_, first)) => {
                 eprintln!("master {text}: the same address as {first} ({addr}): asked once");
             }

@@ -76,6 +76,17 @@ fn shown(name: &fragstat::Text, color: bool) -> String {
     }
 }
 
+/// The PING cell: a loopback or LAN round trip is well under a millisecond, so not `0.0`.
+fn ping_text(ms: Option<f64>) -> String {
+    match ms {
+        Some(p) if p < 0.01 => "<0.01".into(),
+        Some(p) if p < 1.0 => format!("{p:.2}"),
+        Some(p) if p < 10.0 => format!("{p:.1}"),
+        Some(p) => format!("{p:.0}"),
+        None => "-".into(),
+    }
+}
+
 fn status(s: Status) -> &'static str {
     crate::view::status_word(s)
 }
@@ -97,14 +108,7 @@ pub fn servers(records: &[Record], view: &crate::output::View) -> String {
     // Player and rule lines go after their server's row; collect them per row.
     let mut after: Vec<Vec<String>> = vec![Vec::new()];
     for r in records {
-        let ping = match r.rtt_ms {
-            // A loopback or LAN round trip is well under a millisecond: not `0.0`.
-            Some(p) if p < 0.01 => "<0.01".into(),
-            Some(p) if p < 1.0 => format!("{p:.2}"),
-            Some(p) if p < 10.0 => format!("{p:.1}"),
-            Some(p) => format!("{p:.0}"),
-            None => "-".into(),
-        };
+        let ping = ping_text(r.rtt_ms);
         let info = r.info.as_ref();
         let counts = info.map_or("-".into(), |i| {
             format!("{}/{}", i.num_players, i.max_players)
@@ -224,6 +228,15 @@ impl Totals {
 mod tests {
     use super::*;
     use fragstat::core::model::{Dialect, ServerInfo, Text};
+
+    #[test]
+    fn pings_under_a_millisecond_are_not_zero() {
+        assert_eq!(ping_text(Some(0.04)), "0.04");
+        assert_eq!(ping_text(Some(0.001)), "<0.01");
+        assert_eq!(ping_text(Some(3.25)), "3.2");
+        assert_eq!(ping_text(Some(42.4)), "42");
+        assert_eq!(ping_text(None), "-");
+    }
 
     #[test]
     fn names_plain_or_coloured() {
