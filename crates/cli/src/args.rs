@@ -71,9 +71,9 @@ pub fn check_address(text: &str) -> Result<(), String> {
     }
     if let Some(rest) = t.strip_prefix('[') {
         let Some((inner, after)) = rest.split_once(']') else {
-            return Err(format!(
-                "the '[' is not closed (an IPv6 address is written [ADDR] or [ADDR]:PORT)"
-            ));
+            return Err(
+                "the '[' is not closed (an IPv6 address is written [ADDR] or [ADDR]:PORT)".into(),
+            );
         };
         if inner.parse::<Ipv6Addr>().is_err() {
             return Err(format!("{inner:?} is not an IPv6 address"));
@@ -96,9 +96,7 @@ pub fn check_address(text: &str) -> Result<(), String> {
                     "an IPv6 address with a port is written [{host}]:{port}"
                 ))
             } else {
-                Err(format!(
-                    "not an address (an IPv6 address with a port is written [ADDR]:PORT)"
-                ))
+                Err("not an address (an IPv6 address with a port is written [ADDR]:PORT)".into())
             }
         }
         Some((host, port)) => {

@@ -21,7 +21,7 @@ use crate::output::{Output, Stop};
 /// An exchange that keeps every datagram the engine passes it, then lets `inner` decide.
 struct Recording {
     inner: Box<dyn Exchange<Output = ServerInfo>>,
-    received: Arc<Mutex<Vec<Vec<u8>>>>,
+    received: Received,
 }
 
 impl Exchange for Recording {
@@ -42,6 +42,12 @@ impl Exchange for Recording {
         self.inner.on_timeout(exhausted)
     }
 }
+
+/// A server asked: its position in the input, game, address and what it sent.
+type Asked = (usize, GameRef, SocketAddr, Received);
+
+/// The datagrams a [`Recording`] kept.
+type Received = Arc<Mutex<Vec<Vec<u8>>>>;
 
 /// A file name for `addr`'s `n`th datagram: `127.0.0.1_27960-1.bin`, `__1_27960-1.bin`.
 pub fn file_name(addr: SocketAddr, n: usize) -> String {
@@ -80,8 +86,7 @@ pub async fn run(
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let engine = Engine::bind().await.context("binding UDP sockets")?;
     let mut jobs = Vec::new();
-    // (position, game, address, what it sent)
-    let mut logs: Vec<(usize, GameRef, SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>)> = Vec::new();
+    let mut logs: Vec<Asked> = Vec::new();
     for (i, (game, text, addr)) in targets.into_iter().enumerate() {
         match addr {
             Ok(a) => {
