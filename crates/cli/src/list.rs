@@ -89,15 +89,10 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
             }
             // A word where a type goes, before an address: a server type fragstat does not
             // know (`a2s 1.2.3.4`). Its address is not asked as another game's server.
-            if !looks_like_address(token) && pending.is_none() && looks_like_type(token) {
-                if let Some(&addr) = tokens.get(k + 1).filter(|t| looks_like_address(t)) {
+            if pending.is_none() {
+                if let Some(e) = unknown_type(token, tokens.get(k + 1), source, line_no) {
                     skip = true;
-                    out.push(Entry::Bad {
-                        text: format!("{token} {addr}"),
-                        reason: format!(
-                            "{source}:{line_no}: {token:?} is a server type fragstat does not know (see `fragstat games`): not asked"
-                        ),
-                    });
+                    out.push(e);
                     continue;
                 }
             }
@@ -220,6 +215,21 @@ pub(crate) fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     } else {
         std::fs::read(path)
     }
+}
+
+/// `token` before the address `next`, when it reads as a server type fragstat does not know
+/// (`a2s 1.2.3.4`): one entry for the two, so the address is not asked as another game's.
+fn unknown_type(token: &str, next: Option<&&str>, source: &str, line_no: usize) -> Option<Entry> {
+    if looks_like_address(token) || !looks_like_type(token) {
+        return None;
+    }
+    let addr = next.filter(|t| looks_like_address(t))?;
+    Some(Entry::Bad {
+        text: format!("{token} {addr}"),
+        reason: format!(
+            "{source}:{line_no}: {token:?} is a server type fragstat does not know (see `fragstat games`): not asked"
+        ),
+    })
 }
 
 /// A word that reads as a server type (qstat's are letters and digits, `-` and `_`).
