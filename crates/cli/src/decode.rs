@@ -70,11 +70,48 @@ pub fn decode_files(game: &str, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let parts: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
     match game.decode_parts(&parts) {
         Ok(d) => print(game.id(), &d),
+        // Not the parts of one reply: several replies (a getinfo and a getstatus reply, say),
+        // each decoded on its own, in a JSON array.
+        Err(_) if bodies.len() > 1 => each(game.id(), &game, files, &bodies),
         Err(e) => {
             eprintln!("error: {names}: {e}");
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// Each file decoded on its own: a JSON array of what `decode` prints for one, each with
+/// its `file`.
+fn each(
+    id: &str,
+    game: &fragstat::GameRef,
+    files: &[PathBuf],
+    bodies: &[Vec<u8>],
+) -> anyhow::Result<ExitCode> {
+    let mut docs = Vec::with_capacity(bodies.len());
+    for (f, body) in files.iter().zip(bodies) {
+        match game.decode_parts(&[body.as_slice()]) {
+            Ok(decoded) => {
+                let mut v = serde_json::to_value(DecodedJson {
+                    game: id,
+                    decoded: &decoded,
+                })?;
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("file".into(), f.display().to_string().into());
+                }
+                docs.push(v);
+            }
+            Err(e) => {
+                eprintln!(
+                    "error: {}: {e} (the files are neither the parts of one reply nor replies each on its own)",
+                    f.display()
+                );
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    output::print_line(&serde_json::to_string_pretty(&docs)?)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print(game: &str, decoded: &Decoded) -> anyhow::Result<ExitCode> {

@@ -51,7 +51,12 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
         // Words of this line that are neither addresses nor types: one entry for the line,
         // where the first of them stood.
         let mut junk: Option<(usize, Vec<&str>)> = None;
-        for token in line.split_whitespace() {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        let mut skip = false;
+        for (k, &token) in tokens.iter().enumerate() {
+            if std::mem::take(&mut skip) {
+                continue;
+            }
             if let Some((game, t, at)) = master.take() {
                 out.push(Entry::Bad {
                     text: format!("{source}:{at}: {t} {token}"),
@@ -82,6 +87,22 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
                 pending = Some((game, token.to_string(), line_no));
                 continue;
             }
+            // A word where a type goes, before an address: a server type fragstat does not
+            // know (`a2s 1.2.3.4`). Its address is not asked as another game's server.
+            if pending.is_none() {
+                if let Some(e) = unknown_type(token, tokens.get(k + 1), source, line_no) {
+                    skip = true;
+                    out.push(e);
+                    continue;
+                }
+            }
+            if !looks_like_address(token) {
+                pending = None;
+                junk.get_or_insert_with(|| (out.len(), Vec::new()))
+                    .1
+                    .push(token);
+                continue;
+            }
             let game = match pending.take() {
                 Some((g, _, _)) => g,
                 None => match default {
@@ -97,12 +118,6 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
                     }
                 },
             };
-            if !looks_like_address(token) {
-                junk.get_or_insert_with(|| (out.len(), Vec::new()))
-                    .1
-                    .push(token);
-                continue;
-            }
             out.push(Entry::Server {
                 game,
                 text: token.to_string(),
@@ -142,6 +157,106 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
         });
     }
     out
+}
+
+/// Why a server file gave no list.
+pub(crate) enum ListError {
+    /// Said already: a usage error (no such file, a directory, not text, no servers).
+    Usage(std::process::ExitCode),
+    /// A failure reading it.
+    Io(anyhow::Error),
+}
+
+/// Reads a server file (`-`: standard input) as a list: a missing file, a directory, a file
+/// that is not text or lists nothing are usage errors.
+pub(crate) fn read_list(
+    f: &std::path::Path,
+    game: Option<&GameRef>,
+) -> Result<Vec<Entry>, ListError> {
+    let name = f.display();
+    if f.is_dir() {
+        return Err(ListError::Usage(crate::usage(format!(
+            "{name} is a directory, not a server list"
+        ))));
+    }
+    let bytes = match read_file(f) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ListError::Usage(crate::usage(format!(
+                "{name}: no such file"
+            ))))
+        }
+        Err(e) => {
+            return Err(ListError::Io(
+                anyhow::Error::from(e).context(format!("reading {name}")),
+            ))
+        }
+    };
+    if let Some(why) = not_text(&bytes) {
+        return Err(ListError::Usage(crate::usage(format!(
+            "{name} is not a text file ({why}): a server list is text, one address or `TYPE ADDRESS` a line"
+        ))));
+    }
+    let read = read(&bytes, game, &name.to_string());
+    if read.is_empty() {
+        return Err(ListError::Usage(crate::usage(format!(
+            "{name} lists no servers"
+        ))));
+    }
+    Ok(read)
+}
+
+/// Reads a server file (or standard input, `-`).
+pub(crate) fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    if path == std::path::Path::new("-") {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)?;
+        Ok(b)
+    } else {
+        std::fs::read(path)
+    }
+}
+
+/// `token` before the address `next`, when it reads as a server type fragstat does not know
+/// (`a2s 1.2.3.4`): one entry for the two, so the address is not asked as another game's.
+fn unknown_type(token: &str, next: Option<&&str>, source: &str, line_no: usize) -> Option<Entry> {
+    if looks_like_address(token) || !looks_like_type(token) {
+        return None;
+    }
+    let addr = next.filter(|t| looks_like_address(t))?;
+    Some(Entry::Bad {
+        text: format!("{token} {addr}"),
+        reason: format!(
+            "{source}:{line_no}: {token:?} is a server type fragstat does not know (see `fragstat games`): not asked"
+        ),
+    })
+}
+
+/// A word that reads as a server type (qstat's are letters and digits, `-` and `_`).
+fn looks_like_type(token: &str) -> bool {
+    token.len() <= 24
+        && token.bytes().any(|b| b.is_ascii_alphabetic())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && !token.eq_ignore_ascii_case("localhost")
+}
+
+/// Why `bytes` is no text file (a server list), if it is not: a NUL byte, or no line that
+/// is UTF-8.
+pub fn not_text(bytes: &[u8]) -> Option<String> {
+    if let Some(at) = bytes.iter().position(|&b| b == 0) {
+        return Some(format!("a NUL byte at offset {at}"));
+    }
+    let mut lines = bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace));
+    let mut any = false;
+    let all_bad = lines.all(|l| {
+        any = true;
+        std::str::from_utf8(l).is_err()
+    });
+    (any && all_bad).then(|| "no line of it is UTF-8 text".to_string())
 }
 
 /// The game of a qstat master type (`q3m`, `woetm`, `rwm`, `dm3m`, `teem`…): qstat names a

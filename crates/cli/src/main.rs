@@ -17,10 +17,14 @@
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod args;
 mod decode;
 mod list;
 mod master_server;
 mod output;
+mod progress;
+mod records;
+mod save;
 mod scan;
 mod serve;
 mod table;
@@ -66,7 +70,9 @@ enum Command {
     Master(scan::MasterArgs),
     /// Decode saved datagrams (UDP payloads) as JSON: one datagram, or the parts of one
     /// multi-datagram reply (DDNet iext + iex+, dtsf parts, a master's list in pieces);
-    /// for games with an HTTP master, a saved list body (DDNet servers.json, the ETQW feed).
+    /// several replies that are not parts of one (a getinfo and a getstatus reply) give a
+    /// JSON array, one object per file; for games with an HTTP master, a saved list body
+    /// (DDNet servers.json, the ETQW feed). `query --save-dir` saves what servers send.
     Decode {
         /// Game id (see `fragstat games`).
         game: String,
@@ -95,7 +101,7 @@ enum Command {
     /// Scan servers (and masters' lists) every interval and print what changed: servers up
     /// and down, maps, names, players joining and leaving (one event a line).
     #[command(
-        after_help = "Examples:\n  fragstat watch q3 example.org:27960 --interval-s 30\n  fragstat watch openarena --master dpmaster.example.org --format table\n  fragstat watch q3 -f servers.txt --rounds 10 --initial   # events of the first scan too"
+        after_help = "Examples:\n  fragstat watch q3 example.org:27960 --interval-secs 30\n  fragstat watch openarena --master dpmaster.example.org --format table\n  fragstat watch q3 -f servers.txt --rounds 10 --initial   # events of the first scan too"
     )]
     Watch(watch::WatchArgs),
     /// Poll masters and servers every interval, keep their history (SQLite or PostgreSQL) and
@@ -104,11 +110,12 @@ enum Command {
     /// Run a master server (dpmaster protocol: Q3A, W:ET, OpenArena, Warsow, Nexuiz…) until
     /// interrupted.
     MasterServer(Box<master_server::MasterServerArgs>),
-    /// List the games this build knows: id, title, family, default ports, aliases.
+    /// List the games this build knows: id, title, family, default ports, aliases (qstat's
+    /// server types among them), qstat's master types for `fragstat master`, and `oob:NN`.
     Games {
-        /// Output format: table, json, ndjson (one game per line), csv, tsv.
+        /// Output format.
         #[arg(long, value_enum, default_value = "table")]
-        format: Format,
+        format: GamesFormat,
     },
     /// Shell completions or the man page, generated from these options (`cargo xtask
     /// completions` writes them all).
@@ -132,6 +139,21 @@ pub enum Format {
     /// Comma-separated values: a header line, one server per line.
     Csv,
     /// Tab-separated values: a header line, one server per line.
+    Tsv,
+}
+
+/// How `fragstat games` prints the games.
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+pub enum GamesFormat {
+    /// A table, one game a line, with a closing line about `oob:NN`.
+    Table,
+    /// One JSON array of games.
+    Json,
+    /// One JSON object per game, a line each.
+    Ndjson,
+    /// Comma-separated values: a header line, one game per line.
+    Csv,
+    /// Tab-separated values: a header line, one game per line.
     Tsv,
 }
 
@@ -348,7 +370,27 @@ fn generate(what: &str) -> ExitCode {
     }
 }
 
-fn games(format: Format) -> anyhow::Result<ExitCode> {
+/// qstat's master types that name `g` (`q3m` for `q3s`): each server type alias ending in
+/// `s`, with `m` for the `s`, where it leads back to `g`.
+fn master_types(g: &GameRef) -> Vec<String> {
+    if g.master_port().is_none() {
+        return Vec::new();
+    }
+    g.aliases()
+        .iter()
+        .filter_map(|a| {
+            let m = format!("{}m", a.strip_suffix('s')?);
+            list::qstat_master_type(&m)
+                .filter(|t| t.id() == g.id())
+                .map(|_| m)
+        })
+        .collect()
+}
+
+/// The line under the games table: the `oob:NN` games, which no list can hold.
+const OOB_NOTE: &str = "oob:NN: any other Quake III protocol number NN, asked as q3 (`fragstat query oob:71 ADDR`, `fragstat master oob:71 MASTER`)";
+
+fn games(format: GamesFormat) -> anyhow::Result<ExitCode> {
     let games = fragstat::games();
     let rows: Vec<serde_json::Value> = games
         .iter()
@@ -360,18 +402,27 @@ fn games(format: Format) -> anyhow::Result<ExitCode> {
                 "default_port": g.default_port(),
                 "master_port": g.master_port(),
                 "aliases": g.aliases(),
+                "master_types": master_types(g),
             })
         })
         .collect();
     match format {
-        Format::Json => output::print_line(&serde_json::to_string_pretty(&rows)?)?,
-        Format::Ndjson => {
+        GamesFormat::Json => output::print_line(&serde_json::to_string_pretty(&rows)?)?,
+        GamesFormat::Ndjson => {
             for r in &rows {
                 output::print_line(&r.to_string())?;
             }
         }
-        Format::Table | Format::Csv | Format::Tsv => {
-            let head = ["ID", "FAMILY", "PORT", "MASTER", "TITLE", "ALIASES"];
+        GamesFormat::Table | GamesFormat::Csv | GamesFormat::Tsv => {
+            let head = [
+                "ID",
+                "FAMILY",
+                "PORT",
+                "MASTER",
+                "TITLE",
+                "ALIASES",
+                "MASTER_TYPES",
+            ];
             let rows: Vec<Vec<String>> = games
                 .iter()
                 .map(|g| {
@@ -382,15 +433,21 @@ fn games(format: Format) -> anyhow::Result<ExitCode> {
                         g.master_port().map_or("-".into(), |p| p.to_string()),
                         g.title().to_string(),
                         g.aliases().join(" "),
+                        master_types(g).join(" "),
                     ]
                 })
                 .collect();
-            if format == Format::Table {
+            if format == GamesFormat::Table {
                 let mut t = vec![head.iter().map(|h| (*h).to_string()).collect::<Vec<_>>()];
                 t.extend(rows);
                 output::print_line(table::columns(&t).trim_end())?;
+                output::print_line(OOB_NOTE)?;
             } else {
-                let d = if format == Format::Csv { b',' } else { b'\t' };
+                let d = if format == GamesFormat::Csv {
+                    b','
+                } else {
+                    b'\t'
+                };
                 let mut w = csv::WriterBuilder::new()
                     .delimiter(d)
                     .from_writer(Vec::new());

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use fragstat::core::model::MasterEntry;
 use fragstat::core::record::Record;
 
-use crate::view::{Filter, SortKey};
+use crate::table::Totals;
+use crate::view::{Filter, Sort};
 use crate::Format;
 
 /// What is shown and how (the scan's display options).
@@ -27,7 +28,7 @@ pub struct View {
     /// A header line (table, csv, tsv).
     pub header: bool,
     /// Sort keys; empty: input order.
-    pub sort: Vec<SortKey>,
+    pub sort: Vec<Sort>,
     /// Which servers are shown.
     pub filter: Filter,
 }
@@ -79,6 +80,8 @@ enum Chunk {
     Records(Vec<(usize, Record)>),
     /// The scan was interrupted: `total` servers, `unasked` of them never answered or asked.
     Interrupted { total: usize, unasked: usize },
+    /// What the table's footer counts (every server, shown or not).
+    Totals(Totals),
 }
 
 /// The writer thread and its channel.
@@ -89,6 +92,8 @@ enum Chunk {
 /// CPU per scan of 10,000 servers, docs/benchmarks.md), and the writer only writes.
 pub struct Output {
     filter: Filter,
+    /// Every record counted, before the filters.
+    totals: Totals,
     /// Lines are written as they come (NDJSON without --sort).
     streaming: bool,
     tx: Option<mpsc::Sender<Chunk>>,
@@ -140,6 +145,7 @@ impl Output {
             }
             let mut all: Vec<(usize, Record)> = Vec::new();
             let mut interrupted = None;
+            let mut totals = Totals::default();
             while let Ok(first) = rx.recv() {
                 let mut next = Some(first);
                 while let Some(chunk) = next {
@@ -153,6 +159,7 @@ impl Output {
                         Chunk::Interrupted { total, unasked } => {
                             interrupted = Some((total, unasked));
                         }
+                        Chunk::Totals(t) => totals = t,
                     }
                     next = rx.try_recv().ok();
                 }
@@ -200,12 +207,17 @@ impl Output {
                 }
                 Format::Table => {
                     out.write_all(crate::table::servers(&records, &view).as_bytes())?;
+                    // No footer without the header (qstat -nh): a script reading the rows
+                    // gets rows only.
+                    if view.header {
+                        out.write_all(totals.footer().as_bytes())?;
+                    }
                 }
             }
             out.flush()?;
-            // The summary goes with the table; for the other formats to stderr, so a pipe
-            // gets only data.
-            if format == Format::Table {
+            // The summary goes with the table; for the other formats (and a table without
+            // its header) to stderr, so a pipe gets only data.
+            if format == Format::Table && view.header {
                 if let Some((total, unasked)) = interrupted {
                     writeln!(
                         out,
@@ -222,6 +234,7 @@ impl Output {
         });
         Output {
             filter,
+            totals: Totals::default(),
             streaming,
             tx: Some(tx),
             thread: Some(thread),
@@ -243,7 +256,9 @@ impl Output {
     /// Queues one record (at position `pos` of the input) for the writer; [`Output::send`]
     /// hands NDJSON lines over when they are [`Output::due`].
     pub fn record(&mut self, pos: usize, r: Record) {
-        if !self.filter.keeps(&r) {
+        let keep = self.filter.keeps(&r);
+        self.totals.add(&r, keep);
+        if !keep {
             return;
         }
         if self.streaming {
@@ -305,6 +320,7 @@ impl Output {
     /// it has.
     pub fn finish(&mut self) -> Result<(), Stop> {
         if let Some(tx) = &self.tx {
+            let _ = tx.send(Chunk::Totals(self.totals));
             if !self.lines.is_empty() {
                 let _ = tx.send(Chunk::Lines(std::mem::take(&mut self.lines)));
             }
@@ -343,16 +359,24 @@ pub fn master_list(
         Format::Table | Format::Csv | Format::Tsv
             if !servers.is_empty() && servers.iter().all(|s| s.info.is_some()) =>
         {
+            let mut totals = Totals::default();
             let records: Vec<Record> = servers
                 .iter()
                 .filter_map(|s| {
                     let info = s.info.clone()?;
                     Some(Record::online(Some(s.addr.to_string()), game, info, None))
                 })
-                .filter(|r| view.filter.keeps(r))
+                .filter(|r| {
+                    let keep = view.filter.keeps(r);
+                    totals.add(r, keep);
+                    keep
+                })
                 .collect();
             if format == Format::Table {
                 out.write_all(crate::table::servers(&records, view).as_bytes())?;
+                if view.header {
+                    out.write_all(totals.footer().as_bytes())?;
+                }
             } else {
                 let d = if format == Format::Csv { b',' } else { b'\t' };
                 let bytes =

@@ -33,9 +33,11 @@ pub struct ScanArgs {
     /// each player is a line of its own right after its server (kind = player).
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Sort by: ping, players, name, map, address, game, list (comma-separated; qstat's
-    /// -sort letters p, n, h, i, g, l too). Default: as given.
-    #[arg(long, value_parser = crate::view::parse_sort, default_value = "list")]
+    /// Sort by: ping, players, name, map, address, game, list (comma-separated; `-ping` the
+    /// other way round, e.g. `--sort=-players`; qstat's -sort letters p, n, h, i, g, l too,
+    /// capitals the other way round). Servers that did not answer come last. Default: as
+    /// given.
+    #[arg(long, value_parser = crate::view::parse_sort, default_value = "list", allow_hyphen_values = true)]
     sort: crate::view::SortKeys,
     /// Only servers that answered (qstat -u).
     #[arg(long)]
@@ -58,7 +60,7 @@ pub struct ScanArgs {
     progress: When,
     /// Milliseconds to wait for a reply to one attempt: the upper bound of the adaptive
     /// timeout, and what the last attempt waits.
-    #[arg(long, default_value_t = defaults::TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = defaults::TIMEOUT.as_millis() as u64, value_parser = crate::args::timeout_ms, allow_negative_numbers = true)]
     timeout_ms: u64,
     /// Wait the whole --timeout-ms on every attempt. By default, once servers have answered,
     /// an attempt that is not the last is retried after the measured round-trip time plus
@@ -66,37 +68,30 @@ pub struct ScanArgs {
     #[arg(long)]
     fixed_timeout: bool,
     /// The shortest adaptive timeout, in milliseconds.
-    #[arg(long, default_value_t = defaults::MIN_TIMEOUT.as_millis() as u64)]
+    #[arg(long, default_value_t = defaults::MIN_TIMEOUT.as_millis() as u64, value_parser = crate::args::count_u64, allow_negative_numbers = true)]
     min_timeout_ms: u64,
     /// Retries after the first attempt. Five, not qstat's three: with adaptive timeouts a
     /// retry costs a few round trips, and at 20 % loss three retries still leave about 16
     /// servers in 10,000 unanswered (0.2^4), five about one (0.2^6).
-    #[arg(long, default_value_t = defaults::RETRIES)]
+    #[arg(long, default_value_t = defaults::RETRIES, value_parser = crate::args::count_u32, allow_negative_numbers = true)]
     retries: u32,
     /// Queries in flight at once.
-    #[arg(long, default_value_t = defaults::CONCURRENCY as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = defaults::CONCURRENCY as u32, value_parser = crate::args::concurrency, allow_negative_numbers = true)]
     concurrency: u32,
     /// At most this many packets per second (0: unpaced).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::args::count_u32, allow_negative_numbers = true)]
     rate: u32,
     /// Give up on the whole scan, name lookups included, after this many milliseconds (0: no
     /// limit).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::args::count_u64, allow_negative_numbers = true)]
     deadline_ms: u64,
-    /// Master lists: most ports of one IP address probed (a list naming every port of a
-    /// host is a port scan waiting to happen).
-    #[arg(long, default_value_t = defaults::MAX_PORTS_PER_IP as u64, value_parser = clap::value_parser!(u64).range(1..))]
-    max_per_ip: u64,
-    /// Master lists: keep private, loopback, link-local, multicast and reserved addresses
-    /// (by default only public ones are probed, and loopback ones from a master on
-    /// loopback).
-    #[arg(long)]
-    keep_private: bool,
 }
 
 impl ScanArgs {
     /// The client for this command: its options over the shared defaults.
-    async fn client(&self, master_timeout_ms: Option<u64>) -> anyhow::Result<Client> {
+    /// `master`: the master timeout, the per-address cap and whether private addresses are
+    /// kept (`None` for `query`).
+    async fn client(&self, master: Option<(u64, u64, bool)>) -> anyhow::Result<Client> {
         let mut b = Client::builder()
             .timeout(Duration::from_millis(self.timeout_ms))
             .retries(self.retries)
@@ -106,22 +101,22 @@ impl ScanArgs {
             .rate((self.rate > 0).then_some(self.rate))
             .deadline(self.deadline())
             .resolve_timeout(self.resolve_timeout());
-        if let Some(ms) = master_timeout_ms {
+        if let Some((ms, max_per_ip, keep_private)) = master {
             // HTTP lists take a few seconds at least.
             let http = Duration::from_millis(ms.max(5000));
             b = b
                 .master_timeout(Duration::from_millis(ms))
                 .http_timeout(self.deadline().map_or(http, |d| d.min(http)));
-        }
-        let max_per_ip = usize::try_from(self.max_per_ip).unwrap_or(usize::MAX);
-        if max_per_ip != defaults::MAX_PORTS_PER_IP {
-            b = b.list_limits(fragstat::ListLimits {
-                max_ports_per_ip: max_per_ip,
-                ..fragstat::ListLimits::default()
-            });
-        }
-        if self.keep_private {
-            b = b.list_filter(fragstat::ListFilter::keep_all());
+            let max_per_ip = usize::try_from(max_per_ip).unwrap_or(usize::MAX);
+            if max_per_ip != defaults::MAX_PORTS_PER_IP {
+                b = b.list_limits(fragstat::ListLimits {
+                    max_ports_per_ip: max_per_ip,
+                    ..fragstat::ListLimits::default()
+                });
+            }
+            if keep_private {
+                b = b.list_filter(fragstat::ListFilter::keep_all());
+            }
         }
         b.build().await.context("binding UDP sockets")
     }
@@ -153,7 +148,7 @@ impl ScanArgs {
                 .0
                 .iter()
                 .copied()
-                .filter(|k| *k != SortKey::List)
+                .filter(|k| k.key != SortKey::List)
                 .collect(),
             filter: Filter {
                 online: self.online,
@@ -196,6 +191,11 @@ pub struct QueryArgs {
     /// 2.1; Warsow 0.3 is 9).
     #[arg(long, value_name = "N", requires = "short", value_parser = clap::value_parser!(i32).range(0..))]
     protocol: Option<i32>,
+    /// Write every datagram the servers send to DIR (`ADDRESS-N.bin`, in the order
+    /// received), for `fragstat decode` or a bug report. The servers are asked one query
+    /// each, with --timeout-ms and --retries (not --rate or --concurrency).
+    #[arg(long, value_name = "DIR")]
+    save_dir: Option<PathBuf>,
     #[command(flatten)]
     scan: ScanArgs,
 }
@@ -224,84 +224,22 @@ pub struct MasterArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
     protocol: Option<i32>,
     /// Milliseconds to wait for a master's reply (and between the datagrams of its list).
-    #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = crate::args::timeout_ms, allow_negative_numbers = true)]
     master_timeout_ms: u64,
+    /// Most ports of one IPv4 address or IPv6 /64 probed (a list naming every port of a
+    /// host, or every address of a network, is a scan waiting to happen).
+    #[arg(long, default_value_t = defaults::MAX_PORTS_PER_IP as u64, value_parser = crate::args::max_per_ip, allow_negative_numbers = true)]
+    max_per_ip: u64,
+    /// Keep private, loopback, link-local, multicast and reserved addresses (by default
+    /// only public ones are probed, and loopback ones from a master on loopback).
+    #[arg(long)]
+    keep_private: bool,
     #[command(flatten)]
     scan: ScanArgs,
 }
 
 /// A server to probe, or an entry that cannot be (with why), at its position in the input.
-type Target = (GameRef, String, Result<SocketAddr, String>);
-
-/// Progress on stderr: a bar on a terminal, a line a second otherwise (`--progress always`).
-enum Progress {
-    Bar(indicatif::ProgressBar),
-    Lines {
-        total: usize,
-        done: usize,
-        started: Instant,
-        last: Instant,
-    },
-}
-
-impl Progress {
-    fn new(when: When, total: usize) -> Option<Progress> {
-        use std::io::IsTerminal;
-        let terminal = std::io::stderr().is_terminal();
-        match when {
-            When::Never => None,
-            When::Auto if total < 10 || !terminal => None,
-            When::Always if !terminal => Some(Progress::Lines {
-                total,
-                done: 0,
-                started: Instant::now(),
-                last: Instant::now(),
-            }),
-            _ => {
-                let bar = indicatif::ProgressBar::new(total as u64);
-                if let Ok(style) = indicatif::ProgressStyle::with_template(
-                    "{bar:40} {pos}/{len} servers ({rate}, {eta} left)",
-                )
-                .map(|s| {
-                    s.with_key(
-                        "rate",
-                        |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                            let _ = write!(w, "{:.0}/s", state.per_sec());
-                        },
-                    )
-                }) {
-                    bar.set_style(style);
-                }
-                Some(Progress::Bar(bar))
-            }
-        }
-    }
-
-    fn inc(&mut self) {
-        match self {
-            Progress::Bar(b) => b.inc(1),
-            Progress::Lines {
-                total,
-                done,
-                started,
-                last,
-            } => {
-                *done += 1;
-                if last.elapsed() >= Duration::from_secs(1) {
-                    *last = Instant::now();
-                    let rate = *done as f64 / started.elapsed().as_secs_f64().max(1e-3);
-                    eprintln!("{done}/{total} servers ({rate:.0}/s)");
-                }
-            }
-        }
-    }
-
-    fn finish(self) {
-        if let Progress::Bar(b) = self {
-            b.finish_and_clear();
-        }
-    }
-}
+pub type Target = (GameRef, String, Result<SocketAddr, String>);
 
 /// Probes `targets` (in input order; the unreadable and unresolvable ones become records at
 /// their places) and prints them. Exit status 0 when at least one answered, 3 when none did,
@@ -327,7 +265,7 @@ async fn probe(
             Err(e) => out.record(i, Record::failed(Some(text), game.id(), Status::Error, e)),
         }
     }
-    let mut progress = Progress::new(scan.progress, jobs.len());
+    let mut progress = crate::progress::Progress::new(scan.progress, jobs.len());
     let asked_max = jobs.len();
     // Each server's query is made when it starts; results come as servers answer.
     let mut results = client
@@ -372,7 +310,7 @@ async fn probe(
                 p.inc();
             }
             answered += 1;
-            let r = fragstat::record(&item.game, item.addr, item.result);
+            let r = crate::records::record(&item.game, item.addr, item.result);
             if r.status == Status::Online {
                 online += 1;
             }
@@ -406,17 +344,6 @@ async fn probe(
     })
 }
 
-/// Reads a server file (or standard input, `-`).
-pub(crate) fn read_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    if path == std::path::Path::new("-") {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)?;
-        Ok(b)
-    } else {
-        std::fs::read(path)
-    }
-}
-
 pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if let Err(code) = a.scan.check() {
@@ -429,6 +356,10 @@ pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
         },
         None => None,
     };
+    // A mistyped address is a usage error, said before anything is sent.
+    if let Err(code) = crate::args::check_addresses(&a.addrs) {
+        return Ok(code);
+    }
     let mut entries: Vec<Entry> = Vec::new();
     if !a.addrs.is_empty() {
         let Some(g) = &game else {
@@ -440,12 +371,11 @@ pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
         }));
     }
     for f in &a.file {
-        let bytes = read_file(f).with_context(|| format!("reading {}", f.display()))?;
-        let read = list::read(&bytes, game.as_ref(), &f.display().to_string());
-        if read.is_empty() {
-            return Ok(usage(format!("{} lists no servers", f.display())));
+        match list::read_list(f, game.as_ref()) {
+            Ok(read) => entries.extend(read),
+            Err(list::ListError::Usage(code)) => return Ok(code),
+            Err(list::ListError::Io(e)) => return Err(e),
         }
-        entries.extend(read);
     }
     if entries.is_empty() {
         return Ok(usage(if game.is_some() {
@@ -468,6 +398,15 @@ pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
     }
     let client = a.scan.client(None).await?;
     let targets = resolve(&client, entries, game.as_ref()).await;
+    if let Some(dir) = &a.save_dir {
+        let asking = crate::save::Asking {
+            ask,
+            timeout: Duration::from_millis(a.scan.timeout_ms),
+            retries: a.scan.retries,
+        };
+        let out = Output::start(a.scan.format, a.scan.view(), None);
+        return crate::save::run(dir, targets, asking, out).await;
+    }
     probe(&client, targets, &a.scan, ask, started, None).await
 }
 
@@ -503,13 +442,11 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
         let resolved = client.resolve_owned(texts, game.default_port()).await;
         for (i, (_, r)) in idx.into_iter().zip(resolved) {
             if let Some(Some(t)) = slots.get_mut(i) {
-                t.2 = r.map_err(|e| e.to_string()).and_then(|a| {
-                    if a.port() == 0 {
-                        Err("port 0 is not a server's port".to_string())
-                    } else {
-                        Ok(a)
-                    }
-                });
+                let text = t.1.clone();
+                t.2 = match crate::args::check_address(&text) {
+                    Err(e) => Err(e),
+                    Ok(()) => r.map_err(|e| resolve_error(&text, e)),
+                };
             }
         }
     }
@@ -522,6 +459,15 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
             Err(_) => true,
         })
         .collect()
+}
+
+/// Why `text` did not resolve, without naming it again (the row shows the address, and the
+/// resolver's reason names the host).
+pub(crate) fn resolve_error(text: &str, e: fragstat::Error) -> String {
+    match e {
+        fragstat::Error::Resolve { source, .. } => source.to_string(),
+        e => e.to_string().replace(&format!("{text}: "), ""),
+    }
 }
 
 pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
@@ -547,9 +493,28 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
             },
         ));
     }
-    let client = a.scan.client(Some(a.master_timeout_ms)).await?;
+    let udp = matches!(
+        game.master_query(&fragstat::MasterOptions::default()),
+        Ok(MasterQuery::Udp(_))
+    );
+    if udp {
+        if let Err(code) =
+            crate::args::check_addresses(a.masters.iter().filter(|m| !m.contains("://")))
+        {
+            return Ok(code);
+        }
+    }
+    let client = a
+        .scan
+        .client(Some((a.master_timeout_ms, a.max_per_ip, a.keep_private)))
+        .await?;
+    let masters = if udp {
+        dedupe_masters(&client, &game, &a.masters).await
+    } else {
+        a.masters.clone()
+    };
     let request = client
-        .master_list(&game, a.masters.iter())
+        .master_list(&game, masters.iter())
         .ext(a.ext)
         .gamename(a.gamename.clone())
         .protocol(a.protocol);
@@ -587,6 +552,11 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let any_online = list.any_online();
+    if any_online && !a.ext && list.reports().iter().all(|r| r.listed == 0) && has_ext(&game) {
+        eprintln!(
+            "hint: no master listed a server for `getservers`, which lists IPv4 servers only; --ext asks with getserversExt, which lists IPv6 servers too"
+        );
+    }
     if !any_online {
         eprintln!(
             "no master gave a list ({} asked)",
@@ -612,7 +582,12 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
     }
     let asked = list.reports().len();
     let reports: Vec<serde_json::Value> = list.reports().iter().map(report_json).collect();
-    let servers: Vec<MasterEntry> = list.into_entries().into_iter().map(|l| l.entry).collect();
+    let mut servers: Vec<MasterEntry> = list.into_entries().into_iter().map(|l| l.entry).collect();
+    if game.family() == "teeworlds" {
+        for info in servers.iter_mut().filter_map(|s| s.info.as_mut()) {
+            crate::records::no_time(info, false);
+        }
+    }
     crate::output::master_list(
         game.id(),
         a.scan.format,
@@ -626,6 +601,46 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(EXIT_NO_ANSWER)
     })
+}
+
+/// Whether `game`'s master has an extended request (`--ext`).
+fn has_ext(game: &GameRef) -> bool {
+    matches!(
+        game.master_query(&fragstat::MasterOptions::default().with_ext(true)),
+        Ok(MasterQuery::Udp(_))
+    )
+}
+
+/// The masters to ask, each address once: a master named twice (`localhost:27950` and
+/// `127.0.0.1:27950`) would be asked twice from one socket, and its second list wait out
+/// the master timeout. Names that do not resolve are kept (their report says why).
+async fn dedupe_masters(client: &Client, game: &GameRef, masters: &[String]) -> Vec<String> {
+    let Some(port) = game.master_port() else {
+        return masters.to_vec();
+    };
+    let mut seen: Vec<(SocketAddr, &str)> = Vec::new();
+    let mut out = Vec::with_capacity(masters.len());
+    for (text, addr) in client.resolve(masters, port).await {
+        let Ok(addr) = addr else {
+            out.push(text);
+            continue;
+        };
+        match seen.iter().find(|(a, _)| *a == addr) {
+            Some((_, first)) if *first == text => {
+                eprintln!("master {text}: named twice, asked once");
+            }
+            Some((_, first)) => {
+                eprintln!("master {text}: the same address as {first} ({addr}): asked once");
+            }
+            None => {
+                if let Some(t) = masters.iter().find(|m| **m == text) {
+                    seen.push((addr, t.as_str()));
+                }
+                out.push(text);
+            }
+        }
+    }
+    out
 }
 
 /// `n thing` or `n things`.
@@ -660,6 +675,12 @@ fn dropped_text(r: &fragstat::MasterReport) -> String {
         parts.push(format!(
             "{} over the per-master entry cap",
             r.over_entry_cap
+        ));
+    }
+    if r.over_total_cap > 0 {
+        parts.push(format!(
+            "{} over the cap on servers from all masters",
+            r.over_total_cap
         ));
     }
     for (reason, n) in &r.filtered {

@@ -432,23 +432,25 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
         .scan(&game, list.servers())
         .players()
         .indexed()
-        .map(|i| (i.index, fragstat::record(&game, i.addr, i.result)))
+        .map(|i| (i.index, crate::records::record(&game, i.addr, i.result)))
         .collect()
         .await;
     records.sort_by_key(|(i, _)| *i);
     let records: Vec<Record> = records.into_iter().map(|(_, r)| r).collect();
-    crate::output::print_line(
-        crate::table::servers(
-            &records,
-            &crate::output::View {
-                players: true,
-                color: crate::color_stdout(),
-                header: true,
-                ..Default::default()
-            },
-        )
-        .trim_end(),
-    )?;
+    let mut totals = crate::table::Totals::default();
+    for r in &records {
+        totals.add(r, true);
+    }
+    let table = crate::table::servers(
+        &records,
+        &crate::output::View {
+            players: true,
+            color: crate::color_stdout(),
+            header: true,
+            ..Default::default()
+        },
+    );
+    crate::output::print_line((table + &totals.footer()).trim_end())?;
     let mut code = ExitCode::SUCCESS;
     if let Some(t) = track {
         let dir = tempfile::Builder::new()

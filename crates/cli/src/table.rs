@@ -76,12 +76,24 @@ fn shown(name: &fragstat::Text, color: bool) -> String {
     }
 }
 
+/// The PING cell: a loopback or LAN round trip is well under a millisecond, so not `0.0`.
+fn ping_text(ms: Option<f64>) -> String {
+    match ms {
+        Some(p) if p < 0.01 => "<0.01".into(),
+        Some(p) if p < 1.0 => format!("{p:.2}"),
+        Some(p) if p < 10.0 => format!("{p:.1}"),
+        Some(p) => format!("{p:.0}"),
+        None => "-".into(),
+    }
+}
+
 fn status(s: Status) -> &'static str {
     crate::view::status_word(s)
 }
 
 /// The table of `records`; `view.players` adds player rows, `view.rules` the server
-/// variables, `view.header` the header line.
+/// variables, `view.header` the header line. The footer ([`Totals::footer`]) is the caller's:
+/// it counts servers the filters left out too.
 pub fn servers(records: &[Record], view: &crate::output::View) -> String {
     let (players, rules, color) = (view.players, view.rules, view.color);
     let mut rows = vec![vec![
@@ -96,11 +108,7 @@ pub fn servers(records: &[Record], view: &crate::output::View) -> String {
     // Player and rule lines go after their server's row; collect them per row.
     let mut after: Vec<Vec<String>> = vec![Vec::new()];
     for r in records {
-        let ping = match r.rtt_ms {
-            Some(p) if p < 10.0 => format!("{p:.1}"),
-            Some(p) => format!("{p:.0}"),
-            None => "-".into(),
-        };
+        let ping = ping_text(r.rtt_ms);
         let info = r.info.as_ref();
         let counts = info.map_or("-".into(), |i| {
             format!("{}/{}", i.num_players, i.max_players)
@@ -169,30 +177,66 @@ pub fn servers(records: &[Record], view: &crate::output::View) -> String {
             out.push('\n');
         }
     }
-    let online = records
-        .iter()
-        .filter(|r| r.status == Status::Online)
-        .count();
-    let total_players: u64 = records
-        .iter()
-        .filter_map(|r| r.info.as_ref())
-        .map(|i| u64::from(i.num_players))
-        .sum();
-    out.push_str(&format!(
-        "{online} of {} online, {}\n",
-        crate::scan::count(records.len(), "server"),
-        crate::scan::count(
-            usize::try_from(total_players).unwrap_or(usize::MAX),
-            "player"
-        )
-    ));
     out
+}
+
+/// What the footer counts: every server of the scan, shown or not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Servers (and entries that could not be asked).
+    pub servers: usize,
+    /// Of them, those that answered.
+    pub online: usize,
+    /// Players on the servers that answered.
+    pub players: u64,
+    /// Servers the filters showed.
+    pub shown: usize,
+}
+
+impl Totals {
+    /// Counts `r`; `shown`: whether the filters keep it.
+    pub fn add(&mut self, r: &Record, shown: bool) {
+        self.servers += 1;
+        if r.status == Status::Online {
+            self.online += 1;
+        }
+        self.players += r.info.as_ref().map_or(0, |i| u64::from(i.num_players));
+        self.shown += usize::from(shown);
+    }
+
+    /// The table's last line: `6 of 9 servers online, 17 players` over every server asked,
+    /// and how many are shown when the filters left some out.
+    pub fn footer(&self) -> String {
+        let mut line = format!(
+            "{} of {} online, {}",
+            self.online,
+            crate::scan::count(self.servers, "server"),
+            crate::scan::count(
+                usize::try_from(self.players).unwrap_or(usize::MAX),
+                "player"
+            )
+        );
+        if self.shown != self.servers {
+            line.push_str(&format!(" ({} shown)", self.shown));
+        }
+        line.push('\n');
+        line
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use fragstat::core::model::{Dialect, ServerInfo, Text};
+
+    #[test]
+    fn pings_under_a_millisecond_are_not_zero() {
+        assert_eq!(ping_text(Some(0.04)), "0.04");
+        assert_eq!(ping_text(Some(0.001)), "<0.01");
+        assert_eq!(ping_text(Some(3.25)), "3.2");
+        assert_eq!(ping_text(Some(42.4)), "42");
+        assert_eq!(ping_text(None), "-");
+    }
 
     #[test]
     fn names_plain_or_coloured() {

@@ -54,19 +54,43 @@ pub enum SortKey {
     List,
 }
 
+/// A sort key and its direction.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Sort {
+    /// What is compared.
+    pub key: SortKey,
+    /// The other way round (`-ping`, qstat's capital letters): servers without the value
+    /// (that did not answer) still come last.
+    pub reverse: bool,
+}
+
+impl From<SortKey> for Sort {
+    fn from(key: SortKey) -> Sort {
+        Sort {
+            key,
+            reverse: false,
+        }
+    }
+}
+
 /// Sort keys, in order of precedence.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SortKeys(pub Vec<SortKey>);
+pub struct SortKeys(pub Vec<Sort>);
 
-/// Parses `--sort`: comma-separated words, or qstat's letters run together (`pn`).
+/// Parses `--sort`: comma-separated words (`-word`: the other way round), or qstat's letters
+/// run together (`pn`; a capital letter the other way round, `P`).
 pub fn parse_sort(s: &str) -> Result<SortKeys, String> {
     parse_keys(s).map(SortKeys)
 }
 
-fn parse_keys(s: &str) -> Result<Vec<SortKey>, String> {
+fn parse_keys(s: &str) -> Result<Vec<Sort>, String> {
     let mut keys = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let word = match part.to_ascii_lowercase().as_str() {
+        let (reverse, word_part) = match part.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, part),
+        };
+        let word = match word_part.to_ascii_lowercase().as_str() {
             "ping" => Some(SortKey::Ping),
             "players" => Some(SortKey::Players),
             "name" | "hostname" => Some(SortKey::Name),
@@ -76,14 +100,14 @@ fn parse_keys(s: &str) -> Result<Vec<SortKey>, String> {
             "list" => Some(SortKey::List),
             _ => None,
         };
-        if let Some(k) = word {
-            keys.push(k);
+        if let Some(key) = word {
+            keys.push(Sort { key, reverse });
             continue;
         }
         // qstat's server sort letters: p ping, n players, h hostname, i address, g game,
-        // l list order.
+        // l list order; a capital letter sorts the other way round.
         for c in part.chars() {
-            keys.push(match c {
+            let key = match c.to_ascii_lowercase() {
                 'p' => SortKey::Ping,
                 'n' => SortKey::Players,
                 'h' => SortKey::Name,
@@ -92,9 +116,13 @@ fn parse_keys(s: &str) -> Result<Vec<SortKey>, String> {
                 'l' => SortKey::List,
                 _ => {
                     return Err(format!(
-                        "unknown sort key {part:?}: ping, players, name, map, address, game, list (or qstat's letters p, n, h, i, g, l)"
+                        "unknown sort key {part:?}: ping, players, name, map, address, game, list, each with '-' before it for the other way round (or qstat's letters p, n, h, i, g, l; capitals the other way round)"
                     ))
                 }
+            };
+            keys.push(Sort {
+                key,
+                reverse: c.is_ascii_uppercase(),
             });
         }
     }
@@ -130,10 +158,10 @@ impl Filter {
 }
 
 /// Orders records by `keys` (ties by the next key, then by input order).
-pub fn sort(records: &mut [(usize, Record)], keys: &[SortKey]) {
+pub fn sort(records: &mut [(usize, Record)], keys: &[Sort]) {
     records.sort_by(|(pa, a), (pb, b)| {
         for k in keys {
-            let o = compare(*k, a, b);
+            let o = compare(k.key, k.reverse, a, b);
             if o != Ordering::Equal {
                 return o;
             }
@@ -142,35 +170,45 @@ pub fn sort(records: &mut [(usize, Record)], keys: &[SortKey]) {
     });
 }
 
-fn compare(k: SortKey, a: &Record, b: &Record) -> Ordering {
+/// `a` against `b` by `k`; `reverse` turns the values' order round, while records without
+/// the value stay last.
+fn compare(k: SortKey, reverse: bool, a: &Record, b: &Record) -> Ordering {
+    let turn = |o: Ordering| if reverse { o.reverse() } else { o };
     let name = |r: &Record| r.info.as_ref().map(|i| i.name.display().to_lowercase());
     let map = |r: &Record| r.info.as_ref().map(|i| i.map.display().to_lowercase());
     // A value first, missing ones last.
-    fn some_first<T: Ord>(a: Option<T>, b: Option<T>) -> Ordering {
+    let some_first = |a: Option<String>, b: Option<String>| -> Ordering {
         match (a, b) {
-            (Some(a), Some(b)) => a.cmp(&b),
+            (Some(a), Some(b)) => turn(a.cmp(&b)),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
             (None, None) => Ordering::Equal,
         }
-    }
+    };
     match k {
         SortKey::Ping => match (a.rtt_ms, b.rtt_ms) {
-            (Some(x), Some(y)) => x.total_cmp(&y),
+            (Some(x), Some(y)) => turn(x.total_cmp(&y)),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
             (None, None) => Ordering::Equal,
         },
         SortKey::Players => match (&a.info, &b.info) {
-            (Some(x), Some(y)) => y.num_players.cmp(&x.num_players),
+            (Some(x), Some(y)) => turn(y.num_players.cmp(&x.num_players)),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
             (None, None) => Ordering::Equal,
         },
         SortKey::Name => some_first(name(a), name(b)),
         SortKey::Map => some_first(map(a), map(b)),
-        SortKey::Address => address_key(a).cmp(&address_key(b)),
-        SortKey::Game => a.game.cmp(&b.game),
+        SortKey::Address => {
+            let (ka, kb) = (address_key(a), address_key(b));
+            // Unparsable addresses last either way.
+            match (ka.0 == 2, kb.0 == 2) {
+                (false, false) => turn(ka.cmp(&kb)),
+                _ => ka.cmp(&kb),
+            }
+        }
+        SortKey::Game => turn(a.game.cmp(&b.game)),
         SortKey::List => Ordering::Equal,
     }
 }
@@ -227,7 +265,9 @@ pub fn delimited(
     if header {
         w.write_record(&head)?;
     }
-    let opt = |v: Option<String>| v.unwrap_or_default();
+    // What servers send reaches a file that someone `cat`s: no control characters (escape
+    // sequences, bells, backspaces), as in the table.
+    let opt = |v: Option<String>| v.map(|s| clean(&s)).unwrap_or_default();
     for r in records {
         let i = r.info.as_ref();
         let mut row = vec![
@@ -259,7 +299,7 @@ pub fn delimited(
             let mut row = vec!["player".to_string(), opt(r.address.clone()), r.game.clone()];
             row.extend(std::iter::repeat_n(String::new(), head.len() - 3 - 5));
             row.extend([
-                p.name.display(),
+                clean(&p.name.display()),
                 opt(p.score.map(|v| v.to_string())),
                 opt(p.ping.map(|v| v.to_string())),
                 opt(p.team.map(|v| v.to_string())),
@@ -269,6 +309,15 @@ pub fn delimited(
         }
     }
     w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
+}
+
+/// `s` without control characters (a terminal would act on them).
+pub fn clean(s: &str) -> String {
+    if s.chars().any(char::is_control) {
+        s.chars().filter(|c| !c.is_control()).collect()
+    } else {
+        s.to_string()
+    }
 }
 
 /// The status as JSON and tables write it.
@@ -298,15 +347,22 @@ mod tests {
 
     #[test]
     fn sort_keys_words_and_qstat_letters() {
-        assert_eq!(parse_sort("ping").unwrap().0, [SortKey::Ping]);
+        let keys = |v: &[SortKey]| v.iter().map(|&k| Sort::from(k)).collect::<Vec<_>>();
+        assert_eq!(parse_sort("ping").unwrap().0, keys(&[SortKey::Ping]));
         assert_eq!(
             parse_sort("players,name").unwrap().0,
-            [SortKey::Players, SortKey::Name]
+            keys(&[SortKey::Players, SortKey::Name])
         );
         assert_eq!(
             parse_sort("pn").unwrap().0,
-            [SortKey::Ping, SortKey::Players]
+            keys(&[SortKey::Ping, SortKey::Players])
         );
+        let back = Sort {
+            key: SortKey::Ping,
+            reverse: true,
+        };
+        assert_eq!(parse_sort("P").unwrap().0, [back]);
+        assert_eq!(parse_sort("-ping").unwrap().0, [back]);
         assert!(parse_sort("x").is_err());
         let down = Record::failed(Some("9.9.9.9:1".into()), "q3", Status::Timeout, "t".into());
         let mut v: Vec<(usize, Record)> = vec![
@@ -315,11 +371,14 @@ mod tests {
             (2, rec("1.1.1.2:1", "A", 5, 8, Some(10.0))),
             (3, rec("1.1.1.3:1", "c", 2, 8, Some(20.0))),
         ];
-        sort(&mut v, &[SortKey::Ping]);
+        sort(&mut v, &keys(&[SortKey::Ping]));
         assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), [2, 3, 0, 1]);
-        sort(&mut v, &[SortKey::Players, SortKey::Name]);
+        // The other way round; the server that did not answer still last.
+        sort(&mut v, &[back]);
+        assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), [0, 3, 2, 1]);
+        sort(&mut v, &keys(&[SortKey::Players, SortKey::Name]));
         assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), [2, 0, 3, 1]);
-        sort(&mut v, &[SortKey::List]);
+        sort(&mut v, &keys(&[SortKey::List]));
         assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), [0, 1, 2, 3]);
     }
 

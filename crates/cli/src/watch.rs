@@ -12,7 +12,7 @@ use fragstat::events::{Differ, Event};
 use fragstat::{defaults, Client, Source};
 use futures_util::StreamExt;
 
-use crate::list::{self, Entry};
+use crate::list::Entry;
 use crate::usage;
 
 /// How events are printed.
@@ -26,8 +26,9 @@ pub enum WatchFormat {
 
 #[derive(Args)]
 pub struct WatchArgs {
-    /// Game id (see `fragstat games`; qstat's type and master type names work too).
-    game: String,
+    /// Game id (see `fragstat games`; qstat's type and master type names work too). May be
+    /// left out with -f FILE when every address in the file has its type (`q3s 1.2.3.4`).
+    game: Option<String>,
     /// Servers: HOST[:PORT], [IPv6]:PORT (default: the game's port).
     servers: Vec<String>,
     /// Read servers from a file ('-' for standard input; repeatable): one per line, or
@@ -42,8 +43,8 @@ pub struct WatchArgs {
     #[arg(long)]
     ext: bool,
     /// Seconds from the start of one scan to the start of the next.
-    #[arg(long, default_value_t = 60.0)]
-    interval_s: f64,
+    #[arg(long, default_value_t = 60.0, alias = "interval-s")]
+    interval_secs: f64,
     /// Output format.
     #[arg(long, value_enum, default_value = "ndjson")]
     format: WatchFormat,
@@ -55,16 +56,16 @@ pub struct WatchArgs {
     #[arg(long)]
     initial: bool,
     /// Milliseconds to wait for a reply to one attempt.
-    #[arg(long, default_value_t = defaults::TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = defaults::TIMEOUT.as_millis() as u64, value_parser = crate::args::timeout_ms, allow_negative_numbers = true)]
     timeout_ms: u64,
     /// Retries after the first attempt.
-    #[arg(long, default_value_t = defaults::RETRIES)]
+    #[arg(long, default_value_t = defaults::RETRIES, value_parser = crate::args::count_u32, allow_negative_numbers = true)]
     retries: u32,
     /// Queries in flight at once.
-    #[arg(long, default_value_t = defaults::CONCURRENCY as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = defaults::CONCURRENCY as u32, value_parser = crate::args::concurrency, allow_negative_numbers = true)]
     concurrency: u32,
     /// Milliseconds to wait for a master's reply (and between the datagrams of its list).
-    #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = defaults::MASTER_TIMEOUT.as_millis() as u64, value_parser = crate::args::timeout_ms, allow_negative_numbers = true)]
     master_timeout_ms: u64,
     /// Master lists: keep private, loopback, link-local, multicast and reserved addresses.
     #[arg(long)]
@@ -78,18 +79,35 @@ impl WatchArgs {
     /// The sources: the game's masters and servers, and each file's servers by game.
     /// A usage error is said here (the `Err` is the exit status).
     fn sources(&self) -> Result<Vec<Source>, ExitCode> {
-        let game = crate::lookup_master_game(&self.game)?;
-        let mut sources = vec![Source::new(&game)
-            .masters(self.masters.iter().cloned())
-            .servers(self.servers.iter().cloned())
-            .ext(self.ext)];
-        for f in &self.file {
-            let bytes = crate::scan::read_file(f)
-                .map_err(|e| usage(format!("reading {}: {e}", f.display())))?;
-            let read = list::read(&bytes, Some(&game), &f.display().to_string());
-            if read.is_empty() {
-                return Err(usage(format!("{} lists no servers", f.display())));
+        let game = match &self.game {
+            Some(id) => Some(crate::lookup_master_game(id)?),
+            None if self.file.is_empty() => {
+                return Err(usage("no game given (GAME SERVER..., or -f FILE)"))
             }
+            None => None,
+        };
+        crate::args::check_addresses(&self.servers)?;
+        let mut sources = Vec::new();
+        if let Some(game) = &game {
+            sources.push(
+                Source::new(game)
+                    .masters(self.masters.iter().cloned())
+                    .servers(self.servers.iter().cloned())
+                    .ext(self.ext),
+            );
+        } else if !self.servers.is_empty() || !self.masters.is_empty() {
+            return Err(usage(
+                "servers and --master need GAME (only -f FILE's typed addresses carry their own)",
+            ));
+        }
+        for f in &self.file {
+            let read = match crate::list::read_list(f, game.as_ref()) {
+                Ok(r) => r,
+                Err(crate::list::ListError::Usage(code)) => return Err(code),
+                Err(crate::list::ListError::Io(e)) => {
+                    return Err(usage(format!("{e:#}")));
+                }
+            };
             for e in read {
                 match e {
                     Entry::Server { game, text } => {
@@ -147,9 +165,9 @@ fn line(e: &Event, format: WatchFormat) -> anyhow::Result<String> {
 
 /// `fragstat watch`.
 pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
-    if !(a.interval_s.is_finite() && (0.05..=MAX_INTERVAL_S).contains(&a.interval_s)) {
+    if !(a.interval_secs.is_finite() && (0.05..=MAX_INTERVAL_S).contains(&a.interval_secs)) {
         return Ok(usage(format!(
-            "--interval-s must be between 0.05 and {MAX_INTERVAL_S}"
+            "--interval-secs must be between 0.05 and {MAX_INTERVAL_S}"
         )));
     }
     let sources = match a.sources() {
@@ -174,7 +192,7 @@ pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
         return Ok(usage("no server to watch resolved"));
     }
     let mut events = client
-        .watch(sources, Duration::from_secs_f64(a.interval_s))
+        .watch(sources, Duration::from_secs_f64(a.interval_secs))
         .differ(Differ::new().initial(a.initial))
         .scans(a.rounds.unwrap_or(0));
     let stop = crate::serve::wait_for_signal();
@@ -182,7 +200,8 @@ pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
     loop {
         let e = tokio::select! {
             e = events.next() => e,
-            () = &mut stop => break,
+            // Ctrl-C (or SIGTERM): 130, as the README's exit statuses say.
+            () = &mut stop => return Ok(ExitCode::from(crate::EXIT_INTERRUPTED)),
         };
         let Some(e) = e else { break };
         let text = line(&e, a.format)?;

@@ -209,7 +209,8 @@ fn master_probe_of_emulated_servers_and_unanswered_addresses() {
     got.sort();
     want.sort();
     assert_eq!(got, want, "two masters merged, duplicates removed");
-    assert_eq!(list["masters"].as_array().unwrap().len(), 2);
+    // The same master named twice is asked once (trial finding 17).
+    assert_eq!(list["masters"].as_array().unwrap().len(), 1);
 
     // --players implies --probe. It sends getstatus alone, which has no bot count; --rules
     // adds getinfo, which has.

@@ -596,7 +596,7 @@ mod tests {
 mod errqueue {
     use std::io;
     use std::io::IoSliceMut;
-    use std::net::SocketAddr;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
     use std::os::fd::AsRawFd;
 
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrStorage};
@@ -640,17 +640,6 @@ mod errqueue {
                 Err(nix::errno::Errno::EAGAIN) => return Err(io::ErrorKind::WouldBlock.into()),
                 Err(e) => return Err(io::Error::from(e)),
             };
-            let unreachable = msg.cmsgs().is_ok_and(|mut c| {
-                c.any(|c| match c {
-                    ControlMessageOwned::Ipv4RecvErr(e, _) => {
-                        e.ee_origin == ORIGIN_ICMP && e.ee_type == ICMP_DEST_UNREACH
-                    }
-                    ControlMessageOwned::Ipv6RecvErr(e, _) => {
-                        e.ee_origin == ORIGIN_ICMP6 && e.ee_type == ICMP6_DST_UNREACH
-                    }
-                    _ => false,
-                })
-            });
             let to = msg.address.and_then(|a| {
                 a.as_sockaddr_in()
                     .map(|v4| SocketAddr::from((v4.ip(), v4.port())))
@@ -659,10 +648,44 @@ mod errqueue {
                             .map(|v6| SocketAddr::from((v6.ip(), v6.port())))
                     })
             });
+            // Believed only when the offender (the ICMP's sender, `SO_EE_OFFENDER`) is the
+            // destination itself: a "port unreachable" comes from the host that has no such
+            // port. Anyone else (a server in the same scan that learnt this socket's port from
+            // its own probe, anyone on the path) could otherwise end a query with one forged
+            // ICMP (security review M1). A router's "host unreachable" goes with them: such
+            // a query ends by its timeout.
+            let unreachable = to.is_some_and(|to| {
+                msg.cmsgs().is_ok_and(|mut c| {
+                    c.any(|c| match c {
+                        ControlMessageOwned::Ipv4RecvErr(e, offender) => {
+                            e.ee_origin == ORIGIN_ICMP
+                                && e.ee_type == ICMP_DEST_UNREACH
+                                && offender.is_some_and(|o| {
+                                    let ip = Ipv4Addr::from(u32::from_be(o.sin_addr.s_addr));
+                                    same_host(to, ip.into())
+                                })
+                        }
+                        ControlMessageOwned::Ipv6RecvErr(e, offender) => {
+                            e.ee_origin == ORIGIN_ICMP6
+                                && e.ee_type == ICMP6_DST_UNREACH
+                                && offender.is_some_and(|o| {
+                                    same_host(to, Ipv6Addr::from(o.sin6_addr.s6_addr).into())
+                                })
+                        }
+                        _ => false,
+                    })
+                })
+            });
             if let (true, Some(to)) = (unreachable, to) {
                 out.push(crate::transport::canonical(to));
             }
         }
         Ok(())
+    }
+
+    /// Whether `offender` is `to`'s host (an IPv4-mapped address counts as its IPv4 one).
+    pub(super) fn same_host(to: SocketAddr, offender: IpAddr) -> bool {
+        let canonical = crate::transport::canonical;
+        canonical(to).ip() == canonical(SocketAddr::new(offender, 0)).ip()
     }
 }

@@ -41,8 +41,10 @@ pub mod defaults {
     pub const MAX_HTTP_LIST: usize = 16 << 20;
     /// Entries taken from one master's list.
     pub const MAX_ENTRIES_PER_MASTER: usize = 65_536;
-    /// Ports of one IP address kept from master lists.
+    /// Ports of one IPv4 address or IPv6 /64 kept from master lists.
     pub const MAX_PORTS_PER_IP: usize = 256;
+    /// Servers kept from one poll's masters together.
+    pub const MAX_SERVERS_TOTAL: usize = 131_072;
 }
 
 /// Settings of a [`Client`]; start from [`Client::builder`].

@@ -82,9 +82,13 @@ pub struct ListLimits {
     /// Entries taken from one master's list (default 65,536); the rest are counted as
     /// capped in its report.
     pub max_entries_per_master: usize,
-    /// Ports of one IP address kept across the merged list (default 256): a list naming
-    /// every port of one host is a port scan waiting to happen.
+    /// Ports of one IPv4 address, or of one IPv6 /64, kept across the merged list (default
+    /// 256): a list naming every port of one host, or every address of one IPv6 network, is
+    /// a scan waiting to happen.
     pub max_ports_per_ip: usize,
+    /// Servers kept in one merged list, from every master together (default 131,072): the
+    /// per-master cap alone lets several masters add up.
+    pub max_servers_total: usize,
     /// Bytes of one HTTP list (default 16 MiB).
     pub max_http_bytes: usize,
 }
@@ -94,6 +98,7 @@ impl Default for ListLimits {
         ListLimits {
             max_entries_per_master: crate::defaults::MAX_ENTRIES_PER_MASTER,
             max_ports_per_ip: crate::defaults::MAX_PORTS_PER_IP,
+            max_servers_total: crate::defaults::MAX_SERVERS_TOTAL,
             max_http_bytes: crate::defaults::MAX_HTTP_LIST,
         }
     }

@@ -2,7 +2,7 @@
 //! master kind), the lists filtered, capped, merged and de-duplicated, with a report per
 //! master.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -18,6 +18,9 @@ use tokio::sync::mpsc;
 use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::filter::FilterReason;
+
+mod merge;
+use merge::Merge;
 
 /// One server of a merged list, and which masters listed it.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,10 +59,14 @@ pub struct MasterReport {
     /// Of those, addresses left out by the [`crate::ListFilter`], per reason.
     #[serde(serialize_with = "reasons")]
     pub filtered: BTreeMap<FilterReason, usize>,
-    /// Of those, ports over [`crate::ListLimits::max_ports_per_ip`] for their address.
+    /// Of those, ports over [`crate::ListLimits::max_ports_per_ip`] for their address (an
+    /// IPv4 address, or an IPv6 /64: one host's network).
     pub over_ip_cap: usize,
     /// Entries past [`crate::ListLimits::max_entries_per_master`].
     pub over_entry_cap: usize,
+    /// Servers left out because the merged list already held
+    /// [`crate::ListLimits::max_servers_total`] (from every master of the poll).
+    pub over_total_cap: usize,
     /// What the list's parser skipped (HTTP lists), each saying why.
     pub warnings: Vec<String>,
 }
@@ -105,13 +112,17 @@ impl MasterReport {
             filtered: BTreeMap::new(),
             over_ip_cap: 0,
             over_entry_cap: 0,
+            over_total_cap: 0,
             warnings: Vec::new(),
         }
     }
 
     /// Entries left out for any reason (filtered, over a cap).
     pub fn dropped(&self) -> usize {
-        self.filtered.values().sum::<usize>() + self.over_ip_cap + self.over_entry_cap
+        self.filtered.values().sum::<usize>()
+            + self.over_ip_cap
+            + self.over_entry_cap
+            + self.over_total_cap
     }
 
     /// It gave a list.
@@ -236,18 +247,41 @@ impl MasterListRequest {
         self
     }
 
-    /// Updates as each master answers, then the merged list.
+    /// Updates as each master answers, then the merged list. The request is checked first
+    /// (hence the `Result`); `MasterUpdate` may gain variants (hence the `_` arm).
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), fragstat::Error> {
+    /// use futures_util::StreamExt;
+    /// use fragstat::{Client, MasterUpdate};
+    ///
+    /// let client = Client::builder().build().await?;
+    /// let q3 = fragstat::game("q3").expect("a known game");
+    /// let mut updates = client.master_list(&q3, ["master.example.org"]).stream()?;
+    /// let masters = updates.masters().to_vec();
+    /// while let Some(update) = updates.next().await {
+    ///     match update {
+    ///         MasterUpdate::Listed { master, servers } => {
+    ///             println!("{}: {} new servers", masters[master], servers.len());
+    ///         }
+    ///         MasterUpdate::Done(list) => println!("{} servers in all", list.len()),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// As for awaiting the request, before anything is sent.
     pub fn stream(self) -> Result<MasterStream, Error> {
         let plan = self.plan()?;
+        let masters = self.masters.iter().map(Target::text).collect();
         let (tx, rx) = mpsc::channel(16);
         let client = self.client.clone();
         tokio::spawn(async move {
             run(client, plan, Some(tx)).await;
         });
-        Ok(MasterStream { rx })
+        Ok(MasterStream { rx, masters })
     }
 
     /// Checks the request: the game's master kind and the options.
@@ -299,6 +333,15 @@ impl IntoFuture for MasterListRequest {
 #[derive(Debug)]
 pub struct MasterStream {
     rx: mpsc::Receiver<MasterUpdate>,
+    masters: Vec<String>,
+}
+
+impl MasterStream {
+    /// The masters as given, in order: `MasterUpdate::Listed { master, .. }` indexes this
+    /// (and the reports of the final list).
+    pub fn masters(&self) -> &[String] {
+        &self.masters
+    }
 }
 
 impl Stream for MasterStream {
@@ -562,97 +605,6 @@ fn spawn_http(
                 plan.game.id()
             ))),
         );
-    }
-}
-
-/// Merges answers into one list.
-struct Merge {
-    filter: crate::filter::ListFilter,
-    limits: crate::filter::ListLimits,
-    entries: Vec<Listed>,
-    /// Position in `entries` of each address.
-    seen: HashMap<SocketAddr, usize, foldhash::fast::RandomState>,
-    ports: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
-    reports: Vec<MasterReport>,
-}
-
-impl Merge {
-    fn new(client: &Client, n: usize, masters: &[Target]) -> Merge {
-        Merge {
-            filter: client.config().filter,
-            limits: client.config().limits,
-            entries: Vec::new(),
-            seen: HashMap::default(),
-            ports: HashMap::default(),
-            reports: masters
-                .iter()
-                .map(|t| MasterReport::new(t.text()))
-                .take(n)
-                .collect(),
-        }
-    }
-
-    /// Adds one master's answer; returns the servers it added.
-    fn add(&mut self, a: Answer) -> Vec<SocketAddr> {
-        let mut added = Vec::new();
-        let Some(report) = self.reports.get_mut(a.index) else {
-            return added;
-        };
-        report.addr = a.addr;
-        report.url = a.url;
-        report.rtt = a.rtt;
-        report.warnings = a.warnings;
-        let list = match a.result {
-            Ok(list) => list,
-            Err(e) => {
-                report.status = if e.is_timeout() { "timeout" } else { "error" };
-                report.error = Some(e);
-                return added;
-            }
-        };
-        report.status = "online";
-        report.listed = list.len();
-        for (n, mut entry) in list.into_iter().enumerate() {
-            if n >= self.limits.max_entries_per_master {
-                report.over_entry_cap = report.listed - n;
-                break;
-            }
-            entry.addr = fragstat_core::canonical(entry.addr);
-            if let Some(&at) = self.seen.get(&entry.addr) {
-                report.duplicates += 1;
-                if let Some(l) = self.entries.get_mut(at) {
-                    if !l.masters.contains(&a.index) {
-                        l.masters.push(a.index);
-                    }
-                }
-                continue;
-            }
-            if let Some(reason) = self.filter.check(entry.addr, a.addr) {
-                *report.filtered.entry(reason).or_default() += 1;
-                continue;
-            }
-            let ports = self.ports.entry(entry.addr.ip()).or_default();
-            if *ports >= self.limits.max_ports_per_ip {
-                report.over_ip_cap += 1;
-                continue;
-            }
-            *ports += 1;
-            report.kept += 1;
-            self.seen.insert(entry.addr, self.entries.len());
-            added.push(entry.addr);
-            self.entries.push(Listed {
-                entry,
-                masters: vec![a.index],
-            });
-        }
-        added
-    }
-
-    fn finish(self) -> MasterList {
-        MasterList {
-            entries: self.entries,
-            reports: self.reports,
-        }
     }
 }
 

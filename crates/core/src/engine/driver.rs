@@ -147,7 +147,9 @@ impl<E: Exchange> Driver<E> {
             Routed::Datagram((from, data, at, ids)) => {
                 self.scheduler.handle_datagram(now, from, &data, at, &ids);
             }
-            Routed::Unreachable(addr, ids) => self.scheduler.handle_unreachable(addr, &ids),
+            Routed::Unreachable(addr, ids) => {
+                self.scheduler.handle_unreachable(now, addr, &ids);
+            }
         }
     }
 

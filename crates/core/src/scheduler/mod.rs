@@ -436,13 +436,32 @@ impl<E: Exchange> Scheduler<E> {
         debug!(target: LOG, %from, len = datagram.len(), ?reasons, "dropped datagram that answers no query");
     }
 
-    /// The network reported `addr` unreachable (ICMP): the queries `ids` that wait on it end
-    /// with [`QueryError::Unreachable`].
-    pub fn handle_unreachable(&mut self, addr: SocketAddr, ids: &[QueryId]) {
+    /// The network reported `addr` unreachable (ICMP "port unreachable" from that host): for
+    /// each query of `ids` waiting on it, the current attempt ends now (the next one is sent
+    /// at once) instead of waiting out its timer. The query ends with
+    /// [`QueryError::Unreachable`] only when two of its attempts drew such a report, or every
+    /// attempt it may send did (one, with no retries): one report, which anyone able to
+    /// forge the destination's address can send, costs a retry, not the answer.
+    pub fn handle_unreachable(&mut self, now: Instant, addr: SocketAddr, ids: &[QueryId]) {
         for &QueryId(id) in ids {
-            if slot_in(&mut self.slots, id).is_some_and(|s| s.addr == addr) {
-                debug!(target: LOG, %addr, "unreachable");
+            let Some(slot) = slot_in(&mut self.slots, id).filter(|s| s.addr == addr) else {
+                continue;
+            };
+            // Before the first send there is nothing that could have bounced.
+            let Some(&sent) = slot.sent_at.last() else {
+                continue;
+            };
+            if slot.refused_for != Some(sent) {
+                slot.refused_for = Some(sent);
+                slot.refused = slot.refused.saturating_add(1);
+            }
+            let last = slot.attempts > self.options.retries;
+            if slot.refused >= 2 || (last && slot.refused >= slot.attempts) {
+                debug!(target: LOG, %addr, refused = slot.refused, "unreachable");
                 self.finish(id, Err(QueryError::Unreachable));
+            } else if !slot.sending {
+                debug!(target: LOG, %addr, "unreachable: the attempt ends early");
+                self.restart_timer(id, now, Duration::ZERO);
             }
         }
     }

@@ -36,6 +36,10 @@ pub(super) struct Slot<E> {
     pub(super) ignored: u32,
     /// Handed out by `poll_transmit` and not yet reported sent (`on_sent`).
     pub(super) sending: bool,
+    /// Attempts the network reported unreachable (ICMP from the destination itself).
+    pub(super) refused: u32,
+    /// The send time of the attempt last counted in `refused` (one attempt counts once).
+    pub(super) refused_for: Option<Instant>,
 }
 
 impl<E> Slot<E> {
@@ -55,6 +59,8 @@ impl<E> Slot<E> {
             expires: None,
             ignored: 0,
             sending: false,
+            refused: 0,
+            refused_for: None,
         }
     }
 }

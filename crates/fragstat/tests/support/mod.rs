@@ -76,6 +76,28 @@ pub fn farm(game: &GameRef, n: usize, players: usize, extra: &[SocketAddr]) -> F
     }
 }
 
+/// `n` emulated servers of `game` at `ip` with `players` each, and no master.
+pub fn farm_at(game: &GameRef, ip: std::net::IpAddr, n: usize, players: usize) -> Farm {
+    let (stop, _) = watch::channel(false);
+    let mut servers = Vec::new();
+    for i in 0..n {
+        let socket: Arc<dyn Transport> =
+            Arc::new(UdpTransport::bind(SocketAddr::new(ip, 0)).unwrap());
+        servers.push(socket.local_addr().unwrap());
+        let service = game
+            .emulator()
+            .expect("built with emulators")
+            .emulated_server(&EmuServer::new(format!("emu {i}"), "", players).with_seed(i as u64))
+            .unwrap();
+        spawn(socket, service, &stop);
+    }
+    Farm {
+        servers,
+        master: None,
+        stop,
+    }
+}
+
 /// An emulated master of `game` listing exactly `listed`.
 pub fn master(game: &GameRef, listed: Vec<SocketAddr>) -> Farm {
     let (stop, _) = watch::channel(false);

@@ -142,8 +142,19 @@ fn o_deadline() -> Options {
     opts(100, 0).with_deadline(Some(ms(5)))
 }
 
+impl<E: Exchange> Net<E> {
+    /// The network reports `to` unreachable at `t` (routed by the events so far).
+    fn refuse(&mut self, t: Duration, to: SocketAddr) {
+        let ids = self.routes.get(&to).cloned().unwrap_or_default();
+        self.s.handle_unreachable(self.at(t), to, &ids);
+        self.pump(t);
+    }
+}
+
+/// One ICMP report ends the attempt early (the retry goes at once, not after the 1 s
+/// timeout), not the query; the second attempt refused too ends it as unreachable.
 #[test]
-fn an_unreachable_address_ends_its_queries_at_once() {
+fn an_unreachable_address_ends_its_queries_after_two_refused_attempts() {
     let mut n = Net::of(
         opts(1000, 3),
         vec![(addr(1), script()), (addr(2), script())],
@@ -151,14 +162,52 @@ fn an_unreachable_address_ends_its_queries_at_once() {
     n.pump(ms(0));
     let ids = n.routes[&addr(1)].clone();
     // Ids given for another address are not that address's queries.
-    n.s.handle_unreachable(addr(2), &ids);
-    n.s.handle_unreachable(addr(1), &ids);
-    n.pump(ms(1));
+    n.s.handle_unreachable(n.at(ms(1)), addr(2), &ids);
+    n.refuse(ms(1), addr(1));
+    n.advance(ms(1));
+    assert!(n.outcomes.is_empty(), "one report ended the query");
+    assert_eq!(n.sent_at(addr(1)), [ms(0), ms(1)], "the retry went at once");
+    assert_eq!(n.sent_at(addr(2)), [ms(0)]);
+    // The same attempt reported twice still counts once.
+    n.s.handle_unreachable(n.at(ms(1)), addr(1), &ids);
+    n.refuse(ms(2), addr(1));
     assert_eq!(n.outcomes.len(), 1);
     let o = n.outcome(addr(1));
-    assert!(matches!(o.result, Err(QueryError::Unreachable)));
-    assert_eq!(o.attempts, 1);
+    assert!(
+        matches!(o.result, Err(QueryError::Unreachable)),
+        "{:?}",
+        o.result
+    );
+    assert_eq!(o.attempts, 2);
     assert!(!n.routes.contains_key(&addr(1)));
+}
+
+/// A forged report (one, while the server is up) costs a retry; the server's answer to either
+/// attempt is taken.
+#[test]
+fn one_unreachable_report_does_not_hide_the_answer() {
+    let mut n = Net::of(opts(1000, 2), vec![(addr(1), script())]);
+    n.pump(ms(0));
+    n.refuse(ms(1), addr(1));
+    n.advance(ms(1));
+    n.reply(ms(5), addr(1), "done@0");
+    assert!(
+        n.outcome(addr(1)).result.is_ok(),
+        "{:?}",
+        n.outcome(addr(1)).result
+    );
+}
+
+/// With no retries the one attempt is all there is: its report ends the query as unreachable.
+#[test]
+fn without_retries_one_report_is_enough() {
+    let mut n = Net::of(opts(1000, 0), vec![(addr(1), script())]);
+    n.pump(ms(0));
+    n.refuse(ms(1), addr(1));
+    assert!(matches!(
+        n.outcome(addr(1)).result,
+        Err(QueryError::Unreachable)
+    ));
 }
 
 /// Replies from the server on every attempt, none an answer: `Foreign`, not `Timeout`.
