@@ -198,7 +198,7 @@ pub async fn resolve_owned(
     out.into_iter()
         .zip(texts)
         .map(|(t, text)| {
-            t.unwrap_or_else(|| Target {
+            t.unwrap_or(Target {
                 text,
                 addr: Err(ResolveError::TaskFailed),
             })
@@ -260,7 +260,10 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let t = resolve_all(&texts, 1, Duration::from_secs(5)).await;
-        assert_eq!(t[0].addr.as_ref().ok(), Some(&"127.0.0.1:5".parse().unwrap()));
+        assert_eq!(
+            t[0].addr.as_ref().ok(),
+            Some(&"127.0.0.1:5".parse().unwrap())
+        );
         assert!(matches!(
             &t[1].addr,
             Err(ResolveError::Address(AddrError::BadPort(p))) if p == "bad:port"

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use fragstat_core::model::ServerInfo;
+use fragstat_core::registry::MasterQueryError;
 use fragstat_core::registry::{
     Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
-use fragstat_core::registry::MasterQueryError;
 use fragstat_core::{DecodeError, Exchange, ExchangeExt};
 use fragstat_idtech4::dict::hex;
 use serde::Serialize;

@@ -2,10 +2,10 @@
 
 use std::net::SocketAddr;
 
-pub use fragstat_core::resolve::ResolveError;
-pub use fragstat_core::{Limit, LimitKind};
 use fragstat_core::registry::{AskError, MasterQueryError};
+pub use fragstat_core::resolve::ResolveError;
 use fragstat_core::{DecodeError, QueryError};
+pub use fragstat_core::{Limit, LimitKind};
 
 /// The HTTP client's error behind an [`Error::Http`], shared so that a client that failed to
 /// build reports the same error to every caller.
@@ -203,7 +203,9 @@ struct PortZero;
 impl fragstat_core::Exchange for PortZero {
     type Output = fragstat_core::model::ServerInfo;
     fn requests(&mut self, _attempt: u32) -> Result<Vec<Vec<u8>>, fragstat_core::EncodeError> {
-        Err(fragstat_core::EncodeError::Invalid("port 0 is not a server's port"))
+        Err(fragstat_core::EncodeError::Invalid(
+            "port 0 is not a server's port",
+        ))
     }
     fn on_datagram(&mut self, _datagram: &[u8]) -> fragstat_core::Verdict<Self::Output> {
         fragstat_core::Verdict::Ignore("no request was sent")

@@ -289,10 +289,7 @@ impl MasterListRequest {
         if self.masters.is_empty() {
             return Err(Error::InvalidInput("no master given".into()));
         }
-        let kind = self
-            .game
-            .master_query(&self.options)
-            .map_err(Error::from)?;
+        let kind = self.game.master_query(&self.options).map_err(Error::from)?;
         let http = match kind {
             MasterQuery::Udp(_) => None,
             MasterQuery::Http { default_url, parse } => Some((default_url, parse)),

@@ -32,7 +32,11 @@ async fn port_0_and_bad_ports_are_invalid_input_at_once() {
     ] {
         let started = Instant::now();
         let e = client.query(&q3, target.clone()).await.unwrap_err();
-        assert!(started.elapsed() < UP_FRONT, "{target:?}: {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < UP_FRONT,
+            "{target:?}: {:?}",
+            started.elapsed()
+        );
         assert!(
             matches!(&e, Error::InvalidInput(m) if m.contains("port")),
             "{target:?}: {e:?}"

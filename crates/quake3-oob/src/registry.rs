@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use fragstat_core::model::MasterEntry;
+use fragstat_core::registry::MasterQueryError;
 use fragstat_core::registry::{
     Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
-use fragstat_core::registry::MasterQueryError;
 use fragstat_core::{DecodeError, Exchange, ExchangeExt};
 use serde::Serialize;
 

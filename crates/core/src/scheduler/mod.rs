@@ -669,7 +669,10 @@ impl<E: Exchange> Scheduler<E> {
             return false;
         }
         debug!(target: LOG, addr = %slot.addr, "query ran past its lifetime");
-        let err = exceeded(crate::LimitKind::Lifetime, self.options.lifetime.as_millis());
+        let err = exceeded(
+            crate::LimitKind::Lifetime,
+            self.options.lifetime.as_millis(),
+        );
         self.finish(id, Err(err));
         true
     }

@@ -115,7 +115,10 @@ pub(super) fn over_cap<E>(
     if slot.expires.is_some_and(|e| at >= e) {
         Some(exceeded(LimitKind::Lifetime, options.lifetime.as_millis()))
     } else if slot.datagrams >= options.max_datagrams {
-        Some(exceeded(LimitKind::Datagrams, options.max_datagrams as u128))
+        Some(exceeded(
+            LimitKind::Datagrams,
+            options.max_datagrams as u128,
+        ))
     } else if slot.bytes.saturating_add(len) > options.max_bytes {
         Some(exceeded(LimitKind::Bytes, options.max_bytes as u128))
     } else {

@@ -76,10 +76,16 @@ fn resolve_errors_keep_the_resolvers_error_and_bad_ports_are_invalid_input() {
 
     let bad = fragstat_core::resolve::split("127.0.0.1:99999", 1).unwrap_err();
     let e = resolved("127.0.0.1:99999", Err(bad.into())).unwrap_err();
-    assert!(matches!(&e, Error::InvalidInput(m) if m.contains("bad port")), "{e:?}");
+    assert!(
+        matches!(&e, Error::InvalidInput(m) if m.contains("bad port")),
+        "{e:?}"
+    );
     let zero = "127.0.0.1:0".parse().unwrap();
     let e = resolved("127.0.0.1:0", Ok(zero)).unwrap_err();
-    assert!(matches!(&e, Error::InvalidInput(m) if m.contains("port 0")), "{e:?}");
+    assert!(
+        matches!(&e, Error::InvalidInput(m) if m.contains("port 0")),
+        "{e:?}"
+    );
 }
 
 /// Master-query refusals stay typed: an unencodable request is `Encode` (with its source).
@@ -113,5 +119,9 @@ fn the_guides_error_table_lists_every_variant() {
             l.get(..end.unwrap_or(l.len())).unwrap_or_default()
         })
         .collect();
-    assert_eq!(rows, Error::VARIANTS, "docs/library.md (Errors) vs fragstat::Error");
+    assert_eq!(
+        rows,
+        Error::VARIANTS,
+        "docs/library.md (Errors) vs fragstat::Error"
+    );
 }

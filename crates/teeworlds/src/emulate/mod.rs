@@ -643,7 +643,9 @@ impl TeeworldsGame {
         }
         if let Some(gt) = &config.gametype {
             if gt.contains('\0') || gt.len() > 15 {
-                return Err(EmuError::Config("the game type must be at most 15 bytes".into()));
+                return Err(EmuError::Config(
+                    "the game type must be at most 15 bytes".into(),
+                ));
             }
             c.gametype = gt.as_bytes().to_vec();
         }

@@ -340,7 +340,8 @@ fn darkplaces_game_types_are_the_games_own() {
         .err()
         .unwrap();
     assert!(
-        e.to_string().starts_with("nexuiz has no game type \"ca\": one of dm, tdm, ctf"),
+        e.to_string()
+            .starts_with("nexuiz has no game type \"ca\": one of dm, tdm, ctf"),
         "{}",
         e
     );
