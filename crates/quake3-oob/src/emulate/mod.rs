@@ -21,8 +21,11 @@ use crate::packet::{
 
 mod look;
 mod master;
+mod slots;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_realism;
 
 use look::Order;
 pub use master::{EmulatedMaster, CHALLENGE_RESEND, CHALLENGE_TTL, MAX_PENDING};
@@ -54,11 +57,16 @@ pub struct ServerConfig {
     pub map: Vec<u8>,
     /// `g_gametype` as the game sends it: a number, or a name (SoF2, Call of Duty: `dm`).
     pub gametype: Vec<u8>,
-    /// `sv_maxclients`.
+    /// `sv_maxclients`: every slot, the private ones included.
     pub max_clients: u32,
+    /// `sv_privateClients`: slots reserved for `sv_privatePassword`. Bots fill them first and
+    /// other humans skip them, and getinfo counts only the slots above them (`emulate/slots.rs`
+    /// has the engine lines). Emulated for ioquake3's games and Tremulous.
+    pub private_clients: u32,
     /// `g_needpass`.
     pub needpass: bool,
-    /// Players in slot order.
+    /// Players in the order they joined: slot order, unless private slots seat them
+    /// otherwise.
     pub players: Vec<EmuPlayer>,
     /// Further serverinfo cvars, appended to the status infostring.
     pub extra: InfoString,
@@ -78,6 +86,7 @@ impl ServerConfig {
             map: look.map.as_bytes().to_vec(),
             gametype: look.gametype.as_bytes().to_vec(),
             max_clients: u32::try_from(players.max(8)).unwrap_or(u32::MAX),
+            private_clients: 0,
             needpass: false,
             players: (0..players)
                 .map(|i| {
@@ -315,9 +324,9 @@ impl EmulatedServer {
     /// `sv_main.c:545-548`); IW4x leaves its bots out (`ServerInfo.cpp:215-230`).
     fn player_lines(&self) -> Vec<StatusPlayer> {
         let game = self.config.game;
-        self.config
-            .players
-            .iter()
+        slots::seated(&self.config)
+            .into_iter()
+            .map(|(_, p)| p)
             .filter(|p| !(game == Quake3Game::Iw4x && p.bot))
             .map(|p| {
                 let sof2 = game == Quake3Game::Sof2;
@@ -457,6 +466,28 @@ impl Emulate for Quake3Game {
         }
         c.max_clients = config.max_players;
         c.needpass = config.password;
+        if config.private_slots > 0 {
+            if !slots::has_private_slots(*self) {
+                return Err(EmuError(format!(
+                    "private slots: not emulated for {}",
+                    self.title()
+                )));
+            }
+            if config.private_slots > config.max_players {
+                return Err(EmuError(format!(
+                    "{} private slots in {} slots",
+                    config.private_slots, config.max_players
+                )));
+            }
+            c.private_clients = config.private_slots;
+            if let Some(i) = slots::seat(&c).iter().position(Option::is_none) {
+                return Err(EmuError(format!(
+                    "player {} finds no slot: humans skip the {} private slots",
+                    i + 1,
+                    config.private_slots
+                )));
+            }
+        }
         if let Some(gt) = &config.gametype {
             let gt = gt.trim();
             check_text("the game type", gt.as_bytes())?;
