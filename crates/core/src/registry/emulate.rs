@@ -247,6 +247,12 @@ impl EmuError {
 /// A game's emulated server and master (`fragstat serve`, tests, benchmarks): what its
 /// family crate builds only with its `emulate` feature, reached through [`Game::emulator`].
 pub trait Emulate: Send + Sync {
+    /// The name `fragstat serve` gives a server when none is asked for: with Quake colour
+    /// codes, except for games that draw none (where they would show as text).
+    fn default_name(&self) -> &'static str {
+        "^1fragstat ^7emulated server"
+    }
+
     /// An emulated server.
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
     /// An emulated master.

@@ -440,6 +440,19 @@ impl Service for EmulatedServer {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         self.start(now, out);
     }
+
+    /// The heartbeat again, twice, as ioq3's `SV_MasterShutdown` sends it (see
+    /// [`Heartbeats::at_shutdown`]): the master checks the server, gets no answer and drops it.
+    fn stop(&mut self, _now: Instant, out: &mut Outbox) {
+        if let Some(hb) = self.heartbeat() {
+            out.extend(
+                self.heartbeats
+                    .at_shutdown()
+                    .into_iter()
+                    .map(|m| (m, hb.clone())),
+            );
+        }
+    }
 }
 
 /// Longest map or server name an emulated server takes (ioq3 `MAX_INFO_VALUE` is 1024).
@@ -456,6 +469,15 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
 }
 
 impl Emulate for Quake3Game {
+    /// Medal of Honor draws no colour codes (its dialect is `plain`).
+    fn default_name(&self) -> &'static str {
+        if self.dialect(None) == fragstat_core::model::Dialect::Plain {
+            "fragstat emulated server"
+        } else {
+            "^1fragstat ^7emulated server"
+        }
+    }
+
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
@@ -465,6 +487,14 @@ impl Emulate for Quake3Game {
             c.map = config.map.clone();
         }
         c.max_clients = config.max_players;
+        // Medal of Honor's `password` is a userinfo cvar, not serverinfo (OpenMoHAA
+        // `openmoh/openmohaa` @ `44ce0595`, `code/fgame/gamecvars.cpp:337`), and its `SVC_Info`
+        // sends no password key: a passworded server looks like any other on this port.
+        if config.password && *self == Quake3Game::Mohaa {
+            return Err(EmuError(
+                "a Medal of Honor server does not say whether it needs a password".into(),
+            ));
+        }
         c.needpass = config.password;
         if config.private_slots > 0 {
             if !slots::has_private_slots(*self) {

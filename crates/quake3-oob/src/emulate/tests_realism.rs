@@ -146,3 +146,40 @@ fn quake3_is_one_engine_ioq3() {
     let s = server_info(Quake3Game::Quake3, Some(i), Some(st));
     assert_eq!(s.num_bots, Some(2));
 }
+
+/// E3: a passworded Medal of Honor server says nothing about it on this port, so the
+/// emulator refuses `--password` instead of ignoring it.
+#[test]
+fn mohaa_refuses_a_password_it_could_not_show() {
+    let config = EmuServer::new("x", "", 2).with_password(true);
+    let e = Quake3Game::Mohaa.emulated_server(&config).err().unwrap();
+    assert!(e.0.contains("does not say"), "{e}");
+    assert_eq!(Quake3Game::Mohaa.default_name(), "fragstat emulated server");
+    assert_eq!(
+        Quake3Game::Quake3.default_name(),
+        "^1fragstat ^7emulated server"
+    );
+}
+
+/// Trial finding 23: at shutdown the server heartbeats its master twice, as ioq3's
+/// `SV_MasterShutdown` does, and then nothing more is scheduled; without a master, nothing.
+#[test]
+fn heartbeats_twice_at_shutdown() {
+    let master: SocketAddr = "127.0.0.1:27950".parse().unwrap();
+    let config = EmuServer::new("x", "", 0).with_heartbeat_to(Some(master));
+    let mut s = Quake3Game::OpenArena.emulated_server(&config).unwrap();
+    let t0 = Instant::now();
+    let mut out = Outbox::new();
+    s.start(t0, &mut out);
+    out.clear();
+    s.stop(t0, &mut out);
+    let hb = b"\xff\xff\xff\xffheartbeat QuakeArena-1\n".to_vec();
+    assert_eq!(out, vec![(master, hb.clone()), (master, hb)]);
+    assert_eq!(s.poll_timeout(), None);
+    let mut quiet = Quake3Game::OpenArena
+        .emulated_server(&EmuServer::new("x", "", 0))
+        .unwrap();
+    out.clear();
+    quiet.stop(t0, &mut out);
+    assert!(out.is_empty());
+}
