@@ -55,8 +55,8 @@ fn private_slots_leave_the_bots_unknown() {
 
 /// Finding 23: SIGTERM makes `fragstat serve --heartbeat` heartbeat again on its way out (as
 /// ioquake3 does), so `fragstat master-server` checks it, gets no answer and removes it
-/// within seconds instead of at expiry; the same as the real OpenArena in
-/// master_registration.rs.
+/// within seconds (its checks: about 8 s) instead of at expiry (15 minutes); the real
+/// OpenArena in master_registration.rs is held to 10 s, this one to 30 s for a loaded machine.
 #[test]
 fn a_stopped_emulated_server_leaves_the_master_at_once() {
     let mut master = Running::start(
@@ -94,7 +94,7 @@ fn a_stopped_emulated_server_leaves_the_master_at_once() {
     });
     let took = down.elapsed();
     eprintln!("removed {took:?} after the server stopped");
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
     // And it is off the list.
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
     client
