@@ -496,28 +496,7 @@ impl Emulate for Quake3Game {
             ));
         }
         c.needpass = config.password;
-        if config.private_slots > 0 {
-            if !slots::has_private_slots(*self) {
-                return Err(EmuError(format!(
-                    "private slots: not emulated for {}",
-                    self.title()
-                )));
-            }
-            if config.private_slots > config.max_players {
-                return Err(EmuError(format!(
-                    "{} private slots in {} slots",
-                    config.private_slots, config.max_players
-                )));
-            }
-            c.private_clients = config.private_slots;
-            if let Some(i) = slots::seat(&c).iter().position(Option::is_none) {
-                return Err(EmuError(format!(
-                    "player {} finds no slot: humans skip the {} private slots",
-                    i + 1,
-                    config.private_slots
-                )));
-            }
-        }
+        slots::reserve(&mut c, config.private_slots)?;
         if let Some(gt) = &config.gametype {
             let gt = gt.trim();
             check_text("the game type", gt.as_bytes())?;

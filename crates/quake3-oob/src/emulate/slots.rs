@@ -12,6 +12,7 @@
 
 use super::{EmuPlayer, ServerConfig};
 use crate::game::Quake3Game;
+use fragstat_core::registry::EmuError;
 
 /// The games whose emulators take private slots: ioquake3 and the games on its engine, and
 /// Tremulous 1.1 (the engines read above).
@@ -27,6 +28,34 @@ pub(super) fn has_private_slots(game: Quake3Game) -> bool {
             | Quake3Game::Tremulous
             | Quake3Game::Other(_)
     )
+}
+
+/// Reserves `private` of `c`'s slots, or says why they cannot be: a game whose emulator has
+/// none, more than the slots, or a human left without a public slot.
+pub(super) fn reserve(c: &mut ServerConfig, private: u32) -> Result<(), EmuError> {
+    if private == 0 {
+        return Ok(());
+    }
+    if !has_private_slots(c.game) {
+        return Err(EmuError(format!(
+            "private slots: not emulated for {}",
+            c.game.title()
+        )));
+    }
+    if private > c.max_clients {
+        return Err(EmuError(format!(
+            "{private} private slots in {} slots",
+            c.max_clients
+        )));
+    }
+    c.private_clients = private;
+    if let Some(i) = seat(c).iter().position(Option::is_none) {
+        return Err(EmuError(format!(
+            "player {} finds no slot: humans skip the {private} private slots",
+            i + 1
+        )));
+    }
+    Ok(())
 }
 
 /// The slot of each player (in `c.players` order), seating them in that order as the engine
