@@ -157,6 +157,9 @@ pub struct OpenArenaConfig {
     pub bots: Vec<String>,
     /// `sv_maxclients`.
     pub max_clients: u32,
+    /// `sv_privateClients`: slots of `max_clients` kept for a private password (bots fill
+    /// them first).
+    pub private_clients: u32,
     /// Map.
     pub map: String,
     /// Also listen on `[::1]`.
@@ -171,6 +174,7 @@ impl Default for OpenArenaConfig {
             hostname: "My ^1OA^7 Server".into(),
             bots: vec!["sarge".into(), "grism".into()],
             max_clients: 8,
+            private_clients: 0,
             map: "oa_dm1".into(),
             ipv6: false,
             master: None,
@@ -271,6 +275,9 @@ impl OpenArena {
                 "+set",
                 "sv_maxclients",
                 &config.max_clients.to_string(),
+                "+set",
+                "sv_privateClients",
+                &config.private_clients.to_string(),
                 "+set",
                 "g_gametype",
                 "0",

@@ -134,3 +134,31 @@ fn challenge_response_and_scan_of_several_real_servers() {
         }
     });
 }
+
+/// Cross-check D8 on the real engine: OpenArena with `sv_privateClients 2` and three bots.
+/// Bots fill the private slots first and ioq3's getinfo counts only the slots above them, so
+/// it says `clients 1`, `g_humanplayers 0`, `sv_maxclients 10` while getstatus lists all three
+/// bots. The record lists three players and leaves the bots unknown, instead of the one bot
+/// of the public slots.
+#[tokio::test(flavor = "multi_thread")]
+async fn private_slots_leave_the_bots_unknown() {
+    let Some(oa) = OpenArena::start(OpenArenaConfig {
+        hostname: "Private OA".into(),
+        bots: vec!["sarge".into(), "grism".into(), "major".into()],
+        max_clients: 12,
+        private_clients: 2,
+        ..OpenArenaConfig::default()
+    }) else {
+        return;
+    };
+    let client = Client::new().await.unwrap();
+    let reply = client.server(oa.addr).await.unwrap().reply;
+    let info = reply.info.as_ref().expect("getinfo answered").info.clone();
+    assert_eq!(info.get("clients"), Some(&b"1"[..]));
+    assert_eq!(info.get("g_humanplayers"), Some(&b"0"[..]));
+    assert_eq!(info.get("sv_maxclients"), Some(&b"10"[..]));
+    let s = reply.into_server_info(Quake3Game::OpenArena);
+    assert_eq!((s.num_players, s.max_players), (3, 12));
+    assert_eq!(s.num_bots, None, "getinfo counts 1 of the 3 listed players");
+    assert_eq!(s.rules.get("sv_privateClients"), Some(&b"2"[..]));
+}

@@ -66,9 +66,10 @@ pub struct ServeArgs {
     players: usize,
     /// Server name (colour codes allowed where the game has them); with --count > 1, " #N"
     /// is appended. Empty: the game's own default where it has one (Nexuiz: "Nexuiz 2.5.2
-    /// Server").
-    #[arg(long, default_value = "^1fragstat ^7emulated server")]
-    name: String,
+    /// Server"). Default: "^1fragstat ^7emulated server", without the colour codes for games
+    /// that have none (Teeworlds, DDNet, Medal of Honor).
+    #[arg(long)]
+    name: Option<String>,
     /// Map (default: the game's usual first map, e.g. q3dm17).
     #[arg(long)]
     map: Option<String>,
@@ -82,6 +83,11 @@ pub struct ServeArgs {
     /// Servers need a password.
     #[arg(long)]
     password: bool,
+    /// Slots of --max-players reserved for a private password (Quake III `sv_privateClients`;
+    /// ioquake3's games and Tremulous): bots fill them first, other players skip them, and
+    /// getinfo counts only the slots above them.
+    #[arg(long, default_value_t = 0)]
+    private_slots: u32,
     /// Heartbeat this master (HOST:PORT) at start and every 5 minutes, as a public server does,
     /// and answer its challenge.
     #[arg(long)]
@@ -144,6 +150,9 @@ impl Service for Lossy {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         self.inner.handle_timeout(now, out);
     }
+    fn stop(&mut self, now: Instant, out: &mut Outbox) {
+        self.inner.stop(now, out);
+    }
 }
 
 /// Binds `count` sockets from `listen` on (consecutive ports, or any free ports for port 0).
@@ -189,14 +198,16 @@ fn heartbeat_seconds(s: &str) -> Result<f64, String> {
 
 /// The emulator configuration of server `i` of `count`.
 fn config(a: &ServeArgs, i: u32, heartbeat: Option<SocketAddr>) -> EmuServer {
+    let name = a.name.clone().unwrap_or_default();
     let name = if a.count > 1 {
-        format!("{} #{}", a.name, i + 1)
+        format!("{name} #{}", i + 1)
     } else {
-        a.name.clone()
+        name
     };
     let mut c = EmuServer::new(name, a.map.clone().unwrap_or_default(), a.players)
         .with_seed(u64::from(i) + 1)
         .with_password(a.password)
+        .with_private_slots(a.private_slots)
         .with_gametype(a.gametype.clone())
         .with_heartbeat_to(heartbeat)
         .with_heartbeat_every(Duration::from_secs_f64(a.heartbeat_every_s));
@@ -251,6 +262,10 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         Ok(emu) => emu,
         Err(e) => return Ok(usage(format!("cannot serve {}: {e}", game.id()))),
     };
+    let mut a = a;
+    if a.name.is_none() {
+        a.name = Some(emu.default_name().to_string());
+    }
     // The emulator refuses what the protocol cannot carry (a `\` in a Quake III map name…).
     if let Err(e) = emu.emulated_server(&config(&a, 0, heartbeat)) {
         return Ok(usage(format!("cannot serve {}: {e}", game.id())));

@@ -11,7 +11,8 @@ use crate::transport::{Backoff, Transport};
 use crate::MAX_DATAGRAM;
 
 /// Serves `service` on `socket` until `shutdown` completes. [`Service::start`] is called
-/// first (a game server's first heartbeat goes out then). Each datagram received goes to
+/// first (a game server's first heartbeat goes out then), [`Service::stop`] last (its
+/// heartbeat at shutdown goes out before `run` returns). Each datagram received goes to
 /// [`Service::handle`]; when the time [`Service::poll_timeout`] names comes,
 /// [`Service::handle_timeout`] is called; whatever either pushes onto the outbox is sent from
 /// the same socket.
@@ -52,7 +53,15 @@ pub async fn run<S: Service>(
             not_before.map_or(w, |n| w.max(n))
         });
         tokio::select! {
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => {
+                service.stop(now(), &mut out);
+                for (to, reply) in out.drain(..) {
+                    if let Err(e) = socket.send_to(&reply, to).await {
+                        tracing::debug!(%to, error = %e, "reply not sent");
+                    }
+                }
+                return Ok(());
+            }
             () = sleep_until(wake) => {
                 service.handle_timeout(now(), &mut out);
                 not_before = Some(Instant::now() + MIN_TIMEOUT_INTERVAL);

@@ -51,6 +51,13 @@ pub trait Service: Send {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         let _ = (now, out);
     }
+
+    /// The service is stopping at `now`: push anything to send on the way out (a game server
+    /// heartbeats its master once more, so the master checks it, finds it gone and drops it
+    /// at once instead of at expiry). Nothing is handled after this.
+    fn stop(&mut self, now: Instant, out: &mut Outbox) {
+        let _ = (now, out);
+    }
 }
 
 /// How often the engines heartbeat their masters: ioq3 and idTech 4 `HEARTBEAT_MSEC`, qfusion
@@ -129,6 +136,27 @@ impl Heartbeats {
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.next
     }
+
+    /// The masters to heartbeat when the server shuts down: the master twice, as ioquake3's
+    /// `SV_MasterShutdown` sends its heartbeat twice "to minimize chance of drops"
+    /// (`ioquake/ioq3` @ `5956299e`, `code/server/sv_main.c:341-352`); the master then finds
+    /// the server gone when it checks. Nothing after this.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use fragstat_core::service::Heartbeats;
+    ///
+    /// let master = "127.0.0.1:27950".parse().unwrap();
+    /// let mut hb = Heartbeats::new(Some(master));
+    /// assert_eq!(hb.due(Instant::now()), Some(master));
+    /// assert_eq!(hb.at_shutdown(), [master, master]);
+    /// assert_eq!(hb.poll_timeout(), None);
+    /// assert!(Heartbeats::new(None).at_shutdown().is_empty());
+    /// ```
+    pub fn at_shutdown(&mut self) -> Vec<SocketAddr> {
+        self.next = None;
+        self.master.take().map(|m| vec![m, m]).unwrap_or_default()
+    }
 }
 
 impl<S: Service + ?Sized> Service for Box<S> {
@@ -143,5 +171,8 @@ impl<S: Service + ?Sized> Service for Box<S> {
     }
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         (**self).handle_timeout(now, out);
+    }
+    fn stop(&mut self, now: Instant, out: &mut Outbox) {
+        (**self).stop(now, out);
     }
 }

@@ -199,6 +199,7 @@ impl Emulate for EtqwGame {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
         config.check_slots(u32::from(END_OF_PLAYERS), true, "an ETQW server")?;
+        config.check_no_private_slots("Enemy Territory: Quake Wars")?;
         let mut c = ServerConfig::sample(
             &config.name,
             &config.map,

@@ -333,6 +333,7 @@ impl Emulate for Idtech4Game {
             true,
             "an idTech 4 server (MAX_ASYNC_CLIENTS)",
         )?;
+        config.check_no_private_slots(self.title())?;
         let mut c = ServerConfig::sample(
             *self,
             &config.name,

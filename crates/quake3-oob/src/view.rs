@@ -176,6 +176,16 @@ pub fn server_info(
         Some(p) => u32::try_from(p.len().saturating_add(omitted_players)).unwrap_or(u32::MAX),
         None => clients.unwrap_or(0),
     };
+    // getinfo's counts describe the whole server only when they count every listed player:
+    // ioq3's `SVC_Info` counts `clients` and `g_humanplayers` from `sv_privateClients` up
+    // (`ioquake/ioq3` @ `5956299e`, `code/server/sv_main.c:634-642`), while `SVC_Status` lists
+    // every slot (`sv_main.c:575-588`), and bots fill the private slots first
+    // (`sv_bot.c:47-58`). The status cannot tell the bots in the private slots apart (ping 0 is
+    // also a LAN player), so when the counts disagree the bots are unknown rather than the
+    // public slots' share. (The same when a player came or went between the two replies.)
+    if players.is_some() && clients.is_some_and(|c| c != out.num_players) {
+        out.num_bots = None;
+    }
     // The infoResponse's keys the status lacks are in the rules by now.
     let [name, map, gametype, version, password, protocol] = lookup(
         &rules,

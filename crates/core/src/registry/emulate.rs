@@ -22,6 +22,9 @@ pub struct EmuServer {
     pub players: usize,
     /// Player slots (at least `players`).
     pub max_players: u32,
+    /// Slots of `max_players` reserved for a private password (Quake III `sv_privateClients`;
+    /// 0: none). Only the Quake III family emulates them; the others refuse a non-zero value.
+    pub private_slots: u32,
     /// Needs a password.
     pub password: bool,
     /// The game type value as the game sends it (Quake III `4` for CTF); the game's default
@@ -43,6 +46,7 @@ impl Default for EmuServer {
             map: Vec::new(),
             players: 0,
             max_players: 8,
+            private_slots: 0,
             password: false,
             gametype: None,
             seed: 0,
@@ -136,6 +140,28 @@ impl EmuServer {
     pub fn with_password(mut self, password: bool) -> Self {
         self.password = password;
         self
+    }
+
+    /// Reserves `private_slots` of the slots (see [`EmuServer::private_slots`]).
+    pub fn with_private_slots(mut self, private_slots: u32) -> Self {
+        self.private_slots = private_slots;
+        self
+    }
+
+    /// For the emulators of games without private slots: refuses a non-zero
+    /// [`EmuServer::private_slots`] instead of ignoring it (`game` names the game).
+    ///
+    /// ```
+    /// use fragstat_core::registry::EmuServer;
+    /// assert!(EmuServer::new("x", "", 1).check_no_private_slots("Nexuiz").is_ok());
+    /// let e = EmuServer::new("x", "", 1).with_private_slots(2).check_no_private_slots("Nexuiz");
+    /// assert_eq!(e.unwrap_err().0, "private slots: not emulated for Nexuiz");
+    /// ```
+    pub fn check_no_private_slots(&self, game: &str) -> Result<(), EmuError> {
+        if self.private_slots == 0 {
+            return Ok(());
+        }
+        Err(EmuError(format!("private slots: not emulated for {game}")))
     }
 }
 
@@ -278,6 +304,12 @@ impl EmuError {
 /// A game's emulated server and master (`fragstat serve`, tests, benchmarks): what its
 /// family crate builds only with its `emulate` feature, reached through [`Game::emulator`].
 pub trait Emulate: Send + Sync {
+    /// The name `fragstat serve` gives a server when none is asked for: with Quake colour
+    /// codes, except for games that draw none (where they would show as text).
+    fn default_name(&self) -> &'static str {
+        "^1fragstat ^7emulated server"
+    }
+
     /// An emulated server.
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError>;
     /// An emulated master.

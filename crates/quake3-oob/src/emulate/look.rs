@@ -10,7 +10,7 @@
 //! dropped: `q_shared.cpp:1722-1744`); IW4x writes sorted keys and keeps an empty challenge
 //! (`ServerInfo.cpp:137-254`).
 
-use super::{EmuPlayer, ServerConfig};
+use super::{slots, EmuPlayer, ServerConfig};
 use crate::game::Quake3Game;
 
 /// Where the challenge goes, and how keys are ordered.
@@ -115,6 +115,9 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
     let humans = c.players.iter().filter(|p| !p.bot).count();
     let bots = c.players.len() - humans;
     let listed = c.players.len();
+    // What the ioq3 and Tremulous `SVC_Info` count: the public slots only (`emulate/slots.rs`).
+    let (public, public_humans) = slots::public_counts(c);
+    let public_slots = slots::public_slots(c).to_string().into_bytes();
     let n = |v: usize| v.to_string().into_bytes();
     let s = |v: &str| v.as_bytes().to_vec();
     let g = c.game;
@@ -264,28 +267,30 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
             k.push(("abi", s("unvanquished-0.55.4")));
             k.push(("daemonver", s("0.55.4")));
         }
-        // Tremulous `sv_main.c:608-690`: ioq3 keys without a gametype.
+        // Tremulous 1.1 `SVC_Info` (`darklegion/tremulous` @ `47cd6c14`,
+        // `src/server/sv_main.c:395-443`): no gamename, gametype or g_needpass.
         Quake3Game::Tremulous => {
-            k.push(("gamename", s("Tremulous")));
             k.push(("protocol", protocol));
             common(&mut k);
-            k.push(("clients", n(listed)));
-            k.push(("sv_maxclients", n(c.max_clients as usize)));
+            k.push(("clients", n(public)));
+            k.push(("sv_maxclients", public_slots));
             k.push(("pure", s("1")));
         }
-        // ioq3 `sv_main.c:649-685` (and its standalone games); OpenArena's engine adds
-        // `voip opus` last, which the prepend puts first on the wire.
+        // ioq3 `SVC_Info` (`ioquake/ioq3` @ `5956299e`, `code/server/sv_main.c:601-693`), and
+        // its standalone games; the Quake III emulator is an ioq3 1.36 server too. ioq3 builds
+        // with VoIP add `voip opus` last (`sv_init.c:655-657`: `sv_voip 1`), which the
+        // prepend puts first on the wire (the real OpenArena capture).
         _ => {
             k.push(("gamename", s(g.master_gamename().unwrap_or("Quake3Arena"))));
             k.push(("protocol", protocol));
             common(&mut k);
-            k.push(("clients", n(listed)));
-            k.push(("g_humanplayers", n(humans)));
-            k.push(("sv_maxclients", n(c.max_clients as usize)));
+            k.push(("clients", n(public)));
+            k.push(("g_humanplayers", n(public_humans)));
+            k.push(("sv_maxclients", public_slots));
             k.push(("gametype", c.gametype.clone()));
             k.push(("pure", s("1")));
             k.push(("g_needpass", s(yes(c.needpass))));
-            if g == Quake3Game::OpenArena {
+            if matches!(g, Quake3Game::OpenArena | Quake3Game::Quake3) {
                 k.push(("voip", s("opus")));
             }
         }
@@ -341,9 +346,18 @@ pub(super) fn status_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
             k.push(("protocol", protocol));
         }
         // OpenArena on Debian's ioq3 1.36 (a real capture, fixtures openarena-088-*):
-        // `com_protocol`, no `protocol`; `gamename baseoa` (the game module's).
-        Quake3Game::OpenArena => {
-            k.push(("com_protocol", protocol));
+        // `com_protocol`, no `protocol`; `gamename baseoa` (the game module's). Quake III is
+        // emulated as the same engine running baseq3 (ioq3 registers `com_protocol` 71,
+        // keeps `protocol` out of the serverinfo, `common.c:2790-2800`; baseq3's
+        // `g_main.c:104` `gamename baseq3`).
+        Quake3Game::OpenArena | Quake3Game::Quake3 | Quake3Game::Other(_) => {
+            // ioq3 `qcommon.h:247-248`: `com_protocol` 71; getinfo's `protocol` is the legacy 68.
+            let com_protocol = if g == Quake3Game::Quake3 {
+                s("71")
+            } else {
+                protocol
+            };
+            k.push(("com_protocol", com_protocol));
             k.push(("sv_hostname", c.hostname.clone()));
             k.push(("sv_maxclients", n(c.max_clients)));
             k.push(("g_gametype", c.gametype.clone()));
@@ -353,9 +367,14 @@ pub(super) fn status_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
             ));
             k.push(("com_gamename", s("Quake3Arena")));
             k.push(("mapname", c.map.clone()));
-            k.push(("sv_privateClients", s("0")));
+            k.push(("sv_privateClients", n(c.private_clients)));
             k.push(("bot_minplayers", s("0")));
-            k.push(("gamename", s("baseoa")));
+            let modname = if g == Quake3Game::OpenArena {
+                "baseoa"
+            } else {
+                "baseq3"
+            };
+            k.push(("gamename", s(modname)));
             k.push(("g_needpass", s(yes(c.needpass))));
         }
         // Call of Duty: `g_gametype` a name, `shortversion`, `pswrd`/`mod` appended
@@ -416,15 +435,33 @@ pub(super) fn status_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
             k.push(("version", s("Unvanquished 0.55.4 Linux_amd64")));
             k.push(("g_needpass", s(yes(c.needpass))));
         }
+        // Tremulous 1.1 (`darklegion/tremulous` @ `47cd6c14`): every `CVAR_SERVERINFO` cvar
+        // oldest first (`Cvar_Get` puts a new cvar at the head of the list, `cvar.c:284-285`;
+        // `Info_SetValueForKey` prepends, `q_shared.c`), empty ones left out: `version`
+        // (`common.c:2391`), the engine's (`sv_init.c:583-613`), the game's (`g_main.c:142-230`,
+        // `g_needpass` at 177).
         Quake3Game::Tremulous => {
+            k.push(("version", s("tremulous 1.1.0 linux-i386 Dec 12 2006")));
+            k.push(("timelimit", s("0")));
             k.push(("protocol", protocol));
+            k.push(("mapname", c.map.clone()));
+            k.push(("sv_privateClients", n(c.private_clients)));
             k.push(("sv_hostname", c.hostname.clone()));
             k.push(("sv_maxclients", n(c.max_clients)));
-            k.push(("version", s("tremulous 1.1.0 linux-i386 Dec 12 2006")));
-            k.push(("mapname", c.map.clone()));
+            k.push(("sv_minRate", s("0")));
+            k.push(("sv_maxRate", s("0")));
+            k.push(("sv_minPing", s("0")));
+            k.push(("sv_maxPing", s("0")));
+            k.push(("sv_allowDownload", s("0")));
+            k.push(("gamename", s("base")));
             if let Some(p) = slot_string(c) {
                 k.push(("P", p));
             }
+            k.push(("g_maxGameClients", s("0")));
+            k.push(("g_suddenDeathTime", s("0")));
+            k.push(("g_needpass", s(yes(c.needpass))));
+            k.push(("g_unlagged", s("1")));
+            k.push(("g_markDeconstruct", s("1")));
         }
         // ioq3 and the id and Raven engines: `protocol` is serverinfo there.
         _ => {
@@ -438,8 +475,7 @@ pub(super) fn status_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
                 Quake3Game::WorldOfPadman => ("ioq3+wop 1.7.0 linux-x86_64", "wop"),
                 Quake3Game::SmokinGuns => ("Smokin' Guns 1.1 linux-x86_64", "smokinguns"),
                 Quake3Game::Q3Rally => ("ioq3 1.36_GIT Q3Rally linux-x86_64", "q3rally"),
-                Quake3Game::Reaction => ("ioq3 1.36 Reaction linux-x86_64", "Boomstick"),
-                _ => ("Q3 1.32c linux-i386 May  8 2006", "baseq3"),
+                _ => ("ioq3 1.36 Reaction linux-x86_64", "Boomstick"),
             };
             k.push(("version", s(version)));
             k.push(("protocol", protocol));
@@ -448,6 +484,9 @@ pub(super) fn status_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
             k.push(("g_gametype", c.gametype.clone()));
             k.push(("sv_maxclients", n(c.max_clients)));
             k.push(("mapname", c.map.clone()));
+            if slots::has_private_slots(g) {
+                k.push(("sv_privateClients", n(c.private_clients)));
+            }
             k.push(("sv_hostname", c.hostname.clone()));
             if g == Quake3Game::Sof2 {
                 k.push(("sv_keywords", s("SOF2FULL ")));
@@ -458,15 +497,18 @@ pub(super) fn status_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
     k
 }
 
-/// `P`: a character per slot up to the last used one, `'0' + team` (W:ET `g_main.c:2083-2110`);
-/// absent when nobody is connected.
+/// `P`: a character per slot up to the last used one, `'0' + team`, `-` for a free slot
+/// (W:ET `g_main.c:2083-2110`); absent when nobody is connected.
 fn slot_string(c: &ServerConfig) -> Option<Vec<u8>> {
-    (!c.players.is_empty()).then(|| {
-        c.players
-            .iter()
-            .map(|p| b'0'.saturating_add(u8::try_from(p.team).unwrap_or(0).min(9)))
-            .collect()
-    })
+    let seated = slots::seated(c);
+    let last = seated.last()?.0;
+    let mut p = vec![b'-'; last + 1];
+    for (slot, player) in seated {
+        if let Some(ch) = p.get_mut(slot) {
+            *ch = b'0'.saturating_add(u8::try_from(player.team).unwrap_or(0).min(9));
+        }
+    }
+    Some(p)
 }
 
 /// Dæmon's `B`: a bot's skill per slot, `-` for humans (Unvanquished `sg_main.cpp`).

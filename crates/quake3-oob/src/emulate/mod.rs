@@ -21,8 +21,11 @@ use crate::packet::{
 
 mod look;
 mod master;
+mod slots;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_realism;
 
 use look::Order;
 pub use master::{EmulatedMaster, CHALLENGE_RESEND, CHALLENGE_TTL, MAX_PENDING};
@@ -54,11 +57,16 @@ pub struct ServerConfig {
     pub map: Vec<u8>,
     /// `g_gametype` as the game sends it: a number, or a name (SoF2, Call of Duty: `dm`).
     pub gametype: Vec<u8>,
-    /// `sv_maxclients`.
+    /// `sv_maxclients`: every slot, the private ones included.
     pub max_clients: u32,
+    /// `sv_privateClients`: slots reserved for `sv_privatePassword`. Bots fill them first and
+    /// other humans skip them, and getinfo counts only the slots above them (`emulate/slots.rs`
+    /// has the engine lines). Emulated for ioquake3's games and Tremulous.
+    pub private_clients: u32,
     /// `g_needpass`.
     pub needpass: bool,
-    /// Players in slot order.
+    /// Players in the order they joined: slot order, unless private slots seat them
+    /// otherwise.
     pub players: Vec<EmuPlayer>,
     /// Further serverinfo cvars, appended to the status infostring.
     pub extra: InfoString,
@@ -78,6 +86,7 @@ impl ServerConfig {
             map: look.map.as_bytes().to_vec(),
             gametype: look.gametype.as_bytes().to_vec(),
             max_clients: u32::try_from(players.max(8)).unwrap_or(u32::MAX),
+            private_clients: 0,
             needpass: false,
             players: (0..players)
                 .map(|i| {
@@ -315,9 +324,9 @@ impl EmulatedServer {
     /// `sv_main.c:545-548`); IW4x leaves its bots out (`ServerInfo.cpp:215-230`).
     fn player_lines(&self) -> Vec<StatusPlayer> {
         let game = self.config.game;
-        self.config
-            .players
-            .iter()
+        slots::seated(&self.config)
+            .into_iter()
+            .map(|(_, p)| p)
             .filter(|p| !(game == Quake3Game::Iw4x && p.bot))
             .map(|p| {
                 let sof2 = game == Quake3Game::Sof2;
@@ -431,6 +440,19 @@ impl Service for EmulatedServer {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         self.start(now, out);
     }
+
+    /// The heartbeat again, twice, as ioq3's `SV_MasterShutdown` sends it (see
+    /// [`Heartbeats::at_shutdown`]): the master checks the server, gets no answer and drops it.
+    fn stop(&mut self, _now: Instant, out: &mut Outbox) {
+        if let Some(hb) = self.heartbeat() {
+            out.extend(
+                self.heartbeats
+                    .at_shutdown()
+                    .into_iter()
+                    .map(|m| (m, hb.clone())),
+            );
+        }
+    }
 }
 
 /// Longest map or server name an emulated server takes (ioq3 `MAX_INFO_VALUE` is 1024).
@@ -447,6 +469,15 @@ fn check_text(field: &str, value: &[u8]) -> Result<(), EmuError> {
 }
 
 impl Emulate for Quake3Game {
+    /// Medal of Honor draws no colour codes (its dialect is `plain`).
+    fn default_name(&self) -> &'static str {
+        if self.dialect(None) == fragstat_core::model::Dialect::Plain {
+            "fragstat emulated server"
+        } else {
+            "^1fragstat ^7emulated server"
+        }
+    }
+
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
@@ -456,7 +487,16 @@ impl Emulate for Quake3Game {
             c.map = config.map.clone();
         }
         c.max_clients = config.max_players;
+        // Medal of Honor's `password` is a userinfo cvar, not serverinfo (OpenMoHAA
+        // `openmoh/openmohaa` @ `44ce0595`, `code/fgame/gamecvars.cpp:337`), and its `SVC_Info`
+        // sends no password key: a passworded server looks like any other on this port.
+        if config.password && *self == Quake3Game::Mohaa {
+            return Err(EmuError(
+                "a Medal of Honor server does not say whether it needs a password".into(),
+            ));
+        }
         c.needpass = config.password;
+        slots::reserve(&mut c, config.private_slots)?;
         if let Some(gt) = &config.gametype {
             let gt = gt.trim();
             check_text("the game type", gt.as_bytes())?;

@@ -228,8 +228,7 @@ mod games {
             assert_eq!(s.players.as_ref().unwrap().len(), listed as usize, "{game}");
             let bots_known = !matches!(
                 game,
-                Quake3Game::Quake3
-                    | Quake3Game::EnemyTerritory
+                Quake3Game::EnemyTerritory
                     | Quake3Game::Rtcw
                     | Quake3Game::JediOutcast
                     | Quake3Game::Sof2
@@ -251,7 +250,8 @@ mod games {
                     "{game} gametype {n}"
                 );
             }
-            let no_password_key = matches!(game, Quake3Game::Tremulous | Quake3Game::Mohaa);
+            // Tremulous sends `g_needpass` (E2 of the 2026-11 cross-check): only MOHAA has no key.
+            let no_password_key = game == Quake3Game::Mohaa;
             assert_eq!(s.password, (!no_password_key).then_some(false), "{game}");
         }
     }

@@ -110,8 +110,11 @@ impl ServerConfig {
             name: name.to_vec(),
             hostname: Vec::new(),
             map: map.to_vec(),
-            map_crc: 0x8d4c_f386,
-            map_size: 57_218,
+            // The stock `Tutorial.map` of the real DDNet 16.4 (Debian ddnet-data 16.4-1.1,
+            // `/usr/share/games/ddnet/data/maps/Tutorial.map`): its CRC-32, which DDNet
+            // reports as `-1924373370`, and its size in bytes.
+            map_crc: 0x8d4c_6486,
+            map_size: 1_082_711,
             gametype: gametype.to_vec(),
             version: version.to_vec(),
             max_clients: u32::try_from(clients.max(16)).unwrap_or(u32::MAX),
@@ -637,6 +640,7 @@ impl TeeworldsGame {
                 "Teeworlds emulators do not register with masters".into(),
             ));
         }
+        config.check_no_private_slots(&self.meta().title)?;
         let mut c = ServerConfig::sample(flavor, &config.name, 0);
         if !config.map.is_empty() {
             c.map = config.map.clone();
@@ -658,6 +662,11 @@ impl TeeworldsGame {
 }
 
 impl Emulate for TeeworldsGame {
+    /// Teeworlds and DDNet draw no colour codes: a `^1` would show as text.
+    fn default_name(&self) -> &'static str {
+        "fragstat emulated server"
+    }
+
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
         Ok(Box::new(EmulatedServer::new(self.server_config(config)?)))
     }

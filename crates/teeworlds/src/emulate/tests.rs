@@ -110,3 +110,25 @@ fn the_registry_entry_refuses_more_clients_than_the_protocol_lists() {
         .emulated_server(&EmuServer::new("x", "", 17).with_max_players(20))
         .is_err());
 }
+
+/// Cross-check E6: the emulated DDNet's `Tutorial` is the real stock map's CRC and size (as
+/// the real DDNet 16.4 reports them); trial finding 23: the default name has no Quake colour
+/// codes, which Teeworlds would show as text; private slots are refused.
+#[test]
+fn ddnet_tutorial_is_the_stock_map_and_names_are_plain() {
+    let s = EmulatedServer::new(ServerConfig::sample(Flavor::Ddnet, b"d", 1));
+    let me: SocketAddr = ME.parse().unwrap();
+    let info = drive(&mut Query6::new(Mode::Extended), |r| s.respond(me, r));
+    assert_eq!(info.map.as_bytes(), b"Tutorial");
+    assert_eq!(info.rules.get("map_crc"), Some(&b"-1924373370"[..]));
+    assert_eq!(info.rules.get("map_size"), Some(&b"1082711"[..]));
+    for g in [
+        TeeworldsGame::Teeworlds,
+        TeeworldsGame::Teeworlds07,
+        TeeworldsGame::Ddnet,
+    ] {
+        assert_eq!(g.default_name(), "fragstat emulated server");
+    }
+    let private = EmuServer::new("x", "", 0).with_private_slots(1);
+    assert!(TeeworldsGame::Ddnet.emulated_server(&private).is_err());
+}

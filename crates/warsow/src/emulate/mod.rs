@@ -646,6 +646,24 @@ impl Service for EmulatedServer {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         self.heartbeat(now, out);
     }
+
+    /// DarkPlaces heartbeats twice when its server shuts down (`SV_Shutdown`,
+    /// `DarkPlacesEngine/DarkPlaces` @ `c6b823ca`, `sv_main.c:2139-2140`), so the master
+    /// checks it and drops it. qfusion is left as it was (not checked).
+    fn stop(&mut self, _now: Instant, out: &mut Outbox) {
+        if !self.config.game.is_darkplaces() {
+            return;
+        }
+        let hb = Oob::Heartbeat(Heartbeat::new(self.config.game.heartbeat().as_bytes())).to_bytes();
+        if let Ok(b) = hb {
+            out.extend(
+                self.heartbeats
+                    .at_shutdown()
+                    .into_iter()
+                    .map(|m| (m, b.clone())),
+            );
+        }
+    }
 }
 
 /// Longest name or map an emulated server takes (qfusion copies the name into 64 bytes for
@@ -661,6 +679,7 @@ impl Emulate for WarsowGame {
         check_text("the server name", &config.name)?;
         check_text("the map name", &config.map)?;
         config.check_slots(256, false, "the emulator")?;
+        config.check_no_private_slots(self.title())?;
         if config.password && !self.is_qfusion() {
             return Err(EmuError::Config(
                 "a DarkPlaces server does not say whether it needs a password".into(),

@@ -367,3 +367,21 @@ fn heartbeats_at_start_and_on_time() {
     s.handle_timeout(t0 + HEARTBEAT_INTERVAL, &mut out);
     assert_eq!(out.len(), 1);
 }
+
+/// Trial finding 23: a DarkPlaces server heartbeats twice when it shuts down (`SV_Shutdown`,
+/// `sv_main.c:2139-2140`); private slots are not emulated here and are refused.
+#[test]
+fn darkplaces_heartbeats_twice_at_shutdown() {
+    let master: SocketAddr = "127.0.0.1:27950".parse().unwrap();
+    let config = EmuServer::new("x", "", 0).with_heartbeat_to(Some(master));
+    let mut s = WarsowGame::Nexuiz.emulated_server(&config).unwrap();
+    let t0 = Instant::now();
+    let mut out = Outbox::new();
+    s.start(t0, &mut out);
+    out.clear();
+    s.stop(t0, &mut out);
+    let hb = b"\xff\xff\xff\xffheartbeat DarkPlaces\n".to_vec();
+    assert_eq!(out, vec![(master, hb.clone()), (master, hb)]);
+    let private = EmuServer::new("x", "", 0).with_private_slots(1);
+    assert!(WarsowGame::Nexuiz.emulated_server(&private).is_err());
+}
