@@ -3,6 +3,7 @@
 use std::error::Error as StdError;
 
 use crate::encode::EncodeError;
+use crate::manners::Spacing;
 
 /// A boxed error from a protocol crate (usually its decode error).
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
@@ -35,6 +36,45 @@ pub trait Exchange: Send + 'static {
     fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
         let _ = exhausted;
         None
+    }
+
+    /// How the server this query goes to limits queries from one address
+    /// ([`crate::manners::ServerEngine::spacing`]): the engine sends each attempt only when
+    /// the server's budget in [`crate::Options::ledger`] has room for its datagrams, so a burst
+    /// of queries to one server waits rather than being dropped. `None` (the default): sent at
+    /// once. A registry game's [`crate::registry::Game::server_query`] says its engine's.
+    fn spacing(&self) -> Option<Spacing> {
+        None
+    }
+}
+
+/// An exchange with the [`Exchange::spacing`] of its server's engine.
+#[derive(Debug)]
+pub struct Spaced<E> {
+    inner: E,
+    spacing: Spacing,
+}
+
+impl<E> Spaced<E> {
+    /// `inner`, spaced by `spacing`.
+    pub fn new(inner: E, spacing: Spacing) -> Self {
+        Spaced { inner, spacing }
+    }
+}
+
+impl<E: Exchange> Exchange for Spaced<E> {
+    type Output = E::Output;
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
+        self.inner.requests(attempt)
+    }
+    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output> {
+        self.inner.on_datagram(datagram)
+    }
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
+        self.inner.on_timeout(exhausted)
+    }
+    fn spacing(&self) -> Option<Spacing> {
+        Some(self.spacing)
     }
 }
 
@@ -108,6 +148,9 @@ impl<E: Exchange + ?Sized> Exchange for Box<E> {
     fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
         (**self).on_timeout(exhausted)
     }
+    fn spacing(&self) -> Option<Spacing> {
+        (**self).spacing()
+    }
 }
 
 impl<O> Verdict<O> {
@@ -151,6 +194,9 @@ where
     fn on_timeout(&mut self, exhausted: bool) -> Option<Result<U, BoxError>> {
         let f = &mut self.f;
         self.inner.on_timeout(exhausted).map(|r| r.map(f))
+    }
+    fn spacing(&self) -> Option<Spacing> {
+        self.inner.spacing()
     }
 }
 

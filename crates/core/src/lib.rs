@@ -60,6 +60,7 @@ mod error;
 mod exchange;
 pub mod fair;
 mod json;
+pub mod manners;
 pub mod model;
 pub mod nonce;
 pub mod record;
@@ -81,7 +82,7 @@ pub mod wire;
 #[cfg(feature = "runtime")]
 pub use engine::{Batch, Engine, DATAGRAM_QUEUE, OUTCOME_QUEUE};
 pub use error::QueryError;
-pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
+pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Spaced, Verdict};
 pub use scheduler::{Options, Outcome};
 #[cfg(feature = "runtime")]
 pub use transport::{udp_socket, RecvBatch, Transport, UdpTransport};

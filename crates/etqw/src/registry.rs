@@ -45,6 +45,7 @@ impl FamilyGame for EtqwGame {
         )
         .aliases(&["etqws", "quakewars"])
         .echoes_challenge(false)
+        .engine(fragstat_core::manners::ServerEngine::IdTech4)
     }
 
     fn server_query(self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {

@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::exchange::{BoxError, Exchange};
+use crate::manners::ServerEngine;
 use crate::model::{ExtraRef, MasterEntry, ServerInfo};
 #[cfg(doc)]
 use crate::service::Service;
@@ -228,6 +229,10 @@ pub struct GameMeta {
     /// Whether its servers may say what their scores count ([`ServerInfo::score_kind`]), so
     /// that a stored record is worth reading for it.
     pub declares_score_kind: bool,
+    /// The engine its servers run, for their limits on queries
+    /// ([`crate::manners::ServerEngine::limits`]): the client spaces its queries to one
+    /// server to them, and the emulators keep them.
+    pub engine: ServerEngine,
 }
 
 impl GameMeta {
@@ -252,6 +257,7 @@ impl GameMeta {
             join_scheme: None,
             race_gametypes: &[],
             declares_score_kind: false,
+            engine: ServerEngine::Unknown,
         }
     }
 
@@ -282,6 +288,12 @@ impl GameMeta {
     /// Sets whether the game has a short query.
     pub fn short_query(mut self, short_query: bool) -> Self {
         self.short_query = short_query;
+        self
+    }
+
+    /// Sets the engine its servers run ([`GameMeta::engine`]).
+    pub fn engine(mut self, engine: ServerEngine) -> Self {
+        self.engine = engine;
         self
     }
 }
@@ -443,7 +455,11 @@ impl<G: FamilyGame> Game for Entry<G> {
         if self.check_ask(ask).is_err() {
             return Box::new(Refused);
         }
-        self.game.server_query(ask)
+        let query = self.game.server_query(ask);
+        match self.meta.engine.spacing() {
+            Some(spacing) => Box::new(crate::exchange::Spaced::new(query, spacing)),
+            None => query,
+        }
     }
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         self.game.master_query(options)

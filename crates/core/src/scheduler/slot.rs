@@ -36,6 +36,9 @@ pub(super) struct Slot<E> {
     pub(super) ignored: u32,
     /// Handed out by `poll_transmit` and not yet reported sent (`on_sent`).
     pub(super) sending: bool,
+    /// The current attempt's datagrams, made and waiting for the server's budget
+    /// ([`crate::Exchange::spacing`]) until this time.
+    pub(super) held: Option<(Instant, Vec<Vec<u8>>)>,
 }
 
 impl<E> Slot<E> {
@@ -55,6 +58,7 @@ impl<E> Slot<E> {
             expires: None,
             ignored: 0,
             sending: false,
+            held: None,
         }
     }
 }
