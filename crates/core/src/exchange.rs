@@ -46,35 +46,16 @@ pub trait Exchange: Send + 'static {
     fn spacing(&self) -> Option<Spacing> {
         None
     }
-}
 
-/// An exchange with the [`Exchange::spacing`] of its server's engine.
-#[derive(Debug)]
-pub struct Spaced<E> {
-    inner: E,
-    spacing: Spacing,
-}
-
-impl<E> Spaced<E> {
-    /// `inner`, spaced by `spacing`.
-    pub fn new(inner: E, spacing: Spacing) -> Self {
-        Spaced { inner, spacing }
-    }
-}
-
-impl<E: Exchange> Exchange for Spaced<E> {
-    type Output = E::Output;
-    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, EncodeError> {
-        self.inner.requests(attempt)
-    }
-    fn on_datagram(&mut self, datagram: &[u8]) -> Verdict<Self::Output> {
-        self.inner.on_datagram(datagram)
-    }
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
-        self.inner.on_timeout(exhausted)
-    }
-    fn spacing(&self) -> Option<Spacing> {
-        Some(self.spacing)
+    /// Whether `datagram`, which [`Exchange::on_datagram`] ignored, is this game's answer to
+    /// another query (another request, another challenge: a sibling query's reply). Such
+    /// replies are not counted as foreign: a query they alone came to ends with
+    /// [`QueryError::Timeout`](crate::QueryError::Timeout), not
+    /// [`QueryError::Foreign`](crate::QueryError::Foreign). Default: false. A registry game's
+    /// [`crate::registry::Game::server_query`] says true for what the game's decoder reads.
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        let _ = datagram;
+        false
     }
 }
 
@@ -151,6 +132,9 @@ impl<E: Exchange + ?Sized> Exchange for Box<E> {
     fn spacing(&self) -> Option<Spacing> {
         (**self).spacing()
     }
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        (**self).answers_another_query(datagram)
+    }
 }
 
 impl<O> Verdict<O> {
@@ -197,6 +181,9 @@ where
     }
     fn spacing(&self) -> Option<Spacing> {
         self.inner.spacing()
+    }
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        self.inner.answers_another_query(datagram)
     }
 }
 

@@ -82,7 +82,7 @@ pub mod wire;
 #[cfg(feature = "runtime")]
 pub use engine::{Batch, Engine, DATAGRAM_QUEUE, OUTCOME_QUEUE};
 pub use error::QueryError;
-pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Spaced, Verdict};
+pub use exchange::{BoxError, Exchange, ExchangeExt, MapOutput, Verdict};
 pub use scheduler::{Options, Outcome};
 #[cfg(feature = "runtime")]
 pub use transport::{udp_socket, RecvBatch, Transport, UdpTransport};

@@ -362,8 +362,10 @@ impl Guard {
         if let Some(b) = self.limits.per_address {
             if self.per_address.len() >= GUARD_ADDRESSES {
                 let idle = b.period.saturating_mul(b.burst.max(1));
-                self.per_address
-                    .retain(|_, l| l.last.is_some_and(|t| now.saturating_duration_since(t) < idle));
+                self.per_address.retain(|_, l| {
+                    l.last
+                        .is_some_and(|t| now.saturating_duration_since(t) < idle)
+                });
             }
             let bucket = self.per_address.entry(from.ip()).or_insert(Leaky::EMPTY);
             if bucket.over(b, now) {
@@ -379,7 +381,11 @@ impl Guard {
             // DDNet: a new window when more than a second has passed since this one began;
             // every request counts, answered or not.
             let (start, n) = match self.window {
-                Some((start, n)) if now.saturating_duration_since(start) <= Duration::from_secs(1) => (start, n),
+                Some((start, n))
+                    if now.saturating_duration_since(start) <= Duration::from_secs(1) =>
+                {
+                    (start, n)
+                }
                 _ => (now, 0),
             };
             let n = n.saturating_add(1);

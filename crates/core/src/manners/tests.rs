@@ -54,7 +54,10 @@ fn darkplaces_spacing_is_one_per_second() {
     assert!(at >= t0 + Duration::from_millis(1000) + SPACING_MARGIN);
     // More datagrams than the burst wait for a full budget and owe the rest.
     assert_eq!(ledger.reserve(a, sp, 2, at), Ok(()));
-    assert_eq!(ledger.reserve(a, sp, 1, at + sp.interval), Err(at + sp.interval * 2));
+    assert_eq!(
+        ledger.reserve(a, sp, 1, at + sp.interval),
+        Err(at + sp.interval * 2)
+    );
 }
 
 #[test]

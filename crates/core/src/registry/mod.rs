@@ -455,11 +455,11 @@ impl<G: FamilyGame> Game for Entry<G> {
         if self.check_ask(ask).is_err() {
             return Box::new(Refused);
         }
-        let query = self.game.server_query(ask);
-        match self.meta.engine.spacing() {
-            Some(spacing) => Box::new(crate::exchange::Spaced::new(query, spacing)),
-            None => query,
-        }
+        Box::new(GameQuery {
+            inner: self.game.server_query(ask),
+            game: self.game,
+            spacing: self.meta.engine.spacing(),
+        })
     }
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, BoxError> {
         self.game.master_query(options)
@@ -472,6 +472,35 @@ impl<G: FamilyGame> Game for Entry<G> {
     }
     fn emulator(&self) -> Option<&dyn Emulate> {
         self.game.emulator()
+    }
+}
+
+/// A registry game's server query: the family's exchange, spaced to the game's engine
+/// ([`GameMeta::engine`]), and knowing the game's replies to other queries by its decoder.
+struct GameQuery<G> {
+    inner: Box<dyn Exchange<Output = ServerInfo>>,
+    game: G,
+    spacing: Option<crate::manners::Spacing>,
+}
+
+impl<G: FamilyGame> Exchange for GameQuery<G> {
+    type Output = ServerInfo;
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, crate::encode::EncodeError> {
+        self.inner.requests(attempt)
+    }
+    fn on_datagram(&mut self, datagram: &[u8]) -> crate::exchange::Verdict<ServerInfo> {
+        self.inner.on_datagram(datagram)
+    }
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerInfo, BoxError>> {
+        self.inner.on_timeout(exhausted)
+    }
+    fn spacing(&self) -> Option<crate::manners::Spacing> {
+        self.spacing
+    }
+    /// What the game's decoder reads (a reply to another request or challenge, a token
+    /// reply) is the game's own; only what it cannot read is foreign.
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        self.inner.answers_another_query(datagram) || self.game.decode(datagram).is_ok()
     }
 }
 

@@ -413,7 +413,10 @@ impl<E: Exchange> Scheduler<E> {
             slot.bytes = slot.bytes.saturating_add(datagram.len());
             match slot.ex.on_datagram(datagram) {
                 Verdict::Ignore(reason) => {
-                    slot.ignored = slot.ignored.saturating_add(1);
+                    // The game's answer to a sibling query is no sign of another game.
+                    if !slot.ex.answers_another_query(datagram) {
+                        slot.ignored = slot.ignored.saturating_add(1);
+                    }
                     reasons.push(reason);
                 }
                 Verdict::Invalid(e) => {

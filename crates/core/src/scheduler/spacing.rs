@@ -43,7 +43,9 @@ impl<E: Exchange> Scheduler<E> {
                 break;
             }
             self.held.pop();
-            if slot_in(&mut self.slots, id).is_some_and(|s| s.held.as_ref().is_some_and(|h| h.0 == at)) {
+            if slot_in(&mut self.slots, id)
+                .is_some_and(|s| s.held.as_ref().is_some_and(|h| h.0 == at))
+            {
                 due.push(id);
             }
         }
@@ -55,7 +57,9 @@ impl<E: Exchange> Scheduler<E> {
     /// When the earliest held attempt may go (stale entries dropped).
     pub(super) fn next_held(&mut self) -> Option<Instant> {
         while let Some(&Reverse((at, id))) = self.held.peek() {
-            if slot_in(&mut self.slots, id).is_some_and(|s| s.held.as_ref().is_some_and(|h| h.0 == at)) {
+            if slot_in(&mut self.slots, id)
+                .is_some_and(|s| s.held.as_ref().is_some_and(|h| h.0 == at))
+            {
                 return Some(at);
             }
             self.held.pop();

@@ -214,4 +214,5 @@ fn script() -> Script {
 }
 
 mod flow;
+mod spacing;
 mod timing;
