@@ -352,7 +352,12 @@ impl Emulate for Idtech4Game {
         }
         c.heartbeats = config.heartbeats();
         EmulatedServer::new(c)
-            .map(|s| Box::new(s) as Box<dyn Service>)
+            .map(|s| {
+                config.guarded(
+                    fragstat_core::registry::FamilyGame::meta(*self).engine,
+                    Box::new(s),
+                )
+            })
             .map_err(|e| EmuError(e.to_string()))
     }
 

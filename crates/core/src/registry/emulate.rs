@@ -8,6 +8,7 @@ use std::time::Duration;
 #[cfg(doc)]
 use super::MasterQuery;
 use super::{Game, HttpBody};
+use crate::manners::ServerEngine;
 use crate::service::Service;
 
 /// What an emulated game server serves.
@@ -34,6 +35,10 @@ pub struct EmuServer {
     pub heartbeat_to: Option<SocketAddr>,
     /// How often to heartbeat (the engines' 5 minutes by default; at least 100 ms).
     pub heartbeat_every: Duration,
+    /// Drop queries as the game's engine does past its limits ([`crate::manners`]: ioquake3's
+    /// per-address and global buckets, DarkPlaces' flood block, DDNet's count per second).
+    /// On by default; off for benchmarks and floods that need every query answered.
+    pub rate_limit: bool,
 }
 
 impl Default for EmuServer {
@@ -48,6 +53,7 @@ impl Default for EmuServer {
             seed: 0,
             heartbeat_to: None,
             heartbeat_every: crate::service::HEARTBEAT_INTERVAL,
+            rate_limit: true,
         }
     }
 }
@@ -134,6 +140,22 @@ impl EmuServer {
     pub fn with_password(mut self, password: bool) -> Self {
         self.password = password;
         self
+    }
+
+    /// Sets [`EmuServer::rate_limit`].
+    pub fn with_rate_limit(mut self, rate_limit: bool) -> Self {
+        self.rate_limit = rate_limit;
+        self
+    }
+
+    /// `server` behind `engine`'s limits on queries ([`crate::manners::Guarded`]) unless
+    /// [`EmuServer::rate_limit`] is off: what a family's emulator returns.
+    pub fn guarded(&self, engine: ServerEngine, server: Box<dyn Service>) -> Box<dyn Service> {
+        if self.rate_limit {
+            crate::manners::Guarded::wrap(engine, server)
+        } else {
+            server
+        }
     }
 }
 

@@ -491,8 +491,10 @@ impl Emulate for Quake3Game {
                 self.title()
             )));
         }
-        Ok(Box::new(
-            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
+        let server = EmulatedServer::new(c).with_heartbeats(config.heartbeats());
+        Ok(config.guarded(
+            fragstat_core::registry::FamilyGame::meta(*self).engine,
+            Box::new(server),
         ))
     }
 
