@@ -159,17 +159,25 @@ impl ServerEngine {
     }
 
     /// How a client spaces its queries to one server of this engine ([`Ledger`]): within the
-    /// per-address bucket (ioquake3's global bucket is as large and ten times faster), for
+    /// per-address bucket, its burst less [`GLOBAL_RESERVE`] where a global bucket is no
+    /// larger (ioquake3's is as large and ten times faster), for
     /// DDNet within its per-second count of complete replies (a client alone may use all of
     /// it), each period lengthened by 5 % and [`SPACING_MARGIN`] so that clock granularity on
     /// either side never makes a query early. `None`: no limit.
     pub fn spacing(self) -> Option<Spacing> {
+        let limits = self.limits();
         let b = match self {
             ServerEngine::Ddnet => DDNET_SPACING,
-            _ => self.limits().per_address?,
+            _ => limits.per_address?,
+        };
+        // A global bucket no larger than the burst is shared with every other client (and a
+        // server's own readiness checks): part of it is left to them.
+        let burst = match limits.global {
+            Some(g) if g.burst <= b.burst => g.burst.saturating_sub(GLOBAL_RESERVE),
+            _ => b.burst,
         };
         Some(Spacing {
-            burst: b.burst.max(1),
+            burst: burst.max(1),
             interval: b.period + b.period / 20 + SPACING_MARGIN,
         })
     }
@@ -187,6 +195,10 @@ impl ServerEngine {
         }
     }
 }
+
+/// Queries of a global bucket ([`EngineLimits::global`]) a client leaves to everyone else when
+/// it spaces its burst ([`ServerEngine::spacing`]): ioquake3's 10 at once become 8.
+pub const GLOBAL_RESERVE: u32 = 2;
 
 /// Added to each period of a [`Spacing`] (besides 5 %): DarkPlaces reads its clock once per
 /// server frame, so a query a few milliseconds early by ours can be late by its.
