@@ -58,6 +58,9 @@ fn start_farm(
                 &players.to_string(),
             ])
             .args(["--drop", &loss.to_string()])
+            // Every server is asked by fragstat, qstat and the blaster in turn, repeatedly:
+            // the engines' flood limits (on by default) would drop some of it.
+            .arg("--no-rate-limit")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;

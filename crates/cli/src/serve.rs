@@ -111,6 +111,11 @@ pub struct ServeArgs {
     /// Drop this fraction of requests (0.0-1.0) to simulate loss.
     #[arg(long, default_value_t = 0.0)]
     drop: f64,
+    /// Answer every query. By default the servers drop queries past their engine's limits as
+    /// the real ones do (ioquake3: 10 at once from one address, then one a second, and 10 per
+    /// 100 ms in all; DarkPlaces: one a second from one address; DDNet: 500 a second in all).
+    #[arg(long)]
+    no_rate_limit: bool,
     /// Worker threads. One thread serves 10,000 emulated servers on loopback with less
     /// overhead than several (docs/benchmarks.md) and leaves the other cores to clients.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -210,7 +215,8 @@ fn config(a: &ServeArgs, i: u32, heartbeat: Option<SocketAddr>) -> EmuServer {
         .with_private_slots(a.private_slots)
         .with_gametype(a.gametype.clone())
         .with_heartbeat_to(heartbeat)
-        .with_heartbeat_every(Duration::from_secs_f64(a.heartbeat_every_s));
+        .with_heartbeat_every(Duration::from_secs_f64(a.heartbeat_every_s))
+        .with_rate_limit(!a.no_rate_limit);
     if let Some(m) = a.max_players {
         c = c.with_max_players(m);
     }

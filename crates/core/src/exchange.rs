@@ -4,6 +4,7 @@ use std::error::Error as StdError;
 
 use crate::encode::EncodeError;
 use crate::wire::DecodeError;
+use crate::manners::Spacing;
 
 /// A boxed error, for code outside the exchange layer that has nothing better. The exchange
 /// layer itself carries typed errors: every family decodes to the one [`DecodeError`] and
@@ -38,6 +39,26 @@ pub trait Exchange: Send + 'static {
     fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, DecodeError>> {
         let _ = exhausted;
         None
+    }
+
+    /// How the server this query goes to limits queries from one address
+    /// ([`crate::manners::ServerEngine::spacing`]): the engine sends each attempt only when
+    /// the server's budget in [`crate::Options::ledger`] has room for its datagrams, so a burst
+    /// of queries to one server waits rather than being dropped. `None` (the default): sent at
+    /// once. A registry game's [`crate::registry::Game::server_query`] says its engine's.
+    fn spacing(&self) -> Option<Spacing> {
+        None
+    }
+
+    /// Whether `datagram`, which [`Exchange::on_datagram`] ignored, is this game's answer to
+    /// another query (another request, another challenge: a sibling query's reply). Such
+    /// replies are not counted as foreign: a query they alone came to ends with
+    /// [`QueryError::Timeout`](crate::QueryError::Timeout), not
+    /// [`QueryError::Foreign`](crate::QueryError::Foreign). Default: false. A registry game's
+    /// [`crate::registry::Game::server_query`] says true for what the game's decoder reads.
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        let _ = datagram;
+        false
     }
 }
 
@@ -111,6 +132,12 @@ impl<E: Exchange + ?Sized> Exchange for Box<E> {
     fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, DecodeError>> {
         (**self).on_timeout(exhausted)
     }
+    fn spacing(&self) -> Option<Spacing> {
+        (**self).spacing()
+    }
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        (**self).answers_another_query(datagram)
+    }
 }
 
 impl<O> Verdict<O> {
@@ -154,6 +181,12 @@ where
     fn on_timeout(&mut self, exhausted: bool) -> Option<Result<U, DecodeError>> {
         let f = &mut self.f;
         self.inner.on_timeout(exhausted).map(|r| r.map(f))
+    }
+    fn spacing(&self) -> Option<Spacing> {
+        self.inner.spacing()
+    }
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        self.inner.answers_another_query(datagram)
     }
 }
 

@@ -60,6 +60,7 @@ mod error;
 mod exchange;
 pub mod fair;
 mod json;
+pub mod manners;
 pub mod model;
 pub mod nonce;
 pub mod record;

@@ -220,7 +220,12 @@ impl Emulate for EtqwGame {
             .time_left
             .saturating_sub(u32::try_from(config.seed % 60).unwrap_or(0) * 1000);
         EmulatedServer::new(c)
-            .map(|s| Box::new(s) as Box<dyn Service>)
+            .map(|s| {
+                config.guarded(
+                    fragstat_core::registry::FamilyGame::meta(*self).engine,
+                    Box::new(s),
+                )
+            })
             .map_err(EmuError::from)
     }
 

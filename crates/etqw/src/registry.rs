@@ -46,6 +46,7 @@ impl FamilyGame for EtqwGame {
         )
         .aliases(&["etqws", "quakewars"])
         .echoes_challenge(false)
+        .engine(fragstat_core::manners::ServerEngine::IdTech4)
     }
 
     fn server_query(self, ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {

@@ -6,10 +6,13 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fragstat_core::manners::Ledger;
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::{Ask, GameRef};
 use fragstat_core::resolve::Target as Target2;
 use fragstat_core::{Engine, Options, Transport, UdpTransport};
+
+use crate::flight::{Flights, Key};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
@@ -231,6 +234,8 @@ impl ClientBuilder {
                 #[cfg(feature = "http")]
                 http: std::sync::OnceLock::new(),
                 config: self,
+                ledger: Ledger::new(),
+                flights: Arc::default(),
             }),
         })
     }
@@ -272,6 +277,11 @@ pub(crate) struct Inner {
     #[cfg(feature = "http")]
     http: std::sync::OnceLock<Result<reqwest::Client, crate::error::HttpSource>>,
     pub(crate) config: ClientBuilder,
+    /// The per-server budgets every scan and query of this client spaces its queries by
+    /// (whatever engine, whatever port: servers count queries per address).
+    ledger: Ledger,
+    /// Identical queries in flight ([`Client::query`]).
+    flights: Arc<Flights>,
 }
 
 impl Inner {
@@ -341,6 +351,7 @@ impl Client {
             .with_concurrency(c.concurrency)
             .with_rate(c.rate)
             .with_deadline(c.deadline)
+            .with_ledger(Some(self.inner.ledger.clone()))
     }
 
     /// One server: `target` is `HOST[:PORT]`, `IP[:PORT]`, `[IPv6]:PORT` (the game's port
@@ -571,27 +582,43 @@ impl Query {
                 },
                 (None, None) => return Err(Error::Cancelled),
             };
-            let mut options = client.options();
-            if let Some(t) = timeout {
-                options = options.with_timeout(t);
-            }
-            if let Some(r) = retries {
-                options = options.with_retries(r);
-            }
-            let engine = client.engine_for_scan()?;
-            let mut batch = engine.run([(addr, game.server_query(ask))], options);
-            let Some(o) = batch.next().await else {
-                return Err(Error::Cancelled);
-            };
-            let info = o.result?;
-            Ok(Response {
-                addr: o.addr,
-                info,
-                rtt: o.rtt,
-                attempts: o.attempts,
-            })
+            let key = Key::new(game.id(), addr, ask, timeout, retries);
+            let flights = Arc::clone(&client.inner.flights);
+            flights
+                .join(key, ask_server(client, game, addr, ask, timeout, retries))
+                .await
         }
     }
+}
+
+/// One query's flight: the server asked once for every identical [`Query`] in the air.
+async fn ask_server(
+    client: Client,
+    game: GameRef,
+    addr: SocketAddr,
+    ask: Ask,
+    timeout: Option<Duration>,
+    retries: Option<u32>,
+) -> Result<Response, Error> {
+    let mut options = client.options();
+    if let Some(t) = timeout {
+        options = options.with_timeout(t);
+    }
+    if let Some(r) = retries {
+        options = options.with_retries(r);
+    }
+    let engine = client.engine_for_scan()?;
+    let mut batch = engine.run([(addr, game.server_query(ask))], options);
+    let Some(o) = batch.next().await else {
+        return Err(Error::Cancelled);
+    };
+    let info = o.result?;
+    Ok(Response {
+        addr: o.addr,
+        info,
+        rtt: o.rtt,
+        attempts: o.attempts,
+    })
 }
 
 impl IntoFuture for Query {

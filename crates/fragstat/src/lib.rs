@@ -51,6 +51,7 @@ mod client;
 mod error;
 pub mod events;
 mod filter;
+mod flight;
 #[cfg(feature = "http")]
 mod http;
 mod master;

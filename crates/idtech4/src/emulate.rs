@@ -353,7 +353,12 @@ impl Emulate for Idtech4Game {
         }
         c.heartbeats = config.heartbeats();
         EmulatedServer::new(c)
-            .map(|s| Box::new(s) as Box<dyn Service>)
+            .map(|s| {
+                config.guarded(
+                    fragstat_core::registry::FamilyGame::meta(*self).engine,
+                    Box::new(s),
+                )
+            })
             .map_err(EmuError::from)
     }
 

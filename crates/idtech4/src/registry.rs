@@ -70,6 +70,7 @@ impl FamilyGame for Idtech4Game {
         GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
             .master_port(self.master_port())
+            .engine(fragstat_core::manners::ServerEngine::IdTech4)
     }
 
     fn server_query(self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {

@@ -77,7 +77,10 @@ impl FamilyGame for Quake3Game {
         let meta = GameMeta::new(Self::FAMILY, self.id(), self.title(), self.default_port())
             .aliases(self.aliases())
             .echoes_challenge(self.echoes_challenge())
-            .join_scheme(self.join_scheme());
+            .join_scheme(self.join_scheme())
+            // ioquake3's limits for the whole family: most of its servers run ioq3 or an engine
+            // derived from it, and the limit only spaces an eleventh query within a second.
+            .engine(fragstat_core::manners::ServerEngine::Ioq3);
         match spec.master_port {
             Some(port) => meta.master_port(port),
             None => meta,

@@ -213,6 +213,10 @@ impl FamilyGame for TeeworldsGame {
             .race_gametypes(&["race", "fastcap", "ddnet"])
             // DDNet's `client_score_kind`, 0.7's time-score flag.
             .declares_score_kind(true)
+            .engine(match self {
+                TeeworldsGame::Ddnet => fragstat_core::manners::ServerEngine::Ddnet,
+                _ => fragstat_core::manners::ServerEngine::Teeworlds,
+            })
     }
 
     fn server_query(self, _ask: Ask) -> Box<dyn Exchange<Output = ServerInfo>> {

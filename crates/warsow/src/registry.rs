@@ -41,6 +41,11 @@ impl FamilyGame for WarsowGame {
             // Warsow/qfusion `source/qcommon/version.warsow.h`: `APP_URI_SCHEME APPLICATION
             // "://"`, `APPLICATION "Warsow"` (schemes are case-insensitive).
             .join_scheme((self == WarsowGame::Warsow).then_some("warsow://"))
+            .engine(if self.is_qfusion() {
+                fragstat_core::manners::ServerEngine::Qfusion
+            } else {
+                fragstat_core::manners::ServerEngine::DarkPlaces
+            })
     }
 
     /// `getinfo`/`getstatus` ([`server_query`]), or with [`Ask::short`] the short `info`

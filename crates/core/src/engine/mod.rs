@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, trace, Instrument};
 
 use crate::exchange::Exchange;
+use crate::manners::Ledger;
 use crate::scheduler::{Jobs, Scheduler};
 pub use crate::scheduler::{Options, Outcome};
 use crate::transport::{Backoff, RecvBatch, Transport, UdpTransport};
@@ -34,6 +35,8 @@ struct Inner {
     routes: Arc<Routes>,
     next_batch: AtomicU64,
     tasks: Vec<JoinHandle<()>>,
+    /// The budgets of batches that bring none ([`Options::ledger`]).
+    ledger: Ledger,
 }
 
 impl Drop for Inner {
@@ -126,6 +129,7 @@ impl Engine {
                 routes,
                 next_batch: AtomicU64::new(1),
                 tasks,
+                ledger: Ledger::new(),
             }),
         }
     }
@@ -240,6 +244,10 @@ impl Engine {
         let (dg_tx, dg_rx) = mpsc::channel(DATAGRAM_QUEUE);
         let id = self.inner.next_batch.fetch_add(1, Ordering::Relaxed);
         let total = jobs.total();
+        let mut options = options;
+        if options.ledger.is_none() {
+            options.ledger = Some(self.inner.ledger.clone());
+        }
         let scheduler = Scheduler::new(now(), options, jobs)
             .with_families(self.inner.v4.is_some(), self.inner.v6.is_some());
         let driver = Driver::new(

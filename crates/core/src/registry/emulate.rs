@@ -8,6 +8,7 @@ use std::time::Duration;
 #[cfg(doc)]
 use super::MasterQuery;
 use super::{Game, HttpBody};
+use crate::manners::ServerEngine;
 use crate::service::Service;
 
 /// What an emulated game server serves.
@@ -37,6 +38,10 @@ pub struct EmuServer {
     pub heartbeat_to: Option<SocketAddr>,
     /// How often to heartbeat (the engines' 5 minutes by default; at least 100 ms).
     pub heartbeat_every: Duration,
+    /// Drop queries as the game's engine does past its limits ([`crate::manners`]: ioquake3's
+    /// per-address and global buckets, DarkPlaces' flood block, DDNet's count per second).
+    /// On by default; off for benchmarks and floods that need every query answered.
+    pub rate_limit: bool,
 }
 
 impl Default for EmuServer {
@@ -52,6 +57,7 @@ impl Default for EmuServer {
             seed: 0,
             heartbeat_to: None,
             heartbeat_every: crate::service::HEARTBEAT_INTERVAL,
+            rate_limit: true,
         }
     }
 }
@@ -155,13 +161,31 @@ impl EmuServer {
     /// use fragstat_core::registry::EmuServer;
     /// assert!(EmuServer::new("x", "", 1).check_no_private_slots("Nexuiz").is_ok());
     /// let e = EmuServer::new("x", "", 1).with_private_slots(2).check_no_private_slots("Nexuiz");
-    /// assert_eq!(e.unwrap_err().0, "private slots: not emulated for Nexuiz");
+    /// assert_eq!(e.unwrap_err().to_string(), "private slots: not emulated for Nexuiz");
     /// ```
     pub fn check_no_private_slots(&self, game: &str) -> Result<(), EmuError> {
         if self.private_slots == 0 {
             return Ok(());
         }
-        Err(EmuError(format!("private slots: not emulated for {game}")))
+        Err(EmuError::Unsupported(format!(
+            "private slots: not emulated for {game}"
+        )))
+    }
+
+    /// Sets [`EmuServer::rate_limit`].
+    pub fn with_rate_limit(mut self, rate_limit: bool) -> Self {
+        self.rate_limit = rate_limit;
+        self
+    }
+
+    /// `server` behind `engine`'s limits on queries ([`crate::manners::Guarded`]) unless
+    /// [`EmuServer::rate_limit`] is off: what a family's emulator returns.
+    pub fn guarded(&self, engine: ServerEngine, server: Box<dyn Service>) -> Box<dyn Service> {
+        if self.rate_limit {
+            crate::manners::Guarded::wrap(engine, server)
+        } else {
+            server
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::encode::EncodeError;
 use crate::exchange::Exchange;
+use crate::manners::ServerEngine;
 use crate::model::{ExtraRef, MasterEntry, ServerInfo};
 #[cfg(doc)]
 use crate::service::Service;
@@ -275,6 +276,10 @@ pub struct GameMeta {
     /// Whether its servers may say what their scores count ([`ServerInfo::score_kind`]), so
     /// that a stored record is worth reading for it.
     pub declares_score_kind: bool,
+    /// The engine its servers run, for their limits on queries
+    /// ([`crate::manners::ServerEngine::limits`]): the client spaces its queries to one
+    /// server to them, and the emulators keep them.
+    pub engine: ServerEngine,
 }
 
 impl GameMeta {
@@ -299,6 +304,7 @@ impl GameMeta {
             join_scheme: None,
             race_gametypes: &[],
             declares_score_kind: false,
+            engine: ServerEngine::Unknown,
         }
     }
 
@@ -329,6 +335,12 @@ impl GameMeta {
     /// Sets whether the game has a short query.
     pub fn short_query(mut self, short_query: bool) -> Self {
         self.short_query = short_query;
+        self
+    }
+
+    /// Sets the engine its servers run ([`GameMeta::engine`]).
+    pub fn engine(mut self, engine: ServerEngine) -> Self {
+        self.engine = engine;
         self
     }
 }
@@ -489,7 +501,11 @@ impl<G: FamilyGame> Game for Entry<G> {
         if self.check_ask(ask).is_err() {
             return Box::new(Refused);
         }
-        self.game.server_query(ask)
+        Box::new(GameQuery {
+            inner: self.game.server_query(ask),
+            game: self.game,
+            spacing: self.meta.engine.spacing(),
+        })
     }
     fn master_query(&self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
         self.game.master_query(options)
@@ -502,6 +518,35 @@ impl<G: FamilyGame> Game for Entry<G> {
     }
     fn emulator(&self) -> Option<&dyn Emulate> {
         self.game.emulator()
+    }
+}
+
+/// A registry game's server query: the family's exchange, spaced to the game's engine
+/// ([`GameMeta::engine`]), and knowing the game's replies to other queries by its decoder.
+struct GameQuery<G> {
+    inner: Box<dyn Exchange<Output = ServerInfo>>,
+    game: G,
+    spacing: Option<crate::manners::Spacing>,
+}
+
+impl<G: FamilyGame> Exchange for GameQuery<G> {
+    type Output = ServerInfo;
+    fn requests(&mut self, attempt: u32) -> Result<Vec<Vec<u8>>, crate::encode::EncodeError> {
+        self.inner.requests(attempt)
+    }
+    fn on_datagram(&mut self, datagram: &[u8]) -> crate::exchange::Verdict<ServerInfo> {
+        self.inner.on_datagram(datagram)
+    }
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<ServerInfo, DecodeError>> {
+        self.inner.on_timeout(exhausted)
+    }
+    fn spacing(&self) -> Option<crate::manners::Spacing> {
+        self.spacing
+    }
+    /// What the game's decoder reads (a reply to another request or challenge, a token
+    /// reply) is the game's own; only what it cannot read is foreign.
+    fn answers_another_query(&self, datagram: &[u8]) -> bool {
+        self.inner.answers_another_query(datagram) || self.game.decode(datagram).is_ok()
     }
 }
 

@@ -60,12 +60,14 @@ use slab::Slab;
 use tracing::debug;
 
 use crate::exchange::{Exchange, Verdict};
+use crate::manners::Ledger;
 use crate::rto::RttEstimator;
 use crate::QueryError;
 
 mod jobs;
 mod options;
 mod slot;
+mod spacing;
 #[cfg(test)]
 mod tests;
 
@@ -181,6 +183,11 @@ pub struct Scheduler<E: Exchange> {
     outcomes: VecDeque<Outcome<E::Output>>,
     /// Route changes not yet taken.
     events: VecDeque<Event>,
+    /// The per-server budgets ([`Options::ledger`]).
+    ledger: Ledger,
+    /// Attempts held for their server's budget: `(when, query id)` (stale when the slot's
+    /// `held` says another time).
+    held: BinaryHeap<Reverse<(Instant, u64)>>,
 }
 
 impl<E: Exchange> std::fmt::Debug for Scheduler<E> {
@@ -212,6 +219,8 @@ impl<E: Exchange> Scheduler<E> {
             Duration::from_secs_f64(f64::from(r).recip() * PACING_BURST).max(PACING_CATCH_UP)
         });
         Scheduler {
+            ledger: options.ledger.clone().unwrap_or_default(),
+            held: BinaryHeap::new(),
             rtt: RttEstimator::new(options.min_timeout, options.timeout),
             deadline: options.deadline.map(|d| later(now, d)),
             options,
@@ -285,6 +294,7 @@ impl<E: Exchange> Scheduler<E> {
             return None;
         }
         self.start_queries();
+        self.release_held(now);
         if self.interval.is_some() {
             if let Some(floor) = now.checked_sub(self.burst) {
                 self.next_send = self.next_send.max(floor);
@@ -313,12 +323,22 @@ impl<E: Exchange> Scheduler<E> {
                 continue;
             };
             let attempt = slot.attempts;
-            let datagrams = match slot.ex.requests(attempt) {
+            let made = match slot.held.take() {
+                Some((_, d)) => Ok(d),
+                None => slot.ex.requests(attempt),
+            };
+            let datagrams = match made {
                 Ok(d) => d,
                 Err(e) => {
                     self.finish(id, Err(QueryError::Encode(e)));
                     continue;
                 }
+            };
+            let Some(datagrams) = self.spaced(id, datagrams, now) else {
+                continue;
+            };
+            let Some(slot) = slot_in(&mut self.slots, id) else {
+                continue;
             };
             slot.sending = true;
             let destination = slot.addr;
@@ -393,7 +413,10 @@ impl<E: Exchange> Scheduler<E> {
             slot.bytes = slot.bytes.saturating_add(datagram.len());
             match slot.ex.on_datagram(datagram) {
                 Verdict::Ignore(reason) => {
-                    slot.ignored = slot.ignored.saturating_add(1);
+                    // The game's answer to a sibling query is no sign of another game.
+                    if !slot.ex.answers_another_query(datagram) {
+                        slot.ignored = slot.ignored.saturating_add(1);
+                    }
                     reasons.push(reason);
                 }
                 Verdict::Invalid(e) => {
@@ -408,6 +431,7 @@ impl<E: Exchange> Scheduler<E> {
                     return;
                 }
                 Verdict::Advance => {
+                    slot.held = None;
                     slot.attempts = 0;
                     slot.sent_at.clear();
                     slot.rtt = None;
@@ -483,6 +507,9 @@ impl<E: Exchange> Scheduler<E> {
         let mut wake = self.timers.peek().map(|Reverse((t, _, _))| *t);
         if !self.send_queue.is_empty() {
             wake = Some(wake.map_or(self.next_send, |w| w.min(self.next_send)));
+        }
+        if let Some(h) = self.next_held() {
+            wake = Some(wake.map_or(h, |w| w.min(h)));
         }
         if let Some(d) = self.deadline {
             wake = Some(wake.map_or(d, |w| w.min(d)));
@@ -649,6 +676,7 @@ impl<E: Exchange> Scheduler<E> {
         }
         self.timers.clear();
         self.send_queue.clear();
+        self.held.clear();
         self.expire_jobs();
     }
 

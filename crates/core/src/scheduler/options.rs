@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::manners::Ledger;
+
 #[cfg(doc)]
 use crate::{QueryError, Verdict};
 
@@ -96,6 +98,12 @@ pub struct Options {
     /// [`QueryError::Timeout`]. [`Options::deadline`] bounds the whole batch; this bounds each
     /// query, whenever it started.
     pub lifetime: Duration,
+    /// The per-server budgets that space queries to servers whose engine limits them
+    /// ([`crate::Exchange::spacing`], [`crate::manners`]). Batches given clones of one ledger
+    /// space their queries together: an [`crate::Engine`] gives every batch its own unless
+    /// one is set here, and `fragstat::Client` sets its own for every scan. `None` with
+    /// [`crate::scheduler::Scheduler`] alone: a ledger for the batch.
+    pub ledger: Option<Ledger>,
 }
 
 impl Default for Options {
@@ -111,6 +119,7 @@ impl Default for Options {
             max_datagrams: 4096,
             max_bytes: 8 << 20,
             lifetime: Duration::from_secs(60),
+            ledger: None,
         }
     }
 }
@@ -183,6 +192,13 @@ impl Options {
     #[must_use]
     pub fn with_lifetime(mut self, lifetime: Duration) -> Self {
         self.lifetime = lifetime;
+        self
+    }
+
+    /// Sets [`Options::ledger`].
+    #[must_use]
+    pub fn with_ledger(mut self, ledger: Option<Ledger>) -> Self {
+        self.ledger = ledger;
         self
     }
 }

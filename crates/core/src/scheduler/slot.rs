@@ -40,6 +40,9 @@ pub(super) struct Slot<E> {
     pub(super) refused: u32,
     /// The send time of the attempt last counted in `refused` (one attempt counts once).
     pub(super) refused_for: Option<Instant>,
+    /// The current attempt's datagrams, made and waiting for the server's budget
+    /// ([`crate::Exchange::spacing`]) until this time.
+    pub(super) held: Option<(Instant, Vec<Vec<u8>>)>,
 }
 
 impl<E> Slot<E> {
@@ -61,6 +64,7 @@ impl<E> Slot<E> {
             sending: false,
             refused: 0,
             refused_for: None,
+            held: None,
         }
     }
 }

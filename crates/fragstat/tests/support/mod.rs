@@ -190,3 +190,22 @@ pub fn servers_json(servers: &[SocketAddr]) -> Vec<u8> {
         .collect();
     serde_json::to_vec(&serde_json::json!({ "servers": list })).unwrap()
 }
+
+/// One emulated server of `game` as `config` says (its engine's limits on unless it turns
+/// them off), without a master.
+pub fn farm_with(game: &GameRef, config: &EmuServer) -> Farm {
+    let (stop, _) = watch::channel(false);
+    let socket = bind("127.0.0.1");
+    let addr = socket.local_addr().unwrap();
+    let service = game
+        .emulator()
+        .expect("built with emulators")
+        .emulated_server(config)
+        .unwrap();
+    spawn(socket, service, &stop);
+    Farm {
+        servers: vec![addr],
+        master: None,
+        stop,
+    }
+}

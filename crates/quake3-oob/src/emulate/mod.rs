@@ -491,7 +491,7 @@ impl Emulate for Quake3Game {
         // `openmoh/openmohaa` @ `44ce0595`, `code/fgame/gamecvars.cpp:337`), and its `SVC_Info`
         // sends no password key: a passworded server looks like any other on this port.
         if config.password && *self == Quake3Game::Mohaa {
-            return Err(EmuError(
+            return Err(EmuError::Config(
                 "a Medal of Honor server does not say whether it needs a password".into(),
             ));
         }
@@ -531,8 +531,10 @@ impl Emulate for Quake3Game {
                 self.title()
             )));
         }
-        Ok(Box::new(
-            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
+        let server = EmulatedServer::new(c).with_heartbeats(config.heartbeats());
+        Ok(config.guarded(
+            fragstat_core::registry::FamilyGame::meta(*self).engine,
+            Box::new(server),
         ))
     }
 

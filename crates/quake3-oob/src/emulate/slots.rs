@@ -37,20 +37,20 @@ pub(super) fn reserve(c: &mut ServerConfig, private: u32) -> Result<(), EmuError
         return Ok(());
     }
     if !has_private_slots(c.game) {
-        return Err(EmuError(format!(
+        return Err(EmuError::Unsupported(format!(
             "private slots: not emulated for {}",
             c.game.title()
         )));
     }
     if private > c.max_clients {
-        return Err(EmuError(format!(
+        return Err(EmuError::Config(format!(
             "{private} private slots in {} slots",
             c.max_clients
         )));
     }
     c.private_clients = private;
     if let Some(i) = seat(c).iter().position(Option::is_none) {
-        return Err(EmuError(format!(
+        return Err(EmuError::Config(format!(
             "player {} finds no slot: humans skip the {private} private slots",
             i + 1
         )));

@@ -69,13 +69,13 @@ fn private_slots_are_refused_where_not_emulated() {
         .emulated_server(&config)
         .err()
         .unwrap();
-    assert!(e.0.contains("not emulated"), "{e}");
+    assert!(e.to_string().contains("not emulated"), "{e}");
     let many = EmuServer::new("x", "", 0).with_private_slots(9);
     assert!(Quake3Game::Quake3.emulated_server(&many).is_err());
     // 8 slots, 7 private: the second human finds no public slot (bots would).
     let full = EmuServer::new("x", "", 3).with_private_slots(7);
     let e = Quake3Game::Quake3.emulated_server(&full).err().unwrap();
-    assert!(e.0.contains("finds no slot"), "{e}");
+    assert!(e.to_string().contains("finds no slot"), "{e}");
 }
 
 /// D8: with players in the private slots getinfo's `clients` is less than the players
@@ -153,7 +153,7 @@ fn quake3_is_one_engine_ioq3() {
 fn mohaa_refuses_a_password_it_could_not_show() {
     let config = EmuServer::new("x", "", 2).with_password(true);
     let e = Quake3Game::Mohaa.emulated_server(&config).err().unwrap();
-    assert!(e.0.contains("does not say"), "{e}");
+    assert!(e.to_string().contains("does not say"), "{e}");
     assert_eq!(Quake3Game::Mohaa.default_name(), "fragstat emulated server");
     assert_eq!(
         Quake3Game::Quake3.default_name(),

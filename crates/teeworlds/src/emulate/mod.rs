@@ -668,7 +668,11 @@ impl Emulate for TeeworldsGame {
     }
 
     fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
-        Ok(Box::new(EmulatedServer::new(self.server_config(config)?)))
+        let server = EmulatedServer::new(self.server_config(config)?);
+        Ok(config.guarded(
+            fragstat_core::registry::FamilyGame::meta(*self).engine,
+            Box::new(server),
+        ))
     }
 
     fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {

@@ -716,8 +716,10 @@ impl Emulate for WarsowGame {
         c.max_clients = config.max_players;
         c.password = config.password;
         c.set_players(config.players, config.seed);
-        Ok(Box::new(
-            EmulatedServer::new(c).with_heartbeats(config.heartbeats()),
+        let server = EmulatedServer::new(c).with_heartbeats(config.heartbeats());
+        Ok(config.guarded(
+            fragstat_core::registry::FamilyGame::meta(*self).engine,
+            Box::new(server),
         ))
     }
 

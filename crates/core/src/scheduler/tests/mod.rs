@@ -217,4 +217,5 @@ fn script() -> Script {
 }
 
 mod flow;
+mod spacing;
 mod timing;
