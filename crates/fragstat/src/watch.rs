@@ -65,7 +65,7 @@ impl Source {
 }
 
 /// What one master answered in a [`Client::poll`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PolledMaster {
     /// The game asked for.
@@ -76,8 +76,8 @@ pub struct PolledMaster {
     pub listed: Option<usize>,
     /// Of those, left out by the list filter and caps ([`crate::MasterReport::dropped`]).
     pub dropped: usize,
-    /// Why it gave no list.
-    pub error: Option<String>,
+    /// Why it gave no list (shared: one failure of a game's list is every master's).
+    pub error: Option<std::sync::Arc<crate::Error>>,
 }
 
 /// One [`Client::poll`]: every server's record, and every master's answer.
@@ -155,29 +155,30 @@ impl Client {
                             locations.insert(l.entry.addr, loc);
                         }
                     }
-                    for r in list.reports() {
-                        masters.push(PolledMaster {
-                            game: game.clone(),
-                            master: r.master.clone(),
-                            listed: r.is_online().then_some(r.listed),
-                            dropped: r.dropped(),
-                            error: r.error.as_ref().map(ToString::to_string),
-                        });
-                    }
                     for addr in list.servers() {
                         if seen.insert(addr) {
                             targets.push((source.game.clone(), addr));
                         }
                     }
+                    for mut r in list.into_reports() {
+                        masters.push(PolledMaster {
+                            game: game.clone(),
+                            master: std::mem::take(&mut r.master),
+                            listed: r.is_online().then_some(r.listed),
+                            dropped: r.dropped(),
+                            error: r.error.take().map(std::sync::Arc::new),
+                        });
+                    }
                 }
                 Err(e) => {
+                    let e = std::sync::Arc::new(e);
                     for m in &source.masters {
                         masters.push(PolledMaster {
                             game: game.clone(),
                             master: m.clone(),
                             listed: None,
                             dropped: 0,
-                            error: Some(e.to_string()),
+                            error: Some(e.clone()),
                         });
                     }
                 }
