@@ -76,8 +76,8 @@ pub struct PolledMaster {
     pub listed: Option<usize>,
     /// Of those, left out by the list filter and caps ([`crate::MasterReport::dropped`]).
     pub dropped: usize,
-    /// Why it gave no list (shared: one failure of a game's list is every master's).
-    pub error: Option<std::sync::Arc<crate::Error>>,
+    /// Why it gave no list.
+    pub error: Option<crate::Error>,
 }
 
 /// One [`Client::poll`]: every server's record, and every master's answer.
@@ -166,12 +166,11 @@ impl Client {
                             master: std::mem::take(&mut r.master),
                             listed: r.is_online().then_some(r.listed),
                             dropped: r.dropped(),
-                            error: r.error.take().map(std::sync::Arc::new),
+                            error: r.error.take(),
                         });
                     }
                 }
                 Err(e) => {
-                    let e = std::sync::Arc::new(e);
                     for m in &source.masters {
                         masters.push(PolledMaster {
                             game: game.clone(),

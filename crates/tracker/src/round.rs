@@ -32,13 +32,10 @@ pub struct MasterReport {
     /// Why it gave no list: the client's error, typed (written as its text in the JSON, the
     /// events and the database).
     #[serde(serialize_with = "error_text")]
-    pub error: Option<Arc<fragstat::Error>>,
+    pub error: Option<fragstat::Error>,
 }
 
-fn error_text<S: serde::Serializer>(
-    e: &Option<Arc<fragstat::Error>>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
+fn error_text<S: serde::Serializer>(e: &Option<fragstat::Error>, s: S) -> Result<S::Ok, S::Error> {
     match e {
         Some(e) => s.serialize_str(&e.to_string()),
         None => s.serialize_none(),

@@ -662,7 +662,7 @@ async fn http_master_lists_ddnet_servers() {
     // The client's error stays typed up to the round's report.
     assert!(
         matches!(
-            r.masters[1].error.as_deref(),
+            r.masters[1].error.as_ref(),
             Some(fragstat::Error::Http {
                 status: Some(404),
                 ..
