@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use fragstat::core::registry::{Ask, Decoded, DecodedJson, GameRef};
 use fragstat::core::resolve::resolve;
-use fragstat::core::{BoxError, Exchange, Verdict};
+use fragstat::core::{DecodeError, Exchange, Verdict};
 use fragstat::{Engine, Options};
 use serde_json::{json, Value};
 
@@ -48,7 +48,7 @@ impl<E: Exchange> Exchange for Recording<E> {
         self.inner.on_datagram(datagram)
     }
 
-    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, BoxError>> {
+    fn on_timeout(&mut self, exhausted: bool) -> Option<Result<Self::Output, DecodeError>> {
         self.inner.on_timeout(exhausted)
     }
 }
@@ -148,8 +148,7 @@ pub fn capture(args: &[String]) -> Result<()> {
     let (target, outcome) = runtime.block_on(async {
         let target = resolve(addr, game.default_port(), Duration::from_secs(3))
             .await
-            .addr
-            .map_err(anyhow::Error::msg)?;
+            .addr?;
         let engine = Engine::bind().await?;
         let options = Options::default()
             .with_timeout(Duration::from_secs(2))

@@ -5,6 +5,21 @@ use std::net::SocketAddr;
 use crate::wire::DecodeError;
 
 /// Why a query has no result.
+///
+/// Typed through and through: a decode failure is the family codec's [`DecodeError`], never
+/// a boxed error that a caller would have to downcast, so this does not compile:
+///
+/// ```compile_fail
+/// let boxed: fragstat_core::BoxError = "any error".into();
+/// let _ = fragstat_core::QueryError::Decode(boxed);
+/// ```
+///
+/// and neither does an exchange's verdict holding one:
+///
+/// ```compile_fail
+/// let boxed: fragstat_core::BoxError = "any error".into();
+/// let _: fragstat_core::Verdict<()> = fragstat_core::Verdict::Invalid(boxed);
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum QueryError {

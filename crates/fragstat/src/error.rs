@@ -112,6 +112,47 @@ impl Error {
     }
 }
 
+/// A copy for each caller of a shared result (one query answered to several callers). Every
+/// variant copies exactly, sources included, except [`Error::Io`]: `io::Error` is not
+/// `Clone`, so the copy keeps its kind and message.
+impl Clone for Error {
+    fn clone(&self) -> Self {
+        match self {
+            Error::Timeout { attempts } => Error::Timeout {
+                attempts: *attempts,
+            },
+            Error::Deadline => Error::Deadline,
+            Error::Down => Error::Down,
+            Error::Foreign { attempts, replies } => Error::Foreign {
+                attempts: *attempts,
+                replies: *replies,
+            },
+            Error::Decode(e) => Error::Decode(e.clone()),
+            Error::Encode(e) => Error::Encode(e.clone()),
+            Error::Exceeded(l) => Error::Exceeded(*l),
+            Error::Resolve { target, source } => Error::Resolve {
+                target: target.clone(),
+                source: source.clone(),
+            },
+            Error::Http {
+                url,
+                status,
+                reason,
+                source,
+            } => Error::Http {
+                url: url.clone(),
+                status: *status,
+                reason: reason.clone(),
+                source: source.clone(),
+            },
+            Error::InvalidInput(m) => Error::InvalidInput(m.clone()),
+            Error::Unsupported(a) => Error::Unsupported(*a),
+            Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
+            Error::Cancelled => Error::Cancelled,
+        }
+    }
+}
+
 impl From<QueryError> for Error {
     /// One variant for one: nothing is downcast or matched by its text.
     fn from(e: QueryError) -> Self {

@@ -159,6 +159,11 @@ impl MasterList {
         &self.reports
     }
 
+    /// The reports, given away (their errors owned, for keeping them typed).
+    pub fn into_reports(self) -> Vec<MasterReport> {
+        self.reports
+    }
+
     /// Servers listed.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -65,7 +65,7 @@ impl Source {
 }
 
 /// What one master answered in a [`Client::poll`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PolledMaster {
     /// The game asked for.
@@ -77,7 +77,7 @@ pub struct PolledMaster {
     /// Of those, left out by the list filter and caps ([`crate::MasterReport::dropped`]).
     pub dropped: usize,
     /// Why it gave no list.
-    pub error: Option<String>,
+    pub error: Option<crate::Error>,
 }
 
 /// One [`Client::poll`]: every server's record, and every master's answer.
@@ -155,19 +155,19 @@ impl Client {
                             locations.insert(l.entry.addr, loc);
                         }
                     }
-                    for r in list.reports() {
-                        masters.push(PolledMaster {
-                            game: game.clone(),
-                            master: r.master.clone(),
-                            listed: r.is_online().then_some(r.listed),
-                            dropped: r.dropped(),
-                            error: r.error.as_ref().map(ToString::to_string),
-                        });
-                    }
                     for addr in list.servers() {
                         if seen.insert(addr) {
                             targets.push((source.game.clone(), addr));
                         }
+                    }
+                    for mut r in list.into_reports() {
+                        masters.push(PolledMaster {
+                            game: game.clone(),
+                            master: std::mem::take(&mut r.master),
+                            listed: r.is_online().then_some(r.listed),
+                            dropped: r.dropped(),
+                            error: r.error.take(),
+                        });
                     }
                 }
                 Err(e) => {
@@ -177,7 +177,7 @@ impl Client {
                             master: m.clone(),
                             listed: None,
                             dropped: 0,
-                            error: Some(e.to_string()),
+                            error: Some(e.clone()),
                         });
                     }
                 }

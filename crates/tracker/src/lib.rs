@@ -324,3 +324,26 @@ impl Tracker {
         Ok((rounds_rx, done))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::TrackError;
+
+    /// The client's error reaches the tracker's caller typed, with its `source()` chain: not
+    /// text inside an `io::Error`.
+    #[test]
+    fn client_errors_stay_typed() {
+        let d = fragstat::DecodeError::Missing {
+            field: "x",
+            offset: 3,
+        };
+        let e = TrackError::from(fragstat::Error::Decode(d.clone()));
+        assert!(matches!(&e, TrackError::Client(fragstat::Error::Decode(_))));
+        let src = e
+            .source()
+            .and_then(|s| s.downcast_ref::<fragstat::DecodeError>());
+        assert_eq!(src, Some(&d));
+    }
+}

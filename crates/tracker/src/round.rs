@@ -18,7 +18,7 @@ use crate::metrics::Metrics;
 use crate::store::{MasterRow, RoundData, Store, StoreError};
 
 /// What one master answered in a round.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize)]
 pub struct MasterReport {
     /// Registry id of the game asked for.
     pub game: String,
@@ -29,8 +29,17 @@ pub struct MasterReport {
     /// Of those, left out: addresses the list filter refuses (private, multicast…) and
     /// ports over the per-address cap (fragstat::ListFilter, ListLimits).
     pub dropped: usize,
-    /// Why it gave no list.
-    pub error: Option<String>,
+    /// Why it gave no list: the client's error, typed (written as its text in the JSON, the
+    /// events and the database).
+    #[serde(serialize_with = "error_text")]
+    pub error: Option<fragstat::Error>,
+}
+
+fn error_text<S: serde::Serializer>(e: &Option<fragstat::Error>, s: S) -> Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.serialize_str(&e.to_string()),
+        None => s.serialize_none(),
+    }
 }
 
 /// What a round did.
@@ -156,7 +165,7 @@ impl MasterReport {
             up: self.servers.is_some(),
             listed: self.servers.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
             dropped: i64::try_from(self.dropped).unwrap_or(i64::MAX),
-            error: self.error.clone(),
+            error: self.error.as_ref().map(ToString::to_string),
             checked_at: at,
             up_since: None,
             down_since: None,

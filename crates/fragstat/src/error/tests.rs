@@ -125,3 +125,23 @@ fn the_guides_error_table_lists_every_variant() {
         "docs/library.md (Errors) vs fragstat::Error"
     );
 }
+
+/// A copy keeps the variant and its sources (a shared result handed to several callers).
+#[test]
+fn copies_keep_variants_and_sources() {
+    let e = resolved(
+        "h:1",
+        Err(ResolveError::Lookup {
+            host: "h".into(),
+            source: Arc::new(std::io::Error::other("boom")),
+        }),
+    )
+    .unwrap_err();
+    let c = e.clone();
+    assert!(matches!(&c, Error::Resolve { target, .. } if target == "h:1"));
+    assert_eq!(c.to_string(), e.to_string());
+    let inner = c.source().and_then(|s| s.source()).map(|s| s.to_string());
+    assert_eq!(inner.as_deref(), Some("boom"));
+    let io = Error::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, "bad"));
+    assert!(matches!(io.clone(), Error::Io(e) if e.kind() == std::io::ErrorKind::InvalidInput));
+}
