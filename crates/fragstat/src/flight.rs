@@ -108,37 +108,5 @@ impl Flights {
 
 /// The error of a flight for one of its callers.
 fn copy(e: &Error) -> Error {
-    match e {
-        Error::Timeout { attempts } => Error::Timeout {
-            attempts: *attempts,
-        },
-        Error::Deadline => Error::Deadline,
-        Error::Down => Error::Down,
-        Error::Foreign { attempts, replies } => Error::Foreign {
-            attempts: *attempts,
-            replies: *replies,
-        },
-        Error::Decode(d) => Error::Decode(d.clone()),
-        Error::Encode(d) => Error::Encode(d.clone()),
-        Error::Exceeded(l) => Error::Exceeded(*l),
-        Error::Resolve { target, source } => Error::Resolve {
-            target: target.clone(),
-            source: source.clone(),
-        },
-        Error::Http {
-            url,
-            status,
-            reason,
-            source,
-        } => Error::Http {
-            url: url.clone(),
-            status: *status,
-            reason: reason.clone(),
-            source: source.clone(),
-        },
-        Error::InvalidInput(s) => Error::InvalidInput(s.clone()),
-        Error::Unsupported(a) => Error::Unsupported(*a),
-        Error::Io(io) => Error::Io(std::io::Error::new(io.kind(), io.to_string())),
-        Error::Cancelled => Error::Cancelled,
-    }
+    e.clone()
 }
