@@ -85,9 +85,6 @@ pub(super) async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
             if sent == 0 {
                 // The socket is full: wait for room for this one, then try the rest together.
                 if let Some(&(i, addr, d)) = rest.first() {
-                    // Stamped before the call too: stamped after it, a reply the kernel
-                    // timed on arrival could come out received before its request went.
-                    let before = now();
                     let mut r = t.send_to(d, addr).await;
                     if r.as_ref()
                         .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
@@ -99,7 +96,7 @@ pub(super) async fn transmit(engine: &Inner, batch: &mut [Prepared]) {
                         debug!(%addr, error = %e, "send failed");
                         failed.push((i, e));
                     }
-                    stamps.push((i, before));
+                    stamps.push((i, now()));
                 }
                 done += 1;
                 continue;
