@@ -1,26 +1,38 @@
 //! The datagram transport the engine sends and receives through, behind a small trait so
 //! tests can drive the engine with a fault-injecting double ([`crate::testing::SimNet`]).
 
-use std::io::{self, IoSlice, IoSliceMut};
+#[cfg(not(target_os = "linux"))]
+use std::io::IoSliceMut;
+use std::io::{self, IoSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use quinn_udp::{RecvMeta, UdpSocketState};
+use quinn_udp::RecvMeta;
+#[cfg(not(target_os = "linux"))]
+use quinn_udp::UdpSocketState;
 use smallvec::SmallVec;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 
 use crate::MAX_DATAGRAM;
 
-/// Buffers for the datagrams of one [`Transport::recv_batch`]: up to
-/// [`quinn_udp::BATCH_SIZE`] of them, each up to [`MAX_DATAGRAM`] bytes (so none is cut).
+/// Datagrams one [`Transport::recv_batch`] takes at most (quinn-udp's batch on Linux).
+const RECV_BATCH: usize = 32;
+
+/// Buffers for the datagrams of one [`Transport::recv_batch`]: up to 32 of them, each up to
+/// [`MAX_DATAGRAM`] bytes (so none is cut), with when the kernel received each where the
+/// transport can tell ([`RecvBatch::datagrams_at`]).
 #[derive(Debug)]
 pub struct RecvBatch {
     /// One block cut into [`MAX_DATAGRAM`]-byte slots: one zeroed allocation, of which only
     /// the pages datagrams land in are ever touched.
     buf: Vec<u8>,
     meta: Vec<RecvMeta>,
+    /// When the kernel received each datagram (`SO_TIMESTAMPNS`: `CLOCK_REALTIME`, since the
+    /// Unix epoch); `None` where the transport cannot tell.
+    stamps: Vec<Option<Duration>>,
     filled: usize,
 }
 
@@ -34,8 +46,9 @@ impl RecvBatch {
     /// Room for a full batch.
     pub fn new() -> Self {
         RecvBatch {
-            buf: vec![0u8; quinn_udp::BATCH_SIZE * MAX_DATAGRAM],
-            meta: vec![RecvMeta::default(); quinn_udp::BATCH_SIZE],
+            buf: vec![0u8; RECV_BATCH * MAX_DATAGRAM],
+            meta: vec![RecvMeta::default(); RECV_BATCH],
+            stamps: vec![None; RECV_BATCH],
             filled: 0,
         }
     }
@@ -43,32 +56,68 @@ impl RecvBatch {
     /// The datagrams of the last receive, `(sender, bytes)` in arrival order; datagrams the
     /// kernel coalesced (UDP GRO: same sender, same size) are split again by their stride.
     pub fn datagrams(&self) -> impl Iterator<Item = (SocketAddr, &[u8])> {
+        self.stamped().map(|(from, d, _)| (from, d))
+    }
+
+    /// [`RecvBatch::datagrams`] with when each arrived, `(sender, bytes, at)`, on the clock
+    /// of `now` (the time the receive returned, taken just before this call): the kernel's
+    /// receive time where the transport has it ([`UdpTransport`] on Linux), so datagrams that
+    /// waited in the socket while the receiving task was busy keep their own times; `now`
+    /// otherwise.
+    pub fn datagrams_at(&self, now: Instant) -> impl Iterator<Item = (SocketAddr, &[u8], Instant)> {
+        // One reading of the wall clock for the batch: the kernel stamps on it.
+        let wall = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok();
+        self.stamped()
+            .map(move |(from, d, stamp)| (from, d, arrival(stamp, wall, now)))
+    }
+
+    /// The datagrams with their kernel stamps.
+    fn stamped(&self) -> impl Iterator<Item = (SocketAddr, &[u8], Option<Duration>)> {
         self.meta
             .iter()
+            .zip(&self.stamps)
             .zip(self.buf.chunks(MAX_DATAGRAM))
             .take(self.filled)
-            .flat_map(|(m, b)| {
+            .flat_map(|((m, &stamp), b)| {
                 let data = b.get(..m.len.min(b.len())).unwrap_or_default();
                 // An empty datagram is still a datagram (the exchange judges it).
-                let empty = data.is_empty().then_some((m.addr, data));
+                let empty = data.is_empty().then_some((m.addr, data, stamp));
                 data.chunks(m.stride.max(1))
-                    .map(move |d| (m.addr, d))
+                    .map(move |d| (m.addr, d, stamp))
                     .chain(empty)
             })
     }
 
     /// Records one datagram of `len` bytes from `from`, received into the first buffer.
     fn set_one(&mut self, len: usize, from: SocketAddr) {
-        if let Some(m) = self.meta.first_mut() {
+        if let (Some(m), Some(stamp)) = (self.meta.first_mut(), self.stamps.first_mut()) {
             *m = RecvMeta {
                 addr: from,
                 len,
                 stride: len,
                 ..RecvMeta::default()
             };
+            *stamp = None;
             self.filled = 1;
         }
     }
+}
+
+/// When a datagram arrived, on the clock of `now`: `now` less the age of its kernel `stamp`
+/// by the wall clock (`wall`, read at about `now`), never after `now`. Without a stamp (or a
+/// wall clock before 1970), or when the wall clock was set back since the stamp, `now`.
+///
+/// A wall clock set forward since the stamp makes the datagram look older than it is; the
+/// scheduler measures no RTT below zero (a reply is never taken as received before its
+/// request went).
+fn arrival(stamp: Option<Duration>, wall: Option<Duration>, now: Instant) -> Instant {
+    stamp
+        .zip(wall)
+        .and_then(|(stamp, wall)| wall.checked_sub(stamp))
+        .and_then(|age| now.checked_sub(age))
+        .unwrap_or(now)
 }
 
 /// A datagram socket. One transport serves every query of its address family.
@@ -121,13 +170,23 @@ pub trait Transport: Send + Sync + 'static {
 }
 
 /// A tokio UDP socket.
+///
+/// On Linux its [`Transport::recv_batch`] takes up to 32 datagrams per `recvmmsg` and stamps
+/// each with the kernel's receive time (`SO_TIMESTAMPNS`, turned on at the first batched
+/// receive): a reply's RTT ends when it reached the host, not when the receiving task got
+/// round to it ([`RecvBatch::datagrams_at`]). Elsewhere quinn-udp batches where the platform
+/// can, without receive times.
 #[derive(Debug)]
 pub struct UdpTransport {
     socket: tokio::net::UdpSocket,
     /// ICMP errors are queued on the socket ([`UdpTransport::report_unreachable`]).
     recverr: bool,
-    /// quinn-udp's state for batched receives, set up on the first [`Transport::recv_batch`]
-    /// (`None`: the platform refused it; single receives then).
+    /// Set up on the first [`Transport::recv_batch`]: on Linux, whether the kernel stamps
+    /// receive times; elsewhere quinn-udp's state for batched receives (`None`: the platform
+    /// refused it; single receives then).
+    #[cfg(target_os = "linux")]
+    batch: OnceLock<bool>,
+    #[cfg(not(target_os = "linux"))]
     batch: OnceLock<Option<UdpSocketState>>,
 }
 
@@ -269,10 +328,17 @@ impl Transport for UdpTransport {
     }
 
     async fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<()> {
-        let state = self
+        #[cfg(target_os = "linux")]
+        let stamps = *self.batch.get_or_init(|| {
+            use nix::sys::socket::{setsockopt, sockopt};
+            // Best effort: without it datagrams are timed when received here.
+            setsockopt(&self.socket, sockopt::ReceiveTimestampns, &true).is_ok()
+        });
+        #[cfg(not(target_os = "linux"))]
+        let Some(state) = self
             .batch
-            .get_or_init(|| UdpSocketState::new((&self.socket).into()).ok());
-        let Some(state) = state else {
+            .get_or_init(|| UdpSocketState::new((&self.socket).into()).ok())
+        else {
             batch.filled = 0;
             let (n, from) = match batch.buf.chunks_mut(MAX_DATAGRAM).next() {
                 Some(buf) => self.socket.recv_from(buf).await?,
@@ -297,14 +363,22 @@ impl Transport for UdpTransport {
             } else {
                 self.socket.readable().await?;
             }
-            let mut iovs: Vec<IoSliceMut<'_>> = batch
-                .buf
-                .chunks_mut(MAX_DATAGRAM)
-                .map(IoSliceMut::new)
-                .collect();
+            #[cfg(target_os = "linux")]
             let got = self.socket.try_io(Interest::READABLE, || {
-                state.recv((&self.socket).into(), &mut iovs, &mut batch.meta)
+                mmsg::recv(&self.socket, batch, stamps)
             });
+            #[cfg(not(target_os = "linux"))]
+            let got = {
+                let mut iovs: Vec<IoSliceMut<'_>> = batch
+                    .buf
+                    .chunks_mut(MAX_DATAGRAM)
+                    .map(IoSliceMut::new)
+                    .collect();
+                batch.stamps.fill(None);
+                self.socket.try_io(Interest::READABLE, || {
+                    state.recv((&self.socket).into(), &mut iovs, &mut batch.meta)
+                })
+            };
             match got {
                 Ok(n) => {
                     batch.filled = n.min(batch.meta.len());
@@ -389,207 +463,11 @@ impl Backoff {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-    use tokio::time::Instant;
+mod tests;
 
-    #[test]
-    fn a_socket_gets_the_buffers_it_asks_for_as_far_as_the_system_allows() {
-        let rmem_max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0);
-        let asked = 1 << 20;
-        let socket = udp_socket("127.0.0.1:0".parse().unwrap(), asked).unwrap();
-        let got = socket2::SockRef::from(&socket).recv_buffer_size().unwrap();
-        // Linux reports twice what it grants; the grant is capped at rmem_max.
-        assert!(
-            got >= asked.min(rmem_max),
-            "{got} of {asked} (rmem_max {rmem_max})"
-        );
-        assert!(socket.local_addr().unwrap().port() != 0);
-    }
-
-    /// A batch of real datagrams through recvmmsg: every datagram whole, in order, with its
-    /// sender, the empty one and one of the largest size included; then a single receive.
-    #[tokio::test]
-    async fn recv_batch_takes_every_waiting_datagram_whole() {
-        let rx = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let to = rx.local_addr().unwrap();
-        let a = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let b = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let big = vec![7u8; 60_000];
-        let mut sent: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
-        for i in 0..40u8 {
-            let (t, data) = match i {
-                3 => (&a, Vec::new()),
-                5 => (&b, big.clone()),
-                _ if i % 2 == 0 => (&a, vec![i; usize::from(i) + 1]),
-                _ => (&b, vec![i; 3]),
-            };
-            t.send_to(&data, to).await.unwrap();
-            sent.push((t.local_addr().unwrap(), data));
-        }
-        let mut got: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
-        let mut batch = RecvBatch::new();
-        let mut calls = 0;
-        while got.len() < sent.len() {
-            tokio::time::timeout(Duration::from_secs(5), rx.recv_batch(&mut batch))
-                .await
-                .expect("datagrams arrive")
-                .unwrap();
-            calls += 1;
-            got.extend(batch.datagrams().map(|(f, d)| (f, d.to_vec())));
-        }
-        assert_eq!(got, sent);
-        assert!(
-            calls < sent.len(),
-            "{calls} receives for {} datagrams: not batched",
-            sent.len()
-        );
-    }
-
-    /// A batch of datagrams to several receivers in one call: each arrives whole, in order,
-    /// from the sender; a datagram the socket refuses ends the batch there (`Ok` of those
-    /// before it, `Err` when it is the first).
-    #[tokio::test]
-    async fn send_batch_delivers_every_datagram_and_stops_at_a_refused_one() {
-        let tx = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let from = tx.local_addr().unwrap();
-        let rx: Vec<UdpTransport> = (0..4)
-            .map(|_| UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap())
-            .collect();
-        let data: Vec<(SocketAddr, Vec<u8>)> = (0..40u8)
-            .map(|i| {
-                let to = rx[usize::from(i) % 4].local_addr().unwrap();
-                (to, vec![i; usize::from(i) * 37 % 1400])
-            })
-            .collect();
-        let pairs: Vec<(SocketAddr, &[u8])> = data.iter().map(|(a, d)| (*a, &d[..])).collect();
-        tx.socket.writable().await.unwrap();
-        assert_eq!(tx.try_send_batch(&pairs).unwrap(), 40);
-        for (r, receiver) in rx.iter().enumerate() {
-            for (to, want) in data.iter().skip(r).step_by(4) {
-                assert_eq!(*to, receiver.local_addr().unwrap());
-                let mut buf = vec![0u8; 2048];
-                let (n, who) =
-                    tokio::time::timeout(Duration::from_secs(5), receiver.recv_from(&mut buf))
-                        .await
-                        .expect("datagram arrives")
-                        .unwrap();
-                assert_eq!((who, &buf[..n]), (from, &want[..]));
-            }
-        }
-        // An IPv6 destination on an IPv4 socket is refused.
-        let v6: SocketAddr = "[::1]:9".parse().unwrap();
-        let ok = rx[0].local_addr().unwrap();
-        assert_eq!(
-            tx.try_send_batch(&[(ok, &b"a"[..]), (v6, b"b"), (ok, b"c")])
-                .unwrap(),
-            1
-        );
-        assert!(tx.try_send_batch(&[(v6, &b"b"[..]), (ok, b"c")]).is_err());
-    }
-
-    /// A port no socket will take a datagram on, held so nobody can bind it while the test
-    /// runs: bound on the wildcard address (no reuse) and connected elsewhere, so the kernel
-    /// answers a datagram from anyone else with ICMP port unreachable.
-    #[cfg(target_os = "linux")]
-    fn refusing_port(v6: bool) -> (std::net::UdpSocket, SocketAddr) {
-        let (any, peer, lo): (SocketAddr, SocketAddr, std::net::IpAddr) = if v6 {
-            (
-                "[::]:0".parse().unwrap(),
-                "[::1]:1".parse().unwrap(),
-                "::1".parse().unwrap(),
-            )
-        } else {
-            (
-                "0.0.0.0:0".parse().unwrap(),
-                "127.0.0.1:1".parse().unwrap(),
-                "127.0.0.1".parse().unwrap(),
-            )
-        };
-        let hold = std::net::UdpSocket::bind(any).unwrap();
-        hold.connect(peer).unwrap();
-        let port = hold.local_addr().unwrap().port();
-        (hold, SocketAddr::new(lo, port))
-    }
-
-    /// ICMP port unreachable (IPv4 and IPv6): the receive says so, the error queue names the
-    /// destination, and afterwards the socket waits for datagrams again (no error readiness
-    /// left behind) and takes the next one.
-    #[cfg(target_os = "linux")]
-    #[tokio::test]
-    async fn unreachable_destinations_are_reported_then_receiving_goes_on() {
-        for v6 in [false, true] {
-            let local: SocketAddr = if v6 { "[::1]:0" } else { "127.0.0.1:0" }.parse().unwrap();
-            let t = UdpTransport::bind(local)
-                .unwrap()
-                .report_unreachable()
-                .unwrap();
-            let (_hold, closed) = refusing_port(v6);
-            t.send_to(b"\xff\xff\xff\xffgetinfo", closed).await.unwrap();
-            let mut batch = RecvBatch::new();
-            let deadline = Duration::from_secs(20);
-            let err = tokio::time::timeout(deadline, t.recv_batch(&mut batch))
-                .await
-                .expect("the ICMP error is signalled")
-                .expect_err("no datagram came");
-            assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused, "{v6}");
-            let mut out = Vec::new();
-            t.take_unreachable(&mut out).unwrap();
-            assert_eq!(out, vec![canonical(closed)], "{v6}");
-            // Nothing is left queued: a second drain finds nothing.
-            out.clear();
-            t.take_unreachable(&mut out).unwrap();
-            assert!(out.is_empty());
-            // The next receive waits for, and takes, a real datagram.
-            let peer = UdpTransport::bind(local).unwrap();
-            let to = t.local_addr().unwrap();
-            let recv = tokio::spawn(async move {
-                let mut batch = RecvBatch::new();
-                let r = t.recv_batch(&mut batch).await.map(|()| {
-                    batch
-                        .datagrams()
-                        .map(|(_, d)| d.to_vec())
-                        .collect::<Vec<_>>()
-                });
-                (t, r)
-            });
-            peer.send_to(b"hello", to).await.unwrap();
-            let (_t, r) = tokio::time::timeout(deadline, recv).await.unwrap().unwrap();
-            assert_eq!(r.unwrap(), vec![b"hello".to_vec()], "{v6}");
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn backoff_doubles_to_its_cap_and_resets_on_success() {
-        let persistent = io::Error::other("persistent");
-        let mut b = Backoff::default();
-        let mut waits = Vec::new();
-        for _ in 0..10 {
-            let t = Instant::now();
-            b.wait(&persistent).await;
-            waits.push(t.elapsed().as_millis());
-        }
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 128, 128]);
-        b.reset();
-        let t = Instant::now();
-        b.wait(&persistent).await;
-        assert_eq!(t.elapsed(), Backoff::FIRST);
-        // A bounced datagram reported by ICMP neither waits nor grows the backoff.
-        let t = Instant::now();
-        b.wait(&io::Error::from(io::ErrorKind::ConnectionRefused))
-            .await;
-        b.wait(&io::Error::from(io::ErrorKind::ConnectionReset))
-            .await;
-        assert_eq!(t.elapsed(), Duration::ZERO);
-        let t = Instant::now();
-        b.wait(&persistent).await;
-        assert_eq!(t.elapsed(), Duration::from_millis(2));
-    }
-}
+/// Batched receives with the kernel's receive time of each datagram (Linux `recvmmsg`).
+#[cfg(target_os = "linux")]
+mod mmsg;
 
 /// Linux's socket error queue (`IP_RECVERR`): ICMP errors about datagrams the socket sent.
 #[cfg(target_os = "linux")]
@@ -621,10 +499,11 @@ mod errqueue {
             let mut data = [0u8; 64];
             let mut iov = [IoSliceMut::new(&mut data)];
             // Room for the error itself and for whatever else the socket asked to receive
-            // (quinn-udp turns on packet info and TOS, which error messages carry as well).
+            // (the receive time, `SO_TIMESTAMPNS`, which error messages carry as well).
             let mut cmsg = nix::cmsg_space!(
                 libc::sock_extended_err,
                 libc::sockaddr_in6,
+                libc::timespec,
                 libc::in6_pktinfo,
                 libc::in_pktinfo,
                 [u8; 64]

@@ -97,9 +97,11 @@ impl Engine {
                     loop {
                         match t.recv_batch(&mut batch).await {
                             Ok(()) => {
-                                let at = now();
                                 backoff.reset();
-                                routes.dispatch(batch.datagrams(), at);
+                                // Each datagram with its own arrival time (the kernel's, where
+                                // the transport has it): replies that waited in the socket
+                                // while this task was held up are not all timed at once.
+                                routes.dispatch(batch.datagrams_at(now()));
                             }
                             // ICMP errors about what was sent (port unreachable) surface here
                             // with IP_RECVERR: the error queue says whom they are about. Other

@@ -22,9 +22,10 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 /// The queries of one batch waiting on one address: nearly always one, so kept inline.
 pub(super) type Ids = SmallVec<[QueryId; 2]>;
 
-/// A datagram on its way from a receive task to a driver: its source, its bytes, and when
-/// the receive task took it off the socket (the RTT is measured to then, not to whenever the
-/// driver gets round to it).
+/// A datagram on its way from a receive task to a driver: its source, its bytes, and when it
+/// arrived (the kernel's receive time where the transport has it, else when the receive task
+/// took it off the socket; the RTT is measured to then, not to whenever the driver gets round
+/// to it).
 ///
 /// With it go the batch's queries waiting on that address when it was routed: the driver
 /// needs no map of its own from addresses to queries (one hash lookup per datagram, not two).
@@ -174,14 +175,14 @@ impl Routes {
         });
     }
 
-    /// Hands each datagram to the batches asking its sender (one lock for all of them).
+    /// Hands each datagram, with when it arrived, to the batches asking its sender (one lock
+    /// for all of them).
     pub(super) fn dispatch<'a>(
         &self,
-        datagrams: impl IntoIterator<Item = (SocketAddr, &'a [u8])>,
-        at: Instant,
+        datagrams: impl IntoIterator<Item = (SocketAddr, &'a [u8], Instant)>,
     ) {
         let map = self.lock();
-        for (from, data) in datagrams {
+        for (from, data, at) in datagrams {
             let from = canonical(from);
             match map.get(&from) {
                 Some(routes) => {
@@ -291,7 +292,7 @@ mod tests {
         let datagrams: Vec<Vec<u8>> = (0..DATAGRAM_QUEUE + extra)
             .map(|i| i.to_string().into_bytes())
             .collect();
-        routes.dispatch(datagrams.iter().map(|d| (flooder, d.as_slice())), at);
+        routes.dispatch(datagrams.iter().map(|d| (flooder, d.as_slice(), at)));
         assert_eq!(routes.dropped.load(Ordering::Relaxed), extra as u64);
         for i in 0..DATAGRAM_QUEUE {
             let Routed::Datagram((_, d, _, _)) = rx.try_recv().unwrap() else {
@@ -301,7 +302,7 @@ mod tests {
         }
         assert!(rx.try_recv().is_err());
         // Room again: the next datagram is queued, not dropped.
-        routes.dispatch([(flooder, &b"after"[..])], at);
+        routes.dispatch([(flooder, &b"after"[..], at)]);
         assert!(matches!(rx.try_recv().unwrap(), Routed::Datagram((_, d, _, _)) if d == b"after"));
         assert_eq!(routes.dropped.load(Ordering::Relaxed), extra as u64);
     }
@@ -326,8 +327,8 @@ mod tests {
             "a second query, the same route"
         );
         let at = Instant::now();
-        routes.dispatch([(b, &b"for b"[..])], at);
-        routes.dispatch([(stranger, &b"for no one"[..])], at);
+        routes.dispatch([(b, &b"for b"[..], at)]);
+        routes.dispatch([(stranger, &b"for no one"[..], at)]);
         let ids: Ids = smallvec::smallvec![q(20), q(21)];
         assert_eq!(
             rx_b.try_recv().unwrap(),
@@ -339,14 +340,14 @@ mod tests {
             "a datagram from b reached a's route"
         );
         assert!(!routes.detach(b, 2, q(20)), "21 still waits on b");
-        routes.dispatch([(b, &b"again"[..])], at);
+        routes.dispatch([(b, &b"again"[..], at)]);
         let ids: Ids = smallvec::smallvec![q(21)];
         assert_eq!(
             rx_b.try_recv().unwrap(),
             Routed::Datagram((b, b"again".to_vec(), at, ids))
         );
         assert!(routes.detach(b, 2, q(21)));
-        routes.dispatch([(b, &b"late"[..])], at);
+        routes.dispatch([(b, &b"late"[..], at)]);
         assert!(rx_b.try_recv().is_err() && rx_a.try_recv().is_err());
         assert_eq!(routes.lock().len(), 1);
         // A batch that ends early takes every route of its own, and only those.
