@@ -123,7 +123,7 @@ impl ScanArgs {
         if self.keep_private {
             b = b.list_filter(fragstat::ListFilter::keep_all());
         }
-        b.build().await.context("binding UDP sockets")
+        b.build().context("binding UDP sockets")
     }
 
     fn deadline(&self) -> Option<Duration> {

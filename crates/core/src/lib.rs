@@ -53,6 +53,7 @@
 pub mod addr;
 pub mod collect;
 mod de;
+pub mod defaults;
 mod encode;
 #[cfg(feature = "runtime")]
 mod engine;
