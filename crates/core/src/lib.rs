@@ -61,6 +61,8 @@ mod error;
 mod exchange;
 pub mod fair;
 mod json;
+#[cfg(test)]
+mod json_shapes;
 pub mod model;
 pub mod nonce;
 pub mod record;
