@@ -83,7 +83,7 @@ fn record(mask: u64, dialect: Dialect, status: Status) -> Record {
         let n = if on(16) { 2 } else { 0 };
         info.players = Some(
             (0..n)
-                .map(|i| player(mask >> (17 + i), dialect, i32::try_from(i).unwrap_or(0)))
+                .map(|i: i32| player(mask >> (17 + i), dialect, i))
                 .collect(),
         );
     }
