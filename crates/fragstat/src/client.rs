@@ -367,9 +367,10 @@ impl Client {
     }
 
     /// Resolves `targets` (`HOST[:PORT]`, `IP[:PORT]`, `[IPv6]:PORT`), with `default_port`
-    /// where a target names none (a game's is [`GameRef::default_port`]): at most 64 lookups
-    /// at once, each within [`ClientBuilder::resolve_timeout`]. The results come in the
-    /// given order, each with its target's text.
+    /// where a target names none (a game's is
+    /// [`Game::default_port`](fragstat_core::registry::Game::default_port)): at most 64
+    /// lookups at once, each within [`ClientBuilder::resolve_timeout`]. The results come in
+    /// the given order, each with its target's text.
     pub fn resolve(
         &self,
         targets: &[String],
