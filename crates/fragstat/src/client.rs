@@ -211,8 +211,14 @@ impl ClientBuilder {
         }
     }
 
-    /// The engine over the given transports, or over newly bound sockets.
+    /// The engine over the given transports, or over newly bound sockets (inside a tokio
+    /// runtime: outside one, an error rather than tokio's panic).
     fn make_engine(&self) -> Result<Engine, Error> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::Io(std::io::Error::other(
+                "the client's sockets are bound inside a tokio runtime: query from one",
+            )));
+        }
         match &self.transports {
             Some(Transports(v4, v6)) => Ok(Engine::with_transports(v4.clone(), v6.clone())),
             None => bind_engine(),

@@ -17,6 +17,8 @@ use futures_util::StreamExt;
 #[test]
 fn a_client_is_made_outside_a_runtime_and_binds_on_its_first_query() {
     let client = Client::new();
+    // Outside a runtime nothing can be bound: no addresses, and no panic.
+    assert!(client.local_addrs().is_empty());
     let built = Client::builder()
         .timeout(Duration::from_millis(300))
         .build()
