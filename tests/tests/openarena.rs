@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use fragstat::quake3::client::Client;
 use fragstat::quake3::{text, Packet, Quake3Game};
+use fragstat::Client;
 use fragstat_testkit::{udp_ask, OpenArena, OpenArenaConfig};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -14,7 +14,7 @@ async fn library_reads_a_real_server() {
     }) else {
         return;
     };
-    let client = Client::new().await.unwrap();
+    let client = Client::new().quake3();
 
     let info = client.info(oa.addr).await.unwrap();
     // ioq3 prepends keys: the echoed challenge comes last in an infoResponse.
@@ -77,7 +77,7 @@ async fn ipv6_which_qstat_cannot_do() {
         eprintln!("SKIPPED: no IPv6 loopback on this machine");
         return;
     };
-    let client = Client::new().await.unwrap();
+    let client = Client::new().quake3();
     let s = client
         .server(addr6)
         .await
@@ -118,9 +118,10 @@ fn challenge_response_and_scan_of_several_real_servers() {
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let client = Client::new().await.unwrap();
+        let client = Client::new().quake3();
         let all = client
             .scan(servers.iter().map(|s| s.addr), true)
+            .unwrap()
             .collect_sorted()
             .await;
         for (o, s) in all.iter().zip(&servers) {
@@ -151,7 +152,7 @@ async fn private_slots_leave_the_bots_unknown() {
     }) else {
         return;
     };
-    let client = Client::new().await.unwrap();
+    let client = Client::new().quake3();
     let reply = client.server(oa.addr).await.unwrap().reply;
     let info = reply.info.as_ref().expect("getinfo answered").info.clone();
     assert_eq!(info.get("clients"), Some(&b"1"[..]));

@@ -283,6 +283,9 @@ pub(crate) fn bench_scan(args: &[String]) -> Result<()> {
         .map_or(Ok(servers.div_ceil(10_000).clamp(1, 10)), |s| s.parse())?;
     let lossless_only = args.iter().any(|a| a == "--lossless-only");
     let no_qstat = args.iter().any(|a| a == "--no-qstat");
+    // Another fragstat binary (an earlier build) timed in the same rounds, taking turns
+    // with this one: before and after a change, interleaved on one farm.
+    let baseline = flag(args, "--baseline").map(std::path::PathBuf::from);
     // Extra fragstat arguments (after `--`), e.g. to measure a lever switched off.
     let extra: Vec<String> = args
         .iter()
@@ -313,11 +316,23 @@ pub(crate) fn bench_scan(args: &[String]) -> Result<()> {
         }
         drop(f);
         let mut ours = Vec::new();
+        let mut base = Vec::new();
         let mut theirs = Vec::new();
         let mut floor_status = Vec::new();
         let mut floor_both = Vec::new();
-        for _ in 0..repeat.max(1) {
-            ours.push(time_fragstat(&bin, &list, &extra)?);
+        for round in 0..repeat.max(1) {
+            match &baseline {
+                // Turns: baseline first in even rounds, this build first in odd ones.
+                Some(b) if round % 2 == 0 => {
+                    base.push(time_fragstat(b, &list, &extra)?);
+                    ours.push(time_fragstat(&bin, &list, &extra)?);
+                }
+                Some(b) => {
+                    ours.push(time_fragstat(&bin, &list, &extra)?);
+                    base.push(time_fragstat(b, &list, &extra)?);
+                }
+                None => ours.push(time_fragstat(&bin, &list, &extra)?),
+            }
             if let Some(q) = &qstat {
                 theirs.push(time_qstat(q, &list)?);
             }
@@ -340,7 +355,7 @@ pub(crate) fn bench_scan(args: &[String]) -> Result<()> {
             floors.push(("getstatus", floor_status));
             floors.push(("getinfo + getstatus", floor_both));
         }
-        rows.push((condition, ours, theirs));
+        rows.push((condition, ours, base, theirs));
     }
     let _ = std::fs::remove_dir_all(&tmp);
     println!("\nScan of {servers} emulated Quake III servers on loopback ({addresses} address(es), one `serve` process each), {players} players each, --players / -P; fragstat with default settings{}; median of {repeat} interleaved runs\n",
@@ -351,8 +366,12 @@ pub(crate) fn bench_scan(args: &[String]) -> Result<()> {
         .iter()
         .find(|(k, _)| *k == "getstatus")
         .map(|(_, r)| median(r.iter().map(|x| x.0).collect()));
-    for (cond, ours, theirs) in &rows {
-        for (tool, runs) in [("fragstat", ours), ("qstat", theirs)] {
+    for (cond, ours, base, theirs) in &rows {
+        for (tool, runs) in [
+            ("fragstat", ours),
+            ("fragstat (--baseline)", base),
+            ("qstat", theirs),
+        ] {
             if runs.is_empty() {
                 continue;
             }
@@ -367,6 +386,17 @@ pub(crate) fn bench_scan(args: &[String]) -> Result<()> {
                 .min()
                 .map_or("-".to_string(), |p| p.to_string());
             println!("| {cond} | {tool} | {wall:.3} | {cpu:.3} | {per:.1} | {rss:.1} | {answered} | {players} |");
+        }
+        if !base.is_empty() {
+            let o = median(ours.iter().map(|r| r.seconds).collect());
+            let b = median(base.iter().map(|r| r.seconds).collect());
+            let oc = median(ours.iter().map(|r| r.cpu).collect());
+            let bc = median(base.iter().map(|r| r.cpu).collect());
+            println!(
+                "| {cond} | fragstat ÷ baseline | wall {:.2} | CPU {:.2} | | | | |",
+                o / b,
+                oc / bc
+            );
         }
         if !theirs.is_empty() {
             let o = median(ours.iter().map(|r| r.seconds).collect());

@@ -14,10 +14,12 @@
 //!   sha256, and an `expect` block generated from the decode, marked `unchecked` until a
 //!   person has checked it) and its `.decoded` snapshot.
 //! - `bench scan [--servers N] [--players K] [--loss F] [--repeat R] [--addresses A]
-//!   [--lossless-only] [--no-qstat] [-- FRAGSTAT-ARGS]` — N emulated servers on loopback (one
-//!   `serve` process per address 127.0.0.1…A), a full `--players` scan timed with fragstat
-//!   (default settings plus FRAGSTAT-ARGS) and with qstat, lossless and lossy, interleaved:
-//!   wall, CPU, CPU per server answered, peak RSS, and the farm's floor (a minimal blaster).
+//!   [--lossless-only] [--no-qstat] [--baseline PATH] [-- FRAGSTAT-ARGS]` — N emulated
+//!   servers on loopback (one `serve` process per address 127.0.0.1…A), a full `--players`
+//!   scan timed with fragstat (default settings plus FRAGSTAT-ARGS) and with qstat, lossless
+//!   and lossy, interleaved: wall, CPU, CPU per server answered, peak RSS, and the farm's floor
+//!   (a minimal blaster). `--baseline PATH` times another fragstat binary (an earlier build)
+//!   in the same rounds, taking turns with this one, and prints the ratios.
 //! - `bench master [--servers N] [--dpmaster PATH]` — `fragstat master-server` (and, given
 //!   its binary, dpmaster measured the same way in the same run) with N emulated servers
 //!   heartbeating to it: registration CPU and memory per server, list latency and throughput,

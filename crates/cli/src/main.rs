@@ -20,18 +20,23 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod args;
 mod decode;
 mod list;
+#[cfg(feature = "master-server")]
 mod master_server;
 mod output;
 mod progress;
 mod records;
 mod save;
 mod scan;
+#[cfg(feature = "serve")]
 mod serve;
+mod signal;
 mod table;
+#[cfg(feature = "track")]
 mod track;
 mod view;
 mod watch;
 
+#[cfg(feature = "serve")]
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -81,8 +86,10 @@ enum Command {
         files: Vec<PathBuf>,
     },
     /// Run emulated game servers (and an emulated master) on real sockets until interrupted.
+    #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
     /// Start emulated servers and a master on loopback, discover and probe them, print the table.
+    #[cfg(feature = "serve")]
     Demo {
         /// Emulated servers to start.
         #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=500))]
@@ -106,9 +113,11 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Poll masters and servers every interval, keep their history (SQLite or PostgreSQL) and
     /// serve a server browser, a JSON API and Prometheus metrics (docs/tracker.md).
+    #[cfg(feature = "track")]
     Track(track::TrackArgs),
     /// Run a master server (dpmaster protocol: Q3A, W:ET, OpenArena, Warsow, Nexuiz…) until
     /// interrupted.
+    #[cfg(feature = "master-server")]
     MasterServer(Box<master_server::MasterServerArgs>),
     /// List the games this build knows: id, title, family, default ports, aliases (qstat's
     /// server types among them), qstat's master types for `fragstat master`, and `oob:NN`.
@@ -260,8 +269,10 @@ fn main() -> ExitCode {
     let cli = parse();
     // A master server logs its registrations, removals and expiries by default.
     let default_filter = match &cli.command {
+        #[cfg(feature = "master-server")]
         Command::MasterServer(_) => "warn,fragstat_master_server=info,fragstat_http_guard=info",
         // The tracker says at info whether it writes the rounds, and MMDB reloads.
+        #[cfg(feature = "track")]
         Command::Track(_) => "warn,fragstat_tracker=info",
         _ => "warn",
     };
@@ -281,7 +292,9 @@ fn main() -> ExitCode {
     // without cross-thread wake-ups, and the other cores stay free (docs/benchmarks.md);
     // output is written by a thread of its own. Emulated servers: `--threads`, default one.
     let mut builder = match &cli.command {
+        #[cfg(feature = "serve")]
         Command::Serve(a) if a.threads <= 1 => tokio::runtime::Builder::new_current_thread(),
+        #[cfg(feature = "serve")]
         Command::Serve(a) => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
             b.worker_threads(usize::from(a.threads));
@@ -301,7 +314,9 @@ fn main() -> ExitCode {
             Command::Query(a) => scan::query(a).await,
             Command::Master(a) => scan::master(a).await,
             Command::Decode { game, files } => decode::decode_files(&game, &files),
+            #[cfg(feature = "serve")]
             Command::Serve(a) => serve::serve(a).await,
+            #[cfg(feature = "serve")]
             Command::Demo {
                 count,
                 track,
@@ -314,9 +329,11 @@ fn main() -> ExitCode {
                 });
                 serve::demo(usize::from(count), track).await
             }
+            #[cfg(feature = "track")]
             Command::Track(a) => track::track(a).await,
             Command::Watch(a) => watch::watch(a).await,
             Command::Games { format } => games(format),
+            #[cfg(feature = "master-server")]
             Command::MasterServer(a) => master_server::master_server(*a).await,
             Command::Generate { .. } => Ok(ExitCode::SUCCESS),
         }
@@ -335,6 +352,7 @@ fn main() -> ExitCode {
 }
 
 /// ANSI colours for names when stdout is a terminal and `NO_COLOR` is not set.
+#[cfg(feature = "serve")]
 pub(crate) fn color_stdout() -> bool {
     view::When::Auto.color()
 }

@@ -460,7 +460,7 @@ pub async fn master_server(a: MasterServerArgs) -> anyhow::Result<ExitCode> {
     };
     let ddnet_task = ddnet.map(|d| tokio::spawn(d.run(stopped(stop_rx.clone()))));
     let signal = tokio::spawn(async move {
-        crate::serve::wait_for_signal().await;
+        crate::signal::wait_for_signal().await;
         let _ = stop_tx.send(true);
     });
     let result = bound.run(Master::new(config), stopped(stop_rx)).await;

@@ -118,7 +118,7 @@ impl ScanArgs {
                 b = b.list_filter(fragstat::ListFilter::keep_all());
             }
         }
-        b.build().await.context("binding UDP sockets")
+        b.build().context("binding UDP sockets")
     }
 
     fn deadline(&self) -> Option<Duration> {

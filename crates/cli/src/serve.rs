@@ -21,6 +21,7 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::signal::wait_for_signal;
 use crate::{lookup_game, usage};
 
 /// Where the emulated master puts its end-of-list marker.
@@ -360,23 +361,8 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Waits for Ctrl-C or SIGTERM.
-pub async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
-}
-
 /// `fragstat demo --track`: where the tracker serves, how often it polls.
+#[cfg_attr(not(feature = "track"), allow(dead_code))]
 pub struct DemoTrack {
     /// The web server's address.
     pub listen: SocketAddr,
@@ -437,8 +423,7 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
         .timeout(Duration::from_millis(300))
         .retries(1)
         .master_timeout(Duration::from_millis(300))
-        .build()
-        .await?;
+        .build()?;
     let list = client.master_list(&game, [master_addr]).await?;
     let rtt = list.reports().first().and_then(|r| r.rtt);
     if let Some(e) = list.reports().first().and_then(|r| r.error.as_ref()) {
@@ -473,6 +458,13 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
     );
     crate::output::print_line((table + &totals.footer()).trim_end())?;
     let mut code = ExitCode::SUCCESS;
+    #[cfg(not(feature = "track"))]
+    if track.is_some() {
+        code = usage(
+            "demo --track needs the tracker: this fragstat was built without the `track` feature",
+        );
+    }
+    #[cfg(feature = "track")]
     if let Some(t) = track {
         let dir = tempfile::Builder::new()
             .prefix("fragstat-demo-track-")

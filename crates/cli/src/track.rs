@@ -227,7 +227,7 @@ fn until_stopped_reloading_on_hangup(
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .context("installing the SIGHUP handler")?;
     Ok(async move {
-        let stop = crate::serve::wait_for_signal();
+        let stop = crate::signal::wait_for_signal();
         tokio::pin!(stop);
         loop {
             #[cfg(unix)]

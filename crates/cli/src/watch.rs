@@ -140,7 +140,7 @@ impl WatchArgs {
         if self.keep_private {
             b = b.list_filter(fragstat::ListFilter::keep_all());
         }
-        b.build().await.context("binding UDP sockets")
+        b.build().context("binding UDP sockets")
     }
 }
 
@@ -152,7 +152,7 @@ fn line(e: &Event, format: WatchFormat) -> anyhow::Result<String> {
         // sequences) reach the terminal.
         WatchFormat::Table => format!(
             "{} {} {} {}",
-            fragstat_tracker::web::time_text(e.at),
+            fragstat::time_text(e.at),
             e.server,
             e.game,
             e.describe()
@@ -195,7 +195,7 @@ pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
         .watch(sources, Duration::from_secs_f64(a.interval_secs))
         .differ(Differ::new().initial(a.initial))
         .scans(a.rounds.unwrap_or(0));
-    let stop = crate::serve::wait_for_signal();
+    let stop = crate::signal::wait_for_signal();
     tokio::pin!(stop);
     loop {
         let e = tokio::select! {

@@ -6,7 +6,9 @@
 //! shown, so their bytes come back as the UTF-8 of the text shown (for text that was not
 //! UTF-8 on the wire: the ISO-8859-1 characters it was shown as, as UTF-8); and a family's
 //! `extra` comes back as a JSON value ([`serde_json::Value`], itself an [`Extra`]), not as
-//! the family's own type. Writing what was read gives the same JSON.
+//! the family's own type. Writing what was read gives the same JSON: the `Serialize` impls
+//! are the definition of the shape, and `json_shapes.rs` reads back what they write for
+//! every record shape.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

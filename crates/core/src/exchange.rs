@@ -3,8 +3,8 @@
 use std::error::Error as StdError;
 
 use crate::encode::EncodeError;
-use crate::wire::DecodeError;
 use crate::manners::Spacing;
+use crate::wire::DecodeError;
 
 /// A boxed error, for code outside the exchange layer that has nothing better. The exchange
 /// layer itself carries typed errors: every family decodes to the one [`DecodeError`] and

@@ -1,8 +1,10 @@
 //! A record as one line of JSON, written straight into a byte buffer.
 //!
 //! [`Record::write_json`] writes exactly the bytes `serde_json::to_writer` writes for the
-//! same record (the `Serialize` impls in [`crate::model`] stay the definition of the shape,
-//! and the tests compare the two on every fixture of every family and on hostile text), but
+//! same record (the `Serialize` impls in [`crate::model`] and [`crate::record`] are the one
+//! definition of the shape; the tests compare the two on every fixture of every family, on
+//! hostile text, and on every record shape, each optional key present and absent, in
+//! `json_shapes.rs`, which also reads each back through de.rs's reader), but
 //! for a scan it is the hot path: each server's record is ~90 JSON strings, and serde's
 //! per-field machinery (the map state, escaping every constant key again, one `io::Write`
 //! call per piece) cost more than decoding the reply. Here the keys are byte literals, the

@@ -53,6 +53,7 @@
 pub mod addr;
 pub mod collect;
 mod de;
+pub mod defaults;
 mod encode;
 #[cfg(feature = "runtime")]
 mod engine;
@@ -60,6 +61,8 @@ mod error;
 mod exchange;
 pub mod fair;
 mod json;
+#[cfg(test)]
+mod json_shapes;
 pub mod manners;
 pub mod model;
 pub mod nonce;

@@ -20,8 +20,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The `client` feature (default) only turns on `fragstat-core/runtime`, so the engine can
-//! drive [`ServerExchange`]; without it the crate has no tokio in its tree.
+//! Features: none by default (no tokio in the tree); `emulate` adds the emulated servers.
+//! Queries go through `fragstat::Client` (the facade crate), which drives [`ServerExchange`]
+//! on `fragstat-core`'s engine.
 //!
 //! What this crate does not do: fetch the feed over HTTP (the caller does: the registry's
 //! `MasterQuery::Http`), protocols before 10.19 (they sent a rate; their bodies are left

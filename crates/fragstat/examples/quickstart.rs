@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (server, master, ddnet_url) = (&args[1], &args[2], &args[3]);
-    let client = fragstat::Client::builder().build().await?;
+    let client = fragstat::Client::builder().build()?;
 
     let q3 = fragstat::game("q3").ok_or("no q3")?;
     let r = client.query(&q3, server.as_str()).players().await?;

@@ -18,37 +18,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::filter::{ListFilter, ListLimits};
 
-/// The defaults every front end shares: the library's [`Client`], `fragstat query` /
-/// `fragstat master` and the tracker. Each is a [`ClientBuilder`] setting.
-pub mod defaults {
-    use std::time::Duration;
-
-    /// How long one attempt waits for its reply at most (the adaptive timeout's upper bound,
-    /// and what the last attempt waits).
-    pub const TIMEOUT: Duration = Duration::from_millis(500);
-    /// The shortest adaptive timeout.
-    pub const MIN_TIMEOUT: Duration = Duration::from_millis(50);
-    /// Retries after the first attempt: five, not qstat's three — with adaptive timeouts a
-    /// retry costs a few round trips, and at 20 % loss three retries leave about 16 servers
-    /// in 10,000 unanswered (0.2^4), five about one (0.2^6).
-    pub const RETRIES: u32 = 5;
-    /// Queries in flight at once.
-    pub const CONCURRENCY: usize = 1024;
-    /// How long a master's list may keep the query waiting between its datagrams.
-    pub const MASTER_TIMEOUT: Duration = Duration::from_millis(1000);
-    /// How long a host name may take to resolve.
-    pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
-    /// How long an HTTP master list may take.
-    pub const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
-    /// Bytes of one HTTP master list.
-    pub const MAX_HTTP_LIST: usize = 16 << 20;
-    /// Entries taken from one master's list.
-    pub const MAX_ENTRIES_PER_MASTER: usize = 65_536;
-    /// Ports of one IPv4 address or IPv6 /64 kept from master lists.
-    pub const MAX_PORTS_PER_IP: usize = 256;
-    /// Servers kept from one poll's masters together.
-    pub const MAX_SERVERS_TOTAL: usize = 131_072;
-}
+/// The one defaults table ([`fragstat_core::defaults`]): the [`ClientBuilder`]'s settings,
+/// [`Options::default`], `fragstat query` / `master` / `watch` and the tracker all start
+/// from it.
+pub use fragstat_core::defaults;
 
 /// Settings of a [`Client`]; start from [`Client::builder`].
 #[derive(Debug, Clone)]
@@ -214,30 +187,47 @@ impl ClientBuilder {
         self
     }
 
-    /// Binds the sockets (one per address family; IPv6 where the host has it). Must run
-    /// inside a tokio runtime.
+    /// The client. Nothing is bound yet and no runtime is needed: the sockets (one per
+    /// address family; IPv6 where the host has it) are bound by the first query, list or
+    /// scan, inside its tokio runtime, and a failure to bind is that call's [`Error::Io`].
+    ///
+    /// Not `async` since issue 32 (it awaited nothing): `build()?`, not `build().await?`.
     ///
     /// # Errors
-    /// [`Error::Io`] when no IPv4 socket can be bound; [`Error::InvalidInput`] for a zero
-    /// timeout.
-    pub async fn build(self) -> Result<Client, Error> {
+    /// [`Error::InvalidInput`] for a zero timeout.
+    pub fn build(self) -> Result<Client, Error> {
         if self.timeout.is_zero() || self.master_timeout.is_zero() {
             return Err(Error::InvalidInput("timeouts must be above zero".into()));
         }
-        let engine = match &self.transports {
-            Some(Transports(v4, v6)) => Engine::with_transports(v4.clone(), v6.clone()),
-            None => bind_engine()?,
-        };
-        Ok(Client {
+        Ok(self.into_client())
+    }
+
+    /// The client, settings unchecked (the defaults need no check).
+    fn into_client(self) -> Client {
+        Client {
             inner: Arc::new(Inner {
-                engine: Mutex::new(engine),
+                engine: Mutex::new(None),
                 #[cfg(feature = "http")]
                 http: std::sync::OnceLock::new(),
                 config: self,
                 ledger: Ledger::new(),
                 flights: Arc::default(),
             }),
-        })
+        }
+    }
+
+    /// The engine over the given transports, or over newly bound sockets (inside a tokio
+    /// runtime: outside one, an error rather than tokio's panic).
+    fn make_engine(&self) -> Result<Engine, Error> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::Io(std::io::Error::other(
+                "the client's sockets are bound inside a tokio runtime: query from one",
+            )));
+        }
+        match &self.transports {
+            Some(Transports(v4, v6)) => Ok(Engine::with_transports(v4.clone(), v6.clone())),
+            None => bind_engine(),
+        }
     }
 }
 
@@ -254,12 +244,14 @@ fn bind_engine() -> Result<Engine, Error> {
 }
 
 /// A client: sockets shared by every query, the settings of its [`ClientBuilder`], and (with
-/// the `http` feature) an HTTP client for master lists. Cheap to clone.
+/// the `http` feature) an HTTP client for master lists. Cheap to clone; made without a
+/// runtime ([`Client::new`], or [`Client::builder`] for other settings), its sockets bound
+/// by the first query.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = fragstat::Client::builder().build().await?;
-/// let q3 = fragstat::game("q3").ok_or("no q3")?;
+/// let client = fragstat::Client::new();
+/// let q3 = fragstat::try_game("q3")?;
 /// let r = client.query(&q3, "127.0.0.1:27960").players().await?;
 /// println!("{} on {}: {} players", r.info.name, r.info.map, r.info.num_players);
 /// # Ok(()) }
@@ -271,7 +263,8 @@ pub struct Client {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    engine: Mutex<Engine>,
+    /// Bound by the first query (so that [`ClientBuilder::build`] needs no runtime).
+    engine: Mutex<Option<Engine>>,
     /// Made on first use: loading the system's root certificates costs more than a whole
     /// UDP scan of 10,000 servers, and most clients never fetch an HTTP list.
     #[cfg(feature = "http")]
@@ -300,7 +293,20 @@ impl Inner {
     }
 }
 
+impl Default for Client {
+    fn default() -> Self {
+        Client::new()
+    }
+}
+
 impl Client {
+    /// A client with the [`defaults`], like `reqwest::Client::new()`: infallible, and
+    /// callable outside a runtime (the sockets are bound by the first query, which reports
+    /// a failure to bind as [`Error::Io`]).
+    pub fn new() -> Client {
+        ClientBuilder::default().into_client()
+    }
+
     /// Settings, starting from the [`defaults`].
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
@@ -315,19 +321,26 @@ impl Client {
     /// [`ClientBuilder::new_port_per_scan`].
     pub(crate) fn engine_for_scan(&self) -> Result<Engine, Error> {
         let mut shared = self.inner.engine.lock().unwrap_or_else(|e| e.into_inner());
-        if self.inner.config.new_port_per_scan && self.inner.config.transports.is_none() {
-            *shared = bind_engine()?;
+        let config = &self.inner.config;
+        let renew = config.new_port_per_scan && config.transports.is_none();
+        match &*shared {
+            Some(engine) if !renew => Ok(engine.clone()),
+            _ => {
+                let engine = config.make_engine()?;
+                *shared = Some(engine.clone());
+                Ok(engine)
+            }
         }
-        Ok(shared.clone())
     }
 
-    /// The engine's local addresses (the ports replies come to).
+    /// The engine's local addresses (the ports replies come to); binds the sockets if no
+    /// query has yet (inside a tokio runtime), none when they cannot be bound.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.inner
-            .engine
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .local_addrs()
+        let mut shared = self.inner.engine.lock().unwrap_or_else(|e| e.into_inner());
+        if shared.is_none() {
+            *shared = self.inner.config.make_engine().ok();
+        }
+        shared.as_ref().map(Engine::local_addrs).unwrap_or_default()
     }
 
     /// Datagrams dropped because a scan's driver lagged behind a flood (see
@@ -337,7 +350,8 @@ impl Client {
             .engine
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .dropped_datagrams()
+            .as_ref()
+            .map_or(0, Engine::dropped_datagrams)
     }
 
     /// Engine options for server queries.
@@ -368,8 +382,11 @@ impl Client {
         }
     }
 
-    /// Resolves `targets` for `game` (its default port where none is given), at most 64
-    /// lookups at once, each within [`ClientBuilder::resolve_timeout`]; in the given order.
+    /// Resolves `targets` (`HOST[:PORT]`, `IP[:PORT]`, `[IPv6]:PORT`), with `default_port`
+    /// where a target names none (a game's is
+    /// [`Game::default_port`](fragstat_core::registry::Game::default_port)): at most 64
+    /// lookups at once, each within [`ClientBuilder::resolve_timeout`]. The results come in
+    /// the given order, each with its target's text.
     pub fn resolve(
         &self,
         targets: &[String],
@@ -444,6 +461,14 @@ impl From<SocketAddr> for Target {
     }
 }
 
+/// An IP address and a port, as [`SocketAddr`] takes them: `(IpAddr, u16)`,
+/// `(Ipv4Addr, u16)`, `([127, 0, 0, 1], 27960)`…
+impl<I: Into<IpAddr>> From<(I, u16)> for Target {
+    fn from((ip, port): (I, u16)) -> Self {
+        Target::Addr(SocketAddr::new(ip.into(), port))
+    }
+}
+
 /// A server's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -452,8 +477,9 @@ pub struct Response {
     pub addr: SocketAddr,
     /// What it said.
     pub info: ServerInfo,
-    /// Round-trip time of the attempt answered (`None` when a reply cannot be tied to an
-    /// attempt).
+    /// Round-trip time of the attempt answered: an `Option`, `None` when the reply cannot
+    /// be tied to one attempt (a game whose servers echo no challenge, answered after a
+    /// retry).
     pub rtt: Option<Duration>,
     /// Attempts sent (1 when the first was answered).
     pub attempts: u32,

@@ -19,12 +19,15 @@
 //! [`Client::watch`] scans every interval and yields what changed as typed [`events`]
 //! (`server_up`, `map_changed`, `player_joined`…).
 //! Every game is named by its registry id; errors are one [`Error`] enum to match.
+//! A family's own typed replies (a Quake III `statusResponse` as the server sent it) come
+//! through the same client: [`Client::exchange`] runs any family exchange, and
+//! [`Client::quake3`] has the Quake III calls. Every default is in one table, [`defaults`].
 //!
 //! ```no_run
 //! use futures_util::StreamExt;
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = fragstat::Client::builder().build().await?;
-//! let q3 = fragstat::game("q3").ok_or("no q3")?;
+//! let client = fragstat::Client::new();
+//! let q3 = fragstat::try_game("q3")?;
 //!
 //! // One server, with its players.
 //! let r = client.query(&q3, "127.0.0.1:27960").players().await?;
@@ -56,6 +59,7 @@ mod flight;
 mod http;
 mod master;
 mod scan;
+mod typed;
 mod watch;
 
 pub use client::{defaults, record, Client, ClientBuilder, Query, Response, Target};
@@ -63,7 +67,10 @@ pub use error::{Error, HttpSource, Limit, LimitKind, ResolveError};
 pub use filter::{classify, FilterReason, ListFilter, ListLimits};
 pub use master::{Listed, MasterList, MasterListRequest, MasterReport, MasterStream, MasterUpdate};
 pub use scan::{Indexed, Scan, ScanItem};
-pub use watch::{unix_ms, Polled, PolledMaster, Source, Watch, WATCH_BUFFER};
+#[cfg(feature = "quake3")]
+pub use typed::Quake3;
+pub use typed::Timed;
+pub use watch::{time_text, unix_ms, Polled, PolledMaster, Source, Watch, WATCH_BUFFER};
 
 pub use fragstat_core as core;
 pub use fragstat_core::model::{MasterEntry, Player, Rules, ServerInfo, Text};
@@ -115,9 +122,25 @@ pub fn games() -> Vec<GameRef> {
 }
 
 /// The game with this id or alias (case-insensitive), including ids a family makes on the
-/// fly (`oob:43`).
+/// fly (`oob:43`); [`try_game`] is the same as a `Result`.
 pub fn game(id: &str) -> Option<GameRef> {
     families().iter().find_map(|f| (f.find)(id))
+}
+
+/// [`game`] as a `Result`, for `?`: an unknown id is [`Error::InvalidInput`], naming it.
+///
+/// ```
+/// let q3 = fragstat::try_game("q3")?;
+/// assert_eq!(q3.id(), "q3");
+/// assert!(matches!(fragstat::try_game("nope"), Err(fragstat::Error::InvalidInput(_))));
+/// # Ok::<(), fragstat::Error>(())
+/// ```
+pub fn try_game(id: &str) -> Result<GameRef, Error> {
+    game(id).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "unknown game {id:?} (fragstat::games() lists the games of this build)"
+        ))
+    })
 }
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

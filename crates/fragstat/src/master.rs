@@ -260,7 +260,7 @@ impl MasterListRequest {
     /// use futures_util::StreamExt;
     /// use fragstat::{Client, MasterUpdate};
     ///
-    /// let client = Client::builder().build().await?;
+    /// let client = Client::new();
     /// let q3 = fragstat::game("q3").expect("a known game");
     /// let mut updates = client.master_list(&q3, ["master.example.org"]).stream()?;
     /// let masters = updates.masters().to_vec();

@@ -71,6 +71,8 @@ pub struct Scan {
     dedupe: bool,
     /// Overrides the client's deadline for this scan.
     deadline: Option<Option<std::time::Duration>>,
+    /// Overrides the client's timeout, retries, concurrency and rate for this scan.
+    overrides: Overrides,
     /// The game of every server, when the scan has one.
     one_game: Option<GameRef>,
     /// The game an error of a scan that cannot start is reported under.
@@ -162,6 +164,34 @@ impl Stream for Mapped {
     }
 }
 
+/// A scan's own settings in place of its client's ([`Scan::timeout`], [`Scan::retries`],
+/// [`Scan::concurrency`], [`Scan::rate`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Overrides {
+    timeout: Option<std::time::Duration>,
+    retries: Option<u32>,
+    concurrency: Option<usize>,
+    rate: Option<Option<u32>>,
+}
+
+impl Overrides {
+    fn apply(self, mut options: fragstat_core::Options) -> fragstat_core::Options {
+        if let Some(t) = self.timeout {
+            options = options.with_timeout(t);
+        }
+        if let Some(r) = self.retries {
+            options = options.with_retries(r);
+        }
+        if let Some(c) = self.concurrency {
+            options = options.with_concurrency(c);
+        }
+        if let Some(r) = self.rate {
+            options = options.with_rate(r);
+        }
+        options
+    }
+}
+
 /// Jobs fed to a channel batch at most this far ahead of the queries that can start.
 const FEED_AHEAD: usize = 64;
 
@@ -172,6 +202,7 @@ impl Scan {
             ask: Ask::info(),
             dedupe: true,
             deadline: None,
+            overrides: Overrides::default(),
             fallback: one_game.clone(),
             one_game,
             state: State::Ready(input),
@@ -201,6 +232,32 @@ impl Scan {
     /// [`Error::Deadline`].
     pub fn deadline(mut self, deadline: Option<std::time::Duration>) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// This scan's attempt timeout (instead of the client's [`crate::ClientBuilder::timeout`]).
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.overrides.timeout = Some(timeout);
+        self
+    }
+
+    /// This scan's retries (instead of the client's [`crate::ClientBuilder::retries`]).
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.overrides.retries = Some(retries);
+        self
+    }
+
+    /// This scan's queries in flight at once (instead of the client's
+    /// [`crate::ClientBuilder::concurrency`]; at least 1).
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.overrides.concurrency = Some(concurrency.max(1));
+        self
+    }
+
+    /// This scan's datagrams per second (instead of the client's
+    /// [`crate::ClientBuilder::rate`]; `None`: as fast as the socket takes them).
+    pub fn rate(mut self, rate: Option<u32>) -> Self {
+        self.overrides.rate = Some(rate.filter(|r| *r > 0));
         self
     }
 
@@ -235,7 +292,7 @@ impl Scan {
 
     fn start(&mut self, input: Input) -> Result<State, Error> {
         let engine = self.client.engine_for_scan()?;
-        let mut options = self.client.options();
+        let mut options = self.overrides.apply(self.client.options());
         if let Some(d) = self.deadline {
             options = options.with_deadline(d);
         }

@@ -105,6 +105,15 @@ pub fn unix_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// A Unix time in milliseconds (an event's `at`, [`unix_ms`]) as RFC 3339 UTC to the second,
+/// `2026-11-28T05:07:54Z`; clamped to the years 1970 to 9999.
+pub fn time_text(ms: i64) -> String {
+    // humantime writes years 1970 to 9999 (its Display fails past that).
+    let ms = ms.clamp(0, 253_402_300_799_000);
+    let t = UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
 /// Gives a probed record the location its master listed ([`ServerInfo::location`]: DDNet's
 /// servers.json `location`, which the server's own reply does not carry), unless it has one.
 ///
@@ -240,7 +249,7 @@ impl Client {
     /// ```no_run
     /// use futures_util::StreamExt;
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    /// let client = fragstat::Client::builder().build().await?;
+    /// let client = fragstat::Client::builder().build()?;
     /// let q3 = fragstat::game("q3").ok_or("no q3")?;
     /// let source = fragstat::Source::new(&q3).masters(["127.0.0.1:27950"]);
     /// let mut events = client.watch(vec![source], std::time::Duration::from_secs(60));

@@ -25,7 +25,7 @@ fn fast() -> fragstat::ClientBuilder {
 async fn a_query_resolves_names_and_reports_players() {
     let q3 = fragstat::game("q3").unwrap();
     let farm = support::farm(&q3, 1, 3, &[]);
-    let client = fast().build().await.unwrap();
+    let client = fast().build().unwrap();
     let port = farm.servers[0].port();
     let r = client
         .query(&q3, format!("localhost:{port}"))
@@ -67,7 +67,7 @@ async fn master_lists_merge_with_provenance_and_a_down_master_is_reported() {
     let a = support::master(&q3, vec![s[0], s[1], s[1]]);
     let b = support::master(&q3, vec![s[1], s[2]]);
     let down = SilentUdp::v4();
-    let client = fast().build().await.unwrap();
+    let client = fast().build().unwrap();
     let list = client
         .master_list(
             &q3,
@@ -116,7 +116,7 @@ async fn master_lists_merge_with_provenance_and_a_down_master_is_reported() {
 async fn a_scan_takes_servers_while_lists_arrive() {
     let q3 = fragstat::game("q3").unwrap();
     let farm = support::farm(&q3, 4, 1, &[]);
-    let client = fast().build().await.unwrap();
+    let client = fast().build().unwrap();
     let (tx, rx) = tokio::sync::mpsc::channel::<SocketAddr>(8);
     let mut scan = client
         .scan_stream(&q3, tokio_stream(rx))
@@ -171,7 +171,6 @@ async fn a_reader_that_stops_holds_the_scan_still() {
         .retries(0)
         .concurrency(256)
         .build()
-        .await
         .unwrap();
     let q3 = fragstat::game("q3").unwrap();
     let addrs: Vec<SocketAddr> = (0..100_000u32)
@@ -208,7 +207,6 @@ async fn the_rate_is_kept() {
         .retries(0)
         .rate(Some(5000))
         .build()
-        .await
         .unwrap();
     let q3 = fragstat::game("q3").unwrap();
     let addrs: Vec<SocketAddr> = (0..3000u16)
@@ -228,8 +226,8 @@ async fn the_rate_is_kept() {
 async fn a_new_port_per_scan_when_asked() {
     let q3 = fragstat::game("q3").unwrap();
     let farm = support::farm(&q3, 1, 0, &[]);
-    let renewing = fast().new_port_per_scan(true).build().await.unwrap();
-    let fixed = fast().build().await.unwrap();
+    let renewing = fast().new_port_per_scan(true).build().unwrap();
+    let fixed = fast().build().unwrap();
     let mut ports = Vec::new();
     for client in [&renewing, &fixed] {
         let mut seen = Vec::new();
@@ -254,7 +252,7 @@ async fn http_lists_are_fetched_bounded_and_never_redirected() {
     let listed: Vec<SilentUdp> = (0..3).map(|_| SilentUdp::v4()).collect();
     let addrs: Vec<SocketAddr> = listed.iter().map(|s| s.addr).collect();
     let http = support::Http::serve("/ddnet/15/servers.json", support::servers_json(&addrs)).await;
-    let client = fast().build().await.unwrap();
+    let client = fast().build().unwrap();
     // A URL, and HOST:PORT for the standard path (plain http here: the URL's scheme is
     // the standard list's, so the full URL is given for http).
     let list = client

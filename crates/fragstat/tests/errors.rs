@@ -22,7 +22,7 @@ const UP_FRONT: Duration = Duration::from_secs(5);
 #[tokio::test(flavor = "multi_thread")]
 async fn port_0_and_bad_ports_are_invalid_input_at_once() {
     let q3 = fragstat::game("q3").unwrap();
-    let client = patient().build().await.unwrap();
+    let client = patient().build().unwrap();
     let zero: SocketAddr = "127.0.0.1:0".parse().unwrap();
     for target in [
         fragstat::Target::from("127.0.0.1:0"),
@@ -69,7 +69,6 @@ async fn http_errors_keep_their_source() {
     let client = Client::builder()
         .http_timeout(Duration::from_secs(10))
         .build()
-        .await
         .unwrap();
     let url = format!("http://127.0.0.1:{port}/servers.json");
     let list = client.master_list(&ddnet, [url.as_str()]).await.unwrap();

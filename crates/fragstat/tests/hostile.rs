@@ -127,7 +127,6 @@ async fn scenario() {
         .retries(0)
         .master_timeout(Duration::from_millis(500))
         .build()
-        .await
         .unwrap();
     // getserversExt: IPv4 and IPv6 entries.
     let list = client

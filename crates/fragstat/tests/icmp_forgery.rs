@@ -62,7 +62,7 @@ async fn scenario(victim_ip: IpAddr, forger_ip: IpAddr) -> usize {
     let (forged_tx, forged_rx) = watch::channel(0usize);
     let victim = gate(victim_ip, backend, forged_rx).await;
     let forger = Forger::start(forger_ip, victim, forged_tx.clone()).await;
-    let client = Client::builder().build().await.unwrap();
+    let client = Client::new();
     for (retries, spoof_victim) in [(0, false), (2, true)] {
         forger.spoof_victim.send_replace(spoof_victim);
         let before = *forged_tx.borrow();
@@ -99,7 +99,7 @@ async fn scenario(victim_ip: IpAddr, forger_ip: IpAddr) -> usize {
 /// query as `Down`, with both attempts sent and long before the timeout.
 async fn refused_twice_is_down() {
     let q3 = fragstat::game("q3").unwrap();
-    let client = Client::builder().build().await.unwrap();
+    let client = Client::new();
     for to in ["127.0.0.1:9", "[::1]:9"] {
         let start = tokio::time::Instant::now();
         let r = client

@@ -33,7 +33,6 @@ async fn client_from(ip: &str) -> Client {
     Client::builder()
         .transports(Some(v4), None)
         .build()
-        .await
         .unwrap()
 }
 

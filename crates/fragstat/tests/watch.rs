@@ -73,7 +73,6 @@ async fn a_map_change_and_a_player_joining_between_scans_are_events() {
         .retries(1)
         .master_timeout(Duration::from_millis(300))
         .build()
-        .await
         .unwrap();
     let source = Source::new(&q3).masters([master.master.unwrap().to_string()]);
     let mut events = client

@@ -22,9 +22,10 @@
 //! ```
 //!
 //! Also here: the sans-IO [`ServerExchange`] and [`MasterExchange`], emulated servers and
-//! masters ([`emulate`], with the `emulate` feature, default) as
-//! `fragstat_core::service::Service`s, and the registry games ([`FAMILY`]). The `client` feature (default) only turns on `fragstat-core/runtime`, so
-//! the engine can drive the exchanges; without it the crate has no tokio in its tree.
+//! masters (the `emulate` module, with the `emulate` feature; off by default) as
+//! `fragstat_core::service::Service`s, and the registry games ([`FAMILY`]). The crate has no
+//! tokio in its tree: queries go through `fragstat::Client` (the facade crate), which drives
+//! the exchanges on `fragstat-core`'s engine.
 //!
 //! What this crate does not do: connect to a server, rcon, Wolfenstein (2009)'s bit-packed
 //! player list, or Enemy Territory: Quake Wars (see `fragstat-etqw`, which reuses [`dict`]).

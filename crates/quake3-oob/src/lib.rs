@@ -5,20 +5,13 @@
 //! turns one back into bytes. Nothing here opens a socket or reads a clock, and with
 //! `default-features = false` the crate has no tokio in its dependency tree.
 //!
-//! With the default `client` feature, [`client`] queries servers and masters through
-//! `fragstat-core`:
+//! To query servers and masters, use `fragstat::Client` (the facade crate): its
+//! `quake3()` calls give these typed replies (`client.quake3().status(addr)` is a
+//! [`packet::StatusResponse`]), and `Client::exchange` runs [`ServerExchange`] or
+//! [`MasterExchange`] on its sockets. Features: none by default; `emulate` adds the emulated
+//! servers and masters.
 //!
-//! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use fragstat_quake3_oob::client::Client;
-//! let client = Client::new().await?;
-//! let status = client.status("127.0.0.1:27960".parse()?).await?;
-//! println!("{} players on {}", status.reply.players.len(),
-//!     fragstat_quake3_oob::text::display(status.reply.info.get("mapname").unwrap_or_default()));
-//! # Ok(()) }
-//! ```
-//!
-//! Without a network, decode a saved reply:
+//! Decode a saved reply:
 //!
 //! ```
 //! use fragstat_quake3_oob::{decode, Packet, text};
@@ -46,8 +39,8 @@ pub mod packet;
 pub mod registry;
 pub mod view;
 
-#[cfg(feature = "client")]
-pub mod client;
+#[cfg(test)]
+mod engine_tests;
 
 pub use exchange::{MasterExchange, Request, ServerExchange, ServerReply};
 pub use fragstat_core::text;

@@ -10,16 +10,17 @@
 //!   entries, `cou2` → `siz2`) and DDNet's HTTP list `servers.json` ([`http`]).
 //!
 //! Everything is sans-IO: decoders take `&[u8]` and return `Result`, exchanges
-//! ([`exchange`]) say what to send and judge replies (tokens checked), emulators
-//! ([`emulate`], with the `emulate` feature, default) are
-//! [`fragstat_core::service::Service`]s. The codec is [`packet`]: [`decode`] reads any
+//! ([`exchange`]) say what to send and judge replies (tokens checked), emulators (the
+//! `emulate` module, with the `emulate` feature) are [`fragstat_core::service::Service`]s.
+//! To query real servers, use `fragstat::Client` (the facade crate), or run an exchange on
+//! `fragstat_core::Engine` yourself. The codec is [`packet`]: [`decode`] reads any
 //! datagram of the family, 0.6 or 0.7. Names are UTF-8 without colour codes
 //! ([`fragstat_core::model::Dialect::Plain`]).
 //!
 //! ```
 //! use fragstat_teeworlds::exchange::{Mode, Query6};
 //! use fragstat_teeworlds::six;
-//! use fragstat_core::{Exchange, Verdict};
+//! use fragstat_teeworlds::{Exchange, Verdict};
 //! let mut q = Query6::with_token(Mode::Extended, 0x12342a);
 //! assert_eq!(q.requests(0).unwrap()[0], b"xe\x12\x34\0\0\xff\xff\xff\xffgie3\x2a");
 //! // A vanilla 0.6 server answers with its inf3 and the token byte.
@@ -34,8 +35,6 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod assemble;
-#[cfg(feature = "client")]
-pub mod client;
 pub mod connless;
 #[cfg(feature = "emulate")]
 pub mod emulate;
@@ -51,6 +50,9 @@ pub mod six;
 pub mod view;
 
 pub use fragstat_core::wire::{DecodeError, Encode, EncodeError};
+/// The sans-IO exchange contract the [`exchange`] types implement (from `fragstat-core`, so
+/// that a user of this crate alone can drive them).
+pub use fragstat_core::{Exchange, Verdict};
 pub use game::TeeworldsGame;
 pub use packet::{decode, Packet};
 pub use registry::FAMILY;

@@ -74,7 +74,6 @@ pub async fn client(config: &Config) -> Result<Client, fragstat::Error> {
         .concurrency(config.concurrency)
         .new_port_per_scan(true)
         .build()
-        .await
 }
 
 /// Asks every master and probes every server once ([`fragstat::Client::poll`], players

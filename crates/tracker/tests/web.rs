@@ -1158,7 +1158,6 @@ async fn geoip_end_to_end_from_the_config_to_the_page() {
         .timeout(std::time::Duration::from_millis(500))
         .retries(2)
         .build()
-        .await
         .unwrap();
 
     let q3_servers: Vec<String> = q3.iter().map(|(a, _, _)| format!("{a:?}")).collect();

@@ -35,8 +35,6 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
-#[cfg(feature = "client")]
-pub mod client;
 #[cfg(feature = "emulate")]
 pub mod emulate;
 pub mod exchange;

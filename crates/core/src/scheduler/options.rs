@@ -9,7 +9,7 @@ use crate::{QueryError, Verdict};
 
 /// How a batch of queries is run.
 ///
-/// Build one from [`Options::default`] with the `with_*` methods (the struct is
+/// Build one from [`Options::default`] (the values of [`crate::defaults`]) with the `with_*` methods (the struct is
 /// `#[non_exhaustive]`, so it cannot be written as a literal outside this crate):
 ///
 /// ```
@@ -93,7 +93,7 @@ pub struct Options {
     /// [`LimitKind::Lifetime`](crate::LimitKind::Lifetime) (default 60 s).
     ///
     /// A query that gets no reply at all lasts about `timeout * (retries + 1)` per handshake
-    /// step (3 s with the defaults). Keep `lifetime` above that, or the lifetime, not the
+    /// step (3 s with [`crate::defaults`]). Keep `lifetime` above that, or the lifetime, not the
     /// retries, ends such a query, reported as `Exceeded` rather than
     /// [`QueryError::Timeout`]. [`Options::deadline`] bounds the whole batch; this bounds each
     /// query, whenever it started.
@@ -108,17 +108,19 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
+        // The one defaults table (crate::defaults), which the facade's Client uses too.
+        use crate::defaults as d;
         Options {
-            timeout: Duration::from_millis(1000),
+            timeout: d::TIMEOUT,
             adaptive: true,
-            min_timeout: Duration::from_millis(50),
-            retries: 2,
-            concurrency: 1024,
+            min_timeout: d::MIN_TIMEOUT,
+            retries: d::RETRIES,
+            concurrency: d::CONCURRENCY,
             rate: None,
             deadline: None,
-            max_datagrams: 4096,
-            max_bytes: 8 << 20,
-            lifetime: Duration::from_secs(60),
+            max_datagrams: d::MAX_DATAGRAMS,
+            max_bytes: d::MAX_BYTES,
+            lifetime: d::LIFETIME,
             ledger: None,
         }
     }

@@ -11,7 +11,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -241,10 +240,7 @@ impl IntoResponse for WebError {
 
 /// `2026-11-23T18:00:00Z` for a Unix-ms time.
 pub fn time_text(ms: i64) -> String {
-    // humantime writes years 1970 to 9999 (its Display fails past that).
-    let ms = ms.clamp(0, 253_402_300_799_000);
-    let t = UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
-    humantime::format_rfc3339_seconds(t).to_string()
+    fragstat::time_text(ms)
 }
 
 fn not_found(what: &str) -> WebError {
