@@ -174,8 +174,10 @@ pub trait Transport: Send + Sync + 'static {
 /// On Linux its [`Transport::recv_batch`] takes up to 32 datagrams per `recvmmsg` and stamps
 /// each with the kernel's receive time (`SO_TIMESTAMPNS`, turned on at the first batched
 /// receive): a reply's RTT ends when it reached the host, not when the receiving task got
-/// round to it ([`RecvBatch::datagrams_at`]). Elsewhere quinn-udp batches where the platform
-/// can, without receive times.
+/// round to it ([`RecvBatch::datagrams_at`]). (When no other socket on the host asked for
+/// stamps, the kernel turns stamping on arrival on a moment later, from a deferred work item;
+/// until then it stamps a datagram when it is read.) Elsewhere quinn-udp batches where the
+/// platform can, without receive times.
 #[derive(Debug)]
 pub struct UdpTransport {
     socket: tokio::net::UdpSocket,

@@ -9,7 +9,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use fragstat_core::{Engine, Exchange, Options, Transport, UdpTransport, Verdict};
+use fragstat_core::{Engine, Exchange, Options, RecvBatch, Transport, UdpTransport, Verdict};
 
 /// Asks "ping", done at "pong".
 struct Ping;
@@ -61,11 +61,41 @@ fn responder(
     addr
 }
 
+/// Returns once the kernel stamps datagrams as they arrive, not as they are read, with the
+/// socket that keeps stamps on: the first socket on the host to ask for them has the kernel turn
+/// them on in a deferred work item (`netstamp_work`), and until that has run, a datagram is
+/// stamped when read. Bounded: it gives up after 500 tries (a transport without stamps then
+/// fails the test).
+async fn stamps_on_arrival() -> UdpTransport {
+    let rx = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let to = rx.local_addr().unwrap();
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut batch = RecvBatch::new();
+    for _ in 0..500 {
+        tx.send_to(b"probe", to).unwrap();
+        // Aged 2 ms before it is read, so a stamp taken on arrival shows.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::timeout(Duration::from_secs(20), rx.recv_batch(&mut batch))
+            .await
+            .expect("the probe arrives")
+            .unwrap();
+        let now = Instant::now();
+        if batch
+            .datagrams_at(now)
+            .all(|(_, _, at)| now - at >= Duration::from_millis(1))
+        {
+            break;
+        }
+    }
+    rx
+}
+
 /// Three servers answer 0, 10 and 30 ms apart while the runtime is held up (a task blocking
 /// its only thread, as a busy scan's sending does), so the three replies wait in the socket
 /// and are received together: their pings still differ as their answers did.
 #[tokio::test]
 async fn replies_received_together_keep_their_own_pings() {
+    let _stamping = stamps_on_arrival().await;
     let transport = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let engine = Engine::with_transports(Some(Arc::new(transport) as Arc<dyn Transport>), None);
     let (got_tx, mut got_rx) = tokio::sync::mpsc::unbounded_channel();
