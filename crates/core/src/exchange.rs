@@ -55,7 +55,8 @@ pub trait Exchange: Send + 'static {
     /// replies are not counted as foreign: a query they alone came to ends with
     /// [`QueryError::Timeout`](crate::QueryError::Timeout), not
     /// [`QueryError::Foreign`](crate::QueryError::Foreign). Default: false. A registry game's
-    /// [`crate::registry::Game::server_query`] says true for what the game's decoder reads.
+    /// [`crate::registry::Game::server_query`] says true for what the game's decoder reads as a
+    /// server's reply.
     fn answers_another_query(&self, datagram: &[u8]) -> bool {
         let _ = datagram;
         false

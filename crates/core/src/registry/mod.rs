@@ -543,10 +543,12 @@ impl<G: FamilyGame> Exchange for GameQuery<G> {
     fn spacing(&self) -> Option<crate::manners::Spacing> {
         self.spacing
     }
-    /// What the game's decoder reads (a reply to another request or challenge, a token
-    /// reply) is the game's own; only what it cannot read is foreign.
+    /// What the game's decoder reads as a server's reply (to another request or challenge)
+    /// is the game's own; anything else (a request echoed back, another game's packet) is
+    /// foreign.
     fn answers_another_query(&self, datagram: &[u8]) -> bool {
-        self.inner.answers_another_query(datagram) || self.game.decode(datagram).is_ok()
+        self.inner.answers_another_query(datagram)
+            || matches!(self.game.decode(datagram), Ok(Decoded::Server(_)))
     }
 }
 
