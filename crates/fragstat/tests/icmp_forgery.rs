@@ -60,12 +60,15 @@ async fn scenario(victim_ip: IpAddr, forger_ip: IpAddr) -> usize {
     let farm = support::farm_at(&q3, victim_ip, 1, 2);
     let backend = farm.servers[0];
     let (forged_tx, forged_rx) = watch::channel(0usize);
-    let victim = gate(victim_ip, backend, forged_rx).await;
+    let (need_tx, need_rx) = watch::channel(0usize);
+    let victim = gate(victim_ip, backend, forged_rx, need_rx).await;
     let forger = Forger::start(forger_ip, victim, forged_tx.clone()).await;
     let client = Client::new();
     for (retries, spoof_victim) in [(0, false), (2, true)] {
         forger.spoof_victim.send_replace(spoof_victim);
         let before = *forged_tx.borrow();
+        // The victim answers this round only once the round's forgery has gone out.
+        need_tx.send_replace(before + 1);
         let (bait, answer) = tokio::join!(
             client
                 .query(&q3, forger.addr)
@@ -116,8 +119,13 @@ async fn refused_twice_is_down() {
 }
 
 /// A UDP socket at `ip` that passes each datagram to `backend` and its answer back, but only
-/// once a forgery has gone out (`forged` above 0): the forged ICMP always arrives first.
-async fn gate(ip: IpAddr, backend: SocketAddr, mut forged: watch::Receiver<usize>) -> SocketAddr {
+/// once the forgeries sent reach `need` (the round's): the forged ICMP always arrives first.
+async fn gate(
+    ip: IpAddr,
+    backend: SocketAddr,
+    mut forged: watch::Receiver<usize>,
+    need: watch::Receiver<usize>,
+) -> SocketAddr {
     let front = UdpSocket::bind((ip, 0)).await.unwrap();
     let back = UdpSocket::bind((ip, 0)).await.unwrap();
     let addr = front.local_addr().unwrap();
@@ -128,7 +136,6 @@ async fn gate(ip: IpAddr, backend: SocketAddr, mut forged: watch::Receiver<usize
             let Ok((n, client)) = front.recv_from(&mut buf).await else {
                 return;
             };
-            let before = *forged.borrow_and_update();
             back.send_to(&buf[..n], backend).await.unwrap();
             let Ok(Ok((m, _))) =
                 tokio::time::timeout(Duration::from_secs(10), back.recv_from(&mut reply)).await
@@ -136,7 +143,8 @@ async fn gate(ip: IpAddr, backend: SocketAddr, mut forged: watch::Receiver<usize
                 continue;
             };
             // The forger signals after its raw send returned.
-            let _ = forged.wait_for(|f| *f > before).await;
+            let need = *need.borrow();
+            let _ = forged.wait_for(|f| *f >= need).await;
             let _ = front.send_to(&reply[..m], client).await;
         }
     });

@@ -45,35 +45,20 @@ fn spawn(
 /// `n` emulated servers of `game` with `players` each, and a master listing them plus
 /// `extra` addresses (e.g. a silent one).
 pub fn farm(game: &GameRef, n: usize, players: usize, extra: &[SocketAddr]) -> Farm {
-    let (stop, _) = watch::channel(false);
-    let mut servers = Vec::new();
-    for i in 0..n {
-        let socket = bind("127.0.0.1");
-        servers.push(socket.local_addr().unwrap());
-        let service = game
-            .emulator()
-            .expect("built with emulators")
-            .emulated_server(&EmuServer::new(format!("emu {i}"), "", players).with_seed(i as u64))
-            .unwrap();
-        spawn(socket, service, &stop);
-    }
-    let mut listed = servers.clone();
+    let mut farm = farm_at(game, [127, 0, 0, 1].into(), n, players);
+    let mut listed = farm.servers.clone();
     listed.extend_from_slice(extra);
     let socket = bind("127.0.0.1");
-    let master = socket.local_addr().unwrap();
+    farm.master = Some(socket.local_addr().unwrap());
     spawn(
         socket,
         game.emulator()
             .expect("built with emulators")
             .emulated_master(&EmuMaster::new(listed))
             .unwrap(),
-        &stop,
+        &farm.stop,
     );
-    Farm {
-        servers,
-        master: Some(master),
-        stop,
-    }
+    farm
 }
 
 /// `n` emulated servers of `game` at `ip` with `players` each, and no master.
