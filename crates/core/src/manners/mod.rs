@@ -455,4 +455,7 @@ impl Service for Guarded {
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
         self.inner.handle_timeout(now, out);
     }
+    fn stop(&mut self, now: Instant, out: &mut Outbox) {
+        self.inner.stop(now, out);
+    }
 }
