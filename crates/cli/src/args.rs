@@ -67,7 +67,8 @@ pub fn check_address(text: &str) -> Result<(), String> {
         return Ok(());
     }
     if let Ok(sa) = t.parse::<SocketAddr>() {
-        return port_ok(&sa.port().to_string());
+        // Parsed: only port 0 is left to refuse (no string made again on every list line).
+        return if sa.port() == 0 { port_ok("0") } else { Ok(()) };
     }
     if let Some(rest) = t.strip_prefix('[') {
         let Some((inner, after)) = rest.split_once(']') else {

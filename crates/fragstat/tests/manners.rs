@@ -50,19 +50,20 @@ fn allowed(engine: ServerEngine, k: usize) -> Duration {
     waits + SLACK
 }
 
-/// `n` concurrent `client.query(..).players()` to `addr`: each caller's time and result.
-async fn queries(
-    client: &Client,
-    g: &GameRef,
-    addr: SocketAddr,
-    n: usize,
-) -> Vec<(Duration, Result<fragstat::Response, Error>)> {
+type Timed = Vec<(Duration, Result<fragstat::Response, Error>)>;
+
+/// `n` concurrent calls of `ask` on the client: each caller's time (from the start) and result.
+async fn at_once<F, Fut>(client: &Client, n: usize, ask: F) -> Timed
+where
+    F: Fn(Client) -> Fut,
+    Fut: std::future::Future<Output = Result<fragstat::Response, Error>> + Send + 'static,
+{
     let start = Instant::now();
     let tasks: Vec<_> = (0..n)
         .map(|_| {
-            let (client, g) = (client.clone(), g.clone());
+            let call = ask(client.clone());
             tokio::spawn(async move {
-                let r = client.query(&g, addr).players().await;
+                let r = call.await;
                 (start.elapsed(), r)
             })
         })
@@ -74,39 +75,28 @@ async fn queries(
     out
 }
 
+/// `n` concurrent `client.query(..).players()` to `addr`.
+async fn queries(client: &Client, g: &GameRef, addr: SocketAddr, n: usize) -> Timed {
+    at_once(client, n, |c| {
+        let g = g.clone();
+        async move { c.query(&g, addr).players().await }
+    })
+    .await
+}
+
 /// `n` concurrent scans of `addr` alone (no single flight across scans: each is sent, and
 /// the client spaces them).
-async fn scans(
-    client: &Client,
-    g: &GameRef,
-    addr: SocketAddr,
-    n: usize,
-) -> Vec<(Duration, Result<fragstat::Response, Error>)> {
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..n)
-        .map(|_| {
-            let (client, g) = (client.clone(), g.clone());
-            tokio::spawn(async move {
-                let item = client.scan(&g, [addr]).players().next().await.unwrap();
-                (start.elapsed(), item.1)
-            })
-        })
-        .collect();
-    let mut out = Vec::new();
-    for t in tasks {
-        out.push(t.await.unwrap());
-    }
-    out
+async fn scans(client: &Client, g: &GameRef, addr: SocketAddr, n: usize) -> Timed {
+    at_once(client, n, |c| {
+        let g = g.clone();
+        async move { c.scan(&g, [addr]).players().next().await.unwrap().1 }
+    })
+    .await
 }
 
 /// Every caller answered, none later than the engine's limit requires.
 /// `spent`: queries this client sent the server just before.
-fn check(
-    what: &str,
-    engine: ServerEngine,
-    spent: usize,
-    mut got: Vec<(Duration, Result<fragstat::Response, Error>)>,
-) {
+fn check(what: &str, engine: ServerEngine, spent: usize, mut got: Timed) {
     got.sort_by_key(|(t, _)| *t);
     for (k, (t, r)) in got.iter().enumerate() {
         assert!(r.is_ok(), "{what}: caller {k} got {r:?} after {t:?}");
