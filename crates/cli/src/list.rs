@@ -6,6 +6,8 @@
 //! A line that cannot be read (not UTF-8, an unknown type, junk) is reported as its own
 //! entry, with its line number; the rest of the file is read.
 
+use std::net::SocketAddr;
+
 use fragstat::GameRef;
 
 /// One entry of a list.
@@ -17,6 +19,9 @@ pub enum Entry {
         game: GameRef,
         /// The address as written.
         text: String,
+        /// The address, when the text is a literal `IP:PORT` (read once, here: nothing to
+        /// resolve or check again).
+        addr: Option<SocketAddr>,
     },
     /// Something that is not a server, and why.
     Bad {
@@ -87,16 +92,18 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
                 pending = Some((game, token.to_string(), line_no));
                 continue;
             }
+            // Most lines of a big list are `IP:PORT`: parsed once, here.
+            let literal: Option<SocketAddr> = token.parse().ok();
             // A word where a type goes, before an address: a server type fragstat does not
             // know (`a2s 1.2.3.4`). Its address is not asked as another game's server.
-            if pending.is_none() {
+            if pending.is_none() && literal.is_none() {
                 if let Some(e) = unknown_type(token, tokens.get(k + 1), source, line_no) {
                     skip = true;
                     out.push(e);
                     continue;
                 }
             }
-            if !looks_like_address(token) {
+            if literal.is_none() && !looks_like_address(token) {
                 pending = None;
                 junk.get_or_insert_with(|| (out.len(), Vec::new()))
                     .1
@@ -118,9 +125,15 @@ pub fn read(bytes: &[u8], default: Option<&GameRef>, source: &str) -> Vec<Entry>
                     }
                 },
             };
+            // A bare IP takes the game's port, as the resolver would give it.
+            let addr = literal.or_else(|| {
+                let ip: std::net::IpAddr = token.parse().ok()?;
+                Some(SocketAddr::new(ip, game.default_port()))
+            });
             out.push(Entry::Server {
                 game,
                 text: token.to_string(),
+                addr,
             });
         }
         if let Some((at, words)) = junk {
@@ -262,7 +275,8 @@ pub fn not_text(bytes: &[u8]) -> Option<String> {
 /// The game of a qstat master type (`q3m`, `woetm`, `rwm`, `dm3m`, `teem`…): qstat names a
 /// game's master type as its server type with `m` for `s`.
 pub fn qstat_master_type(token: &str) -> Option<GameRef> {
-    if fragstat::game(token).is_some() {
+    // An address is never a type (and is not looked up among every game's names).
+    if token.contains([':', '.', '[']) || fragstat::game(token).is_some() {
         return None;
     }
     let lower = token.to_ascii_lowercase();
@@ -315,7 +329,7 @@ mod tests {
         entries
             .iter()
             .map(|e| match e {
-                Entry::Server { game, text } => format!("{} {text}", game.id()),
+                Entry::Server { game, text, .. } => format!("{} {text}", game.id()),
                 Entry::Bad { text, .. } => format!("BAD {text}"),
             })
             .collect()

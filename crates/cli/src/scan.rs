@@ -368,6 +368,7 @@ pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
         entries.extend(a.addrs.iter().map(|t| Entry::Server {
             game: g.clone(),
             text: t.clone(),
+            addr: t.parse().ok(),
         }));
     }
     for f in &a.file {
@@ -412,37 +413,58 @@ pub async fn query(a: QueryArgs) -> anyhow::Result<ExitCode> {
 
 /// Resolves every server of `entries` with its game's default port (all at once), and asks
 /// each server once: a repeated one (same game, same address once resolved) is left out.
+/// Literal addresses were read by the list already; only names go to the resolver.
 async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>) -> Vec<Target> {
     // The names of each game resolve with that game's port.
     let mut by_game: Vec<(GameRef, Vec<usize>)> = Vec::new();
     let mut slots: Vec<Option<Target>> = Vec::with_capacity(entries.len());
+    // Which of `by_game` each slot's game is (for telling repeats apart without its id).
+    let mut game_of: Vec<usize> = Vec::with_capacity(entries.len());
     let fallback = default
         .cloned()
         .or_else(|| fragstat::games().into_iter().next());
     for (i, e) in entries.into_iter().enumerate() {
         match e {
-            Entry::Server { game, text } => {
-                match by_game.iter_mut().find(|(g, _)| g.id() == game.id()) {
-                    Some((_, idx)) => idx.push(i),
-                    None => by_game.push((game.clone(), vec![i])),
-                }
-                slots.push(Some((game, text, Err(String::new()))));
+            Entry::Server { game, text, addr } => {
+                let g = match by_game.iter().position(|(g, _)| g.id() == game.id()) {
+                    Some(g) => g,
+                    None => {
+                        by_game.push((game.clone(), Vec::new()));
+                        by_game.len() - 1
+                    }
+                };
+                game_of.push(g);
+                let addr = match addr {
+                    Some(a) if a.port() == 0 => Err(crate::args::check_address(&text)
+                        .err()
+                        .unwrap_or_else(|| "port 0".into())),
+                    Some(a) => Ok(a),
+                    None => {
+                        if let Some((_, idx)) = by_game.get_mut(g) {
+                            idx.push(i);
+                        }
+                        Err(String::new())
+                    }
+                };
+                slots.push(Some((game, text, addr)));
             }
-            Entry::Bad { text, reason } => match &fallback {
-                Some(g) => slots.push(Some((g.clone(), text, Err(reason)))),
-                None => slots.push(None),
-            },
+            Entry::Bad { text, reason } => {
+                game_of.push(usize::MAX);
+                match &fallback {
+                    Some(g) => slots.push(Some((g.clone(), text, Err(reason)))),
+                    None => slots.push(None),
+                }
+            }
         }
     }
-    for (game, idx) in by_game {
+    for (game, idx) in by_game.iter().filter(|(_, idx)| !idx.is_empty()) {
         let texts: Vec<String> = idx
             .iter()
             .filter_map(|&i| slots.get(i)?.as_ref().map(|t| t.1.clone()))
             .collect();
         let resolved = client.resolve_owned(texts, game.default_port()).await;
-        for (i, (_, r)) in idx.into_iter().zip(resolved) {
+        for (&i, (text, r)) in idx.iter().zip(resolved) {
             if let Some(Some(t)) = slots.get_mut(i) {
-                let text = t.1.clone();
                 t.2 = match crate::args::check_address(&text) {
                     Err(e) => Err(e),
                     Ok(()) => r.map_err(|e| resolve_error(&text, e)),
@@ -450,14 +472,16 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
             }
         }
     }
-    let mut seen: HashSet<(String, SocketAddr)> = HashSet::new();
+    let mut seen: HashSet<(usize, SocketAddr)> = HashSet::with_capacity(slots.len());
     slots
         .into_iter()
-        .flatten()
-        .filter(|(g, _, a)| match a {
-            Ok(addr) => seen.insert((g.id().to_string(), *addr)),
+        .zip(game_of)
+        .filter_map(|(t, g)| Some((t?, g)))
+        .filter(|((_, _, a), g)| match a {
+            Ok(addr) => seen.insert((*g, *addr)),
             Err(_) => true,
         })
+        .map(|(t, _)| t)
         .collect()
 }
 

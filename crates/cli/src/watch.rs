@@ -110,7 +110,7 @@ impl WatchArgs {
             };
             for e in read {
                 match e {
-                    Entry::Server { game, text } => {
+                    Entry::Server { game, text, .. } => {
                         match sources.iter_mut().find(|s| s.game.id() == game.id()) {
                             Some(s) => s.servers.push(text),
                             None => sources.push(Source::new(&game).servers([text])),

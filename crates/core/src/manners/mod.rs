@@ -27,6 +27,7 @@
 //! assert_eq!(ledger.reserve(server, spacing, 1, at), Ok(()));
 //! ```
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -254,7 +255,12 @@ impl Ledger {
         let mut b = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let iv = spacing.interval;
         let burst = spacing.burst.max(1);
-        let tat = b.full_at.get(&server).map_or(now, |t| (*t).max(now));
+        // One lookup: the entry is written only when the budget is taken.
+        let entry = b.full_at.entry(server);
+        let tat = match &entry {
+            Entry::Occupied(t) => (*t.get()).max(now),
+            Entry::Vacant(_) => now,
+        };
         // The GCRA: `k` datagrams may go when the budget's time minus the burst's tolerance
         // leaves room for them.
         let k = datagrams.clamp(1, burst);
@@ -266,7 +272,12 @@ impl Ledger {
         let next = tat
             .checked_add(iv.saturating_mul(datagrams.max(1)))
             .unwrap_or(tat);
-        b.full_at.insert(server, next);
+        match entry {
+            Entry::Occupied(mut t) => *t.get_mut() = next,
+            Entry::Vacant(v) => {
+                v.insert(next);
+            }
+        }
         b.sweep(now);
         Ok(())
     }
