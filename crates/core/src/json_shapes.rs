@@ -1,9 +1,10 @@
-//! One definition of the JSON shape (issue 32, item 7): the model's `Serialize` impls are the
-//! definition; the fast NDJSON writer (`Record::write_json`, core json.rs) and the reader
-//! (`Deserialize`, core de.rs) are checked against it on every record shape: each optional
-//! key present and absent, alone and in combination (every single field, then 6,000
-//! combinations drawn at random), every status, dialect and score kind, with and without
-//! players, rules, warnings and family extras.
+//! One definition of the JSON shape (issue 32, item 7): the shape structs of shape.rs, which
+//! the model's `Serialize` and `Deserialize` impls both derive from. The fast NDJSON writer
+//! (`Record::write_json`, a `serde::Serializer` in json/) and the reader are checked against
+//! serde_json on every record shape: each optional key present and absent, alone and in
+//! combination (every single field, then 6,000 combinations drawn at random), every status,
+//! dialect and score kind, with and without players, rules, warnings and family extras; and
+//! the bytes against a digest taken before the shape was one definition.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -138,3 +139,50 @@ fn writer_and_reader_agree_with_serde_on_every_record_shape() {
         }
     }
 }
+
+/// FNV-1a, 64 bits: a digest that stays the same across builds and platforms.
+fn fnv(bytes: &[u8], mut h: u64) -> u64 {
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The JSON of every record shape above, byte for byte, is what it was when the shape was
+/// written three times (json.rs's writer, de.rs's reader and the `Serialize` impls, before
+/// issue 32 made the shape one definition): a digest of every line, taken with the old
+/// code. A change to the shape fails here; if it is meant, docs/json.md says so and the
+/// digest is taken again.
+#[test]
+fn the_shape_writes_the_bytes_it_always_wrote() {
+    let statuses = [Status::Online, Status::Timeout, Status::Error, Status::Down];
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut lines = 0;
+    for b in 0..PARTS {
+        for (i, &dialect) in Dialect::ALL.iter().enumerate() {
+            let status = statuses[(b as usize + i) % statuses.len()];
+            for mask in [1u64 << b, ((1 << PARTS) - 1) & !(1 << b)] {
+                let r = record(mask, dialect, status);
+                let mut line = Vec::new();
+                r.write_json(&mut line);
+                h = fnv(&line, h);
+                h = fnv(b"\n", h);
+                lines += 1;
+                // ServerInfo and Player alone, through serde_json.
+                if let Some(info) = &r.info {
+                    h = fnv(&serde_json::to_vec(info).unwrap(), h);
+                    let mut e = crate::model::MasterEntry::new("[::1]:8303".parse().unwrap());
+                    e.addresses = vec!["tw-0.6+udp://[::1]:8303".into()];
+                    e.info = Some(info.clone());
+                    h = fnv(&serde_json::to_vec(&e).unwrap(), h);
+                }
+            }
+        }
+    }
+    println!("{lines} lines, digest {h:#018x}");
+    assert_eq!(h, GOLDEN, "the JSON shape changed ({lines} lines)");
+}
+
+/// Taken at a7aea43 (before the one definition) with the test above.
+const GOLDEN: u64 = 0x19b2_e036_3f50_74e4;

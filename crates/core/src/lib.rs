@@ -52,7 +52,6 @@
 
 pub mod addr;
 pub mod collect;
-mod de;
 pub mod defaults;
 mod encode;
 #[cfg(feature = "runtime")]
@@ -75,6 +74,7 @@ pub mod scheduler;
 #[cfg(feature = "runtime")]
 pub mod serve;
 pub mod service;
+mod shape;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod text;

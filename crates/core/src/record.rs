@@ -3,8 +3,7 @@
 
 use std::net::SocketAddr;
 
-use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::model::ServerInfo;
 
@@ -94,7 +93,7 @@ impl Record {
     /// assert_eq!(line, serde_json::to_vec(&r).unwrap());
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        crate::json::write_record(out, self);
+        crate::shape::write_record(out, self);
     }
 
     /// Fuzzing and test oracle: panics unless [`Record::write_json`] writes exactly the bytes
@@ -122,26 +121,6 @@ impl Record {
             rtt_ms: None,
             info: None,
         }
-    }
-}
-
-impl Serialize for Record {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(5 + ServerInfo::JSON_FIELDS.len()))?;
-        map.serialize_entry("address", &self.address)?;
-        map.serialize_entry("game", &self.game)?;
-        map.serialize_entry("status", &self.status)?;
-        map.serialize_entry("error", &self.error)?;
-        map.serialize_entry("rtt_ms", &self.rtt_ms)?;
-        match &self.info {
-            Some(info) => info.write_entries(&mut map)?,
-            None => {
-                for k in ServerInfo::JSON_FIELDS {
-                    map.serialize_entry(k, &None::<()>)?;
-                }
-            }
-        }
-        map.end()
     }
 }
 

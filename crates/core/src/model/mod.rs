@@ -27,7 +27,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use serde::ser::{SerializeMap, SerializeStruct};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::text;
@@ -99,6 +99,19 @@ impl Text {
         }
     }
 
+    /// Calls `f` with [`Text::display_cow`], without allocating for short ASCII text with
+    /// colour codes (names and maps, written by the thousand in a scan's NDJSON).
+    #[inline]
+    pub(crate) fn with_shown<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        if self.dialect != Dialect::Plain && self.bytes.contains(&b'^') {
+            let mut buf = [0u8; 128];
+            if let Some(t) = self.dialect.display_ascii_in(&self.bytes, &mut buf) {
+                return f(t);
+            }
+        }
+        f(&self.display_cow())
+    }
+
     /// [`Text::raw`], borrowed when the bytes are the same characters (ASCII 8-bit text,
     /// valid UTF-8 Plain text).
     pub fn raw_cow(&self) -> Cow<'_, str> {
@@ -146,7 +159,7 @@ impl fmt::Display for Text {
 
 impl Serialize for Text {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.display_cow())
+        self.with_shown(|t| s.serialize_str(t))
     }
 }
 
@@ -494,23 +507,6 @@ impl Player {
     }
 }
 
-/// The JSON shape of a player: every key always present (`null` where not sent).
-impl Serialize for Player {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Player", 10)?;
-        st.serialize_field("name", &self.name.display_cow())?;
-        st.serialize_field("name_raw", &self.name.raw_cow())?;
-        st.serialize_field("clan", &self.clan.as_ref().map(Text::display_cow))?;
-        st.serialize_field("score", &self.score)?;
-        st.serialize_field("ping", &self.ping)?;
-        st.serialize_field("team", &self.team)?;
-        st.serialize_field("is_bot", &self.is_bot)?;
-        st.serialize_field("is_spectator", &self.is_spectator)?;
-        st.serialize_field("extra", &self.extra)?;
-        st.end()
-    }
-}
-
 /// What a server says about itself: the record every family's server query produces.
 ///
 /// Construct with `ServerInfo::default()` and set fields (the struct grows, so literal
@@ -619,41 +615,6 @@ impl ServerInfo {
     }
 }
 
-/// The stable JSON shape (docs/json.md): every key of [`ServerInfo::JSON_FIELDS`] present.
-/// `name` is for display, `name_raw` lossless (see [`Text::raw`]).
-impl Serialize for ServerInfo {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(Self::JSON_FIELDS.len()))?;
-        self.write_entries(&mut map)?;
-        map.end()
-    }
-}
-
-impl ServerInfo {
-    /// Writes the keys of [`ServerInfo::JSON_FIELDS`] into an enclosing JSON object.
-    pub(crate) fn write_entries<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
-        map.serialize_entry("name", &self.name.display_cow())?;
-        map.serialize_entry("name_raw", &self.name.raw_cow())?;
-        map.serialize_entry("map", &self.map.display_cow())?;
-        map.serialize_entry("gametype", &self.gametype)?;
-        map.serialize_entry("version", &self.version)?;
-        map.serialize_entry("num_players", &self.num_players)?;
-        map.serialize_entry("max_players", &self.max_players)?;
-        map.serialize_entry("num_bots", &self.num_bots)?;
-        map.serialize_entry("num_spectators", &self.num_spectators)?;
-        map.serialize_entry("password", &self.password)?;
-        map.serialize_entry("score_kind", &self.score_kind)?;
-        map.serialize_entry("location", &self.location)?;
-        map.serialize_entry("players", &self.players)?;
-        map.serialize_entry("rules", &self.rules)?;
-        map.serialize_entry("extra", &self.extra)?;
-        map.serialize_entry("warnings", &self.warnings)?;
-        map.serialize_entry("truncated", &self.truncated)?;
-        map.serialize_entry("unverified", &self.unverified)?;
-        map.serialize_entry("dialect", &self.name.dialect())
-    }
-}
-
 /// One server of a master's list.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -675,16 +636,6 @@ impl MasterEntry {
             info: None,
             addresses: Vec::new(),
         }
-    }
-}
-
-impl Serialize for MasterEntry {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("MasterEntry", 3)?;
-        st.serialize_field("address", &self.addr.to_string())?;
-        st.serialize_field("addresses", &self.addresses)?;
-        st.serialize_field("info", &self.info)?;
-        st.end()
     }
 }
 

@@ -118,6 +118,19 @@ impl Dialect {
         out.truncate(start + kept);
     }
 
+    /// [`Dialect::display_cow`] of ASCII text, stripped into `buf` (no allocation): `None`
+    /// when `s` is not ASCII or longer than `buf`.
+    #[inline]
+    pub(crate) fn display_ascii_in<'b>(&self, s: &[u8], buf: &'b mut [u8]) -> Option<&'b str> {
+        if !s.is_ascii() {
+            return None;
+        }
+        let dst = buf.get_mut(..s.len())?;
+        let kept = strip_to(*self, s, dst);
+        // ASCII in, ASCII out: stripping only removes bytes.
+        std::str::from_utf8(dst.get(..kept)?).ok()
+    }
+
     /// For display: [`Dialect::strip`], then UTF-8 when valid, else ISO-8859-1 (lossless).
     pub fn display(&self, s: &[u8]) -> String {
         self.display_cow(s).into_owned()
