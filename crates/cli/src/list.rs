@@ -19,8 +19,8 @@ pub enum Entry {
         game: GameRef,
         /// The address as written.
         text: String,
-        /// The address, when the text is a literal `IP:PORT` (read once, here: nothing to
-        /// resolve or check again).
+        /// The address, when the text is a literal `IP:PORT`, or a bare IP (with the game's
+        /// port): read once, here, with nothing to resolve or check again.
         addr: Option<SocketAddr>,
     },
     /// Something that is not a server, and why.
@@ -276,7 +276,7 @@ pub fn not_text(bytes: &[u8]) -> Option<String> {
 /// game's master type as its server type with `m` for `s`.
 pub fn qstat_master_type(token: &str) -> Option<GameRef> {
     // An address is never a type (and is not looked up among every game's names).
-    if token.contains([':', '.', '[']) || fragstat::game(token).is_some() {
+    if is_address_like(token) || fragstat::game(token).is_some() {
         return None;
     }
     let lower = token.to_ascii_lowercase();
@@ -284,10 +284,15 @@ pub fn qstat_master_type(token: &str) -> Option<GameRef> {
     fragstat::game(&format!("{stem}s"))
 }
 
+/// A token with an address's punctuation (`:`, `.`, `[`): no game id or alias has it.
+fn is_address_like(token: &str) -> bool {
+    token.contains([':', '.', '['])
+}
+
 /// The game a qstat type string (or a fragstat game id or alias) names.
 fn type_of(token: &str) -> Option<GameRef> {
     // An address is never a type, even one that is also a word (`localhost`).
-    if token.contains([':', '.', '[']) {
+    if is_address_like(token) {
         return None;
     }
     fragstat::game(token)

@@ -419,7 +419,7 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
     let mut by_game: Vec<(GameRef, Vec<usize>)> = Vec::new();
     let mut slots: Vec<Option<Target>> = Vec::with_capacity(entries.len());
     // Which of `by_game` each slot's game is (for telling repeats apart without its id).
-    let mut game_of: Vec<usize> = Vec::with_capacity(entries.len());
+    let mut game_of: Vec<Option<usize>> = Vec::with_capacity(entries.len());
     let fallback = default
         .cloned()
         .or_else(|| fragstat::games().into_iter().next());
@@ -433,23 +433,24 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
                         by_game.len() - 1
                     }
                 };
-                game_of.push(g);
+                game_of.push(Some(g));
                 let addr = match addr {
-                    Some(a) if a.port() == 0 => Err(crate::args::check_address(&text)
-                        .err()
-                        .unwrap_or_else(|| "port 0".into())),
-                    Some(a) => Ok(a),
-                    None => {
-                        if let Some((_, idx)) = by_game.get_mut(g) {
-                            idx.push(i);
+                    Some(a) if a.port() != 0 => Ok(a),
+                    // A bad name (or port 0) is said without asking a resolver.
+                    _ => match crate::args::check_address(&text) {
+                        Err(e) => Err(e),
+                        Ok(()) => {
+                            if let Some((_, idx)) = by_game.get_mut(g) {
+                                idx.push(i);
+                            }
+                            Err(String::new())
                         }
-                        Err(String::new())
-                    }
+                    },
                 };
                 slots.push(Some((game, text, addr)));
             }
             Entry::Bad { text, reason } => {
-                game_of.push(usize::MAX);
+                game_of.push(None);
                 match &fallback {
                     Some(g) => slots.push(Some((g.clone(), text, Err(reason)))),
                     None => slots.push(None),
@@ -460,15 +461,19 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
     for (game, idx) in by_game.iter().filter(|(_, idx)| !idx.is_empty()) {
         let texts: Vec<String> = idx
             .iter()
-            .filter_map(|&i| slots.get(i)?.as_ref().map(|t| t.1.clone()))
+            .map(|&i| {
+                // Every index is a server's slot: one text per index keeps the zip aligned.
+                slots
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map(|t| t.1.clone())
+                    .unwrap_or_default()
+            })
             .collect();
         let resolved = client.resolve_owned(texts, game.default_port()).await;
         for (&i, (text, r)) in idx.iter().zip(resolved) {
             if let Some(Some(t)) = slots.get_mut(i) {
-                t.2 = match crate::args::check_address(&text) {
-                    Err(e) => Err(e),
-                    Ok(()) => r.map_err(|e| resolve_error(&text, e)),
-                };
+                t.2 = r.map_err(|e| resolve_error(&text, e));
             }
         }
     }
@@ -477,9 +482,9 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
         .into_iter()
         .zip(game_of)
         .filter_map(|(t, g)| Some((t?, g)))
-        .filter(|((_, _, a), g)| match a {
-            Ok(addr) => seen.insert((*g, *addr)),
-            Err(_) => true,
+        .filter(|((_, _, a), g)| match (a, g) {
+            (Ok(addr), Some(g)) => seen.insert((*g, *addr)),
+            _ => true,
         })
         .map(|(t, _)| t)
         .collect()

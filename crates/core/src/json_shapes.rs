@@ -1,6 +1,6 @@
 //! One definition of the JSON shape (issue 32, item 7): the shape structs of shape.rs, which
 //! the model's `Serialize` and `Deserialize` impls both derive from. The fast NDJSON writer
-//! (`Record::write_json`, a `serde::Serializer` in json/) and the reader are checked against
+//! (`Record::write_json`, the shapes' `FastJson` impls) and the reader are checked against
 //! serde_json on every record shape: each optional key present and absent, alone and in
 //! combination (every single field, then 6,000 combinations drawn at random), every status,
 //! dialect and score kind, with and without players, rules, warnings and family extras; and
@@ -186,3 +186,71 @@ fn the_shape_writes_the_bytes_it_always_wrote() {
 
 /// Taken at a7aea43 (before the one definition) with the test above.
 const GOLDEN: u64 = 0x19b2_e036_3f50_74e4;
+
+/// Hostile text, through the same digest: every byte value alone, inside longer text across
+/// the eight-byte words and after colour codes, non-UTF-8 and non-ASCII text, a name over
+/// 128 bytes with colour codes, repeated rule keys, in every dialect and every place text
+/// goes. Taken with the old code like the digest above.
+#[test]
+fn hostile_text_writes_the_bytes_it_always_wrote() {
+    let mut texts: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for b in 0..=255u8 {
+        for at in [0usize, 7, 8, 15] {
+            let mut t = b"abcdefghijklmnopq".to_vec();
+            t.insert(at, b);
+            texts.push(t);
+        }
+        texts.push(vec![b'^', b, b'x']);
+        texts.push(vec![b'^', b'1', b, b'^', b'7', b'z']);
+    }
+    let mut long = b"^1".repeat(40);
+    long.extend_from_slice(&[b'n'; 100]);
+    texts.extend([
+        Vec::new(),
+        b"^".to_vec(),
+        b"^^".to_vec(),
+        b"^x0BFblue^^^".to_vec(),
+        "caf\u{e9} \u{1F600}".as_bytes().to_vec(),
+        b"caf\xc3".to_vec(),
+        b"^1caf\xc3\xa9".to_vec(),
+        b"^1\xff\xfe".to_vec(),
+        b"tab\there \"quoted\" back\\slash\r\n\x0c\x08\x1f\x7f".to_vec(),
+        b"^#ff8000Or^*^c900R^iw07^n1^+^\x01//\x03abc^^00x".to_vec(),
+        long,
+    ]);
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut lines = 0;
+    for dialect in Dialect::ALL {
+        for t in &texts {
+            let text = Text::new(t.clone(), dialect);
+            let mut info = ServerInfo {
+                name: text.clone(),
+                map: text.clone(),
+                gametype: Some(text.raw()),
+                version: Some(text.display()),
+                ..ServerInfo::default()
+            };
+            info.rules.push(t, t);
+            info.rules.push(b"k", t);
+            info.rules.push(t, b"again");
+            info.warnings.push(text.raw());
+            let mut p = Player::new(text.clone());
+            p.clan = Some(text.clone());
+            info.players = Some(vec![p]);
+            let r = Record::online(Some(text.raw()), &text.display(), info, None);
+            let mut line = Vec::new();
+            r.write_json(&mut line);
+            h = fnv(&line, h);
+            h = fnv(b"\n", h);
+            lines += 1;
+        }
+    }
+    println!("{lines} lines, digest {h:#018x}");
+    assert_eq!(
+        h, GOLDEN_HOSTILE,
+        "hostile text writes otherwise ({lines} lines)"
+    );
+}
+
+/// Taken at a7aea43 with the test above.
+const GOLDEN_HOSTILE: u64 = 0xc72e_c79d_16d0_78f5;

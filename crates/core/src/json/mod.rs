@@ -5,11 +5,11 @@
 //! makes each struct (with serde's derives, which serde_json and the reader use) and, from the
 //! same field list, the struct's [`FastJson`] impl, whose keys are byte literals made by
 //! `concat!`. What makes it fast is where serde_json spends on a record of ~90 strings: a
-//! string that is printable ASCII with no `"` or `\\` (nearly every name, map and server
+//! string that is printable ASCII with no `"` or `\` (nearly every name, map and server
 //! variable) is checked eight bytes at a time and copied whole; small numbers (counts,
 //! scores, pings) are written digit by digit; nothing goes through `io::Write`; names with
 //! colour codes are stripped straight into the buffer. Everything else is escaped as
-//! serde_json escapes (`\\"`, `\\\\`, `\\b`, `\\f`, `\\n`, `\\r`, `\\t`, `\\u00XX` with
+//! serde_json escapes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u00XX` with
 //! lower-case hex for the other control characters; U+007F and non-ASCII written as they
 //! are); floats and a family's `extra` go through serde_json itself. The tests compare the
 //! two byte for byte on every fixture of every family, hostile text and every record shape
@@ -173,7 +173,8 @@ pub(crate) fn write_float(out: &mut Vec<u8>, v: f64) {
 }
 
 /// Anything else (a family's `extra`, an address), through serde_json; a value it cannot
-/// write (a map with keys that are not strings) is `null`, nothing half-written.
+/// write (a map with keys that are not strings) is `null`, nothing half-written. (serde_json
+/// itself refuses the whole record then: such an extra is a family's bug.)
 pub(crate) fn write_serde<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let start = out.len();
     if serde_json::to_writer(&mut *out, v).is_err() {

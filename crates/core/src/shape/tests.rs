@@ -150,3 +150,42 @@ fn json_fields_are_the_keys_the_shape_writes() {
     assert_eq!(k[5..], ServerInfo::JSON_FIELDS);
     assert!(ServerInfo::JSON_FIELDS.iter().all(|f| v[f].is_null()));
 }
+
+/// Every shape's fast writer writes serde_json's bytes: master entries (with and without a
+/// server), and shapes as read back (their `Read` branches), not only borrowed from the model.
+#[test]
+fn every_shape_writes_fast_what_serde_writes() {
+    use super::{EntryShape, RecordShape};
+    use crate::json::FastJson;
+    let fast = |v: &dyn FastJson| {
+        let mut out = Vec::new();
+        v.write_json(&mut out);
+        String::from_utf8(out).unwrap()
+    };
+    let mut e = MasterEntry::new("[::1]:8303".parse().unwrap());
+    e.addresses = vec!["tw-0.6+udp://[::1]:8303".into(), "a\"b".into()];
+    for info in [
+        None,
+        Some(sample(Dialect::Quake)),
+        Some(sample(Dialect::Plain)),
+    ] {
+        e.info = info;
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(fast(&EntryShape::from(&e)), json);
+        let read: EntryShape = serde_json::from_str(&json).unwrap();
+        assert_eq!(fast(&read), json, "an entry as read");
+    }
+    let online = Record::online(
+        Some("127.0.0.1:27960".into()),
+        "q3",
+        sample(Dialect::Quake),
+        Some(std::time::Duration::from_micros(1234)),
+    );
+    let failed = Record::failed(None, "q3", Status::Down, "refused \"x\"".into());
+    for r in [online, failed] {
+        let json = serde_json::to_string(&r).unwrap();
+        let read: RecordShape = serde_json::from_str(&json).unwrap();
+        assert_eq!(fast(&read), json, "a record as read");
+        assert_eq!(serde_json::to_string(&read).unwrap(), json);
+    }
+}
