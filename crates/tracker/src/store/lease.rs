@@ -175,7 +175,17 @@ impl Store {
     /// file. The store is then as if [`Store::lead`] had never been asked.
     pub async fn release(&self) {
         let mut w = self.writer.lock().await;
-        if let Some(c) = w.conn.take() {
+        let unlock = w.backend == Backend::Postgres && w.lease.held;
+        if let Some(mut c) = w.conn.take() {
+            if unlock {
+                // Unlocked before the connection closes: the server drops a closed session's
+                // locks only when its backend has finished exiting, a moment after `close`
+                // returns, and a standby asking in that moment would be refused.
+                let _ = sqlx::query("SELECT pg_advisory_unlock($1)")
+                    .bind(ADVISORY_LOCK_KEY)
+                    .execute(&mut c)
+                    .await;
+            }
             let _ = sqlx::Connection::close(c).await;
         }
         w.state = None;
