@@ -12,7 +12,7 @@
 //!
 //! `community` (set by the master) and `info.country` (the server's `sv_flag`,
 //! ISO 3166-1 numeric, sent with a community token) go into the record's
-//! [`ServerExtra`](crate::view::ServerExtra) (`community`, `country`), not into its
+//! [`ServerExtra`] (`community`, `country`), not into its
 //! `location`: that is the master's placing of the server's address, these are what the
 //! server's operator declared to its community.
 //!
