@@ -142,14 +142,16 @@ async fn ddnet_with_60_clients_over_every_protocol() {
     assert_eq!((legacy.num_players, legacy.max_players), (60, 64));
     assert_eq!(extra(&legacy).datagrams, Some(3));
 
-    // The vanilla info: at most 16 clients, counts capped, the real count in the name.
+    // The vanilla info: at most 16 clients, counts capped, the real count in the name: read
+    // back (issue 33), the name without it, the list marked partial; the raw name in rules.
     let vanilla = query(&engine, server.addr, Query6::new(Mode::Vanilla)).await;
-    assert_eq!(
-        vanilla.name.display(),
-        format!("{} [60/64]", server.config.name)
-    );
-    assert_eq!((vanilla.num_players, vanilla.max_players), (15, 16));
+    assert_eq!(vanilla.name.display(), server.config.name);
+    let raw_name = format!("{} [60/64]", server.config.name);
+    assert_eq!(vanilla.rules.get("name"), Some(raw_name.as_bytes()));
+    assert_eq!((vanilla.num_players, vanilla.max_players), (60, 64));
     assert_eq!(vanilla.players.as_ref().unwrap().len(), 16);
+    assert!(vanilla.truncated);
+    assert_eq!(extra(&vanilla).partial, Some("name_count"));
     assert!(want.iter().any(|w| seen(&vanilla).contains(w)));
 
     // The 0.7 side (sixup): handshake, varints, time scores.
@@ -161,6 +163,74 @@ async fn ddnet_with_60_clients_over_every_protocol() {
     assert_eq!(sixup.password, Some(false));
     assert_eq!(sixup.num_bots, Some(0));
     assert_eq!(sixup.score_kind.map(|k| k.id()), Some("time"));
+    drop(bots);
+}
+
+/// Issue 33: DDNet answers at most 50 info requests a second (51 in 16.4) with their clients,
+/// the rest with the counts alone. 60 extended queries at once: each answer is either the
+/// full list or read as rate-limited (the count kept, `players` unknown), never an empty
+/// server; at least one is rate-limited.
+#[tokio::test(flavor = "multi_thread")]
+async fn ddnet_over_its_info_rate_limit_is_not_an_empty_server() {
+    let Some(server) = Ddnet::start(DdnetConfig::default()) else {
+        return;
+    };
+    let Some(bots) = FakeClients::connect(server.addr, clients(5)) else {
+        return;
+    };
+    let engine = Engine::bind().await.unwrap();
+    // Wait until every client is listed (a joining one shows as "(connecting)" for a moment).
+    let want = wanted(&bots.clients);
+    let deadline = std::time::Instant::now() + fragstat_testkit::wait::SETTLE;
+    while std::time::Instant::now() < deadline {
+        let info = query(&engine, server.addr, Query6::new(Mode::Extended)).await;
+        if info.players.as_ref().is_some_and(|_| seen(&info) == want) {
+            break;
+        }
+        tokio::time::sleep(fragstat_testkit::wait::POLL).await;
+    }
+    // A second on: a window of its own.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..60 {
+        let engine = engine.clone();
+        let addr = server.addr;
+        tasks.spawn(async move { query(&engine, addr, Query6::new(Mode::Extended)).await });
+    }
+    let (mut full, mut limited) = (0, 0);
+    while let Some(info) = tasks.join_next().await {
+        let info = info.unwrap();
+        assert_eq!(
+            (info.num_players, info.max_players),
+            (5, 16),
+            "{:?}",
+            info.warnings
+        );
+        match extra(&info).partial {
+            None => {
+                assert_eq!(seen(&info), want);
+                assert!(
+                    !info.truncated && info.warnings.is_empty(),
+                    "{:?}",
+                    info.warnings
+                );
+                full += 1;
+            }
+            Some("rate_limited") => {
+                assert_eq!(info.players, None, "not an empty list");
+                assert!(info.truncated);
+                assert!(info.warnings[0].starts_with("no client list"));
+                limited += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // 51 and 9 when the 60 go out within one of the server's seconds (16.4 counts 50 ticks).
+    assert_eq!(full + limited, 60);
+    assert!(
+        full >= 1 && limited >= 1,
+        "{full} full, {limited} rate-limited"
+    );
     drop(bots);
 }
 
@@ -227,4 +297,23 @@ async fn teeworlds_075_needs_the_handshake() {
         )
         .await;
     assert!(six.result.unwrap_err().is_timeout());
+}
+
+/// Issue 33: Teeworlds 0.7.5 dies (SIGSEGV, observed with Debian's 0.7.5-2) on a 0.7 info
+/// request whose browse token is −1 (varint `40`: teeworlds server.cpp at 0.7.5 skips the
+/// packer's reset for −1). A query given −1 sends another token: it is answered and the
+/// server lives on.
+#[tokio::test(flavor = "multi_thread")]
+async fn teeworlds_075_is_never_sent_browse_token_minus_one() {
+    let Some(mut server) = Teeworlds7::start("My TW7 Server", "dm1", 8) else {
+        return;
+    };
+    let engine = Engine::bind().await.unwrap();
+    let q = Query7::with_tokens(0x0badbeef, -1);
+    assert!(q.browse_token() >= 0);
+    let info = query(&engine, server.addr, q).await;
+    assert_eq!(info.name.display(), server.name);
+    let again = query(&engine, server.addr, Query7::new()).await;
+    assert_eq!(again.name.display(), server.name);
+    server.process.check_running();
 }

@@ -116,11 +116,24 @@ impl Assembly {
     }
 
     /// The main packet is here and the clients reach its count, or the reply is as big as
-    /// one is kept ([`MAX_PLAYERS`] clients, [`MAX_DATAGRAMS`] datagrams).
+    /// one is kept ([`MAX_PLAYERS`] clients, [`MAX_DATAGRAMS`] datagrams), or it is
+    /// [rate-limited](Self::rate_limited): nothing more comes.
     pub fn complete(&self) -> bool {
         self.main.as_ref().is_some_and(|m| {
             usize::try_from(m.num_clients).is_ok_and(|n| self.clients() >= n) || self.full()
-        })
+        }) || self.rate_limited()
+    }
+
+    /// The main packet has counts and no client, and no other part came: DDNet's reply over
+    /// `sv_server_info_per_second` (ddnet `src/engine/server/server.cpp` at 28baa427, lines
+    /// 2431-2435: the main datagram alone; with clients, the `iext` always holds the first
+    /// ones, lines 2458-2523), not the start of a longer one ([`crate::partial`]).
+    pub fn rate_limited(&self) -> bool {
+        self.parts.is_empty()
+            && self.main.as_ref().is_some_and(|m| {
+                m.offset.unwrap_or(0) == 0
+                    && crate::partial::without_clients(m.num_clients, m.clients.len(), m.truncated)
+            })
     }
 
     /// The reply as one [`Info`] (clients in packet order), and whether it is complete; `None`
@@ -224,6 +237,38 @@ mod tests {
         assert!(b.clients() < MAX_PLAYERS + 24);
         let (info, _) = b.finish().unwrap();
         assert_eq!(info.clients.len(), MAX_PLAYERS);
+    }
+
+    /// DDNet over its rate limit: an `iext` (or the `dtsf` at offset 0) with counts and no
+    /// client is the whole reply; with a part already here, it is not.
+    #[test]
+    fn counts_without_clients_are_complete() {
+        let bare = Info {
+            num_clients: 5,
+            ..Info::default()
+        };
+        let mut a = Assembly::new();
+        a.add_main(bare.clone());
+        assert!(a.rate_limited() && a.complete());
+        let (info, complete) = a.finish().unwrap();
+        assert!(complete && info.clients.is_empty());
+        let mut b = Assembly::new();
+        b.add_legacy(Info {
+            offset: Some(0),
+            ..bare.clone()
+        });
+        assert!(b.complete());
+        let mut more_first = Assembly::new();
+        more_first.add_more(More {
+            packet_no: 1,
+            clients: vec![c("x")],
+            ..More::default()
+        });
+        more_first.add_main(bare);
+        assert!(!more_first.rate_limited() && !more_first.complete());
+        let mut empty = Assembly::new();
+        empty.add_main(Info::default());
+        assert!(!empty.rate_limited() && empty.complete(), "an empty server");
     }
 
     #[test]

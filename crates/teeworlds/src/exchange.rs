@@ -189,7 +189,8 @@ pub struct Query7 {
 }
 
 impl Query7 {
-    /// A query with random tokens.
+    /// A query with random tokens (the browse token a random 24-bit number: never negative,
+    /// so never [`seven::CRASHING_BROWSE_TOKEN`]).
     pub fn new() -> Self {
         Self::with_tokens(
             random_token(),
@@ -197,13 +198,20 @@ impl Query7 {
         )
     }
 
-    /// A query with given tokens (for tests).
+    /// A query with given tokens (for tests). A negative browse token loses its sign bit
+    /// (−1 would crash a Teeworlds 0.7.5 server, [`seven::CRASHING_BROWSE_TOKEN`]; no
+    /// non-negative number has the varint's sign bit, so nothing sent starts `0x40`).
     pub fn with_tokens(client_token: u32, browse_token: i32) -> Self {
         Query7 {
             client_token,
             server_token: None,
-            browse_token,
+            browse_token: browse_token & i32::MAX,
         }
+    }
+
+    /// The browse token the info request carries (never negative).
+    pub fn browse_token(&self) -> i32 {
+        self.browse_token
     }
 
     /// The server's token, once the handshake is done.
@@ -602,6 +610,40 @@ mod tests {
             q.on_datagram(&reply(0x0badbeef, 0x11223344, 77)),
             Verdict::Done { output: Ok(_), .. }
         ));
+    }
+
+    /// Teeworlds 0.7.5 crashes on browse token −1 (varint `0x40`): no query sends it, nor
+    /// any negative token; the request carries the token the reply is checked against.
+    #[test]
+    fn no_query_sends_browse_token_minus_one() {
+        let sent = |mut q: Query7| {
+            let tok = seven::Packet::Token {
+                to: q.client_token,
+                token: 9,
+            };
+            assert!(matches!(
+                q.on_datagram(&tok.to_bytes().unwrap()),
+                Verdict::Advance
+            ));
+            let req = q.requests(1).unwrap().remove(0);
+            let Ok(seven::Packet::Connless {
+                body: Body::GetInfo { token },
+                ..
+            }) = seven::decode(&req)
+            else {
+                panic!("not a gie3")
+            };
+            assert_eq!(token, q.browse_token());
+            assert!(token >= 0, "{token}");
+            assert!(!req.ends_with(b"gie3\x40"));
+            token
+        };
+        assert_eq!(sent(Query7::with_tokens(5, -1)), i32::MAX);
+        assert_eq!(sent(Query7::with_tokens(5, i32::MIN)), 0);
+        assert_eq!(sent(Query7::with_tokens(5, 77)), 77);
+        for _ in 0..1000 {
+            sent(Query7::new());
+        }
     }
 
     #[test]

@@ -2,12 +2,19 @@
 //!
 //! ```json
 //! {"servers": [{"addresses": ["tw-0.6+udp://1.2.3.4:8303", "tw-0.7+udp://1.2.3.4:8303"],
-//!               "location": "eu:de",
+//!               "community": "kog", "location": "eu:de",
 //!               "info": {"max_clients": 64, "max_players": 64, "passworded": false,
+//!                        "country": 276,
 //!                        "game_type": "DDraceNetwork", "name": "…", "map": {"name": "…"},
 //!                        "version": "0.6.4, 16.4", "clients": [{"name": "…", "clan": "",
 //!                        "country": -1, "score": -9999, "is_player": true}]}}]}
 //! ```
+//!
+//! `community` (set by the master) and `info.country` (the server's `sv_flag`,
+//! ISO 3166-1 numeric, sent with a community token) go into the record's
+//! [`ServerExtra`] (`community`, `country`), not into its
+//! `location`: that is the master's placing of the server's address, these are what the
+//! server's operator declared to its community.
 //!
 //! Validation as the DDNet client does it (serverbrowser_http.cpp `Parse`, serverinfo.cpp
 //! `CServerInfo2::FromJsonRaw`): a list without a `servers` array, or a server whose
@@ -50,6 +57,17 @@ pub struct List {
 pub struct Server {
     /// Its addresses as URLs (`tw-0.6+udp://IP:PORT`…).
     pub addresses: Vec<String>,
+    /// The community it registered with (ddnet `src/mastersrv/src/main.rs` at 28baa427,
+    /// lines 191-199 `SerializedServer::community`, omitted when none: the master's name
+    /// for the server's `Community-Token`, lines 806-813). The DDNet client does not read
+    /// it (its communities come from `ddnet-info.json`): a value that is not a string is
+    /// ignored, not an error.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub community: Option<String>,
     /// Where it is (`eu:de`, `as:cn`…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
@@ -61,6 +79,7 @@ pub struct Server {
 impl PartialEq for Server {
     fn eq(&self, o: &Self) -> bool {
         self.addresses == o.addresses
+            && self.community == o.community
             && self.location == o.location
             && self.info.as_ref().map(|r| r.get()) == o.info.as_ref().map(|r| r.get())
     }
@@ -71,9 +90,16 @@ impl Server {
     pub fn new(addresses: Vec<String>, location: Option<String>, info: &Info) -> Self {
         Server {
             addresses,
+            community: None,
             location,
             info: serde_json::value::to_raw_value(info).ok(),
         }
+    }
+
+    /// The same server listed under `community`.
+    pub fn with_community(mut self, community: impl Into<String>) -> Self {
+        self.community = Some(community.into());
+        self
     }
 }
 
@@ -114,6 +140,16 @@ pub struct Info {
         skip_serializing_if = "Option::is_none"
     )]
     pub requires_login: Option<bool>,
+    /// The country the server groups itself under in its community: ISO 3166-1 numeric
+    /// (ddnet `src/engine/server/server.cpp` at 28baa427, lines 2754-2761: `sv_flag`, sent
+    /// only with `sv_register_community_token` and when not −1; `src/engine/shared/
+    /// protocol.h` lines 172-177: −1..=999). Of another type: ignored.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub country: Option<i64>,
 }
 
 /// A server's map.
@@ -197,6 +233,7 @@ impl Info {
                 .collect(),
             client_score_kind: Some("points".into()),
             requires_login: None,
+            country: None,
         }
     }
 
@@ -222,8 +259,10 @@ impl Info {
         Ok(())
     }
 
-    /// The record of this info.
-    pub fn server_info(&self, location: Option<&str>) -> ServerInfo {
+    /// The record of this info, listed at `location` under `community` (the server's
+    /// entry's fields; both go into the record as they are: `location` the record's own,
+    /// `community` and `info.country` its [`ServerExtra`]).
+    pub fn server_info(&self, location: Option<&str>, community: Option<&str>) -> ServerInfo {
         let clamp = |v: i64| i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX });
         let count = |v: i64| u32::try_from(v).unwrap_or(0);
         let mut out = ServerInfo::default();
@@ -276,6 +315,12 @@ impl Info {
             max_players: count(self.max_players),
             map_size: self.map.size.and_then(|s| u32::try_from(s).ok()),
             requires_login: self.requires_login,
+            community: community.map(str::to_string),
+            // -1 is "none" (the server leaves it out then); out of range: ignored.
+            country: self
+                .country
+                .filter(|c| (0..=999).contains(c))
+                .and_then(|c| i32::try_from(c).ok()),
             ..ServerExtra::default()
         });
         out
@@ -350,7 +395,7 @@ pub fn parse(body: &[u8]) -> Result<HttpList, DecodeError> {
             continue;
         };
         let mut entry = MasterEntry::new(addr);
-        entry.info = Some(info.server_info(s.location.as_deref()));
+        entry.info = Some(info.server_info(s.location.as_deref(), s.community.as_deref()));
         entry.addresses = s.addresses;
         out.servers.push(entry);
     }
@@ -407,6 +452,49 @@ mod tests {
         let p1 = p1.downcast_ref::<crate::view::PlayerExtra>().unwrap();
         assert_eq!((p1.country, p1.afk), (-1, None));
         assert_eq!(list.servers[1].addr, "[2001:db8::1]:8303".parse().unwrap());
+    }
+
+    /// DDNet 20: the master's `community` and the server's `info.country` (ISO numeric)
+    /// go into the record's extra; other types, −1 and out-of-range countries are ignored.
+    #[test]
+    fn community_and_country() {
+        let mut with = info("c");
+        with["country"] = json!(276);
+        let mut minus = info("m");
+        minus["country"] = json!(-1);
+        let mut odd = info("o");
+        odd["country"] = json!("de");
+        let body = json!({"servers": [
+            {"addresses": ["tw-0.6+udp://1.2.3.4:8303"], "community": "kog", "location": "eu:de", "info": with},
+            {"addresses": ["tw-0.6+udp://1.2.3.5:8303"], "community": 7, "info": minus},
+            {"addresses": ["tw-0.6+udp://1.2.3.6:8303"], "info": odd},
+            {"addresses": ["tw-0.6+udp://1.2.3.7:8303"], "info": info("none")}
+        ]});
+        let list = parse(body.to_string().as_bytes()).unwrap();
+        assert_eq!(list.servers.len(), 4, "{:?}", list.warnings);
+        let got: Vec<_> = list
+            .servers
+            .iter()
+            .map(|s| {
+                let i = s.info.as_ref().unwrap();
+                let x = i.extra_as::<ServerExtra>().unwrap();
+                (x.community.clone(), x.country, i.location.clone())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some("kog".into()), Some(276), Some("eu:de".into())),
+                (None, None, None),
+                (None, None, None),
+                (None, None, None),
+            ]
+        );
+        // Written back as the master writes them.
+        let l: List = serde_json::from_slice(body.to_string().as_bytes()).unwrap();
+        let again = String::from_utf8(render(&l)).unwrap();
+        assert!(again.contains(r#""community":"kog""#), "{again}");
+        assert!(!again.contains(r#""community":7"#), "{again}");
     }
 
     /// A list's `clients` array is anyone's: at most MAX_PLAYERS kept, every one counted.

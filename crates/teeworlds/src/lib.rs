@@ -44,6 +44,7 @@ pub mod fuzzing;
 pub mod game;
 pub mod http;
 pub mod packet;
+pub mod partial;
 pub mod registry;
 pub mod seven;
 pub mod six;

@@ -25,6 +25,15 @@ use crate::EncodeError;
 /// The token of "no token yet" (`NET_TOKEN_NONE`).
 pub const TOKEN_NONE: u32 = 0xFFFF_FFFF;
 
+/// The one browse token never sent: −1, the varint byte `0x40`. Teeworlds 0.7.5's server
+/// reads it as "no request" (teeworlds `src/engine/server/server.cpp` at tag 0.7.5 =
+/// 4fc25a17, lines 1129 and 1158: `if(Token != -1)` skips `pPacker->Reset()`, then line
+/// 1217 packs into the uninitialised `CPacker` of line 1214): Debian's 0.7.5-2 dies of
+/// SIGSEGV (observed on loopback, 2026-11-28). Fixed after 0.7.5 by teeworlds 5d682733,
+/// never released. [`Packet`]'s encoder refuses it and [`crate::exchange::Query7`] never
+/// draws it.
+pub const CRASHING_BROWSE_TOKEN: i32 = -1;
+
 /// Bytes of data a token request must carry to be answered (`NET_TOKENREQUEST_DATASIZE`).
 pub const TOKEN_REQUEST_DATA: usize = 512;
 
@@ -328,6 +337,11 @@ impl Encode for Packet {
                 out.extend_from_slice(&response_token.to_be_bytes());
                 match body {
                     Body::GetInfo { token } => {
+                        if *token == CRASHING_BROWSE_TOKEN {
+                            return Err(EncodeError::Invalid(
+                                "browse token -1 (crashes Teeworlds 0.7.5 servers)",
+                            ));
+                        }
                         out.extend_from_slice(&types::GETINFO);
                         put_varint(out, *token);
                     }
@@ -460,6 +474,30 @@ mod tests {
             panic!()
         };
         assert_eq!((i.clients.len(), i.truncated), (1, true));
+    }
+
+    /// Token −1 (varint `0x40`) crashes Teeworlds 0.7.5: it cannot be encoded; its
+    /// neighbours can.
+    #[test]
+    fn browse_token_minus_one_is_never_encoded() {
+        let get = |token| Packet::Connless {
+            token: 1,
+            response_token: 2,
+            body: Body::GetInfo { token },
+        };
+        assert!(get(CRASHING_BROWSE_TOKEN).to_bytes().is_err());
+        let mut v = Vec::new();
+        put_varint(&mut v, -1);
+        assert_eq!(v, [0x40], "the byte the server reads as -1");
+        for t in [0, -2, i32::MAX, i32::MIN] {
+            let b = get(t).to_bytes().unwrap();
+            assert!(!b.ends_with(b"gie3\x40"), "{t}");
+            assert_eq!(decode(&b).unwrap(), get(t));
+        }
+        // Decoding one (someone else's request) still works.
+        let mut d = get(0).to_bytes().unwrap();
+        *d.last_mut().unwrap() = 0x40;
+        assert_eq!(decode(&d).unwrap(), get(-1));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use fragstat_core::model::{Dialect, Player, Rules, ScoreKind, ServerInfo, Text};
 use serde::Serialize;
 
-use crate::{seven, six};
+use crate::{partial, seven, six};
 
 /// What only Teeworlds says, in the record's `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -36,6 +36,18 @@ pub struct ServerExtra {
     pub datagrams: Option<u32>,
     /// DDNet: joining needs an account.
     pub requires_login: Option<bool>,
+    /// Why the player list is partial, when it is: `name_count` (DDNet listed only the
+    /// clients that fit and put the real count in the name, ` [N/M]`: read back into
+    /// `num_players`/`max_players` and removed from the name; the counts here are then the
+    /// listed clients'), `rate_limited` (DDNet sent the counts without any client, above
+    /// `sv_server_info_per_second`: `players` is `null`). See [`crate::partial`].
+    pub partial: Option<&'static str>,
+    /// DDNet's HTTP list: the community the server registered with (`servers.json`'s
+    /// `community`, set by the master from the server's community token).
+    pub community: Option<String>,
+    /// DDNet's HTTP list: the country the server groups itself under in its community
+    /// (`info.country`, ISO 3166-1 numeric, from `sv_flag`; sent only with a community token).
+    pub country: Option<i32>,
 }
 
 /// Per-player fields, in the player's `extra`.
@@ -83,6 +95,10 @@ pub enum Form {
 
 /// The record of a 0.6 reply (assembled when it spans datagrams). `complete` is false when
 /// fewer clients came than announced (a query that timed out waiting for the rest).
+///
+/// DDNet's vanilla reply with more than 16 clients has its real count read back from the name
+/// ([`crate::partial::vanilla_cut`]); a reply with counts and no client is rate-limited
+/// ([`crate::partial`]): `players` is `None` then, not an empty list.
 pub fn from_six(info: &six::Info, form: Form, datagrams: u32, complete: bool) -> ServerInfo {
     let mut out = ServerInfo::default();
     out.name = plain(&info.name);
@@ -99,21 +115,12 @@ pub fn from_six(info: &six::Info, form: Form, datagrams: u32, complete: bool) ->
             .map(|c| player(&c.name, &c.clan, c.country, c.score, c.is_player == 0))
             .collect(),
     );
-    let mut rules = Rules::new();
-    rules.push("version", &info.version);
-    rules.push("name", &info.name);
-    rules.push("map", &info.map);
-    if let (Some(crc), Some(size)) = (info.map_crc, info.map_size) {
-        rules.push("map_crc", crc.to_string());
-        rules.push("map_size", size.to_string());
-    }
-    rules.push("gametype", &info.gametype);
-    rules.push("flags", info.flags.to_string());
-    rules.push("num_players", info.num_players.to_string());
-    rules.push("max_players", info.max_players.to_string());
-    rules.push("num_clients", info.num_clients.to_string());
-    rules.push("max_clients", info.max_clients.to_string());
-    out.rules = rules;
+    let cut = match form {
+        Form::Vanilla => partial::vanilla_cut(info),
+        _ => None,
+    };
+    let limited = partial::without_clients(info.num_clients, info.clients.len(), info.truncated);
+    out.rules = six_rules(info);
     let listed = info.clients.len();
     let announced = usize::try_from(info.num_clients).unwrap_or(0);
     if info.truncated {
@@ -122,12 +129,13 @@ pub fn from_six(info: &six::Info, form: Form, datagrams: u32, complete: bool) ->
             "reply cut inside a client entry; {listed} complete clients kept"
         ));
     }
-    if !complete {
+    let why = mark_partial(&mut out, &info.name, cut, limited, listed);
+    if why.is_none() && !complete {
         out.truncated = true;
         out.warnings.push(format!(
             "{listed} of {announced} clients received ({datagrams} datagrams)"
         ));
-    } else if listed > announced {
+    } else if why.is_none() && listed > announced {
         // DDNet caps the vanilla counts at 15 or 16 but may list 16 clients.
         out.warnings.push(format!(
             "{listed} clients listed, {announced} announced (counts capped by the server)"
@@ -151,12 +159,69 @@ pub fn from_six(info: &six::Info, form: Form, datagrams: u32, complete: bool) ->
         map_crc: info.map_crc.map(|c| c as u32),
         map_size: info.map_size.and_then(|s| u32::try_from(s).ok()),
         datagrams: Some(datagrams),
+        partial: why,
         ..ServerExtra::default()
     });
     out
 }
 
+/// The header fields of a 0.6 reply, raw.
+fn six_rules(info: &six::Info) -> Rules {
+    let mut rules = Rules::new();
+    rules.push("version", &info.version);
+    rules.push("name", &info.name);
+    rules.push("map", &info.map);
+    if let (Some(crc), Some(size)) = (info.map_crc, info.map_size) {
+        rules.push("map_crc", crc.to_string());
+        rules.push("map_size", size.to_string());
+    }
+    rules.push("gametype", &info.gametype);
+    rules.push("flags", info.flags.to_string());
+    rules.push("num_players", info.num_players.to_string());
+    rules.push("max_players", info.max_players.to_string());
+    rules.push("num_clients", info.num_clients.to_string());
+    rules.push("max_clients", info.max_clients.to_string());
+    rules
+}
+
+/// Marks a record whose player list is partial ([`crate::partial`]): the real count read
+/// back from the name (`cut`), or no client at all (`limited`). Returns
+/// [`ServerExtra::partial`].
+fn mark_partial(
+    out: &mut ServerInfo,
+    name: &[u8],
+    cut: Option<partial::NameCount>,
+    limited: bool,
+    listed: usize,
+) -> Option<&'static str> {
+    if let Some(c) = cut {
+        out.name = plain(name.get(..c.stem).unwrap_or(name));
+        out.num_players = c.clients;
+        out.max_players = out.max_players.max(c.slots);
+        // The spectators and bots among the clients not listed are unknown.
+        out.num_spectators = None;
+        out.num_bots = None;
+        out.truncated = true;
+        if !limited {
+            out.warnings.push(partial::cut_warning(listed, c));
+        }
+    }
+    if limited {
+        out.players = None;
+        out.num_bots = None;
+        out.truncated = true;
+        out.warnings
+            .push(partial::rate_limited_warning(out.num_players));
+        return Some("rate_limited");
+    }
+    cut.map(|_| "name_count")
+}
+
 /// The record of a 0.7 reply.
+///
+/// DDNet's reply cut to one datagram has its real count read back from the name
+/// ([`crate::partial::sixup_cut`]); a reply with counts and no client is rate-limited
+/// ([`crate::partial`]): `players` is `None` then, not an empty list.
 pub fn from_seven(info: &seven::Info) -> ServerInfo {
     use seven::{client_flags, server_flags};
     let mut out = ServerInfo::default();
@@ -190,26 +255,17 @@ pub fn from_seven(info: &seven::Info) -> ServerInfo {
         .filter(|c| c.flags & client_flags::BOT != 0)
         .count();
     out.num_bots = u32::try_from(bots).ok();
-    let mut rules = Rules::new();
-    rules.push("version", &info.version);
-    rules.push("name", &info.name);
-    rules.push("hostname", &info.hostname);
-    rules.push("map", &info.map);
-    rules.push("gametype", &info.gametype);
-    rules.push("flags", info.flags.to_string());
-    rules.push("skill_level", info.skill_level.to_string());
-    rules.push("num_players", info.num_players.to_string());
-    rules.push("max_players", info.max_players.to_string());
-    rules.push("num_clients", info.num_clients.to_string());
-    rules.push("max_clients", info.max_clients.to_string());
-    out.rules = rules;
+    out.rules = seven_rules(info);
     let listed = info.clients.len();
+    let cut = partial::sixup_cut(info);
+    let limited = partial::without_clients(info.num_clients, listed, info.truncated);
+    let why = mark_partial(&mut out, &info.name, cut, limited, listed);
     if info.truncated {
         out.truncated = true;
         out.warnings.push(format!(
             "reply cut inside a client entry; {listed} complete clients kept"
         ));
-    } else if listed < usize::try_from(info.num_clients).unwrap_or(0) {
+    } else if why.is_none() && listed < usize::try_from(info.num_clients).unwrap_or(0) {
         out.warnings
             .push(format!("{listed} of {} clients listed", info.num_clients));
     }
@@ -226,9 +282,27 @@ pub fn from_seven(info: &seven::Info) -> ServerInfo {
         hostname: Some(lossy(&info.hostname)),
         skill_level: Some(info.skill_level),
         datagrams: Some(1),
+        partial: why,
         ..ServerExtra::default()
     });
     out
+}
+
+/// The header fields of a 0.7 reply, raw.
+fn seven_rules(info: &seven::Info) -> Rules {
+    let mut rules = Rules::new();
+    rules.push("version", &info.version);
+    rules.push("name", &info.name);
+    rules.push("hostname", &info.hostname);
+    rules.push("map", &info.map);
+    rules.push("gametype", &info.gametype);
+    rules.push("flags", info.flags.to_string());
+    rules.push("skill_level", info.skill_level.to_string());
+    rules.push("num_players", info.num_players.to_string());
+    rules.push("max_players", info.max_players.to_string());
+    rules.push("num_clients", info.num_clients.to_string());
+    rules.push("max_clients", info.max_clients.to_string());
+    rules
 }
 
 /// Sets a player's `afk` (DDNet's master list).

@@ -1,17 +1,18 @@
 //! Sans-IO emulated servers and masters: a vanilla Teeworlds 0.6 server, a Teeworlds 0.7
-//! server (token handshake), a DDNet 16 server (vanilla, extended and legacy 64 info, and
-//! 0.7 "sixup"), and the 0.6 and 0.7 UDP masters.
+//! server (token handshake), a DDNet server (vanilla, extended and legacy 64 info, and
+//! 0.7 "sixup"; DDNet 16.4's version string, DDNet 20's limits), and the 0.6 and 0.7 UDP
+//! masters.
 //!
 //! They answer as the engines do (ddnet `server.cpp` `CacheServerInfo`,
 //! `CacheServerInfoSixup`, `SendServerInfo`; teeworlds `server.cpp` `GenerateServerInfo`,
 //! `network_token.cpp`; `mastersrv.cpp`): DDNet splits an extended reply when a datagram
 //! reaches `NET_MAX_CONNLESS_PAYLOAD − 18` bytes, sends 24 clients per `dtsf`, caps the
-//! vanilla reply at 16 clients with the real count in the name; 0.7 servers answer nothing
-//! without the handshake and a token request under 512 bytes of data.
+//! vanilla reply at 16 clients with the real count in the name, serves up to 128 clients,
+//! cuts its 0.7 reply to the clients that fit one datagram with the real count in the name
+//! ([`sixup`]), and limits its info replies ([`InfoLimits`]: above 50 a second without
+//! clients, above 500 none); 0.7 servers answer nothing without the handshake and a token
+//! request under 512 bytes of data.
 
-use fragstat_core::registry::{EmuError, EmuMaster, EmuServer, Emulate, FamilyGame, HttpBody};
-
-use crate::game::TeeworldsGame;
 use crate::Encode;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -21,6 +22,12 @@ use fragstat_core::service::{Outbox, Service};
 use crate::http;
 use crate::seven::{self, Body};
 use crate::six::{self, Client, Info, More};
+
+mod limit;
+mod registry;
+pub mod sixup;
+
+pub use limit::{Answer, InfoLimits};
 
 /// Which engine an emulated server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +99,8 @@ pub struct ServerConfig {
     pub skill_level: i32,
     /// Clients in slot order.
     pub clients: Vec<EmuClient>,
+    /// Limits on info replies ([`InfoLimits::DDNET`] for DDNet, else none).
+    pub info_limits: InfoLimits,
 }
 
 const COUNTRIES: [i32; 6] = [-1, 276, 840, 250, 643, 36];
@@ -122,6 +131,10 @@ impl ServerConfig {
             password: false,
             skill_level: 1,
             clients: Vec::new(),
+            info_limits: match flavor {
+                Flavor::Ddnet => InfoLimits::DDNET,
+                _ => InfoLimits::OFF,
+            },
         };
         c.set_clients(clients, 0);
         c
@@ -183,11 +196,13 @@ const MAX_CONNLESS_PAYLOAD: usize = 1394;
 /// DDNet: at most 16 clients in the vanilla reply (`VANILLA_MAX_CLIENTS`).
 const VANILLA_MAX_CLIENTS: usize = 16;
 
-/// An emulated server.
+/// An emulated server. [`EmulatedServer::respond`] answers every request in full; as a
+/// [`Service`] it keeps its [`InfoLimits`] ([`EmulatedServer::respond_at`]).
 #[derive(Debug, Clone)]
 pub struct EmulatedServer {
     config: ServerConfig,
     secret: u64,
+    window: limit::Window,
 }
 
 /// A 0.7 token for `addr` derived from a secret (stateless, like teeworlds'
@@ -215,6 +230,7 @@ impl EmulatedServer {
         EmulatedServer {
             config,
             secret: fastrand::u64(..),
+            window: limit::Window::default(),
         }
     }
 
@@ -230,6 +246,13 @@ impl EmulatedServer {
 
     /// The `inf3` this server sends for `token` (DDNet: the capped vanilla form).
     pub fn vanilla_info(&self, token: i32) -> Info {
+        self.vanilla_reply(token, Answer::Full)
+    }
+
+    /// The `inf3`; without clients unless `answer` is [`Answer::Full`] (ddnet server.cpp at
+    /// 28baa427, lines 2348-2363: the name with ` [N/M]` when over 16 slots, at most 64
+    /// bytes; 2383-2400: the counts capped; 2431-2435: no clients over the rate limit).
+    fn vanilla_reply(&self, token: i32, answer: Answer) -> Info {
         let c = &self.config;
         let mut clients = c.clients.len();
         let mut players = c.num_players();
@@ -238,7 +261,8 @@ impl EmulatedServer {
         let mut name = c.name.clone();
         if c.flavor == Flavor::Ddnet {
             if c.max_clients as usize > VANILLA_MAX_CLIENTS {
-                name.extend_from_slice(format!(" [{}/{}]", clients, c.max_clients).as_bytes());
+                let slots = (c.max_clients as usize).max(clients);
+                name = sixup::with_count(&c.name, clients, slots, 64);
             }
             if clients >= VANILLA_MAX_CLIENTS {
                 clients = if clients < c.max_clients as usize {
@@ -251,6 +275,11 @@ impl EmulatedServer {
             max_clients = max_clients.min(16);
             max_players = max_players.min(16);
         }
+        let listed = if answer == Answer::Full {
+            VANILLA_MAX_CLIENTS
+        } else {
+            0
+        };
         Info {
             token,
             version: c.version.clone(),
@@ -265,7 +294,7 @@ impl EmulatedServer {
             clients: c
                 .clients
                 .iter()
-                .take(VANILLA_MAX_CLIENTS)
+                .take(listed)
                 .map(|cl| ServerConfig::client06(cl, false))
                 .collect(),
             ..Info::default()
@@ -295,10 +324,19 @@ impl EmulatedServer {
 
     /// DDNet's extended reply for `token`: an `iext` and as many `iex+` as the clients need.
     pub fn extended_info(&self, token: i32) -> Vec<six::Packet> {
+        self.extended_reply(token, Answer::Full)
+    }
+
+    /// The extended reply; the `iext` alone (counts, no client) unless `answer` is
+    /// [`Answer::Full`].
+    fn extended_reply(&self, token: i32, answer: Answer) -> Vec<six::Packet> {
         let mut main = self.header_info(token);
         main.map_crc = Some(self.config.map_crc as i32);
         main.map_size = Some(Self::int_u32(self.config.map_size));
         main.reserved = Some(Vec::new());
+        if answer != Answer::Full {
+            return vec![six::Packet::InfoExtended(main)];
+        }
         // The cache holds everything after the type and the token; a chunk is closed when it
         // reaches the limit, the client that overflowed it starting the next one.
         let limit = MAX_CONNLESS_PAYLOAD - 18;
@@ -330,9 +368,17 @@ impl EmulatedServer {
         packets
     }
 
-    /// DDNet's legacy 64 reply for `token`: 24 clients per `dtsf`.
+    /// DDNet's legacy 64 reply for `token`: 24 clients per `dtsf` (all of them: DDNet 20
+    /// sends 128 this way too, server.cpp line 2447).
     pub fn legacy_info(&self, token: i32) -> Vec<Info> {
-        let chunks: Vec<&[EmuClient]> = if self.config.clients.is_empty() {
+        self.legacy_reply(token, Answer::Full)
+    }
+
+    /// The legacy reply; one `dtsf` at offset 0 without clients unless `answer` is
+    /// [`Answer::Full`].
+    fn legacy_reply(&self, token: i32, answer: Answer) -> Vec<Info> {
+        let chunks: Vec<&[EmuClient]> = if self.config.clients.is_empty() || answer != Answer::Full
+        {
             vec![&[]]
         } else {
             self.config.clients.chunks(24).collect()
@@ -350,48 +396,6 @@ impl EmulatedServer {
                 info
             })
             .collect()
-    }
-
-    /// The 0.7 `inf3` for `browse_token` (DDNet sixup: `0.7↔` version, time scores).
-    pub fn seven_info(&self, browse_token: i32) -> seven::Info {
-        let c = &self.config;
-        let ddnet = c.flavor == Flavor::Ddnet;
-        let mut version = c.version.clone();
-        let mut flags = i32::from(c.password) * seven::server_flags::PASSWORD;
-        if ddnet {
-            version = ["0.7↔".as_bytes(), &c.version].concat();
-            flags |= seven::server_flags::TIMESCORE;
-        }
-        seven::Info {
-            token: browse_token,
-            version,
-            name: c.name.clone(),
-            hostname: c.hostname.clone(),
-            map: c.map.clone(),
-            gametype: c.gametype.clone(),
-            flags,
-            skill_level: c.skill_level,
-            num_players: ServerConfig::int(c.num_players()),
-            max_players: Self::int_u32(c.max_players),
-            num_clients: ServerConfig::int(c.clients.len()),
-            max_clients: Self::int_u32(c.max_clients),
-            clients: c
-                .clients
-                .iter()
-                .map(|cl| seven::Client {
-                    name: cl.name.clone(),
-                    clan: cl.clan.clone(),
-                    country: cl.country,
-                    score: cl.score,
-                    flags: if cl.player {
-                        0
-                    } else {
-                        seven::client_flags::SPECTATOR
-                    } | if cl.bot { seven::client_flags::BOT } else { 0 },
-                })
-                .collect(),
-            truncated: false,
-        }
     }
 
     /// What DDNet's HTTP master would list for this server.
@@ -423,44 +427,74 @@ impl EmulatedServer {
                 .collect(),
             client_score_kind: (c.flavor == Flavor::Ddnet).then(|| "time".to_string()),
             requires_login: None,
+            country: None,
         }
     }
 
-    /// Answers one datagram from `from`.
+    /// Answers one datagram from `from`, every info request in full (no [`InfoLimits`]).
     pub fn respond(&self, from: SocketAddr, datagram: &[u8]) -> Vec<Vec<u8>> {
+        self.respond_with(from, datagram, &mut || Answer::Full)
+    }
+
+    /// Answers one datagram from `from` at `now` within the server's [`InfoLimits`] (what
+    /// the server does as a [`Service`]): each info request counts in the one window of
+    /// every requester; the 0.7 handshake does not.
+    pub fn respond_at(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> Vec<Vec<u8>> {
+        let limits = self.config.info_limits;
+        let mut window = self.window;
+        let out = self.respond_with(from, datagram, &mut || window.answer(limits, now));
+        self.window = window;
+        out
+    }
+
+    /// Answers `datagram`; `answer` is asked once per info request (and only then).
+    fn respond_with(
+        &self,
+        from: SocketAddr,
+        datagram: &[u8],
+        answer: &mut dyn FnMut() -> Answer,
+    ) -> Vec<Vec<u8>> {
         let flavor = self.config.flavor;
         match datagram.first() {
             Some(&seven::CONTROL | &seven::CONNLESS) if flavor != Flavor::Vanilla06 => {
-                self.respond7(from, datagram)
+                self.respond7(from, datagram, answer)
             }
-            Some(0xFF | b'x') if flavor != Flavor::Teeworlds07 => self.respond6(datagram),
+            Some(0xFF | b'x') if flavor != Flavor::Teeworlds07 => self.respond6(datagram, answer),
             _ => Vec::new(),
         }
     }
 
-    fn respond6(&self, datagram: &[u8]) -> Vec<Vec<u8>> {
+    fn respond6(&self, datagram: &[u8], answer: &mut dyn FnMut() -> Answer) -> Vec<Vec<u8>> {
+        let ddnet = self.config.flavor == Flavor::Ddnet;
         let packets = match six::decode(datagram) {
-            Ok(six::Packet::GetInfo { token, extra_token }) => {
-                match (self.config.flavor, extra_token) {
-                    (Flavor::Ddnet, Some(extra)) => {
-                        self.extended_info(i32::from(token) | i32::from(extra) << 8)
-                    }
-                    // A vanilla server does not know the extended header and answers the
-                    // request behind it.
-                    _ => vec![six::Packet::Info(self.vanilla_info(i32::from(token)))],
+            Ok(six::Packet::GetInfo { token, extra_token }) => match (answer(), extra_token) {
+                (Answer::Nothing, _) => Vec::new(),
+                (a, Some(extra)) if ddnet => {
+                    self.extended_reply(i32::from(token) | i32::from(extra) << 8, a)
                 }
-            }
-            Ok(six::Packet::GetInfo64 { token }) if self.config.flavor == Flavor::Ddnet => self
-                .legacy_info(i32::from(token))
-                .into_iter()
-                .map(six::Packet::Info64)
-                .collect(),
+                // A vanilla server does not know the extended header and answers the
+                // request behind it.
+                (a, _) => vec![six::Packet::Info(self.vanilla_reply(i32::from(token), a))],
+            },
+            Ok(six::Packet::GetInfo64 { token }) if ddnet => match answer() {
+                Answer::Nothing => Vec::new(),
+                a => self
+                    .legacy_reply(i32::from(token), a)
+                    .into_iter()
+                    .map(six::Packet::Info64)
+                    .collect(),
+            },
             _ => Vec::new(),
         };
         packets.iter().filter_map(|p| p.to_bytes().ok()).collect()
     }
 
-    fn respond7(&self, from: SocketAddr, datagram: &[u8]) -> Vec<Vec<u8>> {
+    fn respond7(
+        &self,
+        from: SocketAddr,
+        datagram: &[u8],
+        answer: &mut dyn FnMut() -> Answer,
+    ) -> Vec<Vec<u8>> {
         let mine = self.token_for(&from);
         let reply = match seven::decode(datagram) {
             // network_token.cpp: under 512 bytes of data, no answer (anti-amplification).
@@ -475,10 +509,13 @@ impl EmulatedServer {
                 token,
                 response_token,
                 body: Body::GetInfo { token: browse },
-            }) if token == mine => seven::Packet::Connless {
-                token: response_token,
-                response_token: mine,
-                body: Body::Info(self.seven_info(browse)),
+            }) if token == mine => match answer() {
+                Answer::Nothing => return Vec::new(),
+                a => seven::Packet::Connless {
+                    token: response_token,
+                    response_token: mine,
+                    body: Body::Info(self.seven_reply(browse, a)),
+                },
             },
             _ => return Vec::new(),
         };
@@ -487,8 +524,9 @@ impl EmulatedServer {
 }
 
 impl Service for EmulatedServer {
-    fn handle(&mut self, _now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
-        out.extend(self.respond(from, datagram).into_iter().map(|d| (from, d)));
+    fn handle(&mut self, now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
+        let replies = self.respond_at(now, from, datagram);
+        out.extend(replies.into_iter().map(|d| (from, d)));
     }
 }
 
@@ -601,112 +639,5 @@ impl Service for EmulatedMaster {
 
 #[cfg(test)]
 mod tests;
-impl TeeworldsGame {
-    /// The emulator that plays the game.
-    pub(crate) fn flavor(&self) -> Flavor {
-        match self {
-            TeeworldsGame::Teeworlds => Flavor::Vanilla06,
-            TeeworldsGame::Teeworlds07 => Flavor::Teeworlds07,
-            TeeworldsGame::Ddnet => Flavor::Ddnet,
-        }
-    }
-
-    /// The emulator's configuration for `config`, or why the protocol cannot carry it.
-    pub(crate) fn server_config(&self, config: &EmuServer) -> Result<ServerConfig, EmuError> {
-        let flavor = self.flavor();
-        let limit = flavor.max_clients();
-        if config.players > limit {
-            return Err(EmuError::Config(format!(
-                "{} clients: a {} server has at most {limit}",
-                config.players,
-                self.meta().title
-            )));
-        }
-        if u64::from(config.max_players) < config.players as u64 {
-            return Err(EmuError::Config(format!(
-                "{} client slots cannot hold {} clients",
-                config.max_players, config.players
-            )));
-        }
-        for (field, v, max) in [("server name", &config.name, 63), ("map", &config.map, 31)] {
-            if v.contains(&0) || v.len() > max {
-                return Err(EmuError::Config(format!(
-                    "the {field} must be at most {max} bytes without NUL"
-                )));
-            }
-        }
-        if config.heartbeat_to.is_some() {
-            return Err(EmuError::Config(
-                "Teeworlds emulators do not register with masters".into(),
-            ));
-        }
-        config.check_no_private_slots(&self.meta().title)?;
-        let mut c = ServerConfig::sample(flavor, &config.name, 0);
-        if !config.map.is_empty() {
-            c.map = config.map.clone();
-        }
-        if let Some(gt) = &config.gametype {
-            if gt.contains('\0') || gt.len() > 15 {
-                return Err(EmuError::Config(
-                    "the game type must be at most 15 bytes".into(),
-                ));
-            }
-            c.gametype = gt.as_bytes().to_vec();
-        }
-        c.max_clients = config.max_players;
-        c.max_players = config.max_players;
-        c.password = config.password;
-        c.set_clients(config.players, config.seed);
-        Ok(c)
-    }
-}
-
-impl Emulate for TeeworldsGame {
-    /// Teeworlds and DDNet draw no colour codes: a `^1` would show as text.
-    fn default_name(&self) -> &'static str {
-        "fragstat emulated server"
-    }
-
-    fn emulated_server(&self, config: &EmuServer) -> Result<Box<dyn Service>, EmuError> {
-        let server = EmulatedServer::new(self.server_config(config)?);
-        Ok(config.guarded(
-            fragstat_core::registry::FamilyGame::meta(*self).engine,
-            Box::new(server),
-        ))
-    }
-
-    fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
-        // DDNet's own master is HTTP ([`Self::emulated_http_list`]); the emulated UDP one is
-        // the 0.6 master DDNet used before it (read it as `teeworlds`).
-        Ok(Box::new(EmulatedMaster::new(
-            config.servers.clone(),
-            *self == TeeworldsGame::Teeworlds07,
-        )))
-    }
-
-    /// DDNet's `servers.json`: each server with the info its emulator answers with.
-    fn emulated_http_list(
-        &self,
-        servers: &[(SocketAddr, EmuServer)],
-    ) -> Result<HttpBody, EmuError> {
-        if *self != TeeworldsGame::Ddnet {
-            return Err(EmuError::Unsupported(format!(
-                "{}: the master is a UDP master (serve it without an HTTP list)",
-                self.id()
-            )));
-        }
-        let mut list = crate::http::List::default();
-        for (addr, config) in servers {
-            let c = self.server_config(config)?;
-            list.servers.push(crate::http::Server::new(
-                vec![format!("tw-0.6+udp://{addr}")],
-                Some("eu:de".into()),
-                &crate::http::Info::of_emulated(&c),
-            ));
-        }
-        Ok(HttpBody {
-            content_type: "application/json",
-            body: crate::http::render(&list),
-        })
-    }
-}
+#[cfg(test)]
+mod tests_ddnet20;

@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::exchange::{Master6, Master7, Mode, Query6, Query7};
+use crate::game::TeeworldsGame;
+use fragstat_core::registry::{EmuServer, Emulate};
 use fragstat_core::{Exchange, Verdict};
 
 /// Runs an exchange against a responder until it finishes.
@@ -40,10 +42,13 @@ fn ddnet_with_many_clients_splits_and_assembles() {
     assert_eq!(info.name.as_bytes(), b"big");
     let legacy = drive(&mut Query6::new(Mode::Legacy64), |r| s.respond(me, r));
     assert_eq!(legacy.players.as_ref().unwrap().len(), 64);
+    // The vanilla reply lists 16 with "big [64/64]": the count read back from the name.
     let vanilla = drive(&mut Query6::new(Mode::Vanilla), |r| s.respond(me, r));
-    assert_eq!(vanilla.name.as_bytes(), b"big [64/64]");
-    assert_eq!((vanilla.num_players, vanilla.max_players), (16, 16));
+    assert_eq!(vanilla.name.as_bytes(), b"big");
+    assert_eq!(vanilla.rules.get("name"), Some(&b"big [64/64]"[..]));
+    assert_eq!((vanilla.num_players, vanilla.max_players), (64, 64));
     assert_eq!(vanilla.players.as_ref().unwrap().len(), 16);
+    assert!(vanilla.truncated);
     let sixup = drive(&mut Query7::new(), |r| s.respond(me, r));
     assert_eq!(sixup.version.as_deref(), Some("0.7↔0.6.4, 16.4"));
     assert_eq!(sixup.num_players, 64);
