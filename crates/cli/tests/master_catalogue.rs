@@ -168,3 +168,50 @@ fn list_masters_and_master_at_checks() {
         .unwrap();
     assert_eq!(xonotic["catalogue"].as_array().unwrap().len(), 6);
 }
+
+/// The emulated master's quirks from the command line: `--master-short-only` answers the
+/// short form CoD's masters are asked with, `--eot bare-every` marks every datagram as
+/// Activision's do; each of CoD's three entries (five protocols each, asked in turn) lists
+/// the farm's servers.
+#[test]
+fn serve_shows_the_short_form_and_bare_eot_quirks() {
+    let f = farm("cod", "3", &["--eot", "bare-every", "--master-short-only"]);
+    let mut args: Vec<String> = ["master", "cod", "--format", "json"]
+        .map(String::from)
+        .to_vec();
+    args.extend(master_at("cod", &[&f, &f, &f]));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&argv);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let masters = v["masters"].as_array().unwrap();
+    assert!(
+        masters
+            .iter()
+            .all(|m| m["status"] == "online" && m["servers"] == 3),
+        "{v:#}"
+    );
+    assert!(
+        masters.iter().all(|m| m["catalogue"]["form"] == "short"),
+        "{v:#}"
+    );
+    let servers = v["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 3, "{v:#}");
+    assert!(servers
+        .iter()
+        .all(|s| s["listed_by"].as_array().unwrap().len() == 3));
+    // A request naming the game gets nothing from it.
+    let named = run(&[
+        "master",
+        "cod",
+        &f.master.unwrap().to_string(),
+        "--ext",
+        "--gamename",
+        "CoD",
+        "--master-timeout-ms",
+        "300",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(named.status.code(), Some(3), "{}", stderr_of(&named));
+}
