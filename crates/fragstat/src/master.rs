@@ -244,6 +244,14 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Every master of `game`'s catalogue ([`Client::master_list`] with no master given,
+    /// without naming the empty list's type).
+    pub fn master_list_catalogue(&self, game: &GameRef) -> MasterListRequest {
+        self.master_list(game, Vec::<Target>::new())
+    }
+}
+
 impl MasterListRequest {
     /// The extended request where the game has one (Quake III `getserversExt`: IPv6
     /// servers too).

@@ -169,7 +169,7 @@ async fn rtcw_short_form_and_both_protocols() {
         dpm.master.unwrap(),
     ];
     let list = client(Duration::from_secs(2))
-        .master_list(&rtcw, Vec::<String>::new())
+        .master_list_catalogue(&rtcw)
         .catalogue(local(&rtcw, &at))
         .await
         .unwrap();
