@@ -22,6 +22,7 @@ mod decode;
 mod list;
 #[cfg(feature = "master-server")]
 mod master_server;
+mod masters;
 mod output;
 mod progress;
 mod records;
@@ -70,7 +71,7 @@ enum Command {
     Query(scan::QueryArgs),
     /// List servers from master servers (several are merged, duplicates removed).
     #[command(
-        after_help = "Examples:\n  fragstat master q3 master.example.org\n  fragstat master openarena dpmaster.example.org --ext --probe -P\n  fragstat master ddnet master1.ddnet.org   # HTTP: https://HOST/ddnet/15/servers.json"
+        after_help = "Examples:\n  fragstat master rtcw   # every master of the catalogue (--list-masters), merged\n  fragstat master q3 master.example.org\n  fragstat master openarena dpmaster.example.org --ext --probe -P\n  fragstat master ddnet master1.ddnet.org   # HTTP: https://HOST/ddnet/15/servers.json"
     )]
     Master(scan::MasterArgs),
     /// Decode saved datagrams (UDP payloads) as JSON: one datagram, or the parts of one
@@ -421,6 +422,7 @@ fn games(format: GamesFormat) -> anyhow::Result<ExitCode> {
                 "master_port": g.master_port(),
                 "aliases": g.aliases(),
                 "master_types": master_types(g),
+                "catalogue": g.catalogue(),
             })
         })
         .collect();

@@ -130,7 +130,7 @@ impl Output {
         let (spare_tx, spare) = mpsc::channel::<Vec<u8>>();
         let streaming = format == Format::Ndjson && view.sort.is_empty();
         let reports: Option<Vec<serde_json::Value>> =
-            masters.map(|m| m.iter().map(crate::scan::report_json).collect());
+            masters.map(|m| m.iter().map(crate::masters::report_json).collect());
         let filter = view.filter;
         let thread = std::thread::spawn(move || -> Result<(), Stop> {
             let stdout = io::stdout();
@@ -339,11 +339,12 @@ impl Output {
 
 /// Prints a master's merged list (no probing): JSON is always `{"masters": […], "servers":
 /// […]}` (an empty list when every master failed), NDJSON a line per master
-/// (`{"master": {…}}`) and then one per server.
+/// (`{"master": {…}}`) and then one per server; each server with `listed_by`, the masters
+/// that listed it.
 pub fn master_list(
     game: &str,
     format: Format,
-    servers: &[MasterEntry],
+    (servers, listed_by): (&[MasterEntry], &[Vec<String>]),
     report: &[serde_json::Value],
     masters: usize,
     view: &View,
@@ -398,6 +399,7 @@ pub fn master_list(
             eprintln!("{from}");
         }
         Format::Json => {
+            let servers = with_listed_by(servers, listed_by)?;
             serde_json::to_writer_pretty(
                 &mut out,
                 &serde_json::json!({"masters": report, "servers": servers}),
@@ -411,12 +413,31 @@ pub fn master_list(
                     .map_err(io::Error::from)?;
                 writeln!(out)?;
             }
-            for s in servers {
-                serde_json::to_writer(&mut out, s).map_err(io::Error::from)?;
+            for s in with_listed_by(servers, listed_by)? {
+                serde_json::to_writer(&mut out, &s).map_err(io::Error::from)?;
                 writeln!(out)?;
             }
         }
     }
     out.flush()?;
     Ok(())
+}
+
+/// Each list entry as JSON with `listed_by`: the masters that listed it (docs/json.md).
+fn with_listed_by(
+    servers: &[MasterEntry],
+    listed_by: &[Vec<String>],
+) -> Result<Vec<serde_json::Value>, Stop> {
+    servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut v = serde_json::to_value(s).map_err(io::Error::from)?;
+            if let Some(obj) = v.as_object_mut() {
+                let by = listed_by.get(i).cloned().unwrap_or_default();
+                obj.insert("listed_by".into(), serde_json::json!(by));
+            }
+            Ok(v)
+        })
+        .collect()
 }

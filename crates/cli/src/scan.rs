@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use fragstat::core::model::MasterEntry;
 use fragstat::core::record::{Record, Status};
 use fragstat::core::registry::{Ask, GameRef, MasterQuery};
 use fragstat::{defaults, Client};
@@ -89,9 +88,9 @@ pub struct ScanArgs {
 
 impl ScanArgs {
     /// The client for this command: its options over the shared defaults.
-    /// `master`: the master timeout, the per-address cap and whether private addresses are
-    /// kept (`None` for `query`).
-    async fn client(&self, master: Option<(u64, u64, bool)>) -> anyhow::Result<Client> {
+    /// `master`: the master timeout, the per-address cap, whether private addresses are kept
+    /// and the quiet period (`None` for `query`).
+    async fn client(&self, master: Option<(u64, u64, bool, u64)>) -> anyhow::Result<Client> {
         let mut b = Client::builder()
             .timeout(Duration::from_millis(self.timeout_ms))
             .retries(self.retries)
@@ -101,11 +100,12 @@ impl ScanArgs {
             .rate((self.rate > 0).then_some(self.rate))
             .deadline(self.deadline())
             .resolve_timeout(self.resolve_timeout());
-        if let Some((ms, max_per_ip, keep_private)) = master {
+        if let Some((ms, max_per_ip, keep_private, quiet)) = master {
             // HTTP lists take a few seconds at least.
             let http = Duration::from_millis(ms.max(5000));
             b = b
                 .master_timeout(Duration::from_millis(ms))
+                .master_quiet(Duration::from_millis(quiet))
                 .http_timeout(self.deadline().map_or(http, |d| d.min(http)));
             let max_per_ip = usize::try_from(max_per_ip).unwrap_or(usize::MAX);
             if max_per_ip != defaults::MAX_PORTS_PER_IP {
@@ -205,9 +205,24 @@ pub struct MasterArgs {
     /// Game id (see `fragstat games`; qstat's master type names work too, e.g. q3m).
     game: String,
     /// Masters: HOST[:PORT] (default: the game's master port); for games with an HTTP master
-    /// list (ddnet, etqw) a URL, or HOST[:PORT] for the list's standard path. Never a
-    /// default: fragstat sends nothing to an address not named.
+    /// list (ddnet, etqw) a URL, or HOST[:PORT] for the list's standard path. None given:
+    /// every master of the game's catalogue (see --list-masters), merged.
     masters: Vec<String>,
+    /// Print the game's catalogue (the masters asked when none is given: address,
+    /// transport, request form, end of list, protocols, source and the date it was checked)
+    /// and exit, sending nothing.
+    #[arg(long)]
+    list_masters: bool,
+    /// Ask ADDR instead of the catalogue master MASTER (HOST:PORT, or an HTTP list's URL, as
+    /// --list-masters prints it), with the same request form and protocols: a local mirror,
+    /// a test. Repeatable; only when no master is given.
+    #[arg(long, value_name = "MASTER=ADDR", conflicts_with = "masters")]
+    master_at: Vec<String>,
+    /// Milliseconds a master may stay quiet after a datagram of its list before the list is
+    /// whole: the end of lists without an end-of-list marker (id's, etmaster.net's,
+    /// Tremulous' masters). 0: the master timeout.
+    #[arg(long, default_value_t = defaults::MASTER_QUIET.as_millis() as u64)]
+    master_quiet_ms: u64,
     /// Query every listed server (implied by --players and --rules).
     #[arg(long)]
     probe: bool,
@@ -508,20 +523,18 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         Ok(g) => g,
         Err(code) => return Ok(code),
     };
-    if a.masters.is_empty() {
-        return Ok(usage(
-            match game.master_query(&fragstat::MasterOptions::default()) {
-                Ok(MasterQuery::Http {
-                    default_url: Some(u),
-                    ..
-                }) => format!(
-                    "no master given: {}'s master is an HTTP list, e.g. {u}",
-                    game.id()
-                ),
-                _ => "no master given".to_string(),
-            },
-        ));
+    if a.list_masters {
+        return Ok(crate::masters::print_catalogue(&game, a.scan.format));
     }
+    // No master given: the catalogue (with --master-at's substitutions).
+    let catalogue = if a.masters.is_empty() {
+        match crate::masters::catalogue(&game, &a.master_at) {
+            Ok(c) => Some(c),
+            Err(e) => return Ok(usage(e)),
+        }
+    } else {
+        None
+    };
     let udp = matches!(
         game.master_query(&fragstat::MasterOptions::default()),
         Ok(MasterQuery::Udp(_))
@@ -535,18 +548,26 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
     }
     let client = a
         .scan
-        .client(Some((a.master_timeout_ms, a.max_per_ip, a.keep_private)))
+        .client(Some((
+            a.master_timeout_ms,
+            a.max_per_ip,
+            a.keep_private,
+            a.master_quiet_ms,
+        )))
         .await?;
     let masters = if udp {
-        dedupe_masters(&client, &game, &a.masters).await
+        crate::masters::dedupe(&client, &game, &a.masters).await
     } else {
         a.masters.clone()
     };
-    let request = client
+    let mut request = client
         .master_list(&game, masters.iter())
         .ext(a.ext)
         .gamename(a.gamename.clone())
         .protocol(a.protocol);
+    if let Some(c) = catalogue {
+        request = request.catalogue(c);
+    }
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let list = tokio::select! {
@@ -558,40 +579,8 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         Err(e @ fragstat::Error::InvalidInput(_)) => return Ok(usage(e)),
         Err(e) => return Err(e.into()),
     };
-    for r in list.reports() {
-        if let Some(e) = &r.error {
-            // An HTTP error names its URL first: not twice when the master was given as one.
-            let text = e.to_string();
-            match text.strip_prefix(&format!("{}: ", r.master)) {
-                Some(rest) => eprintln!("master {}: {rest}", r.master),
-                None => eprintln!("master {}: {text}", r.master),
-            }
-        }
-        for w in &r.warnings {
-            eprintln!("master {}: {w}", r.master);
-        }
-        if r.dropped() > 0 {
-            eprintln!(
-                "master {}: {} of {} listed left out ({})",
-                r.master,
-                r.dropped(),
-                r.listed,
-                dropped_text(r)
-            );
-        }
-    }
+    crate::masters::print_reports(&list, !a.ext && has_ext(&game));
     let any_online = list.any_online();
-    if any_online && !a.ext && list.reports().iter().all(|r| r.listed == 0) && has_ext(&game) {
-        eprintln!(
-            "hint: no master listed a server for `getservers`, which lists IPv4 servers only; --ext asks with getserversExt, which lists IPv6 servers too"
-        );
-    }
-    if !any_online {
-        eprintln!(
-            "no master gave a list ({} asked)",
-            count(list.reports().len(), "master")
-        );
-    }
     // Lists that carry each server's info (DDNet's HTTP master) need no probe to be shown.
     if any_online && (a.probe || a.scan.players || a.scan.rules) {
         let targets: Vec<Target> = list
@@ -609,22 +598,7 @@ pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {
         )
         .await;
     }
-    let asked = list.reports().len();
-    let reports: Vec<serde_json::Value> = list.reports().iter().map(report_json).collect();
-    let mut servers: Vec<MasterEntry> = list.into_entries().into_iter().map(|l| l.entry).collect();
-    if game.family() == "teeworlds" {
-        for info in servers.iter_mut().filter_map(|s| s.info.as_mut()) {
-            crate::records::no_time(info, false);
-        }
-    }
-    crate::output::master_list(
-        game.id(),
-        a.scan.format,
-        &servers,
-        &reports,
-        asked,
-        &a.scan.view(),
-    )?;
+    crate::masters::print_list(&game, list, a.scan.format, &a.scan.view())?;
     Ok(if any_online {
         ExitCode::SUCCESS
     } else {
@@ -640,38 +614,6 @@ fn has_ext(game: &GameRef) -> bool {
     )
 }
 
-/// The masters to ask, each address once: a master named twice (`localhost:27950` and
-/// `127.0.0.1:27950`) would be asked twice from one socket, and its second list wait out
-/// the master timeout. Names that do not resolve are kept (their report says why).
-async fn dedupe_masters(client: &Client, game: &GameRef, masters: &[String]) -> Vec<String> {
-    let Some(port) = game.master_port() else {
-        return masters.to_vec();
-    };
-    let mut seen: Vec<(SocketAddr, &str)> = Vec::new();
-    let mut out = Vec::with_capacity(masters.len());
-    for (text, addr) in client.resolve(masters, port).await {
-        let Ok(addr) = addr else {
-            out.push(text);
-            continue;
-        };
-        match seen.iter().find(|(a, _)| *a == addr) {
-            Some((_, first)) if *first == text => {
-                eprintln!("master {text}: named twice, asked once");
-            }
-            Some((_, first)) => {
-                eprintln!("master {text}: the same address as {first} ({addr}): asked once");
-            }
-            None => {
-                if let Some(t) = masters.iter().find(|m| **m == text) {
-                    seen.push((addr, t.as_str()));
-                }
-                out.push(text);
-            }
-        }
-    }
-    out
-}
-
 /// `n thing` or `n things`.
 pub fn count(n: usize, thing: &str) -> String {
     if n == 1 {
@@ -679,41 +621,4 @@ pub fn count(n: usize, thing: &str) -> String {
     } else {
         format!("{n} {thing}s")
     }
-}
-
-/// A master's report as JSON writes it.
-pub fn report_json(r: &fragstat::MasterReport) -> serde_json::Value {
-    serde_json::json!({
-        "address": r.master,
-        "status": r.status,
-        "error": r.error.as_ref().map(ToString::to_string),
-        "servers": r.is_online().then_some(r.listed),
-        "rtt_ms": r.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
-        "kept": r.is_online().then_some(r.kept),
-        "dropped": r.is_online().then_some(r.dropped()),
-    })
-}
-
-/// Why entries were left out, in words.
-fn dropped_text(r: &fragstat::MasterReport) -> String {
-    let mut parts = Vec::new();
-    if r.over_ip_cap > 0 {
-        parts.push(format!("{} over the per-address port cap", r.over_ip_cap));
-    }
-    if r.over_entry_cap > 0 {
-        parts.push(format!(
-            "{} over the per-master entry cap",
-            r.over_entry_cap
-        ));
-    }
-    if r.over_total_cap > 0 {
-        parts.push(format!(
-            "{} over the cap on servers from all masters",
-            r.over_total_cap
-        ));
-    }
-    for (reason, n) in &r.filtered {
-        parts.push(format!("{n} {reason}"));
-    }
-    parts.join(", ")
 }

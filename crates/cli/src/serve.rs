@@ -33,8 +33,11 @@ pub enum Eot {
     Every,
     /// The alternative marker (Quake III `\EOF`) on the last datagram.
     Eof,
-    /// None: clients finish on a timeout.
+    /// None: clients finish on a timeout (or the quiet period).
     None,
+    /// A bare `\EOT` on every datagram but the last, whose marker has its NULs
+    /// (Activision's masters).
+    BareEvery,
 }
 
 impl From<Eot> for EndMarker {
@@ -44,6 +47,7 @@ impl From<Eot> for EndMarker {
             Eot::Every => EndMarker::Every,
             Eot::Eof => EndMarker::Alternative,
             Eot::None => EndMarker::None,
+            Eot::BareEvery => EndMarker::BareEvery,
         }
     }
 }
@@ -109,6 +113,10 @@ pub struct ServeArgs {
     /// The master's end-of-list marker.
     #[arg(long, value_enum, default_value = "last")]
     eot: Eot,
+    /// The master answers only `getservers <protocol>` without a game name (id's RtCW
+    /// master), as the catalogue's short form asks.
+    #[arg(long, requires = "master")]
+    master_short_only: bool,
     /// Drop this fraction of requests (0.0-1.0) to simulate loss.
     #[arg(long, default_value_t = 0.0)]
     drop: f64,
@@ -345,7 +353,11 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             Arc::new(UdpTransport::bind(ml).with_context(|| format!("binding {ml}"))?);
         lines.push_str(&format!("master {}\n", socket.local_addr()?));
         let master = emu
-            .emulated_master(&EmuMaster::new(listed).with_end_marker(a.eot.into()))
+            .emulated_master(
+                &EmuMaster::new(listed)
+                    .with_end_marker(a.eot.into())
+                    .with_short_only(a.master_short_only),
+            )
             .map_err(|e| anyhow::anyhow!("master: {e}"))?;
         spawn(&mut tasks, socket, master, stop_rx.clone());
     }

@@ -10,7 +10,8 @@
 //! | [`MAX_DATAGRAMS`] | 4096 | datagrams one query accepts |
 //! | [`MAX_BYTES`] | 8 MiB | bytes one query accepts |
 //! | [`LIFETIME`] | 60 s | one query's total time |
-//! | [`MASTER_TIMEOUT`] | 1000 ms | a master list's wait between its datagrams |
+//! | [`MASTER_TIMEOUT`] | 1000 ms | a master list's wait for its first datagram (and between them) |
+//! | [`MASTER_QUIET`] | 500 ms | a master list without an end marker is whole after this silence |
 //! | [`RESOLVE_TIMEOUT`] | 2 s | one host name lookup |
 //! | [`HTTP_TIMEOUT`] | 10 s | one HTTP master list |
 //! | [`MAX_HTTP_LIST`] | 16 MiB | bytes of one HTTP master list |
@@ -43,6 +44,12 @@ pub const MAX_BYTES: usize = 8 << 20;
 pub const LIFETIME: Duration = Duration::from_secs(60);
 /// How long a master's list may keep the query waiting between its datagrams.
 pub const MASTER_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Once a master has sent a datagram of its list, the list is whole when the master has been
+/// quiet this long: the end of a list that has no end-of-list marker (id's, etmaster.net's,
+/// Tremulous' and Unvanquished's masters), instead of the whole [`MASTER_TIMEOUT`]. A
+/// master sends its datagrams back to back (dpmaster: all in one go), so half a second of
+/// silence after one is the end.
+pub const MASTER_QUIET: Duration = Duration::from_millis(500);
 /// How long a host name may take to resolve.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long an HTTP master list may take.

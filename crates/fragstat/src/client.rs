@@ -34,6 +34,7 @@ pub struct ClientBuilder {
     pub(crate) rate: Option<u32>,
     pub(crate) deadline: Option<Duration>,
     pub(crate) master_timeout: Duration,
+    pub(crate) master_quiet: Duration,
     pub(crate) resolve_timeout: Duration,
     pub(crate) http_timeout: Duration,
     pub(crate) filter: ListFilter,
@@ -66,6 +67,7 @@ impl Default for ClientBuilder {
             rate: None,
             deadline: None,
             master_timeout: defaults::MASTER_TIMEOUT,
+            master_quiet: defaults::MASTER_QUIET,
             resolve_timeout: defaults::RESOLVE_TIMEOUT,
             http_timeout: defaults::HTTP_TIMEOUT,
             filter: ListFilter::default(),
@@ -133,6 +135,16 @@ impl ClientBuilder {
     #[must_use]
     pub fn master_timeout(mut self, timeout: Duration) -> Self {
         self.master_timeout = timeout;
+        self
+    }
+
+    /// Once a master has sent a datagram of its list, how long it may stay quiet before the
+    /// list is taken as whole ([`defaults::MASTER_QUIET`]): the end of lists that carry no
+    /// end-of-list marker (id's, etmaster.net's, Tremulous' masters), sooner than
+    /// [`ClientBuilder::master_timeout`]. Zero: the master timeout.
+    #[must_use]
+    pub fn master_quiet(mut self, quiet: Duration) -> Self {
+        self.master_quiet = quiet;
         self
     }
 

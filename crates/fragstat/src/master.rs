@@ -1,16 +1,17 @@
 //! [`Client::master_list`]: every master of a game asked at once (UDP or HTTP, by the game's
-//! master kind), the lists filtered, capped, merged and de-duplicated, with a report per
-//! master.
+//! master kind; with none given, every master of the game's catalogue), the lists filtered,
+//! capped, merged and de-duplicated, with a report per master and, per server, the masters
+//! that listed it.
 
 use std::collections::BTreeMap;
 use std::future::{Future, IntoFuture};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use fragstat_core::model::MasterEntry;
-use fragstat_core::registry::{GameRef, HttpList, MasterOptions, MasterQuery};
+use fragstat_core::registry::{CatalogueMaster, GameRef, HttpList, MasterOptions, MasterQuery};
 use futures_core::Stream;
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -19,7 +20,10 @@ use crate::client::{Client, Target};
 use crate::error::Error;
 use crate::filter::FilterReason;
 
+mod catalogue;
+mod http_list;
 mod merge;
+use http_list::spawn_http;
 use merge::Merge;
 
 /// One server of a merged list, and which masters listed it.
@@ -42,7 +46,8 @@ pub struct MasterReport {
     pub addr: Option<SocketAddr>,
     /// The URL fetched (HTTP masters).
     pub url: Option<String>,
-    /// `online`, `timeout` or `error`.
+    /// `online`, `timeout`, `error`, or `skipped` (a catalogue master this build cannot ask:
+    /// a TCP master).
     pub status: &'static str,
     /// Why it gave no list.
     #[serde(serialize_with = "error_text")]
@@ -69,6 +74,10 @@ pub struct MasterReport {
     pub over_total_cap: usize,
     /// What the list's parser skipped (HTTP lists), each saying why.
     pub warnings: Vec<String>,
+    /// The catalogue entry it was asked as (no master given): its form, protocols, end of
+    /// list, source and the date that was checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalogue: Option<CatalogueMaster>,
 }
 
 fn error_text<S: serde::Serializer>(e: &Option<Error>, s: S) -> Result<S::Ok, S::Error> {
@@ -114,6 +123,7 @@ impl MasterReport {
             over_entry_cap: 0,
             over_total_cap: 0,
             warnings: Vec::new(),
+            catalogue: None,
         }
     }
 
@@ -204,6 +214,8 @@ pub struct MasterListRequest {
     game: GameRef,
     masters: Vec<Target>,
     options: MasterOptions,
+    /// The catalogue asked when no master is given, instead of the game's.
+    catalogue: Option<Vec<CatalogueMaster>>,
 }
 
 impl Client {
@@ -211,6 +223,12 @@ impl Client {
     /// game's master port by default) or HTTP lists (DDNet, ETQW: a URL, or `HOST[:PORT]` for
     /// the game's standard path), by the game's master kind. One master's failure is
     /// reported in its [`MasterReport`]; the others' lists are kept.
+    ///
+    /// With no master given, every master of the game's catalogue
+    /// ([`Game::catalogue`](fragstat_core::registry::Game::catalogue), docs/catalogue.md)
+    /// is asked, each with its own request form and protocols
+    /// ([`MasterListRequest::catalogue`] substitutes another), and [`Listed::masters`] says
+    /// which listed each server.
     pub fn master_list<T: Into<Target>>(
         &self,
         game: &GameRef,
@@ -221,7 +239,16 @@ impl Client {
             game: game.clone(),
             masters: masters.into_iter().map(Into::into).collect(),
             options: MasterOptions::default(),
+            catalogue: None,
         }
+    }
+}
+
+impl Client {
+    /// Every master of `game`'s catalogue ([`Client::master_list`] with no master given,
+    /// without naming the empty list's type).
+    pub fn master_list_catalogue(&self, game: &GameRef) -> MasterListRequest {
+        self.master_list(game, Vec::<Target>::new())
     }
 }
 
@@ -249,6 +276,26 @@ impl MasterListRequest {
     /// Every master option at once.
     pub fn options(mut self, options: MasterOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// The catalogue to ask when no master is given, instead of the game's: a site's own
+    /// mirrors, or in tests the game's entries pointed at emulated masters on loopback
+    /// ([`CatalogueMaster::pointed_at`]), so that no test asks (or resolves) a real host.
+    ///
+    /// ```
+    /// # fn f(client: fragstat::Client) {
+    /// let rtcw = fragstat::game("rtcw").expect("a known game");
+    /// let local: Vec<_> = rtcw
+    ///     .catalogue()
+    ///     .iter()
+    ///     .map(|m| m.clone().pointed_at("127.0.0.1:27950".parse().unwrap()))
+    ///     .collect();
+    /// let request = client.master_list(&rtcw, Vec::<String>::new()).catalogue(local);
+    /// # drop(request); }
+    /// ```
+    pub fn catalogue(mut self, masters: impl IntoIterator<Item = CatalogueMaster>) -> Self {
+        self.catalogue = Some(masters.into_iter().collect());
         self
     }
 
@@ -280,7 +327,7 @@ impl MasterListRequest {
     /// As for awaiting the request, before anything is sent.
     pub fn stream(self) -> Result<MasterStream, Error> {
         let plan = self.plan()?;
-        let masters = self.masters.iter().map(Target::text).collect();
+        let masters = plan.masters.iter().map(Target::text).collect();
         let (tx, rx) = mpsc::channel(16);
         let client = self.client.clone();
         tokio::spawn(async move {
@@ -291,9 +338,11 @@ impl MasterListRequest {
 
     /// Checks the request: the game's master kind and the options.
     fn plan(&self) -> Result<Plan, Error> {
-        if self.masters.is_empty() {
-            return Err(Error::InvalidInput("no master given".into()));
-        }
+        let (masters, specs) = if self.masters.is_empty() {
+            catalogue::masters(&self.game, self.catalogue.as_deref())?
+        } else {
+            (self.masters.clone(), vec![None; self.masters.len()])
+        };
         let kind = self.game.master_query(&self.options).map_err(Error::from)?;
         let http = match kind {
             MasterQuery::Udp(_) => None,
@@ -313,7 +362,8 @@ impl MasterListRequest {
         }
         Ok(Plan {
             game: self.game.clone(),
-            masters: self.masters.clone(),
+            masters,
+            specs,
             options: self.options.clone(),
             http,
         })
@@ -359,6 +409,8 @@ type HttpParse = fn(&[u8]) -> Result<HttpList, fragstat_core::DecodeError>;
 struct Plan {
     game: GameRef,
     masters: Vec<Target>,
+    /// The catalogue entry of each master (`None`: given by the caller).
+    specs: Vec<Option<CatalogueMaster>>,
     options: MasterOptions,
     /// The HTTP list's standard URL and parser, for games with an HTTP master.
     http: Option<(Option<&'static str>, HttpParse)>,
@@ -367,28 +419,15 @@ struct Plan {
 /// One master's outcome before merging.
 struct Answer {
     index: usize,
+    /// Which of the master's requests (one per catalogue protocol) it answers.
+    round: usize,
     addr: Option<SocketAddr>,
     url: Option<String>,
     rtt: Option<Duration>,
     result: Result<Vec<MasterEntry>, Error>,
     warnings: Vec<String>,
-}
-
-/// The URL to fetch for an HTTP master given as `text`: a URL as is; `HOST[:PORT]` with the
-/// standard list's scheme and path.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
-pub(crate) fn http_url(text: &str, default_url: Option<&str>) -> Result<String, Error> {
-    if text.contains("://") {
-        return Ok(text.to_string());
-    }
-    let Some(default) = default_url else {
-        return Err(Error::InvalidInput(format!(
-            "{text}: this game's master is an HTTP list: give its URL"
-        )));
-    };
-    let (scheme, rest) = default.split_once("://").unwrap_or(("https", default));
-    let path = rest.find('/').map_or("/", |i| rest.get(i..).unwrap_or("/"));
-    Ok(format!("{scheme}://{text}{path}"))
+    /// Not asked (a catalogue master of a transport this build cannot use).
+    skipped: bool,
 }
 
 /// Asks every master and merges: answers in the order given for the final list; with
@@ -406,7 +445,7 @@ async fn run(
         None => spawn_udp(&client, &plan, &tx).await,
     }
     drop(tx);
-    let mut merge = Merge::new(&client, n, &plan.masters);
+    let mut merge = Merge::new(&client, n, &plan.masters, &plan.specs);
     if let Some(updates) = updates {
         while let Some(a) = rx.recv().await {
             let index = a.index;
@@ -427,7 +466,7 @@ async fn run(
         while let Some(a) = rx.recv().await {
             answers.push(a);
         }
-        answers.sort_by_key(|a| a.index);
+        answers.sort_by_key(|a| (a.index, a.round));
         for a in answers {
             merge.add(a);
         }
@@ -440,38 +479,35 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
     let texts: Vec<String> = plan.masters.iter().map(Target::text).collect();
     // Every name at once (addresses need no lookup).
     let resolved = client.resolve(&texts, port).await;
-    let mut jobs = Vec::new();
-    let mut job_index = Vec::new();
+    let quiet = client.config().master_quiet;
+    // Each master's requests: one, or one per catalogue protocol.
+    let mut requests = Vec::new();
     for (i, (t, (_, r))) in plan.masters.iter().zip(resolved).enumerate() {
+        let spec = plan.specs.get(i).and_then(Option::as_ref);
+        if let Some(e) = catalogue::not_asked(spec) {
+            let _ = tx.send(Answer::failed(i, None, None, e).skipped());
+            continue;
+        }
         let resolved = match t {
             Target::Addr(a) => crate::error::queryable(&a.to_string(), *a),
             Target::Text(_) => r,
         };
         match resolved {
-            Ok(addr) => match plan.game.master_query(&plan.options) {
-                Ok(MasterQuery::Udp(ex)) => {
-                    jobs.push((addr, ex));
-                    job_index.push(i);
+            Ok(addr) => {
+                for options in catalogue::requests(&plan.options, spec, quiet) {
+                    requests.push((i, addr, options));
                 }
-                Ok(_) => send(
-                    tx,
-                    i,
-                    Some(addr),
-                    None,
-                    Err(Error::InvalidInput("not a UDP master".into())),
-                ),
-                Err(e) => send(tx, i, Some(addr), None, Err(Error::from(e))),
-            },
+            }
             Err(e) => send(tx, i, None, None, Err(e)),
         }
     }
-    if jobs.is_empty() {
+    if requests.is_empty() {
         return;
     }
     let engine = match client.engine_for_scan() {
         Ok(e) => e,
         Err(e) => {
-            for i in job_index {
+            for (i, _, _) in requests {
                 send(
                     tx,
                     i,
@@ -491,21 +527,59 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
         .options()
         .with_timeout(client.config().master_timeout)
         .with_max_bytes(max_entries.saturating_mul(24).saturating_add(1 << 16));
-    let mut batch = engine.run(jobs, options);
-    let tx = tx.clone();
-    tokio::spawn(async move {
+    let rounds = catalogue::rounds(requests);
+    tokio::spawn(ask_rounds(
+        engine,
+        plan.game.clone(),
+        rounds,
+        options,
+        tx.clone(),
+    ));
+}
+
+/// Asks the masters round by round ([`catalogue::rounds`]: no address twice at once) and
+/// sends each answer as it comes.
+async fn ask_rounds(
+    engine: fragstat_core::Engine,
+    game: GameRef,
+    rounds: Vec<Vec<(usize, SocketAddr, MasterOptions)>>,
+    options: fragstat_core::Options,
+    tx: mpsc::UnboundedSender<Answer>,
+) {
+    for (round, requests) in rounds.into_iter().enumerate() {
+        let mut jobs = Vec::with_capacity(requests.len());
+        let mut job_index = Vec::with_capacity(requests.len());
+        for (i, addr, o) in requests {
+            match game.master_query(&o) {
+                Ok(MasterQuery::Udp(ex)) => {
+                    jobs.push((addr, ex));
+                    job_index.push(i);
+                }
+                Ok(_) => send(
+                    &tx,
+                    i,
+                    Some(addr),
+                    None,
+                    Err(Error::InvalidInput("not a UDP master".into())),
+                ),
+                Err(e) => send(&tx, i, Some(addr), None, Err(Error::from(e))),
+            }
+        }
+        let mut batch = engine.run(jobs, options.clone());
         while let Some(o) = batch.next().await {
             let index = job_index.get(o.index).copied().unwrap_or(o.index);
             let _ = tx.send(Answer {
                 index,
+                round,
                 addr: Some(o.addr),
                 url: None,
                 rtt: o.rtt,
                 result: o.result.map_err(Error::from),
                 warnings: Vec::new(),
+                skipped: false,
             });
         }
-    });
+    }
 }
 
 fn send(
@@ -517,122 +591,34 @@ fn send(
 ) {
     let _ = tx.send(Answer {
         index,
+        round: 0,
         addr,
         url,
         rtt: None,
         result,
         warnings: Vec::new(),
+        skipped: false,
     });
 }
 
-#[cfg(feature = "http")]
-fn spawn_http(
-    client: &Client,
-    plan: &Plan,
-    default_url: Option<&'static str>,
-    parse: HttpParse,
-    tx: &mpsc::UnboundedSender<Answer>,
-) {
-    let max = client.config().limits.max_http_bytes;
-    for (index, t) in plan.masters.iter().enumerate() {
-        let url = match http_url(&t.text(), default_url) {
-            Ok(u) => u,
-            Err(e) => {
-                send(tx, index, None, None, Err(e));
-                continue;
-            }
-        };
-        let http = match client.inner.http() {
-            Ok(h) => h,
-            Err(e) => {
-                send(tx, index, None, Some(url), Err(e));
-                continue;
-            }
-        };
-        let tx = tx.clone();
-        let addr = url_addr(&url);
-        tokio::spawn(async move {
-            let t0 = std::time::Instant::now();
-            let body = crate::http::fetch(&http, &url, max).await;
-            let rtt = t0.elapsed();
-            let (result, warnings) = match body.and_then(|b| parse(&b).map_err(Error::Decode)) {
-                Ok(list) => (Ok(list.servers), list.warnings),
-                Err(e) => (Err(e), Vec::new()),
-            };
-            let _ = tx.send(Answer {
-                index,
-                addr,
-                url: Some(url),
-                rtt: result.is_ok().then_some(rtt),
-                result,
-                warnings,
-            });
-        });
-    }
-}
-
-/// The address of an HTTP master named by an IP literal or `localhost` (whose lists may then
-/// hold loopback servers, as a UDP master on loopback may).
-#[cfg(feature = "http")]
-fn url_addr(url: &str) -> Option<SocketAddr> {
-    let u = reqwest::Url::parse(url).ok()?;
-    let port = u.port_or_known_default()?;
-    let ip = match u.host()? {
-        url::Host::Ipv4(v4) => IpAddr::V4(v4),
-        url::Host::Ipv6(v6) => IpAddr::V6(v6),
-        url::Host::Domain(d) if d.eq_ignore_ascii_case("localhost") => {
-            IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
-        }
-        url::Host::Domain(_) => return None,
-    };
-    Some(SocketAddr::new(ip, port))
-}
-
-#[cfg(not(feature = "http"))]
-fn spawn_http(
-    _client: &Client,
-    plan: &Plan,
-    _default_url: Option<&'static str>,
-    _parse: HttpParse,
-    tx: &mpsc::UnboundedSender<Answer>,
-) {
-    for index in 0..plan.masters.len() {
-        send(
-            tx,
+impl Answer {
+    /// A master that gave no list, for `error`.
+    fn failed(index: usize, addr: Option<SocketAddr>, url: Option<String>, error: Error) -> Self {
+        Answer {
             index,
-            None,
-            None,
-            Err(Error::InvalidInput(format!(
-                "{}'s master is an HTTP list: build fragstat with the `http` feature",
-                plan.game.id()
-            ))),
-        );
+            round: 0,
+            addr,
+            url,
+            rtt: None,
+            result: Err(error),
+            warnings: Vec::new(),
+            skipped: false,
+        }
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn http_masters_may_be_given_as_host_and_port() {
-        let ddnet = Some("https://master1.ddnet.org/ddnet/15/servers.json");
-        assert_eq!(
-            http_url("127.0.0.1:8443", ddnet).unwrap(),
-            "https://127.0.0.1:8443/ddnet/15/servers.json"
-        );
-        assert_eq!(
-            http_url("http://x/y.json", ddnet).unwrap(),
-            "http://x/y.json"
-        );
-        let etqw = Some("http://etqw-ipgetter.demonware.net/ipgetter/");
-        assert_eq!(
-            http_url("feed.example:8080", etqw).unwrap(),
-            "http://feed.example:8080/ipgetter/"
-        );
-        assert!(matches!(
-            http_url("host", None),
-            Err(Error::InvalidInput(_))
-        ));
+    /// Marks it not asked at all ([`MasterReport::status`] `skipped`).
+    fn skipped(mut self) -> Self {
+        self.skipped = true;
+        self
     }
 }

@@ -102,9 +102,11 @@ async fn master_lists_merge_with_provenance_and_a_down_master_is_reported() {
         .await
         .unwrap();
     assert!(list.is_empty() && !list.any_online());
-    // A game's options that do not fit, and no master at all, are errors.
+    // No master given to a game without a catalogue is an error (q3's would ask its public
+    // masters: tests/catalogue.rs points them at loopback).
+    let oob = fragstat::game("oob:43").unwrap();
     let e = client
-        .master_list(&q3, Vec::<String>::new())
+        .master_list(&oob, Vec::<String>::new())
         .await
         .unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)));

@@ -308,10 +308,21 @@ impl Exchange for ServerExchange {
 /// datagram, so a marker on a full datagram, or no marker at all, means waiting until the
 /// master has been quiet for one timeout. Duplicate entries (a datagram delivered twice) are
 /// listed once.
+///
+/// A catalogue master's quirks change that: [`MasterExchange::with_quiet`] ends a list
+/// that has no marker after a short silence instead of a whole timeout, and
+/// [`MasterExchange::bare_eot_ends`] `false` reads a bare `\EOT` as the end of one
+/// datagram only (Activision's masters: pyq3serverlist reader.py:70-73 "EOT can indicate
+/// either the end of the entire response or the end of a response packet (Activision).
+/// However, EOT followed by trailing nil-bytes always indicates the end of the response.").
 #[derive(Debug)]
 pub struct MasterExchange {
     request: Vec<u8>,
     list: ListCollector<SocketAddr>,
+    /// The wait after a datagram that does not end the list (`None`: the attempt timeout).
+    quiet: Option<Duration>,
+    /// Whether a bare `\EOT` (without its NULs) ends the list.
+    bare_eot_ends: bool,
 }
 
 impl MasterExchange {
@@ -320,7 +331,23 @@ impl MasterExchange {
         Ok(MasterExchange {
             request: Packet::GetServers(request.clone()).to_bytes()?,
             list: ListCollector::new(DEFAULT_SETTLE),
+            quiet: None,
+            bare_eot_ends: true,
         })
+    }
+
+    /// Once a datagram has come, waits at most `quiet` for the next one when the list has not
+    /// ended (`None`: the attempt timeout): the end of a list without an end marker.
+    pub fn with_quiet(mut self, quiet: Option<Duration>) -> Self {
+        self.quiet = quiet;
+        self
+    }
+
+    /// Whether a bare `\EOT` (no NULs) ends the list (default: yes; no for masters that put
+    /// one on every datagram, where only `\EOT\0\0\0` or `\EOF` is final).
+    pub fn bare_eot_ends(mut self, ends: bool) -> Self {
+        self.bare_eot_ends = ends;
+        self
     }
 
     /// How long to wait after an end marker for datagrams it overtook (default 100 ms).
@@ -349,9 +376,22 @@ impl Exchange for MasterExchange {
         // Room for fewer than two more entries: the master filled this datagram, and an old
         // master marks every datagram, so more may follow.
         let full = datagram.len() + 14 > MAX_MASTER_PACKET;
-        let ends = list.terminator.is_some() && !full;
+        let marker = match list.terminator {
+            Some(crate::master::Terminator::EotBare) => self.bare_eot_ends,
+            t => t.is_some(),
+        };
+        let ends = marker && !full;
         self.list.add(list.servers);
-        self.list.progress(ends)
+        match self.list.progress(ends) {
+            Verdict::Progress {
+                attempt,
+                wait: None,
+            } => Verdict::Progress {
+                attempt,
+                wait: self.quiet,
+            },
+            v => v,
+        }
     }
 
     fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddr>, DecodeError>> {
@@ -372,6 +412,47 @@ mod tests {
         fastrand::seed(7);
         let b = ServerExchange::new(Request::Both).nonce;
         assert_ne!(a, b);
+    }
+
+    fn wait_after(ex: &mut MasterExchange, datagram: &[u8]) -> Option<Duration> {
+        match ex.on_datagram(datagram) {
+            Verdict::Progress { wait, .. } => wait,
+            v => panic!("{v:?}"),
+        }
+    }
+
+    /// A list without an end marker: after a datagram the exchange waits the quiet period
+    /// (the catalogue's masters without a marker), not the attempt timeout.
+    #[test]
+    fn a_list_without_a_marker_ends_on_the_quiet_period() {
+        let quiet = Duration::from_millis(300);
+        let mut ex = MasterExchange::new(&GetServers::anonymous(68))
+            .unwrap()
+            .with_quiet(Some(quiet));
+        let d = b"\xff\xff\xff\xffgetserversResponse\\\x01\x02\x03\x04\x6d\x38\\";
+        assert_eq!(wait_after(&mut ex, d), Some(quiet));
+        let Some(Ok(list)) = ex.on_timeout(false) else {
+            panic!("no list")
+        };
+        assert_eq!(list, ["1.2.3.4:27960".parse::<SocketAddr>().unwrap()]);
+    }
+
+    /// Activision's masters end every datagram with a bare `\EOT`: with
+    /// `bare_eot_ends(false)` that is not the end (the quiet period runs), `\EOT\0\0\0` is.
+    #[test]
+    fn a_bare_eot_on_every_datagram_is_not_the_end() {
+        let quiet = Duration::from_millis(300);
+        let mut ex = MasterExchange::new(&GetServers::anonymous(6))
+            .unwrap()
+            .with_quiet(Some(quiet))
+            .bare_eot_ends(false);
+        let first = b"\xff\xff\xff\xffgetserversResponse\\\x01\x02\x03\x04\x6d\x38\\EOT";
+        assert_eq!(wait_after(&mut ex, first), Some(quiet));
+        let last = b"\xff\xff\xff\xffgetserversResponse\\\x01\x02\x03\x05\x6d\x38\\EOT\0\0\0";
+        assert_eq!(wait_after(&mut ex, last), Some(DEFAULT_SETTLE));
+        // By default a bare marker ends a list (it is seen as the last one too).
+        let mut plain = MasterExchange::new(&GetServers::anonymous(6)).unwrap();
+        assert_eq!(wait_after(&mut plain, first), Some(DEFAULT_SETTLE));
     }
 
     /// Requests end with the challenge (DarkPlaces echoes whatever follows `getstatus `), and

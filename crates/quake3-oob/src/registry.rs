@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fragstat_core::model::MasterEntry;
 use fragstat_core::registry::MasterQueryError;
 use fragstat_core::registry::{
-    Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
+    Ask, Decoded, EndOfList, Family, FamilyGame, GameMeta, ListForm, MasterOptions, MasterQuery,
 };
 use fragstat_core::text::latin1;
 use fragstat_core::{DecodeError, Exchange, ExchangeExt};
@@ -139,24 +139,10 @@ impl FamilyGame for Quake3Game {
                 },
             });
         }
-        // Another release of the game: JK2 1.02 is 15, CoD 1.4 is 5, WoP 1.6 is 71…
-        let protocol = options.protocol.unwrap_or(self.protocol());
-        let request = if options.ext {
-            let name = options
-                .gamename
-                .clone()
-                .or_else(|| self.master_gamename().map(str::to_string))
-                .ok_or_else(|| {
-                    MasterQueryError::option(
-                        self.id(),
-                        "the extended master request needs a game name for this game",
-                    )
-                })?;
-            GetServers::ext(&name, protocol)
-        } else {
-            self.getservers_for(protocol)
-        };
+        let request = master_request(self, options)?;
         let ex = MasterExchange::new(&request)?
+            .with_quiet(options.quiet)
+            .bare_eot_ends(options.end != Some(EndOfList::EveryPacket))
             .map_output(|list| list.into_iter().map(MasterEntry::new).collect());
         Ok(MasterQuery::Udp(Box::new(ex)))
     }
@@ -227,6 +213,58 @@ impl FamilyGame for Quake3Game {
     }
 }
 
+/// The `getservers` request `options` ask of `game`'s master: the extended one with `ext`,
+/// else the catalogue's form ([`MasterOptions::form`]), else the game's own.
+fn master_request(
+    game: Quake3Game,
+    options: &MasterOptions,
+) -> Result<GetServers, MasterQueryError> {
+    // Another release of the game: JK2 1.02 is 15, CoD 1.4 is 5, WoP 1.6 is 71…
+    let protocol = options.protocol.unwrap_or(game.protocol());
+    let ext_name = |name: Option<&str>| {
+        options
+            .gamename
+            .clone()
+            .or_else(|| name.map(str::to_string))
+            .ok_or_else(|| {
+                MasterQueryError::option(
+                    game.id(),
+                    "the extended master request needs a game name for this game",
+                )
+            })
+    };
+    if options.ext {
+        return Ok(GetServers::ext(
+            &ext_name(game.master_gamename())?,
+            protocol,
+        ));
+    }
+    Ok(match options.form {
+        None | Some(ListForm::Own) => game.getservers_for(protocol),
+        // The game's anonymous keywords (`full empty` for Activision's), or dpmaster's.
+        Some(ListForm::Anonymous) => match game.spec().master {
+            MasterForm::Anonymous(_) => game.getservers_for(protocol),
+            _ => GetServers::anonymous(protocol),
+        },
+        Some(ListForm::Named(name)) => GetServers::named(name, protocol),
+        // RtCW's legacy form (nksmnf/iortcw docs/RU/server.md §2: id's wolfmaster answers
+        // `getservers 60` and nothing that names the game); GameserverLister's CoD form
+        // (`'keywords': ''`, games/quake3.py:9-35).
+        Some(ListForm::Short) => {
+            let mut g = GetServers::anonymous(protocol);
+            g.options.clear();
+            g
+        }
+        Some(ListForm::Ext(name)) => GetServers::ext(&ext_name(Some(name))?, protocol),
+        Some(_) => {
+            return Err(MasterQueryError::option(
+                game.id(),
+                "its masters are asked with getservers, not over HTTP",
+            ))
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +310,37 @@ mod tests {
         ];
         for (game, protocol, want) in cases {
             let got = request(game, &plain.clone().with_protocol(protocol));
+            assert_eq!(
+                got,
+                [&b"\xff\xff\xff\xff"[..], want, b"\n"].concat(),
+                "{game}"
+            );
+        }
+        // The catalogue's forms: RtCW's short form, a name, the anonymous form of a named game.
+        let forms: [(Quake3Game, ListForm, Option<i32>, &[u8]); 4] = [
+            (
+                Quake3Game::Rtcw,
+                ListForm::Short,
+                Some(57),
+                b"getservers 57",
+            ),
+            (Quake3Game::Cod, ListForm::Short, None, b"getservers 6"),
+            (
+                Quake3Game::OpenArena,
+                ListForm::Named("Quake3Arena"),
+                None,
+                b"getservers Quake3Arena 71 empty full",
+            ),
+            (
+                Quake3Game::Cod2,
+                ListForm::Anonymous,
+                None,
+                b"getservers 118 full empty",
+            ),
+        ];
+        for (game, form, protocol, want) in forms {
+            let o = plain.clone().with_form(Some(form)).with_protocol(protocol);
+            let got = request(game, &o);
             assert_eq!(
                 got,
                 [&b"\xff\xff\xff\xff"[..], want, b"\n"].concat(),

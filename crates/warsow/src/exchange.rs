@@ -6,7 +6,7 @@
 use crate::Encode;
 use crate::EncodeError;
 use fragstat_core::model::{MasterEntry, ServerInfo};
-use fragstat_core::registry::MasterOptions;
+use fragstat_core::registry::{ListForm, MasterOptions};
 use fragstat_core::{DecodeError, Exchange, ExchangeExt, Verdict};
 use fragstat_quake3_oob::{
     MasterExchange, Packet as Oob, Quake3Game as Q3Game, Request as Q3Request, ServerExchange,
@@ -57,13 +57,22 @@ pub fn short_query(
 
 /// A query of a master: `getservers <name> <protocol> …`, or `getserversExt … ipv4 ipv6`
 /// with [`MasterOptions::ext`]; [`MasterOptions::gamename`] and [`MasterOptions::protocol`]
-/// replace the game's own ([`WarsowGame::getservers`]).
+/// replace the game's own ([`WarsowGame::getservers`]), as a catalogue form's name
+/// ([`ListForm::Named`], [`ListForm::Ext`]) does; a list without an end marker ends after
+/// [`MasterOptions::quiet`].
 pub fn master_query(
     game: WarsowGame,
     options: &MasterOptions,
 ) -> Result<Box<dyn Exchange<Output = Vec<MasterEntry>>>, EncodeError> {
-    let request = game.getservers(options.ext, options.gamename.as_deref(), options.protocol);
+    let (ext, name) = match options.form {
+        Some(ListForm::Named(n)) => (options.ext, Some(n)),
+        Some(ListForm::Ext(n)) => (true, Some(n)),
+        _ => (options.ext, None),
+    };
+    let name = options.gamename.as_deref().or(name);
+    let request = game.getservers(ext, name, options.protocol);
     let ex = MasterExchange::new(&request)?
+        .with_quiet(options.quiet)
         .map_output(|list| list.into_iter().map(MasterEntry::new).collect());
     Ok(Box::new(ex))
 }
@@ -263,10 +272,11 @@ mod tests {
             (s.gametype.as_deref(), s.num_bots, s.unverified),
             (Some("ca"), Some(1), true)
         );
+        // Warfork 2.16's own protocol, 27.
         let mut own = short_query(WarsowGame::Warfork, None);
         assert_eq!(
             own.requests(0).unwrap(),
-            vec![b"\xff\xff\xff\xffinfo 22 full empty\n".to_vec()]
+            vec![b"\xff\xff\xff\xffinfo 27 full empty\n".to_vec()]
         );
     }
 

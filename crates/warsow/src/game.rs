@@ -83,7 +83,7 @@ const XONOTIC_GAMETYPES: [GameType; 17] = [
 pub enum WarsowGame {
     /// Warsow 2.1 (qfusion), protocol 22 (Warsow 2.0 and 2.01 used 21).
     Warsow,
-    /// Warfork (the qfusion fork on Steam), protocol 22.
+    /// Warfork (the qfusion fork on Steam), protocol 27 (2.16).
     Warfork,
     /// Nexuiz Classic 2.5 (DarkPlaces), protocol 3.
     Nexuiz,
@@ -170,14 +170,16 @@ impl WarsowGame {
 
     /// The network protocol (`protocol` key; masters filter on it; the short `info` query
     /// must name it). Warsow 2.1: 22, as qstat's `warsowm` and the Warsow client ask for
-    /// (Warsow 2.0 and 2.01: 21); Warfork: 22 (its 2.1.5 sources say 26); DarkPlaces: 3
+    /// (Warsow 2.0 and 2.01: 21); Warfork 2.16: 27 (TeamForbiddenLLC/warfork-qfusion
+    /// `source/qcommon/version.h` @073dce79: `APP_PROTOCOL_VERSION 27` under `PUBLIC_BUILD`,
+    /// 2400 in other builds; qstat configs still ask 22, GameserverLister 23); DarkPlaces: 3
     /// (`NET_PROTOCOL_VERSION`). Warsow 0.3 used 9: ask a master or a server for another
     /// protocol with [`MasterOptions::protocol`](fragstat_core::registry::MasterOptions::protocol)
     /// and [`Ask::protocol`](fragstat_core::registry::Ask::protocol).
     pub fn protocol(&self) -> i32 {
         match self {
             WarsowGame::Warsow => 22,
-            WarsowGame::Warfork => 22,
+            WarsowGame::Warfork => 27,
             WarsowGame::Nexuiz | WarsowGame::Xonotic => 3,
         }
     }
@@ -272,7 +274,7 @@ mod tests {
         );
         assert_eq!(
             bytes(WarsowGame::Warfork.getservers(true, None, None)),
-            b"\xff\xff\xff\xffgetserversExt Warfork 22 empty full ipv4 ipv6\n"
+            b"\xff\xff\xff\xffgetserversExt Warfork 27 empty full ipv4 ipv6\n"
         );
         assert_eq!(
             bytes(WarsowGame::Xonotic.getservers(false, None, None)),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fragstat_core::model::ServerInfo;
 use fragstat_core::registry::MasterQueryError;
 use fragstat_core::registry::{
-    Ask, Decoded, Family, FamilyGame, GameMeta, MasterOptions, MasterQuery,
+    Ask, Decoded, Family, FamilyGame, GameMeta, ListForm, MasterOptions, MasterQuery,
 };
 use fragstat_core::{DecodeError, Exchange};
 use fragstat_quake3_oob::Quake3Game as Q3Game;
@@ -57,7 +57,18 @@ impl FamilyGame for WarsowGame {
         server_query(self, ask.players || ask.rules)
     }
 
+    /// `getservers <name> …` (or Ext); of the catalogue's forms only the game's own, a name
+    /// and the extended one (dpmaster's named games have no anonymous form).
     fn master_query(self, options: &MasterOptions) -> Result<MasterQuery, MasterQueryError> {
+        if matches!(
+            options.form,
+            Some(ListForm::Anonymous | ListForm::Short | ListForm::Http)
+        ) {
+            return Err(MasterQueryError::option(
+                self.id(),
+                "its masters know it by name: there is no anonymous request",
+            ));
+        }
         Ok(MasterQuery::Udp(master_query(self, options)?))
     }
 

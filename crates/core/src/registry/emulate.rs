@@ -202,6 +202,33 @@ pub enum EndMarker {
     Alternative,
     /// None: clients finish on a timeout.
     None,
+    /// A bare `\EOT` on every datagram but the last, whose marker has its NULs
+    /// (`\EOT\0\0\0`): Activision's masters (pyq3serverlist reader.py:70-73).
+    BareEvery,
+}
+
+/// A server an emulated master lists under a protocol and game name of its own (one that
+/// registered with them): see [`EmuMaster::listings`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EmuListing {
+    /// The server.
+    pub addr: SocketAddr,
+    /// The protocol it registered with.
+    pub protocol: i32,
+    /// The game name it registered with; `None`: an anonymous game's (Q3A's, OpenArena's).
+    pub gamename: Option<String>,
+}
+
+impl EmuListing {
+    /// `addr`, registered with `protocol` and `gamename`.
+    pub fn new(addr: SocketAddr, protocol: i32, gamename: Option<&str>) -> Self {
+        EmuListing {
+            addr,
+            protocol,
+            gamename: gamename.map(str::to_string),
+        }
+    }
 }
 
 /// What an emulated master lists.
@@ -212,6 +239,14 @@ pub struct EmuMaster {
     pub servers: Vec<SocketAddr>,
     /// Its end-of-list marker.
     pub end_marker: EndMarker,
+    /// Answers only the short form, `getservers <protocol>` with no game name (id's RtCW
+    /// master: nksmnf/iortcw docs/RU/server.md §2); requests naming a game get nothing.
+    pub short_only: bool,
+    /// Servers listed only to requests for their own protocol and game name (an anonymous
+    /// request gets the anonymous ones: dpmaster's rule, which is why Q3Rally must name
+    /// itself), besides [`EmuMaster::servers`], which every request for the game's protocol
+    /// gets.
+    pub listings: Vec<EmuListing>,
 }
 
 impl EmuMaster {
@@ -220,7 +255,21 @@ impl EmuMaster {
         EmuMaster {
             servers,
             end_marker: EndMarker::default(),
+            short_only: false,
+            listings: Vec::new(),
         }
+    }
+
+    /// Sets [`EmuMaster::short_only`].
+    pub fn with_short_only(mut self, short_only: bool) -> Self {
+        self.short_only = short_only;
+        self
+    }
+
+    /// Sets [`EmuMaster::listings`].
+    pub fn with_listings(mut self, listings: Vec<EmuListing>) -> Self {
+        self.listings = listings;
+        self
     }
 
     /// Sets the end marker.

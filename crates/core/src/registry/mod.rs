@@ -18,9 +18,13 @@ use crate::model::{ExtraRef, MasterEntry, ServerInfo};
 use crate::service::Service;
 use crate::wire::DecodeError;
 
+pub mod catalogue;
 mod emulate;
 mod meta;
-pub use emulate::{emulator, EmuError, EmuMaster, EmuServer, Emulate, EndMarker};
+mod options;
+pub use catalogue::{CatalogueMaster, EndOfList, ListForm, MasterTransport};
+pub use emulate::{emulator, EmuError, EmuListing, EmuMaster, EmuServer, Emulate, EndMarker};
+pub use options::MasterOptions;
 
 /// What a server query asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -148,39 +152,6 @@ impl MasterQueryError {
     }
 }
 
-/// How to ask a master for its list.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct MasterOptions {
-    /// Use the extended request where the family has one (Quake III `getserversExt`, which
-    /// lists IPv6 servers too).
-    pub ext: bool,
-    /// The game name the master knows the game by, overriding the game's own.
-    pub gamename: Option<String>,
-    /// The protocol number to ask the master for, overriding the game's own (Warsow 0.3's
-    /// `getservers Warsow 9`, older releases of a game). Families whose master request names
-    /// no protocol, or that do not take another, ignore it.
-    pub protocol: Option<i32>,
-}
-
-impl MasterOptions {
-    /// Sets [`MasterOptions::ext`].
-    pub fn with_ext(mut self, ext: bool) -> Self {
-        self.ext = ext;
-        self
-    }
-    /// Sets [`MasterOptions::gamename`].
-    pub fn with_gamename(mut self, gamename: Option<String>) -> Self {
-        self.gamename = gamename;
-        self
-    }
-    /// Sets [`MasterOptions::protocol`].
-    pub fn with_protocol(mut self, protocol: Option<i32>) -> Self {
-        self.protocol = protocol;
-        self
-    }
-}
-
 /// A master list parsed from an HTTP body: the servers, and what could not be read.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
@@ -258,6 +229,9 @@ pub struct GameMeta {
     pub default_port: u16,
     /// Default master port, for games with UDP masters.
     pub master_port: Option<u16>,
+    /// Its public masters ([`catalogue`]): what `fragstat master GAME` asks when no master is
+    /// given. [`GameMeta::new`] takes the catalogue's entries for the id.
+    pub masters: &'static [CatalogueMaster],
     /// Whether its servers echo the query's challenge (or token) in their replies: see
     /// [`Game::echoes_challenge`].
     pub echoes_challenge: bool,
@@ -291,8 +265,10 @@ impl GameMeta {
         title: impl Into<Cow<'static, str>>,
         default_port: u16,
     ) -> Self {
+        let id = id.into();
         GameMeta {
-            id: id.into(),
+            masters: catalogue::of(&id),
+            id,
             title: title.into(),
             aliases: &[],
             family,
@@ -317,6 +293,12 @@ impl GameMeta {
     /// Sets the master port.
     pub fn master_port(mut self, port: impl Into<Option<u16>>) -> Self {
         self.master_port = port.into();
+        self
+    }
+
+    /// Sets the catalogue masters ([`GameMeta::masters`]).
+    pub fn masters(mut self, masters: &'static [CatalogueMaster]) -> Self {
+        self.masters = masters;
         self
     }
 
@@ -373,6 +355,11 @@ pub trait Game: Send + Sync + fmt::Debug {
     /// Default master port, for games with UDP masters.
     fn master_port(&self) -> Option<u16> {
         self.meta().master_port
+    }
+    /// The game's public masters ([`GameMeta::masters`], [`catalogue`]), asked when no
+    /// master is given.
+    fn catalogue(&self) -> &[CatalogueMaster] {
+        self.meta().masters
     }
     /// Whether this game's servers echo the query's challenge (or token) in their replies.
     /// When they do, a reply without it is ignored (it could be forged by anyone able to send

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 
+use fragstat_core::registry::CatalogueMaster;
+
 use super::{Answer, Listed, MasterList, MasterReport};
 use crate::{Client, Target};
 
@@ -33,7 +35,12 @@ fn host_key(ip: IpAddr) -> IpAddr {
 }
 
 impl Merge {
-    pub(super) fn new(client: &Client, n: usize, masters: &[Target]) -> Merge {
+    pub(super) fn new(
+        client: &Client,
+        n: usize,
+        masters: &[Target],
+        specs: &[Option<CatalogueMaster>],
+    ) -> Merge {
         Merge {
             filter: client.config().filter,
             limits: client.config().limits,
@@ -42,35 +49,52 @@ impl Merge {
             ports: HashMap::default(),
             reports: masters
                 .iter()
-                .map(|t| MasterReport::new(t.text()))
+                .enumerate()
+                .map(|(i, t)| {
+                    let mut r = MasterReport::new(t.text());
+                    r.catalogue = specs.get(i).cloned().flatten();
+                    r
+                })
                 .take(n)
                 .collect(),
         }
     }
 
-    /// Adds one master's answer; returns the servers it added.
+    /// Adds one of a master's answers (a master asked for several protocols answers once
+    /// each: its report sums them, and it is online when any gave a list); returns the
+    /// servers it added.
     pub(super) fn add(&mut self, a: Answer) -> Vec<SocketAddr> {
         let mut added = Vec::new();
         let Some(report) = self.reports.get_mut(a.index) else {
             return added;
         };
-        report.addr = a.addr;
-        report.url = a.url;
-        report.rtt = a.rtt;
-        report.warnings = a.warnings;
+        report.addr = report.addr.or(a.addr);
+        report.url = report.url.take().or(a.url);
+        report.rtt = report.rtt.or(a.rtt);
+        report.warnings.extend(a.warnings);
         let list = match a.result {
             Ok(list) => list,
-            Err(e) => {
-                report.status = if e.is_timeout() { "timeout" } else { "error" };
+            Err(e) if report.status != "online" => {
+                report.status = if a.skipped {
+                    "skipped"
+                } else if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "error"
+                };
                 report.error = Some(e);
                 return added;
             }
+            Err(_) => return added,
         };
         report.status = "online";
-        report.listed = list.len();
+        report.error = None;
+        // The entry cap counts every list of this master.
+        let before = report.listed;
+        report.listed += list.len();
         for (n, mut entry) in list.into_iter().enumerate() {
-            if n >= self.limits.max_entries_per_master {
-                report.over_entry_cap = report.listed - n;
+            if before + n >= self.limits.max_entries_per_master {
+                report.over_entry_cap += report.listed - before - n;
                 break;
             }
             entry.addr = fragstat_core::canonical(entry.addr);
@@ -135,12 +159,39 @@ mod tests {
     fn answer(index: usize, addrs: impl IntoIterator<Item = SocketAddr>) -> Answer {
         Answer {
             index,
+            round: 0,
             addr: None,
             url: None,
             rtt: None,
             result: Ok(addrs.into_iter().map(MasterEntry::new).collect()),
             warnings: Vec::new(),
+            skipped: false,
         }
+    }
+
+    /// A master asked for two protocols: one list and one timeout make it online, the
+    /// counts are summed, and a server on both lists is listed once, by it.
+    #[test]
+    fn a_masters_answers_for_several_protocols_add_up() {
+        let mut m = merge(crate::ListLimits::default());
+        let a: SocketAddr = "9.9.9.1:27960".parse().unwrap();
+        let b: SocketAddr = "9.9.9.2:27960".parse().unwrap();
+        assert_eq!(m.add(answer(0, [a])).len(), 1);
+        let mut late = answer(0, []);
+        late.round = 1;
+        late.result = Err(crate::Error::Timeout { attempts: 1 });
+        assert!(m.add(late).is_empty());
+        let mut second = answer(0, [a, b]);
+        second.round = 2;
+        assert_eq!(m.add(second), [b]);
+        let r = &m.reports[0];
+        assert_eq!(
+            (r.status, r.listed, r.kept, r.duplicates),
+            ("online", 3, 2, 1)
+        );
+        assert!(r.error.is_none());
+        let list = m.finish();
+        assert!(list.entries.iter().all(|l| l.masters == [0]));
     }
 
     /// 65,534 addresses of one IPv6 /64, one port each: one host's network, capped as one

@@ -85,6 +85,11 @@ pub fn farm_at(game: &GameRef, ip: std::net::IpAddr, n: usize, players: usize) -
 
 /// An emulated master of `game` listing exactly `listed`.
 pub fn master(game: &GameRef, listed: Vec<SocketAddr>) -> Farm {
+    master_with(game, &EmuMaster::new(listed))
+}
+
+/// An emulated master of `game` as `config` says (its end marker and quirks).
+pub fn master_with(game: &GameRef, config: &EmuMaster) -> Farm {
     let (stop, _) = watch::channel(false);
     let socket = bind("127.0.0.1");
     let master = socket.local_addr().unwrap();
@@ -92,7 +97,7 @@ pub fn master(game: &GameRef, listed: Vec<SocketAddr>) -> Farm {
         socket,
         game.emulator()
             .expect("built with emulators")
-            .emulated_master(&EmuMaster::new(listed))
+            .emulated_master(config)
             .unwrap(),
         &stop,
     );

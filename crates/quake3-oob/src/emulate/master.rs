@@ -75,6 +75,20 @@ pub struct EmulatedMaster {
     style: EotStyle,
     max_packet: usize,
     counter: u64,
+    /// Catalogue quirks ([`EmulatedMaster::with_quirks`]).
+    quirks: Quirks,
+}
+
+/// The quirks of real masters an emulated one can show (the master catalogue's tests).
+#[derive(Debug, Clone, Default)]
+struct Quirks {
+    /// Answer only `getservers <protocol>` without a game name (id's RtCW master).
+    short_only: bool,
+    /// A bare `\EOT` on every datagram but the last (Activision's masters).
+    bare_every: bool,
+    /// `(address, protocol, game name)` listed only to requests naming the same game
+    /// (`None`: anonymous requests only), as dpmaster does.
+    named: Vec<(SocketAddr, i32, Option<Vec<u8>>)>,
 }
 
 impl EmulatedMaster {
@@ -86,7 +100,30 @@ impl EmulatedMaster {
             style,
             max_packet: MAX_MASTER_PACKET,
             counter: 0,
+            quirks: Quirks::default(),
         }
+    }
+
+    /// Shows real masters' quirks: `short_only` answers only `getservers <protocol>` without
+    /// a game name (id's RtCW master, nksmnf/iortcw docs/RU/server.md §2); `bare_every` ends
+    /// every datagram but the last with a bare `\EOT` (Activision's, pyq3serverlist
+    /// reader.py:70-73); `named` servers are listed only to requests for their protocol
+    /// naming their game (`None`: anonymous requests), as dpmaster matches game names.
+    pub fn with_quirks(
+        mut self,
+        short_only: bool,
+        bare_every: bool,
+        named: Vec<(SocketAddr, i32, Option<String>)>,
+    ) -> Self {
+        self.quirks = Quirks {
+            short_only,
+            bare_every,
+            named: named
+                .into_iter()
+                .map(|(a, p, g)| (a, p, g.map(String::into_bytes)))
+                .collect(),
+        };
+        self
     }
 
     /// Sets the largest datagram (default 1400 bytes, dpmaster's).
@@ -119,20 +156,43 @@ impl EmulatedMaster {
     ) -> Vec<(SocketAddr, Vec<u8>)> {
         match decode(datagram) {
             Ok(Packet::GetServers(req)) => {
+                if self.quirks.short_only && (req.ext || req.game.is_some()) {
+                    return Vec::new();
+                }
                 let want_v4 = !req.ext || !req.has_option("ipv6") || req.has_option("ipv4");
                 let want_v6 = req.ext && (!req.has_option("ipv4") || req.has_option("ipv6"));
+                let family = |a: &SocketAddr| if a.is_ipv4() { want_v4 } else { want_v6 };
+                let same_game = |g: &Option<Vec<u8>>| match (g, &req.game) {
+                    (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                    (a, b) => a.is_none() && b.is_none(),
+                };
                 let list: Vec<SocketAddr> = self
                     .servers
                     .iter()
-                    .filter(|(a, p)| {
-                        *p == req.protocol && if a.is_ipv4() { want_v4 } else { want_v6 }
-                    })
+                    .filter(|(a, p)| *p == req.protocol && family(a))
                     .map(|(a, _)| *a)
+                    .chain(
+                        self.quirks
+                            .named
+                            .iter()
+                            .filter(|(a, p, g)| *p == req.protocol && family(a) && same_game(g))
+                            .map(|(a, _, _)| *a),
+                    )
                     .collect();
-                encode_server_list(&list, req.ext, self.style, self.max_packet)
-                    .into_iter()
-                    .map(|p| (from, p))
-                    .collect()
+                let style = if self.quirks.bare_every {
+                    EotStyle::EveryPacket
+                } else {
+                    self.style
+                };
+                let mut packets = encode_server_list(&list, req.ext, style, self.max_packet);
+                if self.quirks.bare_every {
+                    // `\EOT\0\0\0` → `\EOT` on all but the last.
+                    let n = packets.len().saturating_sub(1);
+                    for p in packets.iter_mut().take(n) {
+                        p.truncate(p.len().saturating_sub(3));
+                    }
+                }
+                packets.into_iter().map(|p| (from, p)).collect()
             }
             Ok(Packet::Heartbeat(h)) if !h.is_flatline() => {
                 self.expire(now);

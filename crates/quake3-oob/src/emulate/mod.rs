@@ -25,6 +25,8 @@ mod slots;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_quirks;
+#[cfg(test)]
 mod tests_realism;
 
 use look::Order;
@@ -555,14 +557,26 @@ impl Emulate for Quake3Game {
     fn emulated_master(&self, config: &EmuMaster) -> Result<Box<dyn Service>, EmuError> {
         let style = match config.end_marker {
             EndMarker::Last => EotStyle::LastPacket,
-            EndMarker::Every => EotStyle::EveryPacket,
+            EndMarker::Every | EndMarker::BareEvery => EotStyle::EveryPacket,
             EndMarker::Alternative => EotStyle::EofLast,
             _ => EotStyle::None,
         };
         let protocol = self.protocol();
-        Ok(Box::new(EmulatedMaster::new(
-            config.servers.iter().map(|a| (*a, protocol)).collect(),
-            style,
-        )))
+        let named = config
+            .listings
+            .iter()
+            .map(|l| (l.addr, l.protocol, l.gamename.clone()))
+            .collect();
+        Ok(Box::new(
+            EmulatedMaster::new(
+                config.servers.iter().map(|a| (*a, protocol)).collect(),
+                style,
+            )
+            .with_quirks(
+                config.short_only,
+                config.end_marker == EndMarker::BareEvery,
+                named,
+            ),
+        ))
     }
 }

@@ -1,0 +1,256 @@
+//! The masters of `fragstat master`: the game's catalogue when none is given (printed by
+//! `--list-masters`, substituted by `--master-at`), each given master asked once, and what
+//! each answered.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use fragstat::core::model::MasterEntry;
+use fragstat::core::registry::{CatalogueMaster, GameRef};
+use fragstat::{Client, MasterList};
+
+use crate::Format;
+
+/// `--list-masters`: the game's catalogue, as a table or JSON (an array of entries:
+/// `address`, `transport`, `form`, `end`, `protocols`, `source`, `checked`); nothing is sent.
+pub fn print_catalogue(game: &GameRef, format: Format) -> ExitCode {
+    let masters = game.catalogue();
+    match format {
+        Format::Json | Format::Ndjson => {
+            let json = if format == Format::Json {
+                serde_json::to_string_pretty(masters)
+            } else {
+                masters
+                    .iter()
+                    .map(serde_json::to_string)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|l| l.join("\n"))
+            };
+            match json {
+                Ok(j) if !j.is_empty() => println!("{j}"),
+                Ok(_) => {}
+                Err(e) => eprintln!("{e}"),
+            }
+        }
+        _ => {
+            for m in masters {
+                let protocols = if m.protocols.is_empty() {
+                    "own".to_string()
+                } else {
+                    m.protocols
+                        .iter()
+                        .map(i32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                println!(
+                    "{}\t{:?}\t{}\t{}\t{}\t{} ({})",
+                    m.address(),
+                    m.transport,
+                    m.form,
+                    m.end,
+                    protocols,
+                    m.source,
+                    m.checked
+                );
+            }
+            if masters.is_empty() {
+                eprintln!("{} has no master in the catalogue", game.id());
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// The catalogue to ask when no master is given: the game's, each entry named by a
+/// `--master-at MASTER=ADDR` asked at ADDR instead. An error (for a usage message) when the
+/// game has none, or a `--master-at` names no entry or no address.
+pub fn catalogue(game: &GameRef, at: &[String]) -> Result<Vec<CatalogueMaster>, String> {
+    let masters = game.catalogue();
+    if masters.is_empty() {
+        return Err(format!(
+            "no master given, and {} has no master in the catalogue: name one (HOST[:PORT])",
+            game.id()
+        ));
+    }
+    let mut out = masters.to_vec();
+    for a in at {
+        let (key, addr) = a
+            .rsplit_once('=')
+            .ok_or_else(|| format!("--master-at {a}: expected MASTER=ADDR"))?;
+        let addr: SocketAddr = addr
+            .parse()
+            .map_err(|_| format!("--master-at {a}: {addr} is not an IP:PORT"))?;
+        let names =
+            |m: &CatalogueMaster| m.address() == key || format!("{}:{}", m.host, m.port) == key;
+        let mut found = false;
+        for (m, o) in masters.iter().zip(out.iter_mut()) {
+            if names(m) {
+                *o = m.clone().pointed_at(addr);
+                found = true;
+            }
+        }
+        if !found {
+            return Err(format!(
+                "--master-at {a}: {key} is not in {}'s catalogue (see --list-masters)",
+                game.id()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The masters to ask, each address once: a master named twice (`localhost:27950` and
+/// `127.0.0.1:27950`) would be asked twice from one socket, and its second list wait out
+/// the master timeout. Names that do not resolve are kept (their report says why).
+pub async fn dedupe(client: &Client, game: &GameRef, masters: &[String]) -> Vec<String> {
+    let Some(port) = game.master_port() else {
+        return masters.to_vec();
+    };
+    let mut seen: Vec<(SocketAddr, &str)> = Vec::new();
+    let mut out = Vec::with_capacity(masters.len());
+    for (text, addr) in client.resolve(masters, port).await {
+        let Ok(addr) = addr else {
+            out.push(text);
+            continue;
+        };
+        match seen.iter().find(|(a, _)| *a == addr) {
+            Some((_, first)) if *first == text => {
+                eprintln!("master {text}: named twice, asked once");
+            }
+            Some((_, first)) => {
+                eprintln!("master {text}: the same address as {first} ({addr}): asked once");
+            }
+            None => {
+                if let Some(t) = masters.iter().find(|m| **m == text) {
+                    seen.push((addr, t.as_str()));
+                }
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+/// Each master's failure, warnings and what was left out of its list, on stderr; a hint
+/// when `ext_hint` (the game has `--ext`, not used) and nothing was listed, or a line when
+/// no master gave a list.
+pub fn print_reports(list: &MasterList, ext_hint: bool) {
+    print_each(list);
+    let any_online = list.any_online();
+    if any_online && ext_hint && list.reports().iter().all(|r| r.listed == 0) {
+        eprintln!(
+            "hint: no master listed a server for `getservers`, which lists IPv4 servers only; --ext asks with getserversExt, which lists IPv6 servers too"
+        );
+    }
+    if !any_online {
+        eprintln!(
+            "no master gave a list ({} asked)",
+            crate::scan::count(list.reports().len(), "master")
+        );
+    }
+}
+
+/// The merged list without probing (docs/json.md): each server with the masters that
+/// listed it.
+pub fn print_list(
+    game: &GameRef,
+    list: MasterList,
+    format: Format,
+    view: &crate::output::View,
+) -> Result<(), crate::output::Stop> {
+    let asked = list.reports().len();
+    let reports: Vec<serde_json::Value> = list.reports().iter().map(report_json).collect();
+    let by = listed_by(&list);
+    let mut servers: Vec<MasterEntry> = list.into_entries().into_iter().map(|l| l.entry).collect();
+    if game.family() == "teeworlds" {
+        for info in servers.iter_mut().filter_map(|s| s.info.as_mut()) {
+            crate::records::no_time(info, false);
+        }
+    }
+    crate::output::master_list(game.id(), format, (&servers, &by), &reports, asked, view)
+}
+
+fn print_each(list: &MasterList) {
+    for r in list.reports() {
+        if let Some(e) = &r.error {
+            // An HTTP error names its URL first: not twice when the master was given as one.
+            let text = e.to_string();
+            match text.strip_prefix(&format!("{}: ", r.master)) {
+                Some(rest) => eprintln!("master {}: {rest}", r.master),
+                None => eprintln!("master {}: {text}", r.master),
+            }
+        }
+        for w in &r.warnings {
+            eprintln!("master {}: {w}", r.master);
+        }
+        if r.dropped() > 0 {
+            eprintln!(
+                "master {}: {} of {} listed left out ({})",
+                r.master,
+                r.dropped(),
+                r.listed,
+                dropped_text(r)
+            );
+        }
+    }
+}
+
+/// For each server of the merged list, the masters (as their reports name them) that
+/// listed it.
+fn listed_by(list: &MasterList) -> Vec<Vec<String>> {
+    list.entries()
+        .iter()
+        .map(|l| {
+            l.masters
+                .iter()
+                .filter_map(|i| list.reports().get(*i).map(|r| r.master.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+/// A master's report as JSON writes it (docs/json.md): with `catalogue`, the catalogue
+/// entry it was asked as.
+pub fn report_json(r: &fragstat::MasterReport) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "address": r.master,
+        "status": r.status,
+        "error": r.error.as_ref().map(ToString::to_string),
+        "servers": r.is_online().then_some(r.listed),
+        "rtt_ms": r.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
+        "kept": r.is_online().then_some(r.kept),
+        "dropped": r.is_online().then_some(r.dropped()),
+    });
+    if let (Some(c), Some(obj)) = (&r.catalogue, v.as_object_mut()) {
+        obj.insert(
+            "catalogue".into(),
+            serde_json::to_value(c).unwrap_or_default(),
+        );
+    }
+    v
+}
+
+/// Why entries were left out, in words.
+fn dropped_text(r: &fragstat::MasterReport) -> String {
+    let mut parts = Vec::new();
+    if r.over_ip_cap > 0 {
+        parts.push(format!("{} over the per-address port cap", r.over_ip_cap));
+    }
+    if r.over_entry_cap > 0 {
+        parts.push(format!(
+            "{} over the per-master entry cap",
+            r.over_entry_cap
+        ));
+    }
+    if r.over_total_cap > 0 {
+        parts.push(format!(
+            "{} over the cap on servers from all masters",
+            r.over_total_cap
+        ));
+    }
+    for (reason, n) in &r.filtered {
+        parts.push(format!("{n} {reason}"));
+    }
+    parts.join(", ")
+}
