@@ -298,11 +298,28 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         spawn(&mut tasks, socket, lossy, stop_rx.clone());
     }
-    let http_list = match game.master_query(&MasterOptions::default()) {
+    let master_kind = game.master_query(&MasterOptions::default());
+    let tcp_master = matches!(master_kind, Ok(MasterQuery::Tcp { .. }));
+    let http_list = match master_kind {
         Ok(MasterQuery::Http { default_url, .. }) => Some(default_url),
         _ => None,
     };
-    if let (Some(ml), Some(default_url)) = (master_listen, http_list) {
+    if let (Some(ml), true) = (master_listen, tcp_master) {
+        // A master that sends its list over TCP (CoD4X's): crate::serve_tcp.
+        let body = emu
+            .emulated_tcp_list(&listed)
+            .map_err(|e| anyhow::anyhow!("master: {e}"))?;
+        let listener = tokio::net::TcpListener::bind(ml)
+            .await
+            .with_context(|| format!("binding {ml}"))?;
+        lines.push_str(&format!("master {}\n", listener.local_addr()?));
+        let stop = shutdown_future(stop_rx.clone());
+        let limits = crate::serve_tcp::Limits::default();
+        tasks.spawn(async move {
+            crate::serve_tcp::serve(listener, body.into(), limits, stop).await;
+            Ok(())
+        });
+    } else if let (Some(ml), Some(default_url)) = (master_listen, http_list) {
         // Games whose master is an HTTP list (DDNet's servers.json, the ETQW feed): that
         // list, at the public list's path.
         let servers: Vec<(SocketAddr, EmuServer)> = (0u32..)

@@ -759,6 +759,7 @@ fn games_lists_the_registry() {
         "coduo",
         "cod2",
         "cod4",
+        "cod4x",
         "iw4x",
         "mohaa",
         "unvanquished",

@@ -20,6 +20,7 @@ use crate::error::Error;
 use crate::filter::FilterReason;
 
 mod merge;
+mod tcp;
 use merge::Merge;
 
 /// One server of a merged list, and which masters listed it.
@@ -295,9 +296,14 @@ impl MasterListRequest {
             return Err(Error::InvalidInput("no master given".into()));
         }
         let kind = self.game.master_query(&self.options).map_err(Error::from)?;
+        let mut tcp = None;
         let http = match kind {
             MasterQuery::Udp(_) => None,
             MasterQuery::Http { default_url, parse } => Some((default_url, parse)),
+            MasterQuery::Tcp { request, parse } => {
+                tcp = Some((request, parse));
+                None
+            }
             _ => {
                 return Err(Error::InvalidInput(format!(
                     "{}: unknown kind of master",
@@ -305,7 +311,7 @@ impl MasterListRequest {
                 )))
             }
         };
-        if http.is_none() && self.game.master_port().is_none() {
+        if http.is_none() && tcp.is_none() && self.game.master_port().is_none() {
             return Err(Error::InvalidInput(format!(
                 "{} has no UDP master port",
                 self.game.id()
@@ -316,6 +322,7 @@ impl MasterListRequest {
             masters: self.masters.clone(),
             options: self.options.clone(),
             http,
+            tcp,
         })
     }
 }
@@ -362,6 +369,8 @@ struct Plan {
     options: MasterOptions,
     /// The HTTP list's standard URL and parser, for games with an HTTP master.
     http: Option<(Option<&'static str>, HttpParse)>,
+    /// The request and the stream's parser, for games with a TCP master (CoD4X).
+    tcp: Option<(Vec<u8>, HttpParse)>,
 }
 
 /// One master's outcome before merging.
@@ -401,9 +410,12 @@ async fn run(
 ) -> MasterList {
     let (tx, mut rx) = mpsc::unbounded_channel::<Answer>();
     let n = plan.masters.len();
-    match plan.http {
-        Some((default_url, parse)) => spawn_http(&client, &plan, default_url, parse, &tx),
-        None => spawn_udp(&client, &plan, &tx).await,
+    match (plan.http, &plan.tcp) {
+        (Some((default_url, parse)), _) => spawn_http(&client, &plan, default_url, parse, &tx),
+        (None, Some((request, parse))) => {
+            tcp::spawn_tcp(&client, &plan, request.clone(), *parse, &tx).await;
+        }
+        (None, None) => spawn_udp(&client, &plan, &tx).await,
     }
     drop(tx);
     let mut merge = Merge::new(&client, n, &plan.masters);

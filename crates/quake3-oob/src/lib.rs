@@ -28,6 +28,8 @@
 
 #[cfg(feature = "emulate")]
 pub mod emulate;
+pub mod cod4x;
+pub mod daemon;
 pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -350,6 +350,14 @@ pub trait Emulate: Send + Sync {
             "the game has no HTTP master list".into(),
         ))
     }
+    /// For games whose master is a TCP stream ([`MasterQuery::Tcp`]): the bytes the master
+    /// sends every client that asks, listing `servers`, as `fragstat serve --master` serves it.
+    fn emulated_tcp_list(&self, servers: &[SocketAddr]) -> Result<Vec<u8>, EmuError> {
+        let _ = servers;
+        Err(EmuError::Unsupported(
+            "the game has no TCP master".into(),
+        ))
+    }
 }
 
 /// The emulators of `game`, or an [`EmuError`] naming the game when its crate was built

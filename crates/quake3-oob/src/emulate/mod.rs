@@ -560,9 +560,26 @@ impl Emulate for Quake3Game {
             _ => EotStyle::None,
         };
         let protocol = self.protocol();
-        Ok(Box::new(EmulatedMaster::new(
-            config.servers.iter().map(|a| (*a, protocol)).collect(),
-            style,
-        )))
+        Ok(Box::new(
+            EmulatedMaster::new(
+                config.servers.iter().map(|a| (*a, protocol)).collect(),
+                style,
+            )
+            .daemon(*self == Quake3Game::Unvanquished),
+        ))
+    }
+
+    fn emulated_tcp_list(&self, servers: &[SocketAddr]) -> Result<Vec<u8>, EmuError> {
+        if *self != Quake3Game::Cod4x {
+            return Err(EmuError::Unsupported(format!(
+                "{}: the master is a UDP master",
+                self.id()
+            )));
+        }
+        let entries = servers
+            .iter()
+            .map(|a| crate::cod4x::Cod4xEntry::new(vec![*a]))
+            .collect();
+        Ok(crate::cod4x::render(entries))
     }
 }
