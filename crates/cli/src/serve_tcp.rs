@@ -153,7 +153,9 @@ fn admit(
 ) {
     let p = prefix(from.ip());
     let Ok(mut t) = table.lock() else { return };
-    let Some(id) = t.admit(p, &limits) else { return };
+    let Some(id) = t.admit(p, &limits) else {
+        return;
+    };
     let (body, done) = (body.clone(), table.clone());
     let task = tokio::spawn(async move {
         let _ = tokio::time::timeout(limits.lifetime, answer(stream, &body, &limits)).await;

@@ -130,7 +130,10 @@ fn a_connection_flood_leaves_a_legitimate_client_served() {
         let again = connect_from(Ipv4Addr::new(127, 0, 0, 3), master).await;
         assert_eq!(ask(again).await, 0, "a full address is refused");
         let legit = connect_from(Ipv4Addr::LOCALHOST, master).await;
-        assert!(ask(legit).await > 22, "a legitimate client is served while full");
+        assert!(
+            ask(legit).await > 22,
+            "a legitimate client is served while full"
+        );
         // It took one flooding connection's place: exactly one of them is closed.
         let mut evicted = 0;
         for _ in 0..500 {

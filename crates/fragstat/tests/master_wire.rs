@@ -22,8 +22,7 @@ fn a(s: &str) -> SocketAddr {
 
 /// An emulated Unvanquished master on 127.0.0.1 (until `stop` is dropped).
 fn daemon_master(master: EmulatedMaster, stop: &watch::Sender<bool>) -> SocketAddr {
-    let socket: Arc<dyn Transport> =
-        Arc::new(UdpTransport::bind(a("127.0.0.1:0")).unwrap());
+    let socket: Arc<dyn Transport> = Arc::new(UdpTransport::bind(a("127.0.0.1:0")).unwrap());
     let addr = socket.local_addr().unwrap();
     let mut rx = stop.subscribe();
     tokio::spawn(async move {
@@ -75,7 +74,10 @@ async fn a_linked_pair_is_listed_once_and_the_list_ends_without_a_marker() {
     assert_eq!(entries.len(), 3, "{entries:?}");
     let pair = entries.iter().find(|e| e.addr == v4).expect("the pair");
     assert_eq!(pair.addresses, ["127.0.0.1:27960", "[::1]:27961"]);
-    assert!(entries.iter().all(|e| e.addr != v6), "the IPv6 side not again");
+    assert!(
+        entries.iter().all(|e| e.addr != v6),
+        "the IPv6 side not again"
+    );
     assert!(entries.iter().any(|e| e.addr == featured));
 }
 
@@ -164,7 +166,10 @@ async fn a_tcp_master_is_bounded_in_bytes_and_time() {
         .unwrap();
     let started = Instant::now();
     let list = client.master_list(&cod4x, [silent_addr]).await.unwrap();
-    assert!(list.reports()[0].error.as_ref().is_some_and(Error::is_timeout));
+    assert!(list.reports()[0]
+        .error
+        .as_ref()
+        .is_some_and(Error::is_timeout));
     assert!(started.elapsed() < Duration::from_secs(5));
     drop(silent);
 }

@@ -150,9 +150,11 @@ pub fn decode_stream(bytes: &[u8]) -> Result<Cod4xList, DecodeError> {
 /// Reads `\` + tag + addresses: the entry, and the error that stopped it (with the
 /// addresses read before it, as the client keeps them).
 fn read_entry(r: &mut Reader<'_>) -> (Option<Cod4xEntry>, Option<DecodeError>) {
-    let head = r
-        .take("entry", 5)
-        .map(|h| -> [u8; 4] { h.get(1..5).and_then(|t| t.try_into().ok()).unwrap_or([0; 4]) });
+    let head = r.take("entry", 5).map(|h| -> [u8; 4] {
+        h.get(1..5)
+            .and_then(|t| t.try_into().ok())
+            .unwrap_or([0; 4])
+    });
     let tag = match head {
         Ok(t) => t,
         Err(e) => return (None, Some(e)),
@@ -222,7 +224,9 @@ impl Cod4xList {
             return Err(EncodeError::forbidden("prefix (holds `\\`)"));
         }
         if self.end.is_none() && !self.trailing.is_empty() {
-            return Err(EncodeError::forbidden("trailing bytes without an end marker"));
+            return Err(EncodeError::forbidden(
+                "trailing bytes without an end marker",
+            ));
         }
         let mut out = crate::OOB_HEADER.to_vec();
         out.extend_from_slice(HEADER);

@@ -35,7 +35,10 @@ fn the_ipv4_only_form_the_python_listers_read() {
     assert_eq!((l.end, l.stopped.as_ref()), (Some(End::Eof), None));
     let e = l.master_entries();
     assert_eq!(e.len(), 2);
-    assert_eq!((e[0].addr, e[1].addr), (a("192.0.2.1:28960"), a("192.0.2.2:28961")));
+    assert_eq!(
+        (e[0].addr, e[1].addr),
+        (a("192.0.2.1:28960"), a("192.0.2.2:28961"))
+    );
     assert!(e[0].addresses.is_empty());
 }
 

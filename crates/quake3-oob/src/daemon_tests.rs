@@ -132,7 +132,10 @@ fn a_linked_pair_is_one_entry_with_both_addresses() {
     assert_eq!(e.len(), 2);
     assert_eq!(e[0].addr, a("192.0.2.7:27960"));
     assert_eq!(e[0].addresses, ["192.0.2.7:27960", "[2001:db8::7]:27961"]);
-    assert_eq!((e[1].addr, e[1].addresses.len()), (a("198.51.100.1:27960"), 0));
+    assert_eq!(
+        (e[1].addr, e[1].addresses.len()),
+        (a("198.51.100.1:27960"), 0)
+    );
 }
 
 fn feed(ex: &mut DualMasterExchange, p: &[u8]) -> Option<Duration> {
@@ -150,8 +153,14 @@ fn the_list_is_complete_when_every_packet_came() {
         [b"\xff\xff\xff\xffgetserversExt UNVANQUISHED 86 dual empty full\n".to_vec()]
     );
     // Out of order, one packet twice: complete only with 1 and 2 and the links.
-    assert_eq!(feed(&mut ex, &list_packet(2, 2, "Official", &[&v4_entry()])), None);
-    assert_eq!(feed(&mut ex, &list_packet(2, 2, "Official", &[&v4_entry()])), None);
+    assert_eq!(
+        feed(&mut ex, &list_packet(2, 2, "Official", &[&v4_entry()])),
+        None
+    );
+    assert_eq!(
+        feed(&mut ex, &list_packet(2, 2, "Official", &[&v4_entry()])),
+        None
+    );
     assert_eq!(
         feed(&mut ex, &list_packet(1, 2, "", &[&v6_entry()])),
         Some(SETTLE),
@@ -199,7 +208,9 @@ fn the_emulated_master_answers_dual_as_the_unvanquished_master() {
         .unwrap();
     let out = master.respond(Instant::now(), a("127.0.0.1:5000"), &req);
     // Links first, then 301 ordinary servers in 2 packets (256 + 45) and the featured one.
-    assert!(out[0].1.starts_with(b"\xff\xff\xff\xffgetserversExtResponseLinks\0"));
+    assert!(out[0]
+        .1
+        .starts_with(b"\xff\xff\xff\xffgetserversExtResponseLinks\0"));
     assert_eq!(out.len(), 4);
     for (i, (_, p)) in out.iter().enumerate().skip(1) {
         assert!(p.ends_with(b"\\"));
@@ -217,7 +228,10 @@ fn the_emulated_master_answers_dual_as_the_unvanquished_master() {
     }
     let entries = ex.on_timeout(false).unwrap().unwrap();
     assert_eq!(entries.len(), 301, "the linked pair listed once");
-    assert_eq!(entries.iter().filter(|e| !e.addresses.is_empty()).count(), 1);
+    assert_eq!(
+        entries.iter().filter(|e| !e.addresses.is_empty()).count(),
+        1
+    );
     // Without `dual`: no links packet.
     let mut plain = dual_request("UNVANQUISHED", 86);
     plain.options.retain(|o| o != b"dual");

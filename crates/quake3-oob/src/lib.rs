@@ -26,10 +26,10 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
-#[cfg(feature = "emulate")]
-pub mod emulate;
 pub mod cod4x;
 pub mod daemon;
+#[cfg(feature = "emulate")]
+pub mod emulate;
 pub mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -157,11 +157,20 @@ impl ServerList {
         let at_start = self.servers.is_empty() && self.terminator.is_none();
         if let Some(seq) = &self.sequence {
             if !self.ext {
-                return Err(EncodeError::forbidden("sequence (getserversExtResponse only)"));
+                return Err(EncodeError::forbidden(
+                    "sequence (getserversExtResponse only)",
+                ));
             }
             // After the label only `\`, `/` or NUL end it: other leading bytes would extend it.
-            if at_start && self.trailing.first().is_some_and(|b| !matches!(b, 0 | b'\\' | b'/')) {
-                return Err(EncodeError::forbidden("trailing bytes (would extend the label)"));
+            if at_start
+                && self
+                    .trailing
+                    .first()
+                    .is_some_and(|b| !matches!(b, 0 | b'\\' | b'/'))
+            {
+                return Err(EncodeError::forbidden(
+                    "trailing bytes (would extend the label)",
+                ));
             }
             if self.trailing == b"\\" {
                 return Err(EncodeError::forbidden(

@@ -76,12 +76,22 @@ fn mutated_daemon_lists_and_cod4x_streams_never_panic_and_round_trip() {
         .cloned()
         .collect();
     assert!(daemon.len() >= 3);
-    LISTS.run(0xdae, &daemon, 3000, fragstat_quake3_oob::fuzzing::check_daemon_list);
+    LISTS.run(
+        0xdae,
+        &daemon,
+        3000,
+        fragstat_quake3_oob::fuzzing::check_daemon_list,
+    );
     let streams: Vec<Vec<u8>> = corpus
         .iter()
         .filter(|b| b.windows(18).any(|w| w == b"getserversResponse"))
         .cloned()
         .collect();
     assert!(!streams.is_empty());
-    LISTS.run(0xc0d4, &streams, 3000, fragstat_quake3_oob::fuzzing::check_cod4x_stream);
+    LISTS.run(
+        0xc0d4,
+        &streams,
+        3000,
+        fragstat_quake3_oob::fuzzing::check_cod4x_stream,
+    );
 }

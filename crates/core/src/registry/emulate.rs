@@ -354,9 +354,7 @@ pub trait Emulate: Send + Sync {
     /// sends every client that asks, listing `servers`, as `fragstat serve --master` serves it.
     fn emulated_tcp_list(&self, servers: &[SocketAddr]) -> Result<Vec<u8>, EmuError> {
         let _ = servers;
-        Err(EmuError::Unsupported(
-            "the game has no TCP master".into(),
-        ))
+        Err(EmuError::Unsupported("the game has no TCP master".into()))
     }
 }
 

@@ -94,13 +94,15 @@ pub(super) async fn spawn_tcp(
 }
 
 /// Connects to `addr`, sends `request` and reads the stream within `bounds`.
-pub(crate) async fn fetch(addr: SocketAddr, request: &[u8], bounds: Bounds) -> Result<Vec<u8>, Error> {
+pub(crate) async fn fetch(
+    addr: SocketAddr,
+    request: &[u8],
+    bounds: Bounds,
+) -> Result<Vec<u8>, Error> {
     let deadline = Instant::now() + bounds.total;
     let mut stream = match timeout(bounds.connect, TcpStream::connect(addr)).await {
         Err(_) => return Err(Error::Timeout { attempts: 1 }),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            return Err(Error::Down)
-        }
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(Error::Down),
         Ok(Err(e)) => return Err(Error::Io(e)),
         Ok(Ok(s)) => s,
     };

@@ -61,7 +61,12 @@ impl EmulatedMaster {
         let featured: Vec<(Vec<u8>, Vec<SocketAddr>)> = self
             .featured
             .iter()
-            .map(|(l, g)| (l.clone(), g.iter().copied().filter(|a| list.contains(a)).collect()))
+            .map(|(l, g)| {
+                (
+                    l.clone(),
+                    g.iter().copied().filter(|a| list.contains(a)).collect(),
+                )
+            })
             .collect();
         let plain: Vec<SocketAddr> = list
             .iter()
@@ -72,7 +77,9 @@ impl EmulatedMaster {
             .links
             .iter()
             .copied()
-            .filter(|l| list.contains(&SocketAddr::V4(l.v4)) || list.contains(&SocketAddr::V6(l.v6)))
+            .filter(|l| {
+                list.contains(&SocketAddr::V4(l.v4)) || list.contains(&SocketAddr::V6(l.v6))
+            })
             .collect();
         encode_dual_answer(&plain, &featured, &links, dual)
     }
@@ -191,7 +198,8 @@ impl EmulatedMaster {
                     .map(|(a, _)| *a)
                     .collect();
                 if self.daemon && req.ext {
-                    return self.dual_answer(&list, req.has_option("dual"))
+                    return self
+                        .dual_answer(&list, req.has_option("dual"))
                         .into_iter()
                         .map(|p| (from, p))
                         .collect();

@@ -354,7 +354,13 @@ impl Quake3Game {
             // `q_shared.h:79`); its servers answer as stock CoD4's.
             Quake3Game::Cod4x => Spec {
                 aliases: &["cod4xmaster"],
-                ..activision("cod4x", "Call of Duty 4: Modern Warfare (CoD4X)", 6, 20810, "COD-4")
+                ..activision(
+                    "cod4x",
+                    "Call of Duty 4: Modern Warfare (CoD4X)",
+                    6,
+                    20810,
+                    "COD-4",
+                )
             },
             // iw4x-client `src/Game/Structs.hpp:3` (PROTOCOL 0x98); its list is served over
             // HTTP (ServerList.cpp), so there is no Quake III master to ask.
