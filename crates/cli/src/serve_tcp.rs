@@ -134,11 +134,12 @@ pub async fn serve(
         };
         admit(&table, stream, from, &body, limits);
     }
-    if let Ok(mut t) = table.lock() {
-        for (_, h) in t.by_prefix.values().flatten() {
-            h.abort();
-        }
-        t.by_prefix.clear();
+    let open = match table.lock() {
+        Ok(mut t) => std::mem::take(&mut t.by_prefix),
+        Err(_) => HashMap::new(),
+    };
+    for (_, h) in open.values().flatten() {
+        h.abort();
     }
 }
 
