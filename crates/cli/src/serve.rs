@@ -109,6 +109,13 @@ pub struct ServeArgs {
     /// The master's end-of-list marker.
     #[arg(long, value_enum, default_value = "last")]
     eot: Eot,
+    /// With --master (Unvanquished): list the first --featured-count servers in a featured
+    /// group with this label, in packets of their own, as the Unvanquished master does.
+    #[arg(long, requires = "master")]
+    featured: Option<String>,
+    /// How many servers --featured lists.
+    #[arg(long, default_value_t = 1, requires = "featured")]
+    featured_count: usize,
     /// Drop this fraction of requests (0.0-1.0) to simulate loss.
     #[arg(long, default_value_t = 0.0)]
     drop: f64,
@@ -362,7 +369,16 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             Arc::new(UdpTransport::bind(ml).with_context(|| format!("binding {ml}"))?);
         lines.push_str(&format!("master {}\n", socket.local_addr()?));
         let master = emu
-            .emulated_master(&EmuMaster::new(listed).with_end_marker(a.eot.into()))
+            .emulated_master(
+                &EmuMaster::new(listed.clone())
+                    .with_end_marker(a.eot.into())
+                    .with_featured(a.featured.clone().map(|label| {
+                        (
+                            label,
+                            listed.iter().take(a.featured_count).copied().collect(),
+                        )
+                    })),
+            )
             .map_err(|e| anyhow::anyhow!("master: {e}"))?;
         spawn(&mut tasks, socket, master, stop_rx.clone());
     }

@@ -212,6 +212,9 @@ pub struct EmuMaster {
     pub servers: Vec<SocketAddr>,
     /// Its end-of-list marker.
     pub end_marker: EndMarker,
+    /// A featured group, for masters that have them (Unvanquished's: its servers are sent
+    /// in their own packets under the label): the label and the servers in it.
+    pub featured: Option<(String, Vec<SocketAddr>)>,
 }
 
 impl EmuMaster {
@@ -220,12 +223,19 @@ impl EmuMaster {
         EmuMaster {
             servers,
             end_marker: EndMarker::default(),
+            featured: None,
         }
     }
 
     /// Sets the end marker.
     pub fn with_end_marker(mut self, end_marker: EndMarker) -> Self {
         self.end_marker = end_marker;
+        self
+    }
+
+    /// Sets the featured group: `label` and the servers in it.
+    pub fn with_featured(mut self, featured: Option<(String, Vec<SocketAddr>)>) -> Self {
+        self.featured = featured;
         self
     }
 }

@@ -560,13 +560,21 @@ impl Emulate for Quake3Game {
             _ => EotStyle::None,
         };
         let protocol = self.protocol();
-        Ok(Box::new(
-            EmulatedMaster::new(
-                config.servers.iter().map(|a| (*a, protocol)).collect(),
-                style,
-            )
-            .daemon(*self == Quake3Game::Unvanquished),
-        ))
+        let mut master = EmulatedMaster::new(
+            config.servers.iter().map(|a| (*a, protocol)).collect(),
+            style,
+        )
+        .daemon(*self == Quake3Game::Unvanquished);
+        if let Some((label, servers)) = &config.featured {
+            if *self != Quake3Game::Unvanquished {
+                return Err(EmuError::Unsupported(format!(
+                    "{}: only Unvanquished's master has featured groups",
+                    self.id()
+                )));
+            }
+            master = master.with_featured(label.as_bytes(), servers.clone());
+        }
+        Ok(Box::new(master))
     }
 
     fn emulated_tcp_list(&self, servers: &[SocketAddr]) -> Result<Vec<u8>, EmuError> {
