@@ -30,6 +30,7 @@ mod save;
 mod scan;
 #[cfg(feature = "serve")]
 mod serve;
+mod serve_tcp;
 mod signal;
 mod table;
 #[cfg(feature = "track")]

@@ -117,6 +117,13 @@ pub struct ServeArgs {
     /// master), as the catalogue's short form asks.
     #[arg(long, requires = "master")]
     master_short_only: bool,
+    /// With --master (Unvanquished): list the first --featured-count servers in a featured
+    /// group with this label, in packets of their own, as the Unvanquished master does.
+    #[arg(long, requires = "master")]
+    featured: Option<String>,
+    /// How many servers --featured lists.
+    #[arg(long, default_value_t = 1, requires = "featured")]
+    featured_count: usize,
     /// Drop this fraction of requests (0.0-1.0) to simulate loss.
     #[arg(long, default_value_t = 0.0)]
     drop: f64,
@@ -306,11 +313,28 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         spawn(&mut tasks, socket, lossy, stop_rx.clone());
     }
-    let http_list = match game.master_query(&MasterOptions::default()) {
+    let master_kind = game.master_query(&MasterOptions::default());
+    let tcp_master = matches!(master_kind, Ok(MasterQuery::Tcp { .. }));
+    let http_list = match master_kind {
         Ok(MasterQuery::Http { default_url, .. }) => Some(default_url),
         _ => None,
     };
-    if let (Some(ml), Some(default_url)) = (master_listen, http_list) {
+    if let (Some(ml), true) = (master_listen, tcp_master) {
+        // A master that sends its list over TCP (CoD4X's): crate::serve_tcp.
+        let body = emu
+            .emulated_tcp_list(&listed)
+            .map_err(|e| anyhow::anyhow!("master: {e}"))?;
+        let listener = tokio::net::TcpListener::bind(ml)
+            .await
+            .with_context(|| format!("binding {ml}"))?;
+        lines.push_str(&format!("master {}\n", listener.local_addr()?));
+        let stop = shutdown_future(stop_rx.clone());
+        let limits = crate::serve_tcp::Limits::default();
+        tasks.spawn(async move {
+            crate::serve_tcp::serve(listener, body.into(), limits, stop).await;
+            Ok(())
+        });
+    } else if let (Some(ml), Some(default_url)) = (master_listen, http_list) {
         // Games whose master is an HTTP list (DDNet's servers.json, the ETQW feed): that
         // list, at the public list's path.
         let servers: Vec<(SocketAddr, EmuServer)> = (0u32..)
@@ -354,9 +378,15 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         lines.push_str(&format!("master {}\n", socket.local_addr()?));
         let master = emu
             .emulated_master(
-                &EmuMaster::new(listed)
+                &EmuMaster::new(listed.clone())
                     .with_end_marker(a.eot.into())
-                    .with_short_only(a.master_short_only),
+                    .with_short_only(a.master_short_only)
+                    .with_featured(a.featured.clone().map(|label| {
+                        (
+                            label,
+                            listed.iter().take(a.featured_count).copied().collect(),
+                        )
+                    })),
             )
             .map_err(|e| anyhow::anyhow!("master: {e}"))?;
         spawn(&mut tasks, socket, master, stop_rx.clone());

@@ -44,7 +44,11 @@ fn decode_prints_every_real_capture() {
         let e = &meta["expected"];
         let game = meta["game"].as_str().unwrap();
         let v = json(&run(&["decode", game, path.to_str().unwrap()]));
-        if e["command"] == "getserversResponse" {
+        // Master lists: getserversResponse, getserversExtResponse and Dæmon's links packet.
+        if e["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("getserversResponse") || c.starts_with("getserversExt"))
+        {
             let got: Vec<Value> = v["servers"]
                 .as_array()
                 .unwrap()
@@ -759,6 +763,7 @@ fn games_lists_the_registry() {
         "coduo",
         "cod2",
         "cod4",
+        "cod4x",
         "iw4x",
         "mohaa",
         "unvanquished",

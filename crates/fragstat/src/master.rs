@@ -23,6 +23,7 @@ use crate::filter::FilterReason;
 mod catalogue;
 mod http_list;
 mod merge;
+mod tcp;
 use http_list::spawn_http;
 use merge::Merge;
 
@@ -344,9 +345,14 @@ impl MasterListRequest {
             (self.masters.clone(), vec![None; self.masters.len()])
         };
         let kind = self.game.master_query(&self.options).map_err(Error::from)?;
+        let mut tcp = None;
         let http = match kind {
             MasterQuery::Udp(_) => None,
             MasterQuery::Http { default_url, parse } => Some((default_url, parse)),
+            MasterQuery::Tcp { request, parse } => {
+                tcp = Some((request, parse));
+                None
+            }
             _ => {
                 return Err(Error::InvalidInput(format!(
                     "{}: unknown kind of master",
@@ -354,7 +360,7 @@ impl MasterListRequest {
                 )))
             }
         };
-        if http.is_none() && self.game.master_port().is_none() {
+        if http.is_none() && tcp.is_none() && self.game.master_port().is_none() {
             return Err(Error::InvalidInput(format!(
                 "{} has no UDP master port",
                 self.game.id()
@@ -366,6 +372,7 @@ impl MasterListRequest {
             specs,
             options: self.options.clone(),
             http,
+            tcp,
         })
     }
 }
@@ -414,6 +421,8 @@ struct Plan {
     options: MasterOptions,
     /// The HTTP list's standard URL and parser, for games with an HTTP master.
     http: Option<(Option<&'static str>, HttpParse)>,
+    /// The request and the stream's parser, for games with a TCP master (CoD4X).
+    tcp: Option<(Vec<u8>, HttpParse)>,
 }
 
 /// One master's outcome before merging.
@@ -440,9 +449,12 @@ async fn run(
 ) -> MasterList {
     let (tx, mut rx) = mpsc::unbounded_channel::<Answer>();
     let n = plan.masters.len();
-    match plan.http {
-        Some((default_url, parse)) => spawn_http(&client, &plan, default_url, parse, &tx),
-        None => spawn_udp(&client, &plan, &tx).await,
+    match (plan.http, &plan.tcp) {
+        (Some((default_url, parse)), _) => spawn_http(&client, &plan, default_url, parse, &tx),
+        (None, Some((request, parse))) => {
+            tcp::spawn_tcp(&client, &plan, request.clone(), *parse, &tx).await;
+        }
+        (None, None) => spawn_udp(&client, &plan, &tx).await,
     }
     drop(tx);
     let mut merge = Merge::new(&client, n, &plan.masters, &plan.specs);

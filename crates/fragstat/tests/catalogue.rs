@@ -64,7 +64,7 @@ fn emulator_test(q: Quirk) -> &'static str {
         Quirk::Ext => "an_ext_entry_names_its_game",
         Quirk::EndOnEvery => "activision_eot_on_every_packet",
         Quirk::NoEnd => "a_master_without_an_end_marker_ends_on_the_quiet_period",
-        Quirk::Tcp => "tcp_masters_are_skipped_until_a_tcp_query_exists",
+        Quirk::Tcp => "cod4x_tcp_masters_asked_and_merged",
         Quirk::Http => "http_catalogue_lists_merge",
     }
 }
@@ -318,31 +318,53 @@ async fn the_own_form_and_no_end_marker_unvanquished() {
     assert_eq!(shared.masters, [0, 1]);
 }
 
-/// CoD4X's TCP masters: reported `skipped` (no TCP master query in this build), the UDP
-/// one asked.
+/// One emulated CoD4X TCP master on loopback: answers one connection with `stream` and
+/// closes, as the CoD4X master ends its list.
+async fn tcp_master(stream: Vec<u8>) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut req = Vec::new();
+        let mut buf = [0u8; 64];
+        while !req.contains(&0) && req.len() < 1024 {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => req.extend_from_slice(&buf[..n]),
+            }
+        }
+        let _ = s.write_all(&stream).await;
+        let _ = s.shutdown().await;
+    });
+    addr
+}
+
+/// CoD4X's two TCP masters (the `cod4x` game): both asked over TCP, merged, each server with
+/// the masters that listed it; a TCP entry under `cod4` (UDP) would be reported `skipped`.
 #[tokio::test(flavor = "multi_thread")]
-async fn tcp_masters_are_skipped_until_a_tcp_query_exists() {
-    let cod4 = game("cod4");
-    let udp = support::master(&cod4, addrs(1, 20_700));
-    let at: Vec<SocketAddr> = cod4
+async fn cod4x_tcp_masters_asked_and_merged() {
+    let cod4x = game("cod4x");
+    let s = addrs(3, 20_700);
+    let a = tcp_master(cod4x.emulated_tcp_list(&s[..2]).unwrap()).await;
+    let b = tcp_master(cod4x.emulated_tcp_list(&s[1..]).unwrap()).await;
+    assert!(cod4x
         .catalogue()
         .iter()
-        .map(|_| udp.master.unwrap())
-        .collect();
+        .all(|m| m.transport == MasterTransport::Tcp));
     let list = client(Duration::from_secs(2))
-        .master_list(&cod4, Vec::<String>::new())
-        .catalogue(local(&cod4, &at))
+        .master_list(&cod4x, Vec::<String>::new())
+        .catalogue(local(&cod4x, &[a, b]))
         .await
         .unwrap();
-    assert_eq!(list.len(), 1);
-    for (m, r) in cod4.catalogue().iter().zip(list.reports()) {
-        let want = if m.transport == MasterTransport::Tcp {
-            "skipped"
-        } else {
-            "online"
-        };
-        assert_eq!(r.status, want, "{m}: {r:?}");
+    let mut got: Vec<SocketAddr> = list.servers().collect();
+    got.sort();
+    assert_eq!(got, s);
+    for r in list.reports() {
+        assert_eq!(r.status, "online", "{r:?}");
     }
+    let both = list.entries().iter().find(|l| l.entry.addr == s[1]).unwrap();
+    assert_eq!(both.masters, [0, 1]);
 }
 
 /// DDNet's four HTTP masters: one list each, merged, every server listed by all four.

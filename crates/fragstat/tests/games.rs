@@ -19,6 +19,7 @@ const NAMES: &[(&str, &str, u16, Option<u16>)] = &[
     ("coduo", "coduo", 28960, Some(20610)),
     ("cod2s", "cod2", 28960, Some(20710)),
     ("cod4s", "cod4", 28960, Some(20810)),
+    ("cod4x", "cod4x", 28960, Some(20810)),
     ("codmw2", "iw4x", 28960, None),
     ("maqs", "mohaa", 12203, None),
     ("unvanquisheds", "unvanquished", 27960, Some(27950)),
@@ -62,7 +63,7 @@ fn every_id_and_alias_finds_its_game_and_no_name_is_claimed_twice() {
     assert_eq!(
         per_family,
         [
-            ("quake3", 21),
+            ("quake3", 22),
             ("idtech4", 3),
             ("etqw", 1),
             ("warsow", 4),

@@ -98,3 +98,45 @@ pub fn check_iw4x_list(data: &[u8]) {
         Err(e) => assert!(e.offset() <= data.len(), "offset past the body: {e}"),
     }
 }
+
+/// Any bytes as CoD4X's TCP list stream: no panic; an error (a bad header only) at an offset
+/// inside; a stream read to its end encodes and reads back the same; the master entries are
+/// at most one per entry, each at one of its addresses.
+pub fn check_cod4x_stream(data: &[u8]) {
+    let list = match crate::cod4x::decode_stream(data) {
+        Ok(l) => l,
+        Err(e) => {
+            assert!(e.offset() <= data.len(), "offset past the stream: {e}");
+            return;
+        }
+    };
+    if let Some(e) = &list.stopped {
+        assert!(e.offset() <= data.len(), "offset past the stream: {e}");
+    }
+    let entries = list.master_entries();
+    assert!(entries.len() <= list.entries.len());
+    if list.stopped.is_none() {
+        let bytes = list.encode().expect("a stream read to its end encodes");
+        let again = crate::cod4x::decode_stream(&bytes).expect("an encoded stream reads back");
+        assert_eq!(list, again, "stream changed in a round trip");
+    }
+}
+
+/// Any datagram as part of a Dæmon `dual` answer: [`check_decode`]'s properties, and fed to
+/// the `dual` exchange (twice, as a duplicate) it never panics and lists each linked pair once.
+pub fn check_daemon_list(data: &[u8]) {
+    use fragstat_core::Exchange;
+    check_decode(data);
+    let request = crate::daemon::dual_request("UNVANQUISHED", 86);
+    let Ok(mut ex) = crate::daemon::DualMasterExchange::new(&request) else {
+        return;
+    };
+    let _ = ex.on_datagram(data);
+    let _ = ex.on_datagram(data);
+    if let Some(Ok(entries)) = ex.on_timeout(true) {
+        let mut seen = std::collections::HashSet::new();
+        for e in &entries {
+            assert!(seen.insert(e.addr), "{} listed twice", e.addr);
+        }
+    }
+}

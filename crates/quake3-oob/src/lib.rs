@@ -26,6 +26,8 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+pub mod cod4x;
+pub mod daemon;
 #[cfg(feature = "emulate")]
 pub mod emulate;
 pub mod exchange;

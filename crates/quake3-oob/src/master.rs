@@ -74,6 +74,9 @@ pub struct ServerList {
     pub terminator: Option<Terminator>,
     /// Bytes after the last entry or marker that are not an entry (reported, not dropped).
     pub trailing: Vec<u8>,
+    /// The Dæmon (Unvanquished) master's packet number, packet count and featured label
+    /// (`getserversExtResponse` only; [`crate::daemon`]).
+    pub sequence: Option<crate::daemon::Sequence>,
 }
 
 impl ServerList {
@@ -84,10 +87,16 @@ impl ServerList {
             ext,
             ..Default::default()
         };
-        // Activision's masters put `\n\0` before the first entry (pyq3serverlist
-        // `reader.py`); nothing else starts with either byte.
-        r.eat(b"\n");
-        while r.eat(b"\0") {}
+        // The Dæmon master's `\0<index>\0<count>\0<label>` (Unvanquished `master.py:
+        // 469-471`); no other list has a NUL and then a digit there.
+        if ext && r.rest().first() == Some(&0) && r.rest().get(1).is_some_and(u8::is_ascii_digit) {
+            list.sequence = Some(crate::daemon::Sequence::decode(r)?);
+        } else {
+            // Activision's masters put `\n\0` before the first entry (pyq3serverlist
+            // `reader.py`); nothing else starts with either byte.
+            r.eat(b"\n");
+            while r.eat(b"\0") {}
+        }
         loop {
             let rest = r.rest();
             // A lone `\` closes the lists of masters without an end marker (the Tremulous
@@ -145,8 +154,35 @@ impl ServerList {
 
     /// Appends the command word and entries of this one datagram.
     pub(crate) fn encode_body(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let at_start = self.servers.is_empty() && self.terminator.is_none();
+        if let Some(seq) = &self.sequence {
+            if !self.ext {
+                return Err(EncodeError::forbidden(
+                    "sequence (getserversExtResponse only)",
+                ));
+            }
+            // After the label only `\`, `/` or NUL end it: other leading bytes would extend it.
+            if at_start
+                && self
+                    .trailing
+                    .first()
+                    .is_some_and(|b| !matches!(b, 0 | b'\\' | b'/'))
+            {
+                return Err(EncodeError::forbidden(
+                    "trailing bytes (would extend the label)",
+                ));
+            }
+            if self.trailing == b"\\" {
+                return Err(EncodeError::forbidden(
+                    "trailing bytes (would be read as list framing)",
+                ));
+            }
+            out.extend_from_slice(b"getserversExtResponse");
+            seq.encode(out)?;
+            return self.encode_entries(out);
+        }
         // Right after the command word, a letter or digit would be read as part of the command.
-        let glued = self.servers.is_empty() && self.terminator.is_none();
+        let glued = at_start;
         if glued && self.trailing.first().is_some_and(u8::is_ascii_alphanumeric) {
             return Err(EncodeError::forbidden(
                 "trailing bytes (would extend the command word)",
@@ -154,7 +190,6 @@ impl ServerList {
         }
         // What a decoder reads as framing cannot be trailing bytes: a lone `\` closes a list,
         // and `\n`/NULs before the first entry are Activision's prefix.
-        let at_start = self.servers.is_empty() && self.terminator.is_none();
         if self.trailing == b"\\" || (at_start && matches!(self.trailing.first(), Some(b'\n' | 0)))
         {
             return Err(EncodeError::forbidden(
@@ -166,6 +201,10 @@ impl ServerList {
         } else {
             b"getserversResponse"
         });
+        self.encode_entries(out)
+    }
+
+    fn encode_entries(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
         for s in &self.servers {
             push_entry(out, s);
         }
@@ -180,7 +219,7 @@ impl ServerList {
     }
 }
 
-fn push_entry(out: &mut Vec<u8>, s: &SocketAddr) {
+pub(crate) fn push_entry(out: &mut Vec<u8>, s: &SocketAddr) {
     let mut w = Cursor::new(Vec::with_capacity(18));
     let written = match s {
         SocketAddr::V4(a) => {

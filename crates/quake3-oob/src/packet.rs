@@ -44,6 +44,8 @@ pub enum Packet {
     GetServers(GetServers),
     /// `getserversResponse` / `getserversExtResponse`: one datagram of a master's list.
     ServersResponse(ServerList),
+    /// `getserversExtResponseLinks`: the Dæmon master's dual-stack pairs ([`crate::daemon`]).
+    ServerLinks(crate::daemon::ServerLinks),
     /// `heartbeat <name>`: server → master (`QuakeArena-1`, `EnemyTerritory-1`, `ETFlatline-1`…).
     Heartbeat(Heartbeat),
 }
@@ -204,6 +206,8 @@ pub fn decode(datagram: &[u8]) -> Result<Packet, DecodeError> {
         ServerList::decode_entries(&mut r, false).map(Packet::ServersResponse)
     } else if cmd("getserversExtResponse") {
         ServerList::decode_entries(&mut r, true).map(Packet::ServersResponse)
+    } else if cmd("getserversExtResponseLinks") {
+        crate::daemon::ServerLinks::decode(&mut r).map(Packet::ServerLinks)
     } else if cmd("challengeResponse") {
         decode_challenge_response(&mut r).map(Packet::ChallengeResponse)
     } else if cmd("getinfo") {
@@ -513,6 +517,7 @@ impl Encode for Packet {
             }
             Packet::GetServers(g) => g.encode_body(out)?,
             Packet::ServersResponse(list) => list.encode_body(out)?,
+            Packet::ServerLinks(links) => links.encode_body(out)?,
             Packet::Heartbeat(h) => {
                 check_text(&h.name, "heartbeat name", b" \t\n\r\0")?;
                 out.extend_from_slice(b"heartbeat ");

@@ -56,6 +56,22 @@ struct ListDetails {
     ext: bool,
     terminator: Option<&'static str>,
     trailing: Option<String>,
+    /// The Dæmon master's packet number, count and featured label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sequence: Option<SequenceFields>,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct SequenceFields {
+    index: u32,
+    count: u32,
+    label: String,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+struct LinksDetails {
+    links: usize,
+    trailing: Option<String>,
 }
 
 fn terminator_name(t: Terminator) -> &'static str {
@@ -129,6 +145,13 @@ impl FamilyGame for Quake3Game {
                 parse: crate::iw4x::parse,
             });
         }
+        // Dæmon's `dual` request and CoD4X's TCP master (crate::daemon, crate::cod4x).
+        if self == Quake3Game::Unvanquished {
+            return crate::daemon::master_query(self, options);
+        }
+        if self == Quake3Game::Cod4x {
+            return crate::cod4x::master_query(&self.id(), options);
+        }
         if self.spec().master == MasterForm::None {
             return Err(MasterQueryError::NoMaster {
                 game: self.title().to_string(),
@@ -148,6 +171,10 @@ impl FamilyGame for Quake3Game {
     }
 
     fn decode(self, datagram: &[u8]) -> Result<Decoded, DecodeError> {
+        // CoD4X's master list is a TCP stream, not datagrams (crate::cod4x).
+        if self == Quake3Game::Cod4x && crate::cod4x::is_stream(datagram) {
+            return crate::cod4x::decoded(datagram);
+        }
         let game = self;
         Ok(match decode(datagram)? {
             Packet::InfoResponse(i) => Decoded::Server(Box::new(server_info(game, Some(i), None))),
@@ -159,8 +186,28 @@ impl FamilyGame for Quake3Game {
                     ext: l.ext,
                     terminator: l.terminator.map(terminator_name),
                     trailing: (!l.trailing.is_empty()).then(|| latin1(&l.trailing)),
+                    sequence: l.sequence.map(|s| SequenceFields {
+                        index: s.index,
+                        count: s.count,
+                        label: latin1(&s.label),
+                    }),
                 })),
                 servers: l.servers.into_iter().map(MasterEntry::new).collect(),
+            },
+            Packet::ServerLinks(l) => Decoded::Servers {
+                details: Some(Arc::new(LinksDetails {
+                    links: l.links.len(),
+                    trailing: (!l.trailing.is_empty()).then(|| latin1(&l.trailing)),
+                })),
+                servers: l
+                    .links
+                    .iter()
+                    .map(|k| {
+                        let mut e = MasterEntry::new(std::net::SocketAddr::V4(k.v4));
+                        e.addresses = vec![k.v4.to_string(), k.v6.to_string()];
+                        e
+                    })
+                    .collect(),
             },
             Packet::GetInfo { challenge } => Decoded::Packet {
                 kind: "getinfo".into(),
@@ -306,7 +353,11 @@ mod tests {
             ),
             (Quake3Game::Sof2, None, b"getservers 2004 SOF2FULL"),
             (Quake3Game::Cod2, None, b"getservers 118 full empty"),
-            (Quake3Game::Unvanquished, None, b"getservers 86 empty full"),
+            (
+                Quake3Game::Unvanquished,
+                None,
+                b"getserversExt UNVANQUISHED 86 dual empty full",
+            ),
         ];
         for (game, protocol, want) in cases {
             let got = request(game, &plain.clone().with_protocol(protocol));
@@ -350,6 +401,12 @@ mod tests {
         let ext = request(Quake3Game::Unvanquished, &plain.clone().with_ext(true));
         assert!(ext.starts_with(b"\xff\xff\xff\xffgetserversExt UNVANQUISHED 86 "));
         assert!(Quake3Game::Mohaa.master_query(&plain).is_err());
+        // CoD4X's client: TCP, `getservers 21 full empty \0` (cl_main.c:1414-1422).
+        let MasterQuery::Tcp { request, .. } = Quake3Game::Cod4x.master_query(&plain).unwrap()
+        else {
+            panic!("cod4x lists over TCP")
+        };
+        assert_eq!(request, b"\xff\xff\xff\xffgetservers 21 full empty \0");
         assert!(matches!(
             Quake3Game::Iw4x.master_query(&plain).unwrap(),
             MasterQuery::Http { .. }

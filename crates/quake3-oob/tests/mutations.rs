@@ -52,3 +52,46 @@ fn mutated_iw4x_lists_never_panic_and_round_trip() {
         fragstat_quake3_oob::fuzzing::check_iw4x_list,
     );
 }
+
+const LISTS: Mutator<'static> = Mutator {
+    bytes: &[b'\\', b'/', 0, b'1', b'9', 4, 5, 0xff],
+    pieces: &[
+        b"\\EOT",
+        b"\\EOF",
+        b"\x001\x002\x00",
+        b"\x05\x20\x01\x0d\xb8\0\0\0\0\0\0\0\0\0\0\0\x01\x6d\x38",
+        b"\x04\x7f\0\0\x01\x6d\x38",
+    ],
+    special: None,
+};
+
+/// The Dæmon `dual` packets and CoD4X's TCP stream through their cargo-fuzz oracles
+/// (`quake3_daemon_list`, `quake3_cod4x_stream`).
+#[test]
+fn mutated_daemon_lists_and_cod4x_streams_never_panic_and_round_trip() {
+    let corpus = fixture_corpus("quake3");
+    let daemon: Vec<Vec<u8>> = corpus
+        .iter()
+        .filter(|b| b.windows(21).any(|w| w == b"getserversExtResponse"))
+        .cloned()
+        .collect();
+    assert!(daemon.len() >= 3);
+    LISTS.run(
+        0xdae,
+        &daemon,
+        3000,
+        fragstat_quake3_oob::fuzzing::check_daemon_list,
+    );
+    let streams: Vec<Vec<u8>> = corpus
+        .iter()
+        .filter(|b| b.windows(18).any(|w| w == b"getserversResponse"))
+        .cloned()
+        .collect();
+    assert!(!streams.is_empty());
+    LISTS.run(
+        0xc0d4,
+        &streams,
+        3000,
+        fragstat_quake3_oob::fuzzing::check_cod4x_stream,
+    );
+}

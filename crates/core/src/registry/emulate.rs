@@ -247,6 +247,9 @@ pub struct EmuMaster {
     /// itself), besides [`EmuMaster::servers`], which every request for the game's protocol
     /// gets.
     pub listings: Vec<EmuListing>,
+    /// A featured group, for masters that have them (Unvanquished's: its servers are sent
+    /// in their own packets under the label): the label and the servers in it.
+    pub featured: Option<(String, Vec<SocketAddr>)>,
 }
 
 impl EmuMaster {
@@ -257,6 +260,7 @@ impl EmuMaster {
             end_marker: EndMarker::default(),
             short_only: false,
             listings: Vec::new(),
+            featured: None,
         }
     }
 
@@ -275,6 +279,12 @@ impl EmuMaster {
     /// Sets the end marker.
     pub fn with_end_marker(mut self, end_marker: EndMarker) -> Self {
         self.end_marker = end_marker;
+        self
+    }
+
+    /// Sets the featured group: `label` and the servers in it.
+    pub fn with_featured(mut self, featured: Option<(String, Vec<SocketAddr>)>) -> Self {
+        self.featured = featured;
         self
     }
 }
@@ -398,6 +408,12 @@ pub trait Emulate: Send + Sync {
         Err(EmuError::Unsupported(
             "the game has no HTTP master list".into(),
         ))
+    }
+    /// For games whose master is a TCP stream ([`MasterQuery::Tcp`]): the bytes the master
+    /// sends every client that asks, listing `servers`, as `fragstat serve --master` serves it.
+    fn emulated_tcp_list(&self, servers: &[SocketAddr]) -> Result<Vec<u8>, EmuError> {
+        let _ = servers;
+        Err(EmuError::Unsupported("the game has no TCP master".into()))
     }
 }
 

@@ -175,6 +175,14 @@ pub enum MasterQuery {
         /// Parses the body.
         parse: fn(&[u8]) -> Result<HttpList, DecodeError>,
     },
+    /// A TCP stream (CoD4X's master): connect, send `request`, read until the master closes
+    /// (within the client's size and time bounds), and `parse` what came.
+    Tcp {
+        /// The bytes to send once connected.
+        request: Vec<u8>,
+        /// Parses the whole stream.
+        parse: fn(&[u8]) -> Result<HttpList, DecodeError>,
+    },
 }
 
 impl fmt::Debug for MasterQuery {
@@ -184,6 +192,10 @@ impl fmt::Debug for MasterQuery {
             MasterQuery::Http { default_url, .. } => f
                 .debug_struct("MasterQuery::Http")
                 .field("default_url", default_url)
+                .finish_non_exhaustive(),
+            MasterQuery::Tcp { request, .. } => f
+                .debug_struct("MasterQuery::Tcp")
+                .field("request", request)
                 .finish_non_exhaustive(),
         }
     }

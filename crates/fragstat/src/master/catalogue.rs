@@ -28,16 +28,14 @@ pub(super) fn masters(
     Ok((targets, entries.iter().cloned().map(Some).collect()))
 }
 
-/// Why a catalogue master is not asked, if it is not: TCP masters (CoD4X) need a TCP
-/// master query, which this build does not have.
-///
-/// This is the hook for one: when the facade gains a TCP master transport, TCP entries go
-/// to it instead.
+/// Why a catalogue master is not asked, if it is not: a TCP entry under a game whose master
+/// query is UDP (the catalogue puts CoD4X's TCP masters under their own game, `cod4x`, whose
+/// query is TCP; a caller's own catalogue could still mix them).
 pub(super) fn not_asked(spec: Option<&CatalogueMaster>) -> Option<Error> {
     let spec = spec?;
     (spec.transport == MasterTransport::Tcp).then(|| {
         Error::InvalidInput(format!(
-            "{}: a TCP master, not asked (no TCP master query in this build)",
+            "{}: a TCP master, not asked with this game's UDP query (CoD4X's: `cod4x`)",
             spec.address()
         ))
     })
@@ -129,9 +127,10 @@ mod tests {
 
     #[test]
     fn tcp_masters_are_reported_not_asked() {
-        let cod4 = fragstat_core::registry::catalogue::of("cod4");
-        let tcp = cod4.iter().find(|m| m.transport == MasterTransport::Tcp);
+        let cod4x = fragstat_core::registry::catalogue::of("cod4x");
+        let tcp = cod4x.iter().find(|m| m.transport == MasterTransport::Tcp);
         assert!(not_asked(tcp).is_some());
+        let cod4 = fragstat_core::registry::catalogue::of("cod4");
         assert!(not_asked(cod4.first()).is_none());
         assert!(not_asked(None).is_none());
     }

@@ -89,7 +89,7 @@ pub(super) fn of(game: Quake3Game) -> Look {
         Quake3Game::Cod => look("mp_harbor", "dm", false, &[], false),
         Quake3Game::CodUo => look("mp_arnhem", "dm", false, &[], false),
         Quake3Game::Cod2 => look("mp_toujane", "tdm", false, &[], false),
-        Quake3Game::Cod4 => look("mp_crash", "war", false, &[], false),
+        Quake3Game::Cod4 | Quake3Game::Cod4x => look("mp_crash", "war", false, &[], false),
         Quake3Game::Iw4x => look("mp_rust", "war", true, &[], false),
         Quake3Game::Mohaa => look("dm/mohdm1", "1", false, &[], false),
         Quake3Game::Unvanquished => look("plat23", "", true, &[], true),
@@ -213,13 +213,17 @@ pub(super) fn info_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         }
         // CoDExtended `sv_main.c:194-259`; CoD2 `sv_main_mp.cpp:464-618` (`clients` only when
         // some, `pswrd` only when set); CoD4X `sv_main.c:809-915` (`g_humanplayers`).
-        Quake3Game::Cod | Quake3Game::CodUo | Quake3Game::Cod2 | Quake3Game::Cod4 => {
+        Quake3Game::Cod
+        | Quake3Game::CodUo
+        | Quake3Game::Cod2
+        | Quake3Game::Cod4
+        | Quake3Game::Cod4x => {
             k.push(("protocol", protocol));
             common(&mut k);
             if g != Quake3Game::Cod2 || listed > 0 {
                 k.push(("clients", n(listed)));
             }
-            if g == Quake3Game::Cod4 {
+            if matches!(g, Quake3Game::Cod4 | Quake3Game::Cod4x) {
                 k.push(("g_humanplayers", n(humans)));
             }
             k.push(("sv_maxclients", n(c.max_clients as usize)));
@@ -379,7 +383,11 @@ pub(super) fn status_keys(c: &ServerConfig) -> Vec<(&'static str, Vec<u8>)> {
         }
         // Call of Duty: `g_gametype` a name, `shortversion`, `pswrd`/`mod` appended
         // (CoDExtended `sv_main.c:263-331`, CoD2 `sv_main_mp.cpp:628-735`, real replies).
-        Quake3Game::Cod | Quake3Game::CodUo | Quake3Game::Cod2 | Quake3Game::Cod4 => {
+        Quake3Game::Cod
+        | Quake3Game::CodUo
+        | Quake3Game::Cod2
+        | Quake3Game::Cod4
+        | Quake3Game::Cod4x => {
             let (gamename, short) = match g {
                 Quake3Game::Cod => ("Call of Duty", "1.5"),
                 Quake3Game::CodUo => ("CoD:United Offensive", "1.51"),

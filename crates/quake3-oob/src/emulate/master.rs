@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use fragstat_core::service::{Outbox, Service};
 
+use crate::daemon::{encode_dual_answer, Link};
 use crate::master::{encode_server_list, EotStyle, MAX_MASTER_PACKET};
 use crate::packet::{decode, Packet};
 use crate::Encode;
@@ -53,6 +54,37 @@ impl Service for EmulatedMaster {
     }
 }
 
+impl EmulatedMaster {
+    /// The Unvanquished master's answer: featured servers in their groups' packets, the
+    /// others in ordinary ones, links only between servers listed.
+    fn dual_answer(&self, list: &[SocketAddr], dual: bool) -> Vec<Vec<u8>> {
+        let featured: Vec<(Vec<u8>, Vec<SocketAddr>)> = self
+            .featured
+            .iter()
+            .map(|(l, g)| {
+                (
+                    l.clone(),
+                    g.iter().copied().filter(|a| list.contains(a)).collect(),
+                )
+            })
+            .collect();
+        let plain: Vec<SocketAddr> = list
+            .iter()
+            .copied()
+            .filter(|a| !featured.iter().any(|(_, g)| g.contains(a)))
+            .collect();
+        let links: Vec<Link> = self
+            .links
+            .iter()
+            .copied()
+            .filter(|l| {
+                list.contains(&SocketAddr::V4(l.v4)) || list.contains(&SocketAddr::V6(l.v6))
+            })
+            .collect();
+        encode_dual_answer(&plain, &featured, &links, dual)
+    }
+}
+
 /// A challenge sent to a server that heartbeated.
 #[derive(Debug, Clone)]
 struct Pending {
@@ -75,6 +107,12 @@ pub struct EmulatedMaster {
     style: EotStyle,
     max_packet: usize,
     counter: u64,
+    /// Answers `getserversExt` as the Unvanquished master does ([`crate::daemon`]).
+    daemon: bool,
+    /// Dual-stack pairs it reports to `dual` requests.
+    links: Vec<Link>,
+    /// Featured groups: a label and its servers, sent in their own packets.
+    featured: Vec<(Vec<u8>, Vec<SocketAddr>)>,
     /// Catalogue quirks ([`EmulatedMaster::with_quirks`]).
     quirks: Quirks,
 }
@@ -100,6 +138,9 @@ impl EmulatedMaster {
             style,
             max_packet: MAX_MASTER_PACKET,
             counter: 0,
+            daemon: false,
+            links: Vec::new(),
+            featured: Vec::new(),
             quirks: Quirks::default(),
         }
     }
@@ -123,6 +164,33 @@ impl EmulatedMaster {
                 .map(|(a, p, g)| (a, p, g.map(String::into_bytes)))
                 .collect(),
         };
+        self
+    }
+
+    /// Answers `getserversExt` as the Unvanquished master (`master.py:446-481`): for `dual`
+    /// the links packet first, then numbered packets of at most 256 entries, each ending in
+    /// one `\`, no end marker.
+    pub fn daemon(mut self, daemon: bool) -> Self {
+        self.daemon = daemon;
+        self
+    }
+
+    /// The dual-stack pairs (IPv4 and IPv6 address of one server) a `dual` request is told.
+    pub fn with_links(mut self, links: Vec<Link>) -> Self {
+        self.links = links;
+        self
+    }
+
+    /// A featured group: its listed servers go in their own packets under `label`
+    /// (`config.py:46-49`). The label holds no NUL, `\` or `/`; longer than 31 bytes is cut.
+    pub fn with_featured(mut self, label: &[u8], servers: Vec<SocketAddr>) -> Self {
+        let label: Vec<u8> = label
+            .iter()
+            .copied()
+            .filter(|b| !matches!(b, 0 | b'\\' | b'/'))
+            .take(crate::daemon::MAX_LABEL)
+            .collect();
+        self.featured.push((label, servers));
         self
     }
 
@@ -179,6 +247,13 @@ impl EmulatedMaster {
                             .map(|(a, _, _)| *a),
                     )
                     .collect();
+                if self.daemon && req.ext {
+                    return self
+                        .dual_answer(&list, req.has_option("dual"))
+                        .into_iter()
+                        .map(|p| (from, p))
+                        .collect();
+                }
                 let style = if self.quirks.bare_every {
                     EotStyle::EveryPacket
                 } else {

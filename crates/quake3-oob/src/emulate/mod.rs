@@ -567,16 +567,39 @@ impl Emulate for Quake3Game {
             .iter()
             .map(|l| (l.addr, l.protocol, l.gamename.clone()))
             .collect();
-        Ok(Box::new(
-            EmulatedMaster::new(
-                config.servers.iter().map(|a| (*a, protocol)).collect(),
-                style,
-            )
-            .with_quirks(
-                config.short_only,
-                config.end_marker == EndMarker::BareEvery,
-                named,
-            ),
-        ))
+        let mut master = EmulatedMaster::new(
+            config.servers.iter().map(|a| (*a, protocol)).collect(),
+            style,
+        )
+        .with_quirks(
+            config.short_only,
+            config.end_marker == EndMarker::BareEvery,
+            named,
+        )
+        .daemon(*self == Quake3Game::Unvanquished);
+        if let Some((label, servers)) = &config.featured {
+            if *self != Quake3Game::Unvanquished {
+                return Err(EmuError::Unsupported(format!(
+                    "{}: only Unvanquished's master has featured groups",
+                    self.id()
+                )));
+            }
+            master = master.with_featured(label.as_bytes(), servers.clone());
+        }
+        Ok(Box::new(master))
+    }
+
+    fn emulated_tcp_list(&self, servers: &[SocketAddr]) -> Result<Vec<u8>, EmuError> {
+        if *self != Quake3Game::Cod4x {
+            return Err(EmuError::Unsupported(format!(
+                "{}: the master is a UDP master",
+                self.id()
+            )));
+        }
+        let entries = servers
+            .iter()
+            .map(|a| crate::cod4x::Cod4xEntry::new(vec![*a]))
+            .collect();
+        Ok(crate::cod4x::render(entries))
     }
 }

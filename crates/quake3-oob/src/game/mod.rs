@@ -50,6 +50,9 @@ pub enum Quake3Game {
     Cod2,
     /// Call of Duty 4: Modern Warfare, protocol 6 (1.7, as CoD4X servers report it too).
     Cod4,
+    /// Call of Duty 4 on CoD4X's master: the servers as [`Quake3Game::Cod4`], the list over
+    /// TCP ([`crate::cod4x`]).
+    Cod4x,
     /// Call of Duty: Modern Warfare 2 on IW4x, protocol 152.
     Iw4x,
     /// Medal of Honor: Allied Assault, protocol 8 (1.11): a direction byte after the marker.
@@ -209,7 +212,7 @@ const fn standalone(
 
 impl Quake3Game {
     /// Every named game.
-    pub const ALL: [Quake3Game; 21] = [
+    pub const ALL: [Quake3Game; 22] = [
         Quake3Game::Quake3,
         Quake3Game::EnemyTerritory,
         Quake3Game::OpenArena,
@@ -223,6 +226,7 @@ impl Quake3Game {
         Quake3Game::CodUo,
         Quake3Game::Cod2,
         Quake3Game::Cod4,
+        Quake3Game::Cod4x,
         Quake3Game::Iw4x,
         Quake3Game::Mohaa,
         Quake3Game::Unvanquished,
@@ -343,8 +347,20 @@ impl Quake3Game {
             },
             // CoD4X `sys_cod4defs.h:35-39`, `net_game_conf.h:46-50` (legacy protocol 6).
             Quake3Game::Cod4 => Spec {
-                aliases: &["cod4s", "cod4mw", "cod4x"],
+                aliases: &["cod4s", "cod4mw"],
                 ..activision("cod4", "Call of Duty 4: Modern Warfare", 6, 20810, "COD-4")
+            },
+            // CoD4X's master: TCP on 20810 (CoD4x_Client_pub `src/cl_main.c:1382-1533`,
+            // `q_shared.h:79`); its servers answer as stock CoD4's.
+            Quake3Game::Cod4x => Spec {
+                aliases: &["cod4xmaster"],
+                ..activision(
+                    "cod4x",
+                    "Call of Duty 4: Modern Warfare (CoD4X)",
+                    6,
+                    20810,
+                    "COD-4",
+                )
             },
             // iw4x-client `src/Game/Structs.hpp:3` (PROTOCOL 0x98); its list is served over
             // HTTP (ServerList.cpp), so there is no Quake III master to ask.
@@ -577,6 +593,7 @@ impl Quake3Game {
             | Quake3Game::CodUo
             | Quake3Game::Cod2
             | Quake3Game::Cod4
+            | Quake3Game::Cod4x
             | Quake3Game::Iw4x => Dialect::CallOfDuty,
             Quake3Game::Mohaa => Dialect::Plain,
             Quake3Game::Unvanquished => Dialect::Daemon,

@@ -108,6 +108,10 @@ const COD2: &[M] = &[M::udp("cod2master.activision.com", 20710, F::Anonymous, E:
 /// exists; the CoD4X client sends `getservers 21 <keywords>\0` over TCP).
 const COD4: &[M] = &[
     M::udp("cod4master.activision.com", 20810, F::Anonymous, E::EveryPacket, &[6, 7, 1], "CLAIM: cetteup/GameserverLister GameserverLister/games/quake3.py:67-82 @223f2c1c; pyq3serverlist reader.py:70-73 @b8609149"),
+];
+
+/// CoD4X's own masters, over TCP (the `cod4x` game: its servers answer as `cod4`).
+const COD4X: &[M] = &[
     M::tcp("cod4master.cod4x.ovh", 20810, F::Anonymous, &[21], "FACT: callofduty4x/CoD4x_Server globalconfig.cfg:2 @75e13984; CoD4x_Client_pub src/cl_main.c:1382-1533, src/q_shared.h:46,61,79 @b4524803"),
     M::tcp("cod4master.ax-servers.hu", 20810, F::Anonymous, &[21], "FACT: callofduty4x/CoD4x_Server globalconfig.cfg:2 @75e13984; CoD4x_Client_pub src/q_shared.h:79 (PORT_MASTER) @b4524803"),
 ];
@@ -282,6 +286,7 @@ pub(super) const ALL: &[(&str, &[M])] = &[
     ("coduo", CODUO),
     ("cod2", COD2),
     ("cod4", COD4),
+    ("cod4x", COD4X),
     ("iw4x", IW4X),
     ("unvanquished", UNVANQUISHED),
     ("tremulous", TREMULOUS),
