@@ -346,8 +346,22 @@ async fn tcp_master(stream: Vec<u8>) -> SocketAddr {
 async fn cod4x_tcp_masters_asked_and_merged() {
     let cod4x = game("cod4x");
     let s = addrs(3, 20_700);
-    let a = tcp_master(cod4x.emulated_tcp_list(&s[..2]).unwrap()).await;
-    let b = tcp_master(cod4x.emulated_tcp_list(&s[1..]).unwrap()).await;
+    let a = tcp_master(
+        cod4x
+            .emulator()
+            .unwrap()
+            .emulated_tcp_list(&s[..2])
+            .unwrap(),
+    )
+    .await;
+    let b = tcp_master(
+        cod4x
+            .emulator()
+            .unwrap()
+            .emulated_tcp_list(&s[1..])
+            .unwrap(),
+    )
+    .await;
     assert!(cod4x
         .catalogue()
         .iter()
@@ -363,7 +377,11 @@ async fn cod4x_tcp_masters_asked_and_merged() {
     for r in list.reports() {
         assert_eq!(r.status, "online", "{r:?}");
     }
-    let both = list.entries().iter().find(|l| l.entry.addr == s[1]).unwrap();
+    let both = list
+        .entries()
+        .iter()
+        .find(|l| l.entry.addr == s[1])
+        .unwrap();
     assert_eq!(both.masters, [0, 1]);
 }
 

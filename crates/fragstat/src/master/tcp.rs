@@ -83,11 +83,13 @@ pub(super) async fn spawn_tcp(
             };
             let _ = tx.send(Answer {
                 index,
+                round: 0,
                 addr: Some(addr),
                 url: None,
                 rtt: result.is_ok().then_some(rtt),
                 result,
                 warnings,
+                skipped: false,
             });
         });
     }
