@@ -21,7 +21,7 @@ use tower::ServiceExt;
 use tracing::debug;
 
 use crate::client_ip::canonical;
-use crate::rate::RateTable;
+use fragstat_core::fair::RateTable;
 use crate::table::{Id, Refused, Table};
 use crate::{ClientAddr, ClientIp, Limits, Stats};
 
