@@ -86,5 +86,10 @@ fn mutated_pushes_never_panic_and_round_trip() {
     .iter()
     .map(|t| [&b"\xff\xff\xff\xff"[..], t].concat())
     .collect();
-    PUSH.run(0x9054, &corpus, 3000, fragstat_quake3_oob::fuzzing::check_push);
+    PUSH.run(
+        0x9054,
+        &corpus,
+        3000,
+        fragstat_quake3_oob::fuzzing::check_push,
+    );
 }
