@@ -21,6 +21,7 @@ use crate::packet::{
 
 mod look;
 mod master;
+mod push;
 mod slots;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ mod tests_realism;
 
 use look::Order;
 pub use master::{EmulatedMaster, CHALLENGE_RESEND, CHALLENGE_TTL, MAX_PENDING};
+pub use push::{KEEPALIVE, MAX_TRACKERS};
 
 /// A player the emulated server reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,6 +129,8 @@ pub struct EmulatedServer {
     status_lines: Vec<u8>,
     /// The master it heartbeats, and when next.
     heartbeats: Heartbeats,
+    /// The trackers it pushes events to (ET: Legacy's `sv_tracker`, `emulate/push.rs`).
+    trackers: push::Trackers,
 }
 
 const INFO_HEAD: &[u8] = b"infoResponse\n";
@@ -136,6 +140,7 @@ impl EmulatedServer {
     /// A server reporting `config`.
     pub fn new(config: ServerConfig) -> Self {
         let order = look::order(config.game);
+        let config_players = config.players.len();
         let mut s = EmulatedServer {
             config,
             order,
@@ -144,6 +149,7 @@ impl EmulatedServer {
             status_body: Vec::new(),
             status_lines: Vec::new(),
             heartbeats: Heartbeats::default(),
+            trackers: push::Trackers::seated(config_players),
         };
         let mut body = Vec::new();
         if s.info_pairs(None).encode(&mut body).is_ok() {
@@ -420,11 +426,19 @@ fn sorted(
     info
 }
 
-impl Service for EmulatedServer {
-    fn start(&mut self, now: Instant, out: &mut Outbox) {
+impl EmulatedServer {
+    /// The heartbeat, when due.
+    fn beat(&mut self, now: Instant, out: &mut Outbox) {
         if let Some(m) = self.heartbeats.due(now) {
             out.extend(self.heartbeat().map(|hb| (m, hb)));
         }
+    }
+}
+
+impl Service for EmulatedServer {
+    fn start(&mut self, now: Instant, out: &mut Outbox) {
+        self.beat(now, out);
+        self.tracker_start(now, out);
     }
 
     fn handle(&mut self, _now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
@@ -434,11 +448,15 @@ impl Service for EmulatedServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.heartbeats.poll_timeout()
+        match (self.heartbeats.poll_timeout(), self.trackers.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
-        self.start(now, out);
+        self.beat(now, out);
+        self.tracker_due(now, out);
     }
 
     /// The heartbeat again, twice, as ioq3's `SV_MasterShutdown` sends it (see
@@ -452,6 +470,7 @@ impl Service for EmulatedServer {
                     .map(|m| (m, hb.clone())),
             );
         }
+        self.tracker_stop(out);
     }
 }
 
@@ -531,7 +550,15 @@ impl Emulate for Quake3Game {
                 self.title()
             )));
         }
-        let server = EmulatedServer::new(c).with_heartbeats(config.heartbeats());
+        if !config.trackers.is_empty() && *self != Quake3Game::EtLegacy {
+            return Err(EmuError::Unsupported(format!(
+                "pushing events to a tracker (sv_tracker): ET: Legacy's, not {}'s",
+                self.title()
+            )));
+        }
+        let server = EmulatedServer::new(c)
+            .with_heartbeats(config.heartbeats())
+            .with_trackers(config.trackers.clone());
         Ok(config.guarded(
             fragstat_core::registry::FamilyGame::meta(*self).engine,
             Box::new(server),
