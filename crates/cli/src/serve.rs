@@ -208,7 +208,13 @@ async fn listen_addr(flag: &str, text: &str, default_port: u16) -> Result<Socket
 /// `a8e5f856`): separated by whitespace (`COM_ParseExt`, :104-136), at most `MAX_TRACKERS`
 /// (8, :66) in a value of at most 256 characters (:61-64), each resolved IPv4 only
 /// (`NET_StringToAdr(…, NA_IP)`, :89) with port 27960 (`PORT_SERVER`) when none is given.
-async fn tracker_endpoints(text: &str) -> Result<Vec<SocketAddr>, String> {
+/// Only ET: Legacy pushes (`game`: the game served).
+async fn tracker_endpoints(game: &str, text: &str) -> Result<Vec<SocketAddr>, String> {
+    if game != "etl" {
+        return Err(format!(
+            "--tracker: pushing to a tracker (sv_tracker) is ET: Legacy's (etl), not {game}'s"
+        ));
+    }
     if text.len() > 256 {
         return Err("--tracker: at most 256 characters (the cvar's limit)".into());
     }
@@ -307,13 +313,7 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let mut a = a;
     if let Some(t) = a.tracker.clone() {
-        if game.id() != "etl" {
-            return Ok(usage(format!(
-                "--tracker: pushing to a tracker (sv_tracker) is ET: Legacy's (etl), not {}'s",
-                game.id()
-            )));
-        }
-        match tracker_endpoints(&t).await {
+        match tracker_endpoints(game.id(), &t).await {
             Ok(t) => a.trackers = t,
             Err(e) => return Ok(usage(e)),
         }

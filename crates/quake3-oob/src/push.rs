@@ -177,30 +177,44 @@ pub fn decode_push(datagram: &[u8]) -> Result<Push, DecodeError> {
     let at = r.offset();
     let command = r.take_while(|b| b != b' ');
     // One space after the command when arguments follow (the format strings' single spaces).
-    let has_args = r.eat(b" ");
-    let no_args = |r: &Reader<'_>, p: Push| -> Result<Push, DecodeError> {
-        if has_args || !r.is_empty() {
-            return Err(DecodeError::Invalid {
+    if r.eat(b" ") {
+        arguments(command, at, &mut r)
+    } else {
+        bare(command, at)
+    }
+}
+
+/// A command alone (the datagram ends after it).
+fn bare(command: &[u8], at: usize) -> Result<Push, DecodeError> {
+    match command {
+        b"start" => Ok(Push::Start),
+        b"stop" => Ok(Push::Stop),
+        b"maprestart" => Ok(Push::MapRestart),
+        b"mapend" => Ok(Push::MapEnd),
+        b"p" => Ok(Push::KeepAlive),
+        b"connect" | b"name" | b"disconnect" | b"map" | b"wsc" | b"ws" => {
+            Err(DecodeError::Missing {
                 field: "arguments",
                 offset: at + command.len(),
-                reason: "this event takes none",
-            });
+            })
         }
-        Ok(p)
-    };
+        _ => Err(DecodeError::UnknownCommand {
+            offset: at,
+            command: excerpt(command),
+        }),
+    }
+}
+
+/// A command and its arguments, `r` after the space that follows the command.
+fn arguments(command: &[u8], at: usize, r: &mut Reader<'_>) -> Result<Push, DecodeError> {
     match command {
-        b"start" => no_args(&r, Push::Start),
-        b"stop" => no_args(&r, Push::Stop),
-        b"maprestart" => no_args(&r, Push::MapRestart),
-        b"mapend" => no_args(&r, Push::MapEnd),
-        b"p" => no_args(&r, Push::KeepAlive),
-        b"connect" if has_args => client(&mut r).map(Push::Connect),
-        b"name" if has_args => client(&mut r).map(Push::Name),
-        b"disconnect" if has_args => {
+        b"connect" => client(r).map(Push::Connect),
+        b"name" => client(r).map(Push::Name),
+        b"disconnect" => {
             let at = r.offset();
             slot(r.take_rest(), at).map(|slot| Push::Disconnect { slot })
         }
-        b"map" if has_args => {
+        b"map" => {
             let at = r.offset();
             let map = r.take_rest();
             bounded("map", map, MAX_MAP, at)?;
@@ -212,10 +226,9 @@ pub fn decode_push(datagram: &[u8]) -> Result<Push, DecodeError> {
             }
             Ok(Push::Map { map: map.to_vec() })
         }
-        b"wsc" if has_args => {
+        b"wsc" => {
             let at = r.offset();
-            let text = r.take_rest();
-            let n = decimal_i32(text, "clients", at)?;
+            let n = decimal_i32(r.take_rest(), "clients", at)?;
             let clients =
                 u8::try_from(n)
                     .ok()
@@ -228,13 +241,12 @@ pub fn decode_push(datagram: &[u8]) -> Result<Push, DecodeError> {
                     })?;
             Ok(Push::StatsCount { clients })
         }
-        b"ws" if has_args => stats_row(&mut r).map(Push::StatsRow),
-        b"connect" | b"name" | b"disconnect" | b"map" | b"wsc" | b"ws" => {
-            Err(DecodeError::Missing {
-                field: "arguments",
-                offset: r.offset(),
-            })
-        }
+        b"ws" => stats_row(r).map(Push::StatsRow),
+        b"start" | b"stop" | b"maprestart" | b"mapend" | b"p" => Err(DecodeError::Invalid {
+            field: "arguments",
+            offset: at + command.len(),
+            reason: "this event takes none",
+        }),
         _ => Err(DecodeError::UnknownCommand {
             offset: at,
             command: excerpt(command),
