@@ -132,6 +132,16 @@ pub struct ServeArgs {
     /// 100 ms in all; DarkPlaces: one a second from one address; DDNet: 500 a second in all).
     #[arg(long)]
     no_rate_limit: bool,
+    /// Push events to these trackers as ET: Legacy's `sv_tracker` does (etl only): start,
+    /// map, a connect per player, a keep-alive `p` and a stats round every 16 s, stop at the
+    /// end. Endpoints separated by spaces as in the cvar, HOST[:PORT] each (port 27960 when
+    /// left out, the engine's default), IPv4 only, at most 8:
+    /// --tracker "127.0.0.1:4444 127.0.0.1:4445".
+    #[arg(long, value_name = "ENDPOINTS")]
+    tracker: Option<String>,
+    /// The resolved --tracker endpoints.
+    #[arg(skip)]
+    trackers: Vec<SocketAddr>,
     /// Worker threads. One thread serves 10,000 emulated servers on loopback with less
     /// overhead than several (docs/benchmarks.md) and leaves the other cores to clients.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -209,6 +219,37 @@ async fn listen_addr(flag: &str, text: &str, default_port: u16) -> Result<Socket
         .map_err(|e| format!("{flag} {text:?}: {e}"))
 }
 
+/// `--tracker`'s endpoints as ET: Legacy reads `sv_tracker` (`src/server/sv_tracker.c` @
+/// `a8e5f856`): separated by whitespace (`COM_ParseExt`, :104-136), at most `MAX_TRACKERS`
+/// (8, :66) in a value of at most 256 characters (:61-64), each resolved IPv4 only
+/// (`NET_StringToAdr(…, NA_IP)`, :89) with port 27960 (`PORT_SERVER`) when none is given.
+/// Only ET: Legacy pushes (`game`: the game served).
+async fn tracker_endpoints(game: &str, text: &str) -> Result<Vec<SocketAddr>, String> {
+    if game != "etl" {
+        return Err(format!(
+            "--tracker: pushing to a tracker (sv_tracker) is ET: Legacy's (etl), not {game}'s"
+        ));
+    }
+    if text.len() > 256 {
+        return Err("--tracker: at most 256 characters (the cvar's limit)".into());
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.is_empty() || words.len() > 8 {
+        return Err("--tracker: 1 to 8 endpoints, separated by spaces".into());
+    }
+    let mut out = Vec::with_capacity(words.len());
+    for w in words {
+        let addr = listen_addr("--tracker", w, 27960).await?;
+        if !addr.is_ipv4() {
+            return Err(format!(
+                "--tracker {w:?}: IPv4 only (ET: Legacy resolves sv_tracker as NA_IP)"
+            ));
+        }
+        out.push(addr);
+    }
+    Ok(out)
+}
+
 /// A heartbeat period in seconds: 0.1 to one day.
 fn heartbeat_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -232,7 +273,8 @@ fn config(a: &ServeArgs, i: u32, heartbeat: Option<SocketAddr>) -> EmuServer {
         .with_gametype(a.gametype.clone())
         .with_heartbeat_to(heartbeat)
         .with_heartbeat_every(Duration::from_secs_f64(a.heartbeat_every_s))
-        .with_rate_limit(!a.no_rate_limit);
+        .with_rate_limit(!a.no_rate_limit)
+        .with_trackers(a.trackers.clone());
     if let Some(m) = a.max_players {
         c = c.with_max_players(m);
     }
@@ -285,6 +327,12 @@ pub async fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Ok(usage(format!("cannot serve {}: {e}", game.id()))),
     };
     let mut a = a;
+    if let Some(t) = a.tracker.clone() {
+        match tracker_endpoints(game.id(), &t).await {
+            Ok(t) => a.trackers = t,
+            Err(e) => return Ok(usage(e)),
+        }
+    }
     if a.name.is_none() {
         a.name = Some(emu.default_name().to_string());
     }

@@ -64,6 +64,11 @@ pub struct TrackArgs {
     /// tracker on the same database writes the rounds; config `web_only = true`).
     #[arg(long)]
     web_only: bool,
+    /// Listen on this UDP address for the events ET: Legacy servers push (their `sv_tracker`
+    /// names it; config `[push] listen`): heard from the servers the rounds know, published
+    /// at once (docs/tracker.md, "Pushed events").
+    #[arg(long, value_name = "ADDR")]
+    push_listen: Option<std::net::SocketAddr>,
 }
 
 impl TrackArgs {
@@ -125,6 +130,12 @@ impl TrackArgs {
         }
         if self.web_only {
             c.web_only = true;
+        }
+        if let Some(addr) = self.push_listen {
+            match &mut c.push {
+                Some(p) => p.listen = addr,
+                None => c.push = Some(fragstat_tracker::push::PushConfig::on(addr)),
+            }
         }
         if let Some(v) = self.rounds {
             c.rounds = v;

@@ -70,6 +70,11 @@ pub struct WatchArgs {
     /// Master lists: keep private, loopback, link-local, multicast and reserved addresses.
     #[arg(long)]
     keep_private: bool,
+    /// Listen on this UDP address (IP:PORT; port 0: any, printed on standard error) for the
+    /// events ET: Legacy servers push (their `sv_tracker` names it): from the servers the
+    /// scans see, printed at once with `"pushed": true`; a scan does not repeat them.
+    #[arg(long, value_name = "ADDR")]
+    push_listen: Option<std::net::SocketAddr>,
 }
 
 /// Longest interval taken (a week), as the tracker's.
@@ -195,6 +200,15 @@ pub async fn watch(a: WatchArgs) -> anyhow::Result<ExitCode> {
         .watch(sources, Duration::from_secs_f64(a.interval_secs))
         .differ(Differ::new().initial(a.initial))
         .scans(a.rounds.unwrap_or(0));
+    if let Some(addr) = a.push_listen {
+        let socket = std::net::UdpSocket::bind(addr)
+            .with_context(|| format!("binding --push-listen {addr}"))?;
+        eprintln!(
+            "listening for pushed events (ET: Legacy sv_tracker) on udp {}",
+            socket.local_addr()?
+        );
+        events = events.pushes(socket, fragstat::events::push::PushLimits::default());
+    }
     let stop = crate::signal::wait_for_signal();
     tokio::pin!(stop);
     loop {

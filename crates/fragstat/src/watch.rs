@@ -268,6 +268,8 @@ impl Client {
                 ask: Ask::players(),
                 differ: Differ::new(),
                 scans: 0,
+                #[cfg(feature = "quake3")]
+                pushes: None,
             })),
         }
     }
@@ -283,6 +285,8 @@ struct Plan {
     ask: Ask,
     differ: Differ,
     scans: u64,
+    #[cfg(feature = "quake3")]
+    pushes: Option<(std::net::UdpSocket, crate::events::push::PushLimits)>,
 }
 
 enum WatchState {
@@ -338,6 +342,70 @@ impl Watch {
         }
         self
     }
+
+    /// Also listens on `socket` for the events servers push (ET: Legacy's `sv_tracker`,
+    /// [`crate::events::push`]): datagrams from the servers the last scan saw, within
+    /// `limits`, become events at once (marked `pushed`); a scan's events a push already said
+    /// are not repeated. Before the first poll; the socket is the caller's (bound, so its
+    /// port is known before any server is pointed at it).
+    #[cfg(feature = "quake3")]
+    pub fn pushes(
+        mut self,
+        socket: std::net::UdpSocket,
+        limits: crate::events::push::PushLimits,
+    ) -> Self {
+        if let Some(p) = self.plan() {
+            p.pushes = Some((socket, limits));
+        }
+        self
+    }
+}
+
+/// The push listener of a [`Watch`], shared by its receive task and its scans.
+#[cfg(feature = "quake3")]
+type SharedPushes = std::sync::Arc<std::sync::Mutex<crate::events::push::PushListener>>;
+
+/// Aborts a task when dropped (the watch's receive task ends with its scans).
+#[cfg(feature = "quake3")]
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+#[cfg(feature = "quake3")]
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(t) = &self.0 {
+            t.abort();
+        }
+    }
+}
+
+/// Receives pushes on `socket` until `tx` closes; each datagram's events sent at once.
+#[cfg(feature = "quake3")]
+async fn receive_pushes(
+    socket: tokio::net::UdpSocket,
+    pushes: SharedPushes,
+    tx: mpsc::Sender<Event>,
+) {
+    let mut buf = vec![0u8; fragstat_core::MAX_DATAGRAM];
+    loop {
+        let (n, from) = match socket.recv_from(&mut buf).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!("push receive: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let events = {
+            let mut p = pushes.lock().unwrap_or_else(|e| e.into_inner());
+            let datagram = buf.get(..n).unwrap_or_default();
+            p.handle(std::time::Instant::now(), unix_ms(), from, datagram)
+        };
+        for e in events.unwrap_or_default() {
+            if tx.send(e).await.is_err() {
+                return;
+            }
+        }
+    }
 }
 
 async fn run(plan: Plan, tx: mpsc::Sender<Event>) {
@@ -348,7 +416,29 @@ async fn run(plan: Plan, tx: mpsc::Sender<Event>) {
         ask,
         mut differ,
         scans,
+        #[cfg(feature = "quake3")]
+        pushes,
     } = plan;
+    #[cfg(feature = "quake3")]
+    let (pushes, _receiver) = match pushes {
+        Some((socket, limits)) => {
+            let listener =
+                crate::events::push::PushListener::new(limits, std::time::Instant::now());
+            let shared: SharedPushes = std::sync::Arc::new(std::sync::Mutex::new(listener));
+            let task = socket
+                .set_nonblocking(true)
+                .and_then(|()| tokio::net::UdpSocket::from_std(socket))
+                .map(|s| tokio::spawn(receive_pushes(s, shared.clone(), tx.clone())));
+            match task {
+                Ok(t) => (Some(shared), AbortOnDrop(Some(t))),
+                Err(e) => {
+                    tracing::warn!("not listening for pushes: {e}");
+                    (None, AbortOnDrop(None))
+                }
+            }
+        }
+        None => (None, AbortOnDrop(None)),
+    };
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut n = 0u64;
@@ -360,7 +450,15 @@ async fn run(plan: Plan, tx: mpsc::Sender<Event>) {
                 tracing::warn!(master = %m.master, game = %m.game, "no list: {e}");
             }
         }
-        for e in differ.update(polled.at, &polled.records) {
+        #[allow(unused_mut)]
+        let mut events = differ.update(polled.at, &polled.records);
+        #[cfg(feature = "quake3")]
+        if let Some(p) = &pushes {
+            let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
+            events = p.reconcile(polled.at, &polled.records, events);
+            p.know(&polled.records);
+        }
+        for e in events {
             if tx.send(e).await.is_err() {
                 return;
             }

@@ -21,9 +21,9 @@ use tower::ServiceExt;
 use tracing::debug;
 
 use crate::client_ip::canonical;
-use crate::rate::RateTable;
 use crate::table::{Id, Refused, Table};
 use crate::{ClientAddr, ClientIp, Limits, Stats};
+use fragstat_core::fair::RateTable;
 
 /// What every connection of one listener shares.
 pub(crate) struct Shared {

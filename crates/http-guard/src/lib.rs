@@ -35,7 +35,6 @@
 
 mod client_ip;
 mod conn;
-mod rate;
 mod table;
 
 use std::future::Future;
@@ -49,7 +48,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 pub use client_ip::{ClientAddr, ClientIp};
-pub use rate::Rate;
+pub use fragstat_core::fair::Rate;
 
 /// Timeouts, caps and rates. Build it with `..Limits::default()`: fields are added over time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -140,3 +140,21 @@ pub fn check_daemon_list(data: &[u8]) {
         }
     }
 }
+
+/// Any datagram as an ET: Legacy pushed event ([`crate::push`]): no panic, an error's offset
+/// inside the datagram, and what decodes survives encode → decode unchanged.
+pub fn check_push(data: &[u8]) {
+    match crate::push::decode_push(data) {
+        Ok(push) => {
+            let bytes = push.to_bytes().expect("a decoded push encodes");
+            let again = crate::push::decode_push(&bytes).expect("an encoded push decodes");
+            assert_eq!(push, again, "a push changed in a round trip");
+        }
+        Err(e) => assert!(
+            e.offset() <= data.len(),
+            "error offset {} is past the {}-byte datagram: {e}",
+            e.offset(),
+            data.len()
+        ),
+    }
+}

@@ -38,6 +38,7 @@ mod info;
 pub mod iw4x;
 pub mod master;
 pub mod packet;
+pub mod push;
 pub mod registry;
 pub mod view;
 

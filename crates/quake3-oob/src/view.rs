@@ -280,6 +280,45 @@ mod tests {
         assert_eq!((only_info.num_players, only_info.players), (4, None));
     }
 
+    /// ET: Legacy's `humans` (etl `sv_main.c:815-830`: every slot with `state >= CS_CONNECTED`
+    /// is in `clients`, those not `NA_BOT` in `humans`, private slots included) gives
+    /// `num_bots = clients - humans`: the same rule as ioq3's `g_humanplayers` (keys::HUMANS),
+    /// and D8's check holds (the counts agree with the list, so the bots are known; a list of
+    /// another length makes them unknown). W:ET 2.60 sends no `humans`: bots unknown.
+    #[test]
+    fn etl_humans_give_the_bots() {
+        let mut c = ServerConfig::sample(Quake3Game::EtLegacy, b"x", 5);
+        for p in c.players.iter_mut().skip(3) {
+            p.bot = true;
+        }
+        let emu = EmulatedServer::new(c);
+        let info = emu.info_response(None);
+        assert_eq!(info.info.get("humans"), Some(&b"3"[..]));
+        let status = emu.status_response(None);
+        let s = server_info(
+            Quake3Game::EtLegacy,
+            Some(info.clone()),
+            Some(status.clone()),
+        );
+        assert_eq!((s.num_players, s.num_bots), (5, Some(2)));
+        let only_info = server_info(Quake3Game::EtLegacy, Some(info.clone()), None);
+        assert_eq!((only_info.num_players, only_info.num_bots), (5, Some(2)));
+        // A player came between the two replies: the counts disagree, the bots are unknown.
+        let mut longer = status.clone();
+        longer.players.push(longer.players[0].clone());
+        let s = server_info(Quake3Game::EtLegacy, Some(info), Some(longer));
+        assert_eq!((s.num_players, s.num_bots), (6, None));
+        let et = EmulatedServer::new(ServerConfig::sample(Quake3Game::EnemyTerritory, b"x", 5));
+        let info = et.info_response(None);
+        assert_eq!(info.info.get("humans"), None);
+        let s = server_info(
+            Quake3Game::EnemyTerritory,
+            Some(info),
+            Some(et.status_response(None)),
+        );
+        assert_eq!((s.num_players, s.num_bots), (5, None));
+    }
+
     /// The one-pass lookup reads what `Rules::get_any` reads, whatever the order, repeats
     /// and absences of the keys.
     #[test]

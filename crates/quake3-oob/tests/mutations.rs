@@ -65,6 +65,18 @@ const LISTS: Mutator<'static> = Mutator {
     special: None,
 };
 
+const PUSH: Mutator<'static> = Mutator {
+    bytes: &[b' ', b'\\', b'-', b'9', 0, b'\n', 0xff],
+    pieces: &[
+        b"connect ",
+        b" unknown ",
+        b"\\0\\0\\3\\0\\",
+        b"64",
+        b"\xff\xff\xff\xff",
+    ],
+    special: None,
+};
+
 /// The Dæmon `dual` packets and CoD4X's TCP stream through their cargo-fuzz oracles
 /// (`quake3_daemon_list`, `quake3_cod4x_stream`).
 #[test]
@@ -93,5 +105,34 @@ fn mutated_daemon_lists_and_cod4x_streams_never_panic_and_round_trip() {
         &streams,
         3000,
         fragstat_quake3_oob::fuzzing::check_cod4x_stream,
+    );
+}
+
+/// ET: Legacy's pushed datagrams (one per `sv_tracker.c` format) through the oracle of the
+/// `quake3_push` cargo-fuzz target.
+#[test]
+fn mutated_pushes_never_panic_and_round_trip() {
+    let corpus: Vec<Vec<u8>> = [
+        &b"start"[..],
+        b"stop",
+        b"p",
+        b"mapend",
+        b"maprestart",
+        b"map supply",
+        b"connect 3 A1B2C3D4E5F60718293A4B5C6D7E8F90 ^1Foo Bar",
+        b"name 3 unknown ^2Baz",
+        b"disconnect 3",
+        b"wsc 2",
+        b"ws 1 0 0 0\\0\\0\\3\\0\\^2Spec",
+        b"ws 0 1 5 3 7 2 1 0 4 6 10 0 0 0 0 0 0 0 0 12.5 0 1.25 0.10\\48\\12\\1\\2\\^1Foo",
+    ]
+    .iter()
+    .map(|t| [&b"\xff\xff\xff\xff"[..], t].concat())
+    .collect();
+    PUSH.run(
+        0x9054,
+        &corpus,
+        3000,
+        fragstat_quake3_oob::fuzzing::check_push,
     );
 }

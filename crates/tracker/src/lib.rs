@@ -30,6 +30,7 @@ pub mod engine;
 pub mod events;
 pub mod geoip;
 pub mod metrics;
+pub mod push;
 pub mod round;
 pub mod store;
 pub mod web;
@@ -234,6 +235,17 @@ impl Tracker {
         &self.events
     }
 
+    /// Listens for pushed events (`[push]`, [`push`]) on `socket` until `stop` resolves: what
+    /// [`Tracker::run`] does on `[push] listen`, for callers that bind the socket themselves.
+    /// `None` without `[push]`.
+    pub fn serve_pushes(
+        &self,
+        socket: tokio::net::UdpSocket,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> Option<impl Future<Output = ()> + Send + 'static> {
+        Some(self.events.pushes()?.serve(socket, stop))
+    }
+
     /// Serves the web pages on `listener` and runs rounds until `config.rounds` have been
     /// written (0: forever) or `stop` resolves; `on_round` sees each written round.
     ///
@@ -259,6 +271,20 @@ impl Tracker {
                 let _ = rx.wait_for(|s| *s).await;
             },
         ));
+        if let Some(p) = &self.config.push {
+            let socket = tokio::net::UdpSocket::bind(p.listen).await?;
+            tracing::info!(
+                "listening for pushed events (ET: Legacy sv_tracker) on udp {}",
+                socket.local_addr()?
+            );
+            let mut rx = tx.subscribe();
+            let stopped = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            if let Some(f) = self.serve_pushes(socket, stopped) {
+                tokio::spawn(f);
+            }
+        }
         let engine = if self.config.web_only {
             tracing::info!("web only: this tracker serves the database and never polls or writes");
             None

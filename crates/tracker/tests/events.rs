@@ -22,6 +22,7 @@ use fragstat::core::{Transport, UdpTransport};
 use fragstat_tracker::config::{Config, Source, WebhookFormat};
 use fragstat_tracker::Tracker;
 use serde_json::Value;
+use support::{kinds, Sse};
 use tokio::sync::{mpsc, watch};
 
 /// Generous: the point where a test gives up, not how long things take.
@@ -168,74 +169,6 @@ async fn web(tracker: &Tracker) -> (String, watch::Sender<bool>) {
         task: _,
     } = support::serve(tracker.state()).await;
     (base, stop)
-}
-
-/// An `/api/events` client: the response, and the frames read so far.
-struct Sse {
-    resp: reqwest::Response,
-    buf: String,
-}
-
-impl Sse {
-    async fn open(url: &str) -> Sse {
-        let resp = reqwest::get(url).await.expect("GET /api/events");
-        assert_eq!(resp.status(), 200);
-        assert_eq!(
-            resp.headers()["content-type"].to_str().unwrap(),
-            "text/event-stream"
-        );
-        Sse {
-            resp,
-            buf: String::new(),
-        }
-    }
-
-    /// The next frame with an `event:` line: (event, data).
-    async fn next(&mut self) -> (String, String) {
-        loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let frame: String = self.buf.drain(..end + 2).collect();
-                let mut event = None;
-                let mut data = String::new();
-                for l in frame.lines() {
-                    if let Some(e) = l.strip_prefix("event: ") {
-                        event = Some(e.to_string());
-                    } else if let Some(d) = l.strip_prefix("data: ") {
-                        data.push_str(d);
-                    }
-                }
-                match event {
-                    Some(e) => return (e, data),
-                    None => continue, // a keep-alive comment
-                }
-            }
-            let chunk = tokio::time::timeout(SETTLE, self.resp.chunk())
-                .await
-                .expect("an event in time")
-                .expect("stream readable")
-                .expect("stream open");
-            self.buf.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    }
-
-    /// The next `n` events' JSON.
-    async fn take(&mut self, n: usize) -> Vec<Value> {
-        let mut out = Vec::new();
-        while out.len() < n {
-            let (kind, data) = self.next().await;
-            let v: Value = serde_json::from_str(&data).unwrap();
-            assert_eq!(v["event"], kind.as_str());
-            out.push(v);
-        }
-        out
-    }
-}
-
-fn kinds(events: &[Value]) -> Vec<&str> {
-    events
-        .iter()
-        .map(|e| e["event"].as_str().unwrap())
-        .collect()
 }
 
 fn metric(tracker: &Tracker, name: &str) -> f64 {

@@ -18,7 +18,9 @@ use std::fmt;
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+mod rate;
 mod recent;
+pub use rate::{Rate, RateTable};
 pub use recent::Recent;
 
 /// A prefix level (see the module documentation).

@@ -42,6 +42,9 @@ pub struct EmuServer {
     /// per-address and global buckets, DarkPlaces' flood block, DDNet's count per second).
     /// On by default; off for benchmarks and floods that need every query answered.
     pub rate_limit: bool,
+    /// Trackers to push events to (ET: Legacy's `sv_tracker`; its emulator only, the others
+    /// refuse a non-empty list).
+    pub trackers: Vec<SocketAddr>,
 }
 
 impl Default for EmuServer {
@@ -58,6 +61,7 @@ impl Default for EmuServer {
             heartbeat_to: None,
             heartbeat_every: crate::service::HEARTBEAT_INTERVAL,
             rate_limit: true,
+            trackers: Vec::new(),
         }
     }
 }
@@ -170,6 +174,12 @@ impl EmuServer {
         Err(EmuError::Unsupported(format!(
             "private slots: not emulated for {game}"
         )))
+    }
+
+    /// Pushes events to these trackers (see [`EmuServer::trackers`]).
+    pub fn with_trackers(mut self, trackers: Vec<SocketAddr>) -> Self {
+        self.trackers = trackers;
+        self
     }
 
     /// Sets [`EmuServer::rate_limit`].

@@ -76,6 +76,8 @@ use serde::{Serialize, Serializer};
 
 mod players;
 pub use players::{key_bytes, player_keys, PlayerKey, NAME_KEY_BYTES};
+#[cfg(feature = "quake3")]
+pub mod push;
 
 /// Players of one server tracked at most ([`Differ::max_players`]).
 pub const MAX_PLAYERS: usize = 1024;
@@ -97,6 +99,10 @@ pub struct Event {
     pub game: String,
     /// What happened.
     pub kind: EventKind,
+    /// Pushed by the server itself (ET: Legacy's `sv_tracker`, [`push`]) rather than seen by
+    /// a scan: JSON `"pushed": true` (the key is absent from scanned events). `at` is then
+    /// when the datagram arrived.
+    pub pushed: bool,
 }
 
 /// What happened ([`Event::kind`]).
@@ -171,6 +177,12 @@ pub struct EventPlayer {
     pub score: Option<i32>,
     /// Team, where sent.
     pub team: Option<i32>,
+    /// The client slot, where the server said it (a pushed event; JSON `slot`, absent
+    /// otherwise).
+    pub slot: Option<u32>,
+    /// The player's GUID as the server sent it, raw (a pushed event; JSON `guid`, lossless
+    /// text, absent otherwise).
+    pub guid: Option<Vec<u8>>,
 }
 
 impl Event {
@@ -186,7 +198,15 @@ impl Event {
             server: server.into(),
             game: game.into(),
             kind,
+            pushed: false,
         }
+    }
+
+    /// The same event, marked as pushed by the server ([`Event::pushed`]).
+    #[must_use]
+    pub fn as_pushed(mut self) -> Self {
+        self.pushed = true;
+        self
     }
 }
 
@@ -199,6 +219,8 @@ impl EventPlayer {
             is_bot: None,
             score: None,
             team: None,
+            slot: None,
+            guid: None,
         }
     }
 
@@ -210,6 +232,8 @@ impl EventPlayer {
             is_bot: p.is_bot,
             score: p.score,
             team: p.team,
+            slot: None,
+            guid: None,
         }
     }
 }
@@ -308,6 +332,9 @@ impl Serialize for Event {
         m.serialize_entry("server", &self.server)?;
         m.serialize_entry("game", &self.game)?;
         m.serialize_entry("at", &self.at)?;
+        if self.pushed {
+            m.serialize_entry("pushed", &true)?;
+        }
         match &self.kind {
             EventKind::ServerUp {
                 name,
@@ -355,6 +382,12 @@ impl Serialize for Event {
                 m.serialize_entry("is_bot", &p.is_bot)?;
                 m.serialize_entry("score", &p.score)?;
                 m.serialize_entry("team", &p.team)?;
+                if let Some(slot) = p.slot {
+                    m.serialize_entry("slot", &slot)?;
+                }
+                if let Some(guid) = &p.guid {
+                    m.serialize_entry("guid", &fragstat_core::text::decode_lossless(guid))?;
+                }
             }
         }
         m.end()
@@ -503,14 +536,7 @@ impl Differ {
                 continue;
             };
             state.seen = scan;
-            let mut push = |kind| {
-                events.push(Event {
-                    at,
-                    server: addr.clone(),
-                    game: r.game.clone(),
-                    kind,
-                })
-            };
+            let mut push = |kind| events.push(Event::new(at, addr.clone(), r.game.clone(), kind));
             match (&r.info, r.status) {
                 (Some(info), Status::Online) => {
                     let (mut now, dropped) = known(info, self.max_players);

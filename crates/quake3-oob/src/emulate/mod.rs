@@ -21,6 +21,7 @@ use crate::packet::{
 
 mod look;
 mod master;
+mod push;
 mod slots;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,7 @@ mod tests_realism;
 
 use look::Order;
 pub use master::{EmulatedMaster, CHALLENGE_RESEND, CHALLENGE_TTL, MAX_PENDING};
+pub use push::{KEEPALIVE, MAX_TRACKERS};
 
 /// A player the emulated server reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +131,8 @@ pub struct EmulatedServer {
     status_lines: Vec<u8>,
     /// The master it heartbeats, and when next.
     heartbeats: Heartbeats,
+    /// The trackers it pushes events to (ET: Legacy's `sv_tracker`, `emulate/push.rs`).
+    trackers: push::Trackers,
 }
 
 const INFO_HEAD: &[u8] = b"infoResponse\n";
@@ -138,6 +142,7 @@ impl EmulatedServer {
     /// A server reporting `config`.
     pub fn new(config: ServerConfig) -> Self {
         let order = look::order(config.game);
+        let config_players = config.players.len();
         let mut s = EmulatedServer {
             config,
             order,
@@ -146,6 +151,7 @@ impl EmulatedServer {
             status_body: Vec::new(),
             status_lines: Vec::new(),
             heartbeats: Heartbeats::default(),
+            trackers: push::Trackers::seated(config_players),
         };
         let mut body = Vec::new();
         if s.info_pairs(None).encode(&mut body).is_ok() {
@@ -422,11 +428,19 @@ fn sorted(
     info
 }
 
-impl Service for EmulatedServer {
-    fn start(&mut self, now: Instant, out: &mut Outbox) {
+impl EmulatedServer {
+    /// The heartbeat, when due.
+    fn beat(&mut self, now: Instant, out: &mut Outbox) {
         if let Some(m) = self.heartbeats.due(now) {
             out.extend(self.heartbeat().map(|hb| (m, hb)));
         }
+    }
+}
+
+impl Service for EmulatedServer {
+    fn start(&mut self, now: Instant, out: &mut Outbox) {
+        self.beat(now, out);
+        self.tracker_start(now, out);
     }
 
     fn handle(&mut self, _now: Instant, from: SocketAddr, datagram: &[u8], out: &mut Outbox) {
@@ -436,11 +450,15 @@ impl Service for EmulatedServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.heartbeats.poll_timeout()
+        match (self.heartbeats.poll_timeout(), self.trackers.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) {
-        self.start(now, out);
+        self.beat(now, out);
+        self.tracker_due(now, out);
     }
 
     /// The heartbeat again, twice, as ioq3's `SV_MasterShutdown` sends it (see
@@ -454,6 +472,7 @@ impl Service for EmulatedServer {
                     .map(|m| (m, hb.clone())),
             );
         }
+        self.tracker_stop(out);
     }
 }
 
@@ -533,7 +552,15 @@ impl Emulate for Quake3Game {
                 self.title()
             )));
         }
-        let server = EmulatedServer::new(c).with_heartbeats(config.heartbeats());
+        if !config.trackers.is_empty() && *self != Quake3Game::EtLegacy {
+            return Err(EmuError::Unsupported(format!(
+                "pushing events to a tracker (sv_tracker): ET: Legacy's, not {}'s",
+                self.title()
+            )));
+        }
+        let server = EmulatedServer::new(c)
+            .with_heartbeats(config.heartbeats())
+            .with_trackers(config.trackers.clone());
         Ok(config.guarded(
             fragstat_core::registry::FamilyGame::meta(*self).engine,
             Box::new(server),

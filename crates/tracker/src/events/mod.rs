@@ -184,14 +184,80 @@ fn with_players(events: Vec<Event>, players: &[Event], records: &[fragstat::Reco
     out
 }
 
-/// The differ, the hub and the webhook of a tracker.
+/// What publishes events: to the `/api/events` broadcast, the counters by kind and the
+/// webhook's queue. Pushed events ([`crate::push`]) go out at once and are held for the next
+/// round's webhook batch (at most [`WEBHOOK_MAX_EVENTS`]; more are counted, not posted).
+#[derive(Debug, Clone)]
+pub struct Publisher {
+    tx: broadcast::Sender<Arc<Published>>,
+    events: Family<KindLabel, Counter>,
+    queue: Option<Arc<Queue>>,
+    held: Arc<Mutex<Vec<Arc<Published>>>>,
+    unposted: Counter,
+}
+
+impl Publisher {
+    /// Serialises, counts and broadcasts `events`; what was published.
+    fn publish(&self, events: Vec<Event>) -> Vec<Arc<Published>> {
+        let published: Vec<Arc<Published>> = events
+            .into_iter()
+            .map(|event| {
+                let json = serde_json::to_string(&event).unwrap_or_default();
+                Arc::new(Published { event, json })
+            })
+            .collect();
+        for p in &published {
+            self.events
+                .get_or_create(&KindLabel {
+                    kind: p.event.kind.name().to_string(),
+                })
+                .inc();
+            // No client connected is no error.
+            let _ = self.tx.send(p.clone());
+        }
+        published
+    }
+
+    /// Pushed events: out at once; held for the next round's webhook batch.
+    pub(crate) fn pushed(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        let published = self.publish(events);
+        if self.queue.is_none() {
+            return;
+        }
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let room = WEBHOOK_MAX_EVENTS.saturating_sub(held.len());
+        let over = published.len().saturating_sub(room);
+        held.extend(published.into_iter().take(room));
+        self.unposted.inc_by(over as u64);
+    }
+
+    /// A round's events: out, and into the webhook's queue after the pushes held.
+    fn round(&self, at: i64, events: Vec<Event>) -> usize {
+        let n = events.len();
+        let published = self.publish(events);
+        if let Some(q) = &self.queue {
+            let mut batch =
+                std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
+            batch.extend(published);
+            if !batch.is_empty() {
+                q.push(at, batch);
+            }
+        }
+        n
+    }
+}
+
+/// The differ, the hub and the webhook of a tracker, and its push listener.
 #[derive(Debug)]
 pub struct Events {
     differ: Mutex<Differ>,
     hub: EventHub,
     stop: watch::Sender<bool>,
-    events: Family<KindLabel, Counter>,
-    queue: Option<Arc<Queue>>,
+    publisher: Publisher,
+    push: Option<crate::push::Pushes>,
     sender: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -243,14 +309,35 @@ impl Events {
             hub.lagged.clone(),
         );
         let (queue, sender) = webhook::start(config, metrics)?;
+        let unposted = Counter::default();
+        let publisher = Publisher {
+            tx: hub.tx.clone(),
+            events,
+            queue,
+            held: Arc::default(),
+            unposted: unposted.clone(),
+        };
+        let push = config.push.as_ref().map(|p| {
+            metrics.register(
+                "push_events_unposted",
+                "Pushed events not held for the webhook (over 1,000 between two rounds)",
+                unposted,
+            );
+            crate::push::Pushes::new(p, publisher.clone(), metrics)
+        });
         Ok(Events {
             differ: Mutex::new(Differ::new()),
             hub,
             stop,
-            events,
-            queue,
+            publisher,
+            push,
             sender,
         })
+    }
+
+    /// The push listener, when `[push]` is configured.
+    pub fn pushes(&self) -> Option<crate::push::Pushes> {
+        self.push.clone()
     }
 
     /// The hub for the web handlers.
@@ -258,41 +345,25 @@ impl Events {
         self.hub.clone()
     }
 
-    /// A written round: its events to the SSE clients and the webhook's queue. Never waits.
+    /// A written round: its events to the SSE clients and the webhook's queue (those a push
+    /// already said left out; the servers heard from now on are the round's). Never waits.
     pub fn round(&self, report: &RoundReport) -> usize {
         let events = self
             .differ
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .update(report.data.at, &report.data.records);
-        let events = match &report.players {
+        let mut events = match &report.players {
             Some(players) => with_players(events, players, &report.data.records),
             None => events,
         };
-        if events.is_empty() {
-            return 0;
+        if let Some(p) = &self.push {
+            let mut l = p.listener.lock().unwrap_or_else(|e| e.into_inner());
+            events = l.reconcile(report.data.at, &report.data.records, events);
+            l.know(&report.data.records);
+            p.servers.set(i64::try_from(l.known()).unwrap_or(i64::MAX));
         }
-        let n = events.len();
-        let published: Vec<Arc<Published>> = events
-            .into_iter()
-            .map(|event| {
-                let json = serde_json::to_string(&event).unwrap_or_default();
-                Arc::new(Published { event, json })
-            })
-            .collect();
-        for p in &published {
-            self.events
-                .get_or_create(&KindLabel {
-                    kind: p.event.kind.name().to_string(),
-                })
-                .inc();
-            // No client connected is no error.
-            let _ = self.hub.tx.send(p.clone());
-        }
-        if let Some(q) = &self.queue {
-            q.push(report.data.at, published);
-        }
-        n
+        self.publisher.round(report.data.at, events)
     }
 
     /// Ends every `/api/events` stream (the tracker stops).

@@ -536,6 +536,43 @@ mod tests {
         assert_eq!(b.total(), 5000);
     }
 
+    /// Pushed events are held for the next round's batch, ahead of the round's own (one
+    /// POST a round, not one a datagram); past WEBHOOK_MAX_EVENTS they are counted, not held.
+    #[test]
+    fn pushed_events_go_with_the_next_rounds_batch() {
+        let q = Arc::new(Queue::new(64, WEBHOOK_QUEUE_BYTES));
+        let (tx, _) = tokio::sync::broadcast::channel(16);
+        let p = super::super::Publisher {
+            tx,
+            events: Default::default(),
+            queue: Some(q.clone()),
+            held: Arc::default(),
+            unposted: Counter::default(),
+        };
+        let events = |n: usize, name: &str, pushed: bool| -> Vec<fragstat::events::Event> {
+            published(1, n, name)
+                .into_iter()
+                .map(|e| match pushed {
+                    true => e.event.clone().as_pushed(),
+                    false => e.event.clone(),
+                })
+                .collect()
+        };
+        p.pushed(events(2, "pushed", true));
+        assert!(q.try_pop().is_none(), "no POST of its own");
+        p.round(7, events(1, "round", false));
+        let b = q.try_pop().unwrap();
+        let pushed: Vec<bool> = b.events.iter().map(|e| e.event.pushed).collect();
+        assert_eq!((b.at, pushed), (7, vec![true, true, true, false, false]));
+        assert!(q.try_pop().is_none());
+        // An empty round still posts what was pushed; too many pushes are counted.
+        p.pushed(events(WEBHOOK_MAX_EVENTS + 9, "many", true));
+        p.round(8, Vec::new());
+        let b = q.try_pop().unwrap();
+        assert_eq!(b.events.len(), WEBHOOK_MAX_EVENTS);
+        assert_eq!(p.unposted.get(), 10);
+    }
+
     #[test]
     fn discord_body_keeps_within_limits_and_says_how_many_more() {
         for (servers, per, name) in [

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::web::AppState;
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -43,4 +44,75 @@ pub async fn serve(state: AppState) -> Web {
         let _ = rx.wait_for(|s| *s).await;
     }));
     Web { base, stop, task }
+}
+
+/// Generous: the point where a test gives up on an event, not how long one takes.
+pub const SSE_SETTLE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// An `/api/events` client: the response, and the frames read so far.
+pub struct Sse {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Sse {
+    pub async fn open(url: &str) -> Sse {
+        let resp = reqwest::get(url).await.expect("GET /api/events");
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            resp.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        Sse {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// The next frame with an `event:` line: (event, data).
+    pub async fn next(&mut self) -> (String, String) {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let frame: String = self.buf.drain(..end + 2).collect();
+                let mut event = None;
+                let mut data = String::new();
+                for l in frame.lines() {
+                    if let Some(e) = l.strip_prefix("event: ") {
+                        event = Some(e.to_string());
+                    } else if let Some(d) = l.strip_prefix("data: ") {
+                        data.push_str(d);
+                    }
+                }
+                match event {
+                    Some(e) => return (e, data),
+                    None => continue, // a keep-alive comment
+                }
+            }
+            let chunk = tokio::time::timeout(SSE_SETTLE, self.resp.chunk())
+                .await
+                .expect("an event in time")
+                .expect("stream readable")
+                .expect("stream open");
+            self.buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// The next `n` events' JSON.
+    pub async fn take(&mut self, n: usize) -> Vec<Value> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            let (kind, data) = self.next().await;
+            let v: Value = serde_json::from_str(&data).unwrap();
+            assert_eq!(v["event"], kind.as_str());
+            out.push(v);
+        }
+        out
+    }
+}
+
+pub fn kinds(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Requests per second per client host (IPv4 address, IPv6 /64) and per network (IPv4 /24,
-//! IPv6 /48), sans-IO (every call takes the time).
+//! IPv6 /48), sans-IO (every call takes the time): what the HTTP guard (`fragstat-http-guard`)
+//! holds each client to, and the tracker's push listener each server (`fragstat::events::push`).
 //!
 //! Every bucket is a GCRA token bucket stored as one number, the time at which it is full
 //! again; a bucket whose time has passed is full, so forgetting it changes nothing. The
@@ -11,7 +12,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use fragstat_core::fair::{Level, Prefix, Recent};
+use super::{Level, Prefix, Recent};
 
 /// A request rate: `per_sec` requests a second, `burst` at once. `per_sec == 0`: no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +40,10 @@ impl Rate {
     }
 }
 
-/// Per-host and per-network request rates.
+/// Per-host and per-network request rates: a host may take only its own rate of its
+/// network's, so one host cannot spend what its neighbours need.
 #[derive(Debug)]
-pub(crate) struct RateTable {
+pub struct RateTable {
     host: Rate,
     net: Rate,
     hosts: Recent<u64, Prefix>,
@@ -71,7 +73,7 @@ impl RateTable {
         let now = u64::try_from(now.saturating_duration_since(self.origin).as_nanos())
             .unwrap_or(u64::MAX);
         let host = Prefix::of(ip, Level::Host);
-        let v6 = fragstat_core::fair::canonical(ip).is_ipv6();
+        let v6 = super::canonical(ip).is_ipv6();
         let net = Prefix::of(ip, if v6 { Level::Net } else { Level::Site });
         let mut wait = 0u64;
         let mut taken = [None, None];
@@ -104,10 +106,14 @@ impl RateTable {
         Ok(())
     }
 
-    /// Keys held (for tests).
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    /// Keys held (both tables, both generations): at most twice the room, whatever comes.
+    pub fn len(&self) -> usize {
         self.hosts.len() + self.nets.len()
+    }
+
+    /// True when no bucket is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
