@@ -249,6 +249,20 @@ pub(crate) fn test() -> Result<()> {
         check_no_tokio(&p.name)?;
         check_codec_alone(p)?;
     }
+    // The facade without its default features (no HTTP, no emulators: a query-only library)
+    // must build, warnings refused: its feature gates are checked nowhere else.
+    run(Command::new("cargo")
+        .args([
+            "clippy",
+            "--quiet",
+            "--lib",
+            "--no-default-features",
+            "-p",
+            "fragstat",
+        ])
+        .args(["--", "-D", "warnings"])
+        .current_dir(root()))?;
+    eprintln!("xtask: fragstat builds without its default features");
     // The fuzz targets must keep building (they are outside the workspace).
     run(Command::new("cargo").args([
         "check",

@@ -3,6 +3,7 @@
 
 #[cfg(feature = "http")]
 use std::net::IpAddr;
+#[cfg(feature = "http")]
 use std::net::SocketAddr;
 
 use tokio::sync::mpsc;
