@@ -44,7 +44,7 @@ pub fn print_catalogue(game: &GameRef, format: Format) -> ExitCode {
                         .join(",")
                 };
                 println!(
-                    "{}\t{:?}\t{}\t{}\t{}\t{} ({})",
+                    "{}\t{}\t{}\t{}\t{}\t{} ({})",
                     m.address(),
                     m.transport,
                     m.form,

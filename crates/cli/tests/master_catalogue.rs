@@ -151,6 +151,8 @@ fn list_masters_and_master_at_checks() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("wolfmaster.idsoftware.com:27950"), "{text}");
     assert!(text.contains("short") && text.contains("60,57") && text.contains("2026-11-28"));
+    // The transport as the JSON writes it.
+    assert!(text.contains("\tudp\t") && !text.contains("Udp"), "{text}");
     let out = run(&[
         "master",
         "rtcw",

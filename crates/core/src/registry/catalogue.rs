@@ -30,6 +30,17 @@ pub enum MasterTransport {
     Http,
 }
 
+/// `udp`, `tcp`, `http`: as the JSON writes it.
+impl fmt::Display for MasterTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MasterTransport::Udp => "udp",
+            MasterTransport::Tcp => "tcp",
+            MasterTransport::Http => "http",
+        })
+    }
+}
+
 /// The request a catalogue master is asked with (Quake III `getservers` dialects; the other
 /// families' masters take their game's own request, [`ListForm::Own`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
