@@ -5,19 +5,22 @@
 //!
 //! Every client may be hostile (TCP's handshake at least proves its address, so nothing is
 //! sent to a spoofed one, and nothing is sent before a well-formed request):
-//! - at most [`Limits::per_prefix`] connections per IPv4 address or IPv6 /64;
-//! - at most [`Limits::max_conns`] in all; when full, a newcomer whose prefix holds fewer
-//!   than the prefix holding most takes that prefix's oldest connection (a fair share for
-//!   every prefix, so one network cannot keep others out); otherwise the newcomer is closed;
+//! - connections are shared among address prefixes at every level ([`Limits::caps`]: an
+//!   IPv4 address, /24 and /16; an IPv6 /64, /56, /48 and /32), through the project's
+//!   [`FairTable`];
+//! - at most [`Limits::max_conns`] in all; when full, a newcomer displaces a connection of
+//!   the prefix holding most (a fair share for every prefix, so one network cannot keep
+//!   others out); a newcomer whose own network holds most is closed;
 //! - the request must come within [`Limits::request_timeout`] and fit [`Limits::max_request`]
 //!   bytes; a connection lasts at most [`Limits::lifetime`].
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fragstat::core::fair::{Caps, FairTable};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::AbortHandle;
@@ -25,8 +28,8 @@ use tokio::task::AbortHandle;
 /// The listener's bounds.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Connections one IPv4 address or IPv6 /64 may hold.
-    pub per_prefix: usize,
+    /// Connections each prefix may hold: IPv4 address, /24, /16; IPv6 /64, /56, /48, /32.
+    pub caps: Caps,
     /// Connections in all.
     pub max_conns: usize,
     /// Time for the request to come.
@@ -40,7 +43,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            per_prefix: 8,
+            caps: Caps {
+                v4: [8, 64, 128],
+                v6: [8, 64, 128, 128],
+            },
             max_conns: 256,
             request_timeout: Duration::from_secs(5),
             max_request: 1024,
@@ -49,65 +55,43 @@ impl Default for Limits {
     }
 }
 
-/// What a connection is counted under: an IPv4 address, or an IPv6 address's /64.
-fn prefix(ip: IpAddr) -> IpAddr {
-    match fragstat::core::canonical(SocketAddr::new(ip, 0)).ip() {
-        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
-        v4 => v4,
-    }
-}
-
-/// The open connections, by prefix, oldest first.
-#[derive(Default)]
+/// The open connections: their shares, and how to close each.
 struct Table {
-    by_prefix: HashMap<IpAddr, Vec<(u64, AbortHandle)>>,
-    total: usize,
+    fair: FairTable<u64>,
+    handles: HashMap<u64, AbortHandle>,
     next: u64,
 }
 
 impl Table {
-    /// Room for a connection from `p`: `Some(id)` when admitted (evicting another prefix's
-    /// oldest when full), `None` when refused.
-    fn admit(&mut self, p: IpAddr, limits: &Limits) -> Option<u64> {
-        let mine = self.by_prefix.get(&p).map_or(0, Vec::len);
-        if mine >= limits.per_prefix {
-            return None;
+    fn new(limits: &Limits) -> Self {
+        Table {
+            fair: FairTable::new(limits.caps, limits.max_conns as u64),
+            handles: HashMap::new(),
+            next: 0,
         }
-        if self.total >= limits.max_conns {
-            let (top, most) = self
-                .by_prefix
-                .iter()
-                .map(|(k, v)| (*k, v.len()))
-                .max_by_key(|(_, n)| *n)?;
-            if mine + 1 >= most {
-                return None;
-            }
-            let conns = self.by_prefix.get_mut(&top)?;
-            let (_, oldest) = conns.remove(0);
-            oldest.abort();
-            self.total -= 1;
-            if conns.is_empty() {
-                self.by_prefix.remove(&top);
-            }
-        }
+    }
+
+    /// Room for a connection from `ip`: `Some(id)` when admitted (closing the connections
+    /// it displaced), `None` when refused.
+    fn admit(&mut self, ip: IpAddr) -> Option<u64> {
         self.next += 1;
-        Some(self.next)
-    }
-
-    fn insert(&mut self, p: IpAddr, id: u64, handle: AbortHandle) {
-        self.by_prefix.entry(p).or_default().push((id, handle));
-        self.total += 1;
-    }
-
-    fn remove(&mut self, p: IpAddr, id: u64) {
-        if let Some(conns) = self.by_prefix.get_mut(&p) {
-            let before = conns.len();
-            conns.retain(|(i, _)| *i != id);
-            self.total -= before - conns.len();
-            if conns.is_empty() {
-                self.by_prefix.remove(&p);
+        let id = self.next;
+        let (admitted, displaced) = self.fair.admit(id, ip, 1);
+        for d in displaced {
+            if let Some(h) = self.handles.remove(&d) {
+                h.abort();
             }
         }
+        admitted.ok().map(|()| id)
+    }
+
+    fn insert(&mut self, id: u64, handle: AbortHandle) {
+        self.handles.insert(id, handle);
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.fair.remove(&id);
+        self.handles.remove(&id);
     }
 }
 
@@ -118,7 +102,7 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) {
-    let table = Arc::new(Mutex::new(Table::default()));
+    let table = Arc::new(Mutex::new(Table::new(&limits)));
     tokio::pin!(shutdown);
     loop {
         let (stream, from) = tokio::select! {
@@ -135,10 +119,10 @@ pub async fn serve(
         admit(&table, stream, from, &body, limits);
     }
     let open = match table.lock() {
-        Ok(mut t) => std::mem::take(&mut t.by_prefix),
+        Ok(mut t) => std::mem::take(&mut t.handles),
         Err(_) => HashMap::new(),
     };
-    for (_, h) in open.values().flatten() {
+    for h in open.values() {
         h.abort();
     }
 }
@@ -152,19 +136,19 @@ fn admit(
     body: &Arc<[u8]>,
     limits: Limits,
 ) {
-    let p = prefix(from.ip());
+    let ip = fragstat::core::canonical(from).ip();
     let Ok(mut t) = table.lock() else { return };
-    let Some(id) = t.admit(p, &limits) else {
+    let Some(id) = t.admit(ip) else {
         return;
     };
     let (body, done) = (body.clone(), table.clone());
     let task = tokio::spawn(async move {
         let _ = tokio::time::timeout(limits.lifetime, answer(stream, &body, &limits)).await;
         if let Ok(mut t) = done.lock() {
-            t.remove(p, id);
+            t.remove(id);
         }
     });
-    t.insert(p, id, task.abort_handle());
+    t.insert(id, task.abort_handle());
 }
 
 /// Reads one request and sends the list.

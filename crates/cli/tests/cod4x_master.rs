@@ -98,12 +98,19 @@ fn is_closed(s: &TcpStream) -> bool {
 const PER_ADDRESS: usize = 8;
 const IN_ALL: usize = 256;
 
+/// The address whose connection `i` of the full table comes from: 32 addresses of 8
+/// connections, 8 addresses in each /24 (its 64) and 16 in each /16 (its 128), two /16s.
+fn spread(i: usize) -> Ipv4Addr {
+    let h = u8::try_from(i / PER_ADDRESS).unwrap();
+    Ipv4Addr::new(127, 1 + h / 16, h % 16 / 8, 1 + h % 8)
+}
+
 /// One address holds 8 idle connections: its next ones are closed unanswered (the
-/// per-address cap); the 8 are answered when they ask. Then 32 more addresses hold 8 idle
-/// connections each, 256 in all (the cap): one of them asking again is refused, and a
-/// legitimate client (127.0.0.1, holding none) is served all the same — it takes the oldest
-/// connection of an address holding most. (The idle ones would be closed after 5 s without a
-/// request; all this takes milliseconds.)
+/// per-address cap); the 8 are answered when they ask. Then 32 more addresses, spread over
+/// /24s and /16s within their shares, hold 8 idle connections each, 256 in all (the cap):
+/// one of them asking again is refused, and a legitimate client (127.0.0.1, holding none)
+/// is served all the same — it displaces a connection of the network holding most. (The
+/// idle ones would be closed after 5 s without a request; all this takes milliseconds.)
 #[test]
 fn a_connection_flood_leaves_a_legitimate_client_served() {
     let (_farm, master) = serve_cod4x();
@@ -122,12 +129,10 @@ fn a_connection_flood_leaves_a_legitimate_client_served() {
             assert!(ask(s).await > 22, "the admitted connections are answered");
         }
         let mut held = Vec::new();
-        for host in 3..3 + (IN_ALL / PER_ADDRESS) as u8 {
-            for _ in 0..PER_ADDRESS {
-                held.push(connect_from(Ipv4Addr::new(127, 0, 0, host), master).await);
-            }
+        for i in 0..IN_ALL {
+            held.push(connect_from(spread(i), master).await);
         }
-        let again = connect_from(Ipv4Addr::new(127, 0, 0, 3), master).await;
+        let again = connect_from(spread(0), master).await;
         assert_eq!(ask(again).await, 0, "a full address is refused");
         let legit = connect_from(Ipv4Addr::LOCALHOST, master).await;
         assert!(
@@ -148,4 +153,25 @@ fn a_connection_flood_leaves_a_legitimate_client_served() {
     });
     // And the command itself, after the flood.
     assert_eq!(list(master).len(), 3);
+}
+
+/// Sixteen addresses of one /24 each try 8 connections: the /24 holds its 64 (and no more,
+/// though every address is under its own 8), and a client of another /24 is served.
+#[test]
+fn a_network_is_held_to_its_24s_share() {
+    let (_farm, master) = serve_cod4x();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut held = Vec::new();
+        for host in 1..=16u8 {
+            for _ in 0..PER_ADDRESS {
+                held.push(connect_from(Ipv4Addr::new(127, 9, 9, host), master).await);
+            }
+        }
+        let more = connect_from(Ipv4Addr::new(127, 9, 9, 200), master).await;
+        assert_eq!(ask(more).await, 0, "the /24 holds its share: refused");
+        let other = connect_from(Ipv4Addr::new(127, 9, 10, 1), master).await;
+        assert!(ask(other).await > 22, "another /24 is served");
+        drop(held);
+    });
 }

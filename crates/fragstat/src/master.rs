@@ -47,8 +47,8 @@ pub struct MasterReport {
     pub addr: Option<SocketAddr>,
     /// The URL fetched (HTTP masters).
     pub url: Option<String>,
-    /// `online`, `timeout`, `error`, or `skipped` (a catalogue master this build cannot ask:
-    /// a TCP master).
+    /// `online`, `timeout`, `error`, or `skipped` (a catalogue entry of another transport than
+    /// the game's master query: a TCP entry in a caller's catalogue for a UDP game).
     pub status: &'static str,
     /// Why it gave no list.
     #[serde(serialize_with = "error_text")]

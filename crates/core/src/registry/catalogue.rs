@@ -294,7 +294,7 @@ impl fmt::Display for EndOfList {
 impl serde::Serialize for CatalogueMaster {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(8))?;
+        let mut m = s.serialize_map(Some(7))?;
         m.serialize_entry("address", &self.address())?;
         m.serialize_entry("transport", &self.transport)?;
         m.serialize_entry("form", &self.form.to_string())?;

@@ -35,10 +35,17 @@ pub(crate) struct Bounds {
     pub max_bytes: usize,
 }
 
+/// The most a TCP list may be, whatever the entry cap: the CoD4X client's own buffer
+/// (`CL_GetServersThread`, 256 KiB).
+const MAX_TCP_LIST: usize = 256 * 1024;
+
 /// Bytes of one list: enough for `max_entries` entries of the largest form (CoD4X: `\`, 4
-/// bytes and three IPv6 addresses, 62 bytes), and a header.
+/// bytes and three IPv6 addresses, 62 bytes), and a header, within [`MAX_TCP_LIST`].
 pub(crate) fn max_bytes(max_entries: usize) -> usize {
-    max_entries.saturating_mul(64).saturating_add(1 << 10)
+    max_entries
+        .saturating_mul(64)
+        .saturating_add(1 << 10)
+        .min(MAX_TCP_LIST)
 }
 
 /// Asks every master of `plan` over TCP, each in its own task.
@@ -146,4 +153,18 @@ fn lifetime(total: Duration) -> Error {
         kind: LimitKind::Lifetime,
         max: u64::try_from(total.as_millis()).unwrap_or(u64::MAX),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A list's bytes follow the entry cap, within the CoD4X client's 256 KiB: a cap of
+    /// 65,536 entries (the default) would otherwise let a master send 4 MiB.
+    #[test]
+    fn the_byte_bound_follows_the_entry_cap_within_256_kib() {
+        assert_eq!(max_bytes(10), 10 * 64 + 1024);
+        assert_eq!(max_bytes(65_536), MAX_TCP_LIST);
+        assert_eq!(max_bytes(usize::MAX), MAX_TCP_LIST);
+    }
 }

@@ -194,7 +194,7 @@ impl ServerConfig {
 const MAX_CONNLESS_PAYLOAD: usize = 1394;
 
 /// DDNet: at most 16 clients in the vanilla reply (`VANILLA_MAX_CLIENTS`).
-const VANILLA_MAX_CLIENTS: usize = 16;
+use crate::partial::VANILLA_MAX_CLIENTS;
 
 /// An emulated server. [`EmulatedServer::respond`] answers every request in full; as a
 /// [`Service`] it keeps its [`InfoLimits`] ([`EmulatedServer::respond_at`]).

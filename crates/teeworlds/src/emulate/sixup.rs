@@ -127,7 +127,7 @@ impl EmulatedServer {
         let mut version = c.version.clone();
         let mut flags = i32::from(c.password) * seven::server_flags::PASSWORD;
         if ddnet {
-            version = ["0.7↔".as_bytes(), &c.version].concat();
+            version = [crate::partial::SIXUP_VERSION_PREFIX.as_bytes(), &c.version].concat();
             flags |= seven::server_flags::TIMESCORE;
         }
         let players = clients.iter().filter(|cl| cl.player).count();
