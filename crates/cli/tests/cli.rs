@@ -142,7 +142,7 @@ fn usage_errors_exit_2() {
         &["query", "doom9", "127.0.0.1"][..],
         &["query", "q3"],
         &["query", "q3", "127.0.0.1", "--format", "xml"],
-        &["master", "doom3"],
+        &["master", "mohaa"],
         &["master", "oob:71"],
         &["nonsense"],
         &["decode", "nogame", "x"],
@@ -152,9 +152,9 @@ fn usage_errors_exit_2() {
     }
     // No master given and none catalogued (a game with a catalogue asks its public masters:
     // never in a test, see master_catalogue.rs).
-    let out = run(&["master", "doom3"]);
+    let out = run(&["master", "mohaa"]);
     assert!(
-        stderr_of(&out).contains("no master given, and doom3 has no master in the catalogue"),
+        stderr_of(&out).contains("no master given, and mohaa has no master in the catalogue"),
         "{}",
         stderr_of(&out)
     );

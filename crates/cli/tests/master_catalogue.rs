@@ -142,6 +142,52 @@ fn a_list_without_an_end_marker_ends_on_the_quiet_period() {
     assert!(took < Duration::from_secs(15), "{took:?}");
 }
 
+/// Quake 4's two masters (id's and quakehub's), each an emulated idTech 4 master: asked with
+/// the game's own `getServers`, ended on a datagram that is not full (a 20 s quiet period
+/// and a 30 s master timeout are never waited), merged with provenance.
+#[test]
+fn quake4_masters_asked_with_their_own_request() {
+    let a = farm("quake4", "2", &[]);
+    let b = farm("quake4", "1", &[]);
+    let mut args: Vec<String> = [
+        "master",
+        "quake4",
+        "--format",
+        "json",
+        "--master-timeout-ms",
+        "30000",
+        "--master-quiet-ms",
+        "20000",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(master_at("quake4", &[&a, &b]));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let out = run(&argv);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let masters = v["masters"].as_array().unwrap();
+    assert_eq!(masters.len(), 2, "{v:#}");
+    for m in masters {
+        assert_eq!(m["status"], "online", "{m}");
+        assert_eq!(m["catalogue"]["form"], "own", "{m}");
+        assert_eq!(m["catalogue"]["end"], "short-datagram", "{m}");
+    }
+    let servers = v["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 3, "{v:#}");
+    let b_only = servers
+        .iter()
+        .find(|s| s["address"] == b.servers[0].to_string())
+        .unwrap();
+    assert_eq!(
+        b_only["listed_by"],
+        serde_json::json!([masters[1]["address"]])
+    );
+}
+
 /// `--list-masters` sends nothing and names each entry's source and date; `--master-at`
 /// refuses an entry the catalogue has not (a typo would otherwise leave the real one asked).
 #[test]

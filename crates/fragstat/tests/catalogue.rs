@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use fragstat::core::registry::catalogue::{self, Quirk};
 use fragstat::core::registry::{
-    CatalogueMaster, EmuListing, EmuMaster, EndMarker, ListForm, MasterTransport,
+    CatalogueMaster, EmuListing, EmuMaster, EndMarker, EndOfList, ListForm, MasterTransport,
 };
 use fragstat::{Client, GameRef};
 
@@ -64,6 +64,7 @@ fn emulator_test(q: Quirk) -> &'static str {
         Quirk::Ext => "an_ext_entry_names_its_game",
         Quirk::EndOnEvery => "activision_eot_on_every_packet",
         Quirk::NoEnd => "a_master_without_an_end_marker_ends_on_the_quiet_period",
+        Quirk::EndOnShort => "idtech4_lists_end_on_a_datagram_that_is_not_full",
         Quirk::Tcp => "cod4x_tcp_masters_asked_and_merged",
         Quirk::Http => "http_catalogue_lists_merge",
     }
@@ -399,4 +400,56 @@ async fn http_catalogue_lists_merge() {
         .unwrap();
     assert_eq!(list.servers().collect::<Vec<_>>(), s);
     assert!(list.entries().iter().all(|l| l.masters == [0, 1, 2, 3]));
+}
+
+/// idTech 4 (Doom 3, Quake 4, Prey): every master asked with the game's own `getServers`; a
+/// list spans full `servers` datagrams and ends on one that is not full, long before the
+/// quiet period (20 s here) or the master timeout (30 s).
+#[tokio::test(flavor = "multi_thread")]
+async fn idtech4_lists_end_on_a_datagram_that_is_not_full() {
+    let client = Client::builder()
+        .timeout(Duration::from_millis(300))
+        .retries(0)
+        .master_timeout(Duration::from_secs(30))
+        .master_quiet(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    for (k, id) in ["doom3", "quake4", "prey"].into_iter().enumerate() {
+        let g = game(id);
+        let n = g.catalogue().len();
+        // The first master lists 300 servers: a full datagram (231) and a short one. One
+        // address each (a master's list keeps at most 256 ports of one host).
+        let s: Vec<SocketAddr> = (0..300u16)
+            .map(|i| {
+                SocketAddr::from((
+                    [127, 10 + k as u8, (i / 200) as u8, (i % 200) as u8 + 1],
+                    27_666,
+                ))
+            })
+            .collect();
+        let farms: Vec<_> = (0..n)
+            .map(|i| {
+                let listed = if i == 0 { s.clone() } else { s[298..].to_vec() };
+                support::master_with(&g, &EmuMaster::new(listed))
+            })
+            .collect();
+        let at: Vec<SocketAddr> = farms.iter().map(|f| f.master.unwrap()).collect();
+        let started = Instant::now();
+        let list = client
+            .master_list(&g, Vec::<String>::new())
+            .catalogue(local(&g, &at))
+            .await
+            .unwrap();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{id}: {took:?}");
+        let got: Vec<SocketAddr> = list.servers().collect();
+        assert!(got == s, "{id}: {} servers, want {}", got.len(), s.len());
+        for r in list.reports() {
+            assert_eq!(r.status, "online", "{id}: {r:?}");
+            let c = r.catalogue.as_ref().unwrap();
+            assert_eq!((c.form, c.end), (ListForm::Own, EndOfList::ShortPacket));
+        }
+        let last = list.entries().iter().find(|l| l.entry.addr == s[299]);
+        assert_eq!(last.unwrap().masters, (0..n).collect::<Vec<_>>(), "{id}");
+    }
 }

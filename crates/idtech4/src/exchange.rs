@@ -73,13 +73,16 @@ impl Exchange for ServerExchange {
 /// One `getServers` query: a list spanning any number of `servers` datagrams with no count
 /// and no end marker. A datagram with room for more entries is probably the last: the
 /// exchange then lingers [`DEFAULT_SETTLE`] for datagrams it overtook, and only that long
-/// after any later one; until such a datagram, each full one restarts the attempt timeout.
-/// Duplicates are listed once; entries with port 0 or address 0.0.0.0 are left out.
+/// after any later one; until such a datagram, each full one restarts the attempt timeout
+/// (or waits the quiet period, [`MasterExchange::with_quiet`]: a list whose last datagram
+/// happens to be full). Duplicates are listed once; entries with port 0 or address 0.0.0.0
+/// are left out.
 #[derive(Debug)]
 pub struct MasterExchange {
     game: Idtech4Game,
     request: Vec<u8>,
     list: ListCollector<SocketAddrV4>,
+    quiet: Option<Duration>,
 }
 
 /// How long to wait after a datagram that is not full (see [`MasterExchange`]).
@@ -95,7 +98,15 @@ impl MasterExchange {
             game,
             request: Packet::GetServers(request.clone()).to_bytes()?,
             list: ListCollector::new(DEFAULT_SETTLE),
+            quiet: None,
         })
+    }
+
+    /// Once a datagram has come, waits at most `quiet` for the next one while no datagram
+    /// has ended the list (`None`: the attempt timeout).
+    pub fn with_quiet(mut self, quiet: Option<Duration>) -> Self {
+        self.quiet = quiet;
+        self
     }
 
     /// Sets the wait after a datagram that is not full.
@@ -124,7 +135,16 @@ impl Exchange for MasterExchange {
                 .into_iter()
                 .filter(|s| s.port() != 0 && !s.ip().is_unspecified()),
         );
-        self.list.progress(datagram.len() < FULL)
+        match self.list.progress(datagram.len() < FULL) {
+            Verdict::Progress {
+                attempt,
+                wait: None,
+            } => Verdict::Progress {
+                attempt,
+                wait: self.quiet,
+            },
+            v => v,
+        }
     }
 
     fn on_timeout(&mut self, _exhausted: bool) -> Option<Result<Vec<SocketAddrV4>, DecodeError>> {
@@ -209,5 +229,34 @@ mod tests {
         let mut sorted = list.clone();
         sorted.sort_by_key(|a| a.port());
         assert_eq!(sorted, servers);
+    }
+
+    /// A list whose last datagram is full ends on the quiet period, when one is set; a short
+    /// datagram still ends it after the settle.
+    #[test]
+    fn a_full_last_datagram_waits_the_quiet_period() {
+        let servers: Vec<SocketAddrV4> = (1..=crate::master::MAX_ENTRIES as u16)
+            .map(|p| SocketAddrV4::new([10, 0, 0, 2].into(), p))
+            .collect();
+        let grams = crate::master::encode_server_list(&servers);
+        assert_eq!(grams.len(), 1);
+        assert!(grams[0].len() >= FULL);
+        let quiet = Duration::from_millis(400);
+        let mut ex = MasterExchange::new(
+            Idtech4Game::Quake4,
+            &GetServers::new(Idtech4Game::Quake4, 0),
+        )
+        .unwrap()
+        .with_quiet(Some(quiet));
+        let Verdict::Progress { wait, .. } = ex.on_datagram(&grams[0]) else {
+            panic!()
+        };
+        assert_eq!(wait, Some(quiet));
+        let short = crate::master::encode_server_list(&servers[..3]);
+        let Verdict::Progress { wait, .. } = ex.on_datagram(&short[0]) else {
+            panic!()
+        };
+        assert_eq!(wait, Some(DEFAULT_SETTLE));
+        assert_eq!(ex.on_timeout(false).unwrap().unwrap(), servers);
     }
 }

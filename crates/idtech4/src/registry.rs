@@ -93,11 +93,13 @@ impl FamilyGame for Idtech4Game {
         if let Some(m) = &options.gamename {
             request.game = m.as_bytes().to_vec();
         }
-        let ex = MasterExchange::new(self, &request)?.map_output(|list| {
-            list.into_iter()
-                .map(|a| MasterEntry::new(SocketAddr::V4(a)))
-                .collect()
-        });
+        let ex = MasterExchange::new(self, &request)?
+            .with_quiet(options.quiet)
+            .map_output(|list| {
+                list.into_iter()
+                    .map(|a| MasterEntry::new(SocketAddr::V4(a)))
+                    .collect()
+            });
         Ok(MasterQuery::Udp(Box::new(ex)))
     }
 

@@ -80,6 +80,11 @@ pub enum EndOfList {
     Close,
     /// The HTTP body is the whole list.
     Body,
+    /// No marker, but a datagram with room for more entries is the last: idTech 4's
+    /// `servers` datagrams carry no count and no marker, and the master fills each one
+    /// (1,400 bytes) before starting the next. The list ends after a short settle for
+    /// reordered datagrams, not after the quiet period.
+    ShortPacket,
     /// No source says: an end marker ends the list, else the quiet period does.
     Unstated,
 }
@@ -107,6 +112,8 @@ pub enum Quirk {
     EndOnEvery,
     /// No end marker ([`EndOfList::Quiet`], [`EndOfList::Unstated`]).
     NoEnd,
+    /// A datagram that is not full ends the list ([`EndOfList::ShortPacket`]).
+    EndOnShort,
     /// A TCP master ([`MasterTransport::Tcp`]).
     Tcp,
     /// An HTTP list ([`MasterTransport::Http`]).
@@ -253,6 +260,7 @@ impl CatalogueMaster {
             EndOfList::LastPacket => q.push(Quirk::EndOnLast),
             EndOfList::EveryPacket => q.push(Quirk::EndOnEvery),
             EndOfList::Quiet | EndOfList::Unstated => q.push(Quirk::NoEnd),
+            EndOfList::ShortPacket => q.push(Quirk::EndOnShort),
             EndOfList::Close | EndOfList::Body => {}
         }
         q
@@ -287,6 +295,7 @@ impl fmt::Display for EndOfList {
             EndOfList::Close => "close",
             EndOfList::Body => "body",
             EndOfList::Unstated => "unstated",
+            EndOfList::ShortPacket => "short-datagram",
         })
     }
 }

@@ -167,6 +167,60 @@ const XONOTIC: &[M] = &[
     M::udp("dpm6.xonotic.xyz", 27777, F::Named("Xonotic"), E::LastPacket, &[], "FACT: xonotic/xonotic-data.pk3dir xonotic-common.cfg (sv_master2) @03ad0530"),
 ];
 
+// idTech 4: each game's client asks its licensee's `IDNET_HOST` at `IDNET_MASTER_PORT`
+// (framework/Licensee.h); the `servers` datagrams carry no end marker and are filled before
+// the next starts, so a short one ends the list (dhewm3's
+// `idAsyncClient::ProcessServersListMessage` reads each datagram to its end: no count, no
+// terminator).
+
+const DOOM3: &[M] = &[M::udp(
+    "idnet.ua-corp.com",
+    27650,
+    F::Own,
+    E::ShortPacket,
+    &[],
+    "FACT: dhewm/dhewm3 neo/framework/Licensee.h (IDNET_HOST, IDNET_MASTER_PORT) @d98fd273; qstat doom3.h DOOM3_MASTER_DEFAULT_PORT; XQF's built-in list (ADD DM3S master://idnet.ua-corp.com:27650); no EOT: neo/framework/async/AsyncClient.cpp (ProcessServersListMessage) @d98fd273",
+)];
+
+const QUAKE4: &[M] = &[
+    M::udp(
+        "q4master.idsoftware.com",
+        27650,
+        F::Own,
+        E::ShortPacket,
+        &[],
+        "FACT: Quake 4 SDK framework/Licensee.h (RAVEN block: IDNET_HOST q4master.idsoftware.com, IDNET_MASTER_PORT 27650); XQF's built-in list (ADD Q4S master://q4master.idsoftware.com)",
+    ),
+    M::udp(
+        "master.quakehub.net",
+        27650,
+        F::Own,
+        E::ShortPacket,
+        &[],
+        "CLAIM: booskibro/quakehub-q4master README (2026: a community Quake 4 master; says id's host still authorises clients but no longer lists servers)",
+    ),
+];
+
+/// Prey's SDK points the retail client at 27650 and the demo at 27655 (qstat's default).
+const PREY: &[M] = &[
+    M::udp(
+        "preymaster.humanhead.com",
+        27650,
+        F::Own,
+        E::ShortPacket,
+        &[],
+        "FACT: Prey SDK 1.2 framework/Licensee.h (IDNET_HOST preymaster.humanhead.com; IDNET_MASTER_PORT 27650)",
+    ),
+    M::udp(
+        "preymaster.humanhead.com",
+        27655,
+        F::Own,
+        E::ShortPacket,
+        &[],
+        "FACT: Prey SDK 1.2 framework/Licensee.h (IDNET_MASTER_PORT 27655 under ID_DEMO_BUILD); qstat doom3.h PREY_MASTER_DEFAULT_PORT 27655",
+    ),
+];
+
 const ETQW: &[M] = &[M::http("etqw-ipgetter.demonware.net", 80, "http://etqw-ipgetter.demonware.net/ipgetter/", "CLAIM: forums.splashdamage.com/t/quake-wars-master-server-o/138305 (as crates/etqw/src/feed.rs cites)")];
 
 const TW06: &str = "FACT: teeworlds/teeworlds src/engine/shared/masterserver.cpp (master%d.teeworlds.com, 1-4), src/mastersrv/mastersrv.h (MASTERSERVER_PORT 8300)";
@@ -298,6 +352,9 @@ pub(super) const ALL: &[(&str, &[M])] = &[
     ("warfork", WARFORK),
     ("nexuiz", NEXUIZ),
     ("xonotic", XONOTIC),
+    ("doom3", DOOM3),
+    ("quake4", QUAKE4),
+    ("prey", PREY),
     ("etqw", ETQW),
     ("teeworlds", TEEWORLDS),
     ("teeworlds07", TEEWORLDS07),
