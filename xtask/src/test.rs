@@ -65,6 +65,9 @@ pub(crate) fn ensure_geoip() -> Result<Option<PathBuf>> {
     Ok(file.is_file().then_some(file))
 }
 
+/// The file Debian's `fonts-noto-color-emoji` installs.
+const EMOJI_FONT: &str = "/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf";
+
 fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
@@ -82,6 +85,11 @@ pub(crate) fn ensure_packages() -> Result<()> {
     // The tracker's tests start a PostgreSQL server (its programs are not on PATH).
     if fragstat_testkit::postgres::bin_dir().is_none() {
         missing.push("postgresql");
+    }
+    // The tracker's pages show country flags as emoji: without a colour emoji font,
+    // Chromium's screenshots draw them as letter pairs (a package with no program to find).
+    if !Path::new(EMOJI_FONT).is_file() {
+        missing.push("fonts-noto-color-emoji");
     }
     if missing.is_empty() {
         return Ok(());
