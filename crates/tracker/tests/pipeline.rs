@@ -386,7 +386,7 @@ async fn pipeline(database: &str) {
     assert_eq!(status, 200);
     assert!(page.contains("<svg id=\"chart\""), "{page}");
     assert!(page.contains("data-points=\"3\""), "{page}");
-    assert_eq!(page.matches("<polyline class=\"players\"").count(), 1);
+    assert_eq!(page.matches("<polyline class=\"humans\"").count(), 1);
     assert_eq!(page.matches("<tr class=\"player\"").count(), 6);
     let (status, body) = get(
         &client,
