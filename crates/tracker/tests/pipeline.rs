@@ -571,7 +571,7 @@ async fn sqlite_pipeline_against_emulated_farm() {
     pipeline(&db.display().to_string()).await;
     // Reopening runs no migration twice and keeps the rows.
     let store = Store::open(&db.display().to_string()).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3, 4]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
 }
 
@@ -588,7 +588,7 @@ async fn postgres_pipeline_against_emulated_farm() {
     };
     pipeline(&pg.url).await;
     let store = Store::open(&pg.url).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3, 4]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
     store.close().await;
 }
