@@ -279,7 +279,7 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         let page = format!("{url}server/{seg}");
         let dom = chromium.dump_dom(&page, 1000);
         assert!(dom.contains("<svg id=\"chart\""), "{dom}");
-        assert!(dom.contains("<polyline class=\"players\""), "{dom}");
+        assert!(dom.contains("<polyline class=\"humans\""), "{dom}");
         // The bots, marked as bots.
         assert_eq!(dom.matches("<tr class=\"player bot\"").count(), 3, "{dom}");
         assert_eq!(dom.matches("<span class=\"badge bot\"").count(), 3, "{dom}");

@@ -66,6 +66,20 @@
   showCopyButtons(document);
   setInterval(refreshTimes, 15000);
 
+  // Chart labels and captions (written in UTC) in the visitor's local time.
+  function two(n) { return (n < 10 ? '0' : '') + n; }
+  for (const t of document.querySelectorAll('[data-t][data-f]')) {
+    const d = new Date(Number(t.dataset.t));
+    if (isNaN(d.getTime())) continue;
+    const day = d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+    const hm = two(d.getHours()) + ':' + two(d.getMinutes());
+    const f = t.dataset.f;
+    t.textContent = f === 'hm' ? hm
+      : f === 'wd' ? d.toLocaleDateString(undefined, { weekday: 'short', day: 'numeric' })
+      : f === 'md' ? day : day + ' ' + hm;
+  }
+  for (const z of document.querySelectorAll('[data-tz]')) z.textContent = 'local time';
+
   const form = document.getElementById('filters');
   const rows = document.getElementById('rows');
   if (!form || !rows) return;

@@ -15,7 +15,8 @@
 //! sessions and of the downsampled series, the players of `--search-days`), and the site
 //! keeps the default week of history (the series per round for 24 h, then per 10 minutes)
 //! and its players for `--search-days`, so each round's upkeep downsamples and deletes as
-//! it does on a site that has run for a while. The allocator is the
+//! it does on a site that has run for a while. Then the stats pages' queries are timed over
+//! that history (the stats' tables filled from the prefill as the upkeep would have). The allocator is the
 //! `fragstat` binary's (jemalloc).
 //!
 //! The model (seeded, so every run writes the same rounds):
@@ -46,6 +47,10 @@ use fragstat::core::record::{Record, Status};
 use fragstat::{Player, ServerInfo};
 use fragstat_tracker::store::{History, RoundData, Store};
 use sqlx::Row;
+
+/// The stats' part: their tables filled for the prefilled history, their queries timed.
+#[path = "track_bench/stats.rs"]
+mod stats;
 
 const SYLLABLES: &[&str] = &[
     "dark", "kill", "er", "sla", "yer", "nova", "ze", "ro", "ghost", "frag", "mas", "ter", "ax",
@@ -483,6 +488,7 @@ async fn prefill(
         .execute(&mut *conn)
         .await?;
     }
+    stats::prefill(conn, t0).await?;
     sqlx::query("COMMIT").execute(&mut *conn).await?;
     if !pg {
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -699,6 +705,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         println!("(sizes are measured on SQLite only)");
     }
+
+    let busiest = model
+        .servers
+        .iter()
+        .max_by(|x, y| x.mean.total_cmp(&y.mean));
+    stats::queries(&store, at, busiest.map_or("", |s| s.addr.as_str())).await?;
 
     if a.search_days <= 0 {
         store.close().await;

@@ -124,20 +124,22 @@ impl Store {
         let h: History = self.history;
         let bucket = ms(h.bucket).max(1000);
         let cutoff = (now.saturating_sub(ms(h.raw)) / bucket) * bucket;
-        self.upkeep(Some((cutoff, bucket)), &Retention::at(now, &h))
+        self.upkeep(Some((cutoff, bucket)), &Retention::at(now, &h), now)
             .await
     }
 
     /// Deletes what `r` says is past retention.
     pub(super) async fn prune_tables(&self, r: &Retention) -> Result<u64, StoreError> {
-        self.upkeep(None, r).await
+        self.upkeep(None, r, 0).await
     }
 
     async fn upkeep(
         &self,
         downsample_at: Option<(i64, i64)>,
         r: &Retention,
+        now: i64,
     ) -> Result<u64, StoreError> {
+        let history = self.history;
         let mut w = self.writer.lock().await;
         let result = async {
             let mut held = None;
@@ -147,6 +149,8 @@ impl Store {
             let mut n = 0;
             if let Some((cutoff, bucket)) = downsample_at {
                 n += downsample(&mut tx, cutoff, bucket).await?;
+                // The stats' totals (schema 4), from the rounds' series before they go.
+                n += super::stats::upkeep(&mut tx, now, &history, cutoff, bucket).await?;
             }
             let (pruned, servers) = prune(&mut tx, r).await?;
             tx.commit().await?;

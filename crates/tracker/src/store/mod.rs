@@ -31,6 +31,7 @@ mod maintain;
 mod migrate;
 mod read;
 mod rows;
+mod stats;
 mod truth;
 mod write;
 
@@ -43,6 +44,7 @@ pub use rows::{
     text_of, Counts, HistoryPoint, MapSpan, MasterRow, PlayerHit, PlayerProfile, PlayerRow,
     RoundData, RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
 };
+pub use stats::{GameStats, MapStats, Peak, Period, StatsPoint, TopPage, TopPlayer, MAX_RANKED};
 pub use write::{
     cap_record, stored_record, RoundWritten, MAX_NAME_BYTES, MAX_PLAYERS, MAX_RECORD_BYTES,
     MAX_WARNINGS, NEW_PLAYERS_PER_ROUND,
@@ -438,6 +440,8 @@ pub struct Store {
     /// Players a trigram search walks before it asks the index ([`read::SEARCH_WALK`],
     /// [`read::SEARCH_WALK_PG`]; less in tests).
     search_walk: i64,
+    /// The stats' reads of the latest round ([`Store::cached`]).
+    stats_cache: stats::SharedCache,
 }
 
 impl Store {
@@ -549,6 +553,7 @@ impl Store {
                 Backend::Sqlite => read::SEARCH_WALK,
                 Backend::Postgres => read::SEARCH_WALK_PG,
             },
+            stats_cache: stats::SharedCache::default(),
         })
     }
 

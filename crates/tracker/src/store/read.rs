@@ -231,7 +231,7 @@ impl Store {
         Ok(row.as_ref().map(server_row).transpose()?)
     }
 
-    async fn server_id(&self, addr: &str) -> Result<Option<i64>, StoreError> {
+    pub(super) async fn server_id(&self, addr: &str) -> Result<Option<i64>, StoreError> {
         let row = self
             .fetch_optional(sqlx::query("SELECT id FROM servers WHERE addr = $1").bind(addr))
             .await?;

@@ -1,5 +1,5 @@
 //! The web side: a server browser (`/`), a server page with its player-count chart (`/server/{addr}`),
-//! a player search (`/players?q=`), the JSON API (`/api/servers`, `/api/servers/{addr}`,
+//! a player search (`/players?q=`), stats pages (`/stats`, `/top`, `/maps`), the JSON API (`/api/servers`, `/api/servers/{addr}`,
 //! `/api/servers/{addr}/history`, `/api/players`, described by `/api/openapi.json`) and
 //! Prometheus `/metrics`, and `/healthz`.
 //!
@@ -30,14 +30,17 @@ mod health;
 mod http;
 mod join;
 mod pages;
+mod server_chart;
+mod stats;
 
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
-pub use chart::chart;
+pub use chart::{chart, Chart, Mark, Point};
 pub use colour::{contrast_ratio, readable, BACKGROUND};
 pub use health::{assess, Health, STALE_INTERVALS};
 pub use http::{content_security_policy, etag_of, max_age, SECURITY_HEADERS};
 pub use join::join_url;
 pub use pages::{ago, race_time};
+pub use stats::{MapsQuery, StatsQuery, TopQuery, MAX_STATS_HOURS};
 
 use api::{api_history, api_masters, api_player, api_players, api_rounds, api_server, api_servers};
 use pages::{browser, player_page, players_page, server_page};
@@ -138,6 +141,12 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/api/players/{{id}}"), get(api_player))
         .route(&format!("{b}/api/rounds"), get(api_rounds))
         .route(&format!("{b}/api/masters"), get(api_masters))
+        .route(&format!("{b}/stats"), get(stats::stats_page))
+        .route(&format!("{b}/top"), get(stats::top_page))
+        .route(&format!("{b}/maps"), get(stats::maps_page))
+        .route(&format!("{b}/api/stats"), get(stats::api_stats))
+        .route(&format!("{b}/api/top"), get(stats::api_top))
+        .route(&format!("{b}/api/maps"), get(stats::api_maps))
         .route(&format!("{b}/api/events"), get(events::api_events))
         .route(&format!("{b}/api/openapi.json"), get(openapi))
         .route(&format!("{b}/metrics"), get(metrics))

@@ -17,7 +17,7 @@ use super::api::{
     BrowseQuery, HistoryQuery, PlayerQuery, MAP_HISTORY,
 };
 use super::colour::{readable, BACKGROUND};
-use super::{chart, join, not_found, time_text, AppState, Site, WebError};
+use super::{join, not_found, server_chart, time_text, AppState, Site, WebError};
 use crate::geoip::flag;
 use crate::round::now_ms;
 use crate::store::{ServerRow, Sort};
@@ -36,7 +36,7 @@ pub(super) fn name_html(t: &Text) -> Markup {
 }
 
 /// An address as one URL path segment.
-fn addr_segment(addr: &str) -> String {
+pub(super) fn addr_segment(addr: &str) -> String {
     url::form_urlencoded::byte_serialize(addr.as_bytes()).collect()
 }
 
@@ -54,7 +54,7 @@ pub fn ago(ms: i64, now: i64) -> String {
 
 /// A time as "3 min ago" in a `<time>` with the absolute time as its `datetime` and title
 /// (the refresh script keeps the text current).
-fn time_html(ms: i64, now: i64) -> Markup {
+pub(super) fn time_html(ms: i64, now: i64) -> Markup {
     let abs = time_text(ms);
     html! { time datetime=(abs) title=(abs) { (ago(ms, now)) } }
 }
@@ -103,7 +103,7 @@ fn address_html(game: &str, addr: &str) -> Markup {
 /// The pages' style sheet (`assets/style.css`), after a line break.
 const STYLE: &str = concat!("\n", include_str!("../../assets/style.css"));
 
-fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup) -> Markup {
+pub(super) fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -119,6 +119,9 @@ fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup) -> Markup 
                     nav {
                         a href=(site.url("/")) { "Servers" }
                         a href=(site.url("/players")) { "Find a player" }
+                        a href=(site.url("/stats")) { "Stats" }
+                        a href=(site.url("/top")) { "Top" }
+                        a href=(site.url("/maps")) { "Maps" }
                         a href=(site.url("/api/servers")) { "API" }
                         a href=(site.url("/api/openapi.json")) { "OpenAPI" }
                         a href=(site.url("/metrics")) { "Metrics" }
@@ -406,7 +409,7 @@ pub(super) async fn server_page(
     let Some(s) = st.store.server(&addr).await? else {
         return Err(not_found("server"));
     };
-    let history = st.store.history(&addr, since).await?;
+    let chart = server_chart::block(&st, &s, &q, since).await?;
     let players = st.store.players_on(&addr).await?;
     let record = st.store.server_record(&addr).await?;
     let facts = record_facts(record.as_deref());
@@ -456,9 +459,7 @@ pub(super) async fn server_page(
             tr { th { "First seen" } td { (time_html(s.first_seen, now)) } }
             tr { th { "Last answered" } td { @if let Some(t) = s.last_online { (time_html(t, now)) } @else { "never" } } }
         }
-        h2 { "Players over time" }
-        (chart(&history))
-        p { a href=(st.site.url(&format!("/api/servers/{}/history", addr_segment(&s.addr)))) { "history as JSON" } }
+        (chart)
         h2 { @if online { "Players now" } @else { "Players when it last answered" } }
         @if players.is_empty() {
             p.empty { "No players." }
