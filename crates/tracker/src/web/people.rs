@@ -193,6 +193,7 @@ fn search_form(site: &Site, s: &Search) -> Markup {
                 }
             }
             label { input type="checkbox" name="bots" value="1" checked[s.bots]; " bots too" }
+            " "
             button type="submit" { "Find" }
         }
     }
