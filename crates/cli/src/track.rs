@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::round::RoundReport;
 use fragstat_tracker::Tracker;
@@ -69,6 +69,80 @@ pub struct TrackArgs {
     /// at once (docs/tracker.md, "Pushed events").
     #[arg(long, value_name = "ADDR")]
     push_listen: Option<std::net::SocketAddr>,
+    /// An administration command instead of tracking.
+    #[command(subcommand)]
+    action: Option<TrackAction>,
+}
+
+/// `fragstat track …`'s administration commands.
+#[derive(Subcommand)]
+enum TrackAction {
+    /// Forget a player everywhere (docs/tracker.md, "Privacy"): delete every identity of the
+    /// name (colours stripped, any case), its sessions and its search entries, and never
+    /// store it again (a running tracker drops it at its next round).
+    Forget(ForgetArgs),
+}
+
+#[derive(Args)]
+struct ForgetArgs {
+    /// The player's name as the site shows it (colours stripped; compared in any case).
+    name: String,
+    /// The tracker's configuration (its `database`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The database, as `fragstat track --db` takes it (over the configuration's).
+    #[arg(long, env = "FRAGSTAT_DB", hide_env_values = true)]
+    db: Option<String>,
+}
+
+impl ForgetArgs {
+    /// The database: --db, the configuration's `database`, $DATABASE_URL, the default.
+    fn database(&self) -> Result<String, String> {
+        if let Some(db) = &self.db {
+            return Ok(db.clone());
+        }
+        if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            let c = Config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            if text
+                .parse::<toml::Table>()
+                .is_ok_and(|t| t.contains_key("database"))
+            {
+                return Ok(c.database);
+            }
+        }
+        match std::env::var("DATABASE_URL") {
+            Ok(url) if !url.is_empty() => Ok(url),
+            _ => Ok(Config::default().database),
+        }
+    }
+}
+
+/// `fragstat track forget NAME`.
+async fn forget(a: ForgetArgs) -> anyhow::Result<ExitCode> {
+    if a.name.trim().is_empty() {
+        return Ok(usage("forget: the player's name is empty"));
+    }
+    let database = match a.database() {
+        Ok(d) => d,
+        Err(e) => return Ok(usage(e)),
+    };
+    let store = fragstat_tracker::store::Store::open(&database)
+        .await
+        .context("opening the database")?;
+    let done = store.forget(&a.name).await.context("forgetting")?;
+    store.close().await;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "forgot {:?}: {} players and {} sessions deleted from {}; never stored again",
+        a.name,
+        done.players,
+        done.sessions,
+        fragstat_tracker::store::redact(&database)
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 impl TrackArgs {
@@ -259,7 +333,10 @@ fn until_stopped_reloading_on_hangup(
 }
 
 /// `fragstat track`.
-pub async fn track(a: TrackArgs) -> anyhow::Result<ExitCode> {
+pub async fn track(mut a: TrackArgs) -> anyhow::Result<ExitCode> {
+    if let Some(TrackAction::Forget(f)) = a.action.take() {
+        return forget(f).await;
+    }
     let config = match a.config() {
         Ok(c) => c,
         Err(e) => return Ok(usage(e)),

@@ -193,8 +193,8 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         "{detail}"
     );
     assert_eq!(detail["record"]["rules"]["gamename"], "baseoa");
-    // Where is Sarge playing? On the real server.
-    let found = get_json(&format!("{url}api/players?q=SARGE"));
+    // Where is Sarge playing? On the real server (a bot: found when bots are asked for).
+    let found = get_json(&format!("{url}api/players?q=SARGE&bots=1"));
     assert!(
         found["players"]
             .as_array()
@@ -284,9 +284,11 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
         assert_eq!(dom.matches("<tr class=\"player bot\"").count(), 3, "{dom}");
         assert_eq!(dom.matches("<span class=\"badge bot\"").count(), 3, "{dom}");
         assert!(dom.contains("Server variables"), "{dom}");
-        // The player page, linked from the name.
+        // The player page, linked from a human's name (bots have none).
+        let farm_seg = farm.servers[0].to_string().replace(':', "%3A");
+        let farm_dom = chromium.dump_dom(&format!("{url}server/{farm_seg}"), 1000);
         let player =
-            attr_after(&dom, "<tr class=\"player bot\"", "href=\"").expect("a player link");
+            attr_after(&farm_dom, "<tr class=\"player\"", "href=\"").expect("a player link");
         assert!(player.contains("/player/"), "{player}");
         let player_page = absolute(&url, &player);
         let pdom = chromium.dump_dom(&player_page, 1000);

@@ -54,6 +54,8 @@
 //! ```
 //!
 //! `[push]` listens for the events ET: Legacy servers push (`sv_tracker`): [`crate::push`].
+//! `[privacy]` names the players never stored and sets the about page's text:
+//! [`crate::privacy`].
 //!
 //! `geoip = "PATH"` (top level) names an MMDB file for the servers' countries, and
 //! `country_from_name = false` stops a tag in a server's name (`[DE] …`) from declaring its
@@ -374,6 +376,10 @@ pub struct Config {
     /// [`crate::push::PushConfig`]; none by default.
     #[serde(default)]
     pub push: Option<crate::push::PushConfig>,
+    /// Players who opted out, and the about page's text: `[privacy]`,
+    /// [`crate::privacy::PrivacyConfig`].
+    #[serde(default)]
+    pub privacy: crate::privacy::PrivacyConfig,
 }
 
 fn default_webhook_tries() -> u32 {
@@ -438,6 +444,7 @@ impl Default for Config {
             country_from_name: true,
             web_only: false,
             push: None,
+            privacy: crate::privacy::PrivacyConfig::default(),
         }
     }
 }
@@ -463,6 +470,7 @@ impl Config {
 
     /// Checks every value: games known, something to poll, numbers in range.
     pub fn check(&self) -> Result<(), ConfigError> {
+        self.privacy.check().map_err(ConfigError::Invalid)?;
         if self.sources.is_empty() && !self.web_only {
             return Err(ConfigError::Invalid(
                 "nothing to poll: add a [[source]] with a game and masters or servers".into(),

@@ -25,11 +25,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod bots;
 pub mod config;
 pub mod engine;
 pub mod events;
 pub mod geoip;
 pub mod metrics;
+pub mod privacy;
 pub mod push;
 pub mod round;
 pub mod store;
@@ -100,6 +102,8 @@ pub struct Tracker {
     role: Arc<Role>,
     /// MMDB reloads ([`Tracker::reload_geoip`]) that worked, and that failed.
     geoip_reloads: [prometheus_client::metrics::counter::Counter; 2],
+    /// The about page's text (`[privacy] about`, or `about_file` as read at start).
+    about: Option<String>,
 }
 
 impl Tracker {
@@ -110,9 +114,16 @@ impl Tracker {
         let countries = Countries::from_config(config.geoip.as_deref())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?
             .with_name_tags(config.country_from_name);
+        let about = config.privacy.about_text().map_err(ConfigError::Invalid)?;
         let store = Store::open(&config.database)
             .await?
             .with_history(config.history());
+        // The names never stored, from the start (each round reads the forgotten again).
+        let forgotten = store.forgotten(round::MAX_FORGOTTEN).await?;
+        let names = config.privacy.opt_out.iter().map(String::as_str);
+        store.set_opt_out(privacy::OptOut::new(
+            names.chain(forgotten.iter().map(String::as_str)),
+        ));
         let client = if config.web_only {
             None
         } else {
@@ -137,6 +148,10 @@ impl Tracker {
             geoip_reloads[1].clone(),
         );
         let events = events::Events::new(&config, &metrics).map_err(TrackError::Webhook)?;
+        if let Some(p) = events.pushes() {
+            // Pushed players who opted out are never published either (crate::privacy).
+            p.opt_out_of(&store);
+        }
         Ok(Tracker {
             config,
             store,
@@ -146,6 +161,7 @@ impl Tracker {
             countries: Arc::new(countries),
             role,
             geoip_reloads,
+            about,
         })
     }
 
@@ -205,7 +221,10 @@ impl Tracker {
             metrics: self.metrics.clone(),
             refresh_secs: self.config.interval_secs.clamp(1.0, 60.0),
             events: self.events.hub(),
-            site: web::Site::of(&self.config),
+            site: web::Site {
+                about: self.about.clone(),
+                ..web::Site::of(&self.config)
+            },
             countries: self.countries.clone(),
             role: self.role.clone(),
         }

@@ -130,6 +130,8 @@ pub struct Pushes {
     publisher: Publisher,
     datagrams: Family<ResultLabel, Counter>,
     pub(crate) servers: Gauge,
+    /// The store whose opt-out list the pushed players are held to ([`Pushes::opt_out_of`]).
+    store: Arc<std::sync::OnceLock<crate::store::Store>>,
 }
 
 impl Pushes {
@@ -155,7 +157,14 @@ impl Pushes {
             publisher,
             datagrams,
             servers,
+            store: Arc::default(),
         }
+    }
+
+    /// Holds the pushed players to `store`'s opt-out (crate::privacy): a pushed
+    /// `player_joined` or `player_left` of a name never stored is never published.
+    pub fn opt_out_of(&self, store: &crate::store::Store) {
+        let _ = self.store.set(store.clone());
     }
 
     /// One datagram: its events published at once, or it is dropped (counted).
@@ -167,7 +176,15 @@ impl Pushes {
             .unwrap_or_else(|e| e.into_inner())
             .handle(std::time::Instant::now(), at, from, datagram);
         let result = match r {
-            Ok(events) => {
+            Ok(mut events) => {
+                if let Some(store) = self.store.get() {
+                    let opt_out = store.opt_out();
+                    events.retain(|e| match &e.kind {
+                        fragstat::events::EventKind::PlayerJoined(p)
+                        | fragstat::events::EventKind::PlayerLeft(p) => !opt_out.matches(&p.name),
+                        _ => true,
+                    });
+                }
                 self.publisher.pushed(events);
                 "accepted"
             }

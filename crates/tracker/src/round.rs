@@ -59,6 +59,11 @@ pub struct RoundReport {
     pub players: Option<Vec<fragstat::events::Event>>,
 }
 
+/// Most names forgotten (`fragstat track forget`) a round reads, far more than a site has
+/// (past it, a name's rows are still deleted when it is forgotten, but it could be stored
+/// again).
+pub const MAX_FORGOTTEN: i64 = 100_000;
+
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
     fragstat::unix_ms()
@@ -119,6 +124,9 @@ pub async fn poll_with(
     for record in &mut polled.records {
         crate::store::cap_record(record);
     }
+    // Which players are bots: what the servers said, else their counts and pings
+    // (crate::bots), once, for the sessions, the pages and the events alike.
+    crate::bots::mark_all(&mut polled.records);
     // Probed only because it was seen lately: neither listed nor named.
     let unlisted = polled
         .records
@@ -202,6 +210,20 @@ pub async fn round(
     };
     let mut report = poll_with(client, config, &recent).await;
     fill_countries(&mut report.data, countries);
+    // The players who opted out leave the round here, before anything is written or
+    // announced (crate::privacy): the configuration's names and those forgotten since.
+    let opt_out = match store.forgotten(MAX_FORGOTTEN).await {
+        Ok(forgotten) => {
+            let names = config.privacy.opt_out.iter().map(String::as_str);
+            crate::privacy::OptOut::new(names.chain(forgotten.iter().map(String::as_str)))
+        }
+        Err(e) => {
+            tracing::warn!("the names forgotten could not be read (the last ones hold): {e}");
+            (*store.opt_out()).clone()
+        }
+    };
+    opt_out.filter(&mut report.data.records);
+    store.set_opt_out(opt_out);
     let write = Instant::now();
     let written = store.write_round(&report.data).await;
     report.write = write.elapsed();

@@ -387,7 +387,9 @@ async fn pipeline(database: &str) {
     assert!(page.contains("<svg id=\"chart\""), "{page}");
     assert!(page.contains("data-points=\"3\""), "{page}");
     assert_eq!(page.matches("<polyline class=\"humans\"").count(), 1);
-    assert_eq!(page.matches("<tr class=\"player\"").count(), 6);
+    // Every second emulated player a bot (ping 0, counted by getinfo): marked (issue 34).
+    assert_eq!(page.matches("<tr class=\"player\"").count(), 3);
+    assert_eq!(page.matches("<tr class=\"player bot\"").count(), 3);
     let (status, body) = get(
         &client,
         &format!("{base}/api/servers/{seg}/history?since=0"),
@@ -571,7 +573,7 @@ async fn sqlite_pipeline_against_emulated_farm() {
     pipeline(&db.display().to_string()).await;
     // Reopening runs no migration twice and keeps the rows.
     let store = Store::open(&db.display().to_string()).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3, 4]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3, 4, 5]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
 }
 
@@ -588,7 +590,7 @@ async fn postgres_pipeline_against_emulated_farm() {
     };
     pipeline(&pg.url).await;
     let store = Store::open(&pg.url).await.unwrap();
-    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3, 4]);
+    assert_eq!(store.migrations().await.unwrap(), vec![1, 2, 3, 4, 5]);
     assert_eq!(store.counts().await.unwrap().rounds, 3);
     store.close().await;
 }

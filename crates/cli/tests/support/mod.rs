@@ -11,9 +11,14 @@ use std::time::Duration;
 use fragstat_testkit::{Lines, Process};
 use serde_json::Value;
 
-/// The `fragstat` binary under test.
+/// The `fragstat` binary under test: cargo's, or `$FRAGSTAT_TEST_BIN` where set (a target
+/// directory shared by several worktrees uplifts whichever built last to cargo's path).
 pub fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_fragstat"))
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| match std::env::var_os("FRAGSTAT_TEST_BIN") {
+        Some(p) if !p.is_empty() => p.into(),
+        _ => env!("CARGO_BIN_EXE_fragstat").into(),
+    })
 }
 
 /// `fragstat ARGS`, to the end.

@@ -29,6 +29,7 @@ mod lease;
 mod lookup;
 mod maintain;
 mod migrate;
+mod people;
 mod read;
 mod rows;
 mod stats;
@@ -40,6 +41,7 @@ mod tests;
 
 pub use lease::ADVISORY_LOCK_KEY;
 pub use migrate::UnknownMigration;
+pub use people::{name_key, Forgotten, PlayerSearch, BOT_PLAYER, MAX_SEARCH_DEPTH};
 pub use rows::{
     text_of, Counts, HistoryPoint, MapSpan, MasterRow, PlayerHit, PlayerProfile, PlayerRow,
     RoundData, RoundRow, ServerFilter, ServerRow, SessionRow, Sort, Uptime,
@@ -299,6 +301,7 @@ impl Writer {
         &mut self,
         round: &RoundData,
         params: write::WriteParams,
+        opt_out: &Arc<crate::privacy::OptOut>,
         pool: &AnyPool,
     ) -> Result<((write::Live, Vec<String>), write::RoundWritten), StoreError> {
         let mut held = None;
@@ -308,9 +311,15 @@ impl Writer {
             Some(s) => s,
             None => state.insert(write::State::load(conn).await?),
         };
+        // Names opted out since the last round: out of the memory now, out of the database in
+        // this round's transaction (whatever a concurrent `forget` missed).
+        let forget = st.opt_out(opt_out);
         // The plan (pure), written in one transaction; the memory follows once committed.
         let mut plan = write::plan(st, round, &params)?;
         let mut tx = write::begin(conn).await?;
+        if !forget.is_empty() {
+            people::delete_players(&mut tx, &forget).await?;
+        }
         let ids = write::apply(&mut tx, &plan, params.backend).await?;
         tx.commit().await?;
         let live = write::live(&plan, &ids);
@@ -442,6 +451,8 @@ pub struct Store {
     search_walk: i64,
     /// The stats' reads of the latest round ([`Store::cached`]).
     stats_cache: stats::SharedCache,
+    /// The names whose players are never stored ([`Store::set_opt_out`]).
+    opt_out: Arc<std::sync::RwLock<Arc<crate::privacy::OptOut>>>,
 }
 
 impl Store {
@@ -554,6 +565,7 @@ impl Store {
                 Backend::Postgres => read::SEARCH_WALK_PG,
             },
             stats_cache: stats::SharedCache::default(),
+            opt_out: Arc::default(),
         })
     }
 
@@ -561,6 +573,26 @@ impl Store {
     pub fn with_history(mut self, history: History) -> Store {
         self.history = history;
         self
+    }
+
+    /// The names whose players are never stored from the next round written on (the
+    /// configuration's and the forgotten: [`crate::privacy`]). The round takes them out of
+    /// its records ([`crate::privacy::OptOut::filter`]); the writer drops those it did not
+    /// know from its memory and deletes their rows.
+    pub fn set_opt_out(&self, opt: crate::privacy::OptOut) {
+        if let Ok(mut o) = self.opt_out.write() {
+            if **o != opt {
+                *o = Arc::new(opt);
+            }
+        }
+    }
+
+    /// The names whose players are never stored, as last set.
+    pub fn opt_out(&self) -> Arc<crate::privacy::OptOut> {
+        self.opt_out
+            .read()
+            .map(|o| Arc::clone(&o))
+            .unwrap_or_default()
     }
 
     /// How history is kept.

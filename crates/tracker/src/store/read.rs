@@ -7,8 +7,8 @@ use sqlx::Row;
 
 use super::write::code_status;
 use super::{
-    Backend, Counts, HistoryPoint, MapSpan, PlayerHit, PlayerProfile, PlayerRow, RoundRow,
-    ServerFilter, ServerRow, SessionRow, Store, StoreError, Uptime, READ_TIMEOUT,
+    Counts, HistoryPoint, MapSpan, PlayerRow, RoundRow, ServerFilter, ServerRow, Store, StoreError,
+    Uptime, READ_TIMEOUT,
 };
 
 /// Players a search of 3 characters or more walks, newest first, before it asks the trigram
@@ -56,7 +56,7 @@ pub(super) fn fts_phrase(s: &str) -> String {
 /// answered in (the writer refreshes an open session's `last_seen` only every
 /// `flush_rounds` rounds): its latest round while it answers, else the server row's
 /// `last_online` (rewritten when it stopped answering).
-const SESSION_END: &str = "CASE WHEN s.left_at IS NOT NULL THEN s.left_at ELSE \
+pub(super) const SESSION_END: &str = "CASE WHEN s.left_at IS NOT NULL THEN s.left_at ELSE \
      COALESCE((SELECT CASE WHEN l.status = 0 AND l.at > s.last_seen THEN l.at \
      WHEN l.status <> 0 AND v.last_online > s.last_seen THEN v.last_online \
      ELSE s.last_seen END FROM servers v LEFT JOIN server_latest l ON l.server_id = v.id \
@@ -206,7 +206,7 @@ impl Store {
         self.bounded(q.fetch_all(&self.pool)).await
     }
 
-    async fn fetch_optional<'q>(
+    pub(super) async fn fetch_optional<'q>(
         &'q self,
         q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     ) -> Result<Option<sqlx::any::AnyRow>, StoreError> {
@@ -492,173 +492,6 @@ impl Store {
         Ok(out)
     }
 
-    /// "Where is X playing": distinct players seen since `since` (Unix ms) whose name
-    /// (colours stripped) contains `q`, case-insensitively; most recently seen first, at most
-    /// `limit`. A search of the player identities, not of every sighting. The players are
-    /// walked by last sighting, newest first (in SQLite reading the names from the
-    /// `(last_seen, name)` index itself): for text of 3 characters or more only the newest
-    /// 100,000 (PostgreSQL, which reads the rows: 20,000) — common text finds its hits there —
-    /// then, when they hold fewer than `limit` hits, the trigram index gives every match
-    /// (SQLite's FTS5 table, PostgreSQL's `pg_trgm` index of `players_search`). Shorter text,
-    /// which no trigram index answers, walks the whole window in SQLite; in PostgreSQL it
-    /// walks the newest 20,000, then scans the players.
-    pub async fn find_players(
-        &self,
-        q: &str,
-        since: i64,
-        limit: i64,
-    ) -> Result<Vec<PlayerHit>, StoreError> {
-        let limit = limit.max(0);
-        const COLUMNS: &str = "p.id, p.name_raw, p.dialect, p.last_seen, s.addr, \
-             EXISTS (SELECT 1 FROM sessions o WHERE o.player_id = p.id AND o.left_at IS NULL) \
-             AS online";
-        // Text a trigram index can answer.
-        let trigram = q.chars().count() >= 3;
-        // Where the walk stops: the window's start, or for trigram text the last sighting of
-        // the SEARCH_WALK-th newest player (all the players seen since, ties included).
-        let mut from = since;
-        // SQLite walks short text whole (names read from the index); PostgreSQL, which reads
-        // the rows, walks the newest first for all text.
-        if trigram || self.backend == Backend::Postgres {
-            let cut = self
-                .fetch_optional(
-                    sqlx::query(
-                        "SELECT last_seen FROM players WHERE last_seen >= $1 \
-                         ORDER BY last_seen DESC LIMIT 1 OFFSET $2",
-                    )
-                    .bind(since)
-                    .bind(self.search_walk),
-                )
-                .await?;
-            if let Some(cut) = cut {
-                from = from.max(cut.try_get("last_seen")?);
-            }
-        }
-        let mut rows = self
-            .fetch_all(
-                sqlx::query(&format!(
-                    "SELECT {COLUMNS} FROM players p LEFT JOIN servers s ON s.id = p.last_server_id \
-                     WHERE p.last_seen >= $2 AND p.name LIKE $1 ESCAPE '\\' \
-                     ORDER BY p.last_seen DESC, p.id LIMIT $3"
-                ))
-                .bind(contains_pattern(q))
-                .bind(from)
-                .bind(limit),
-            )
-            .await?;
-        // Fewer hits than asked among the newest: every match, by the trigram index, or for
-        // short text in PostgreSQL by a scan of the players (a walk of the rest would read
-        // them one by one, in the index's order).
-        if (rows.len() as i64) < limit && from > since {
-            let (sql, text) = match (self.backend, trigram) {
-                (Backend::Postgres, false) => (
-                    format!(
-                        "SELECT {COLUMNS} FROM players p \
-                         LEFT JOIN servers s ON s.id = p.last_server_id \
-                         WHERE p.last_seen >= $2 AND p.name LIKE $1 ESCAPE '\\' \
-                         ORDER BY p.last_seen + 0 DESC, p.id LIMIT $3"
-                    ),
-                    contains_pattern(q),
-                ),
-                (Backend::Sqlite, _) => (
-                    format!(
-                        "SELECT {COLUMNS} FROM players_search f JOIN players p ON p.id = f.rowid \
-                         LEFT JOIN servers s ON s.id = p.last_server_id \
-                         WHERE players_search MATCH $1 AND p.last_seen >= $2 \
-                         ORDER BY p.last_seen DESC, p.id LIMIT $3"
-                    ),
-                    fts_phrase(q),
-                ),
-                (Backend::Postgres, true) => (
-                    format!(
-                        "SELECT {COLUMNS} FROM players_search f JOIN players p ON p.id = f.id \
-                         LEFT JOIN servers s ON s.id = p.last_server_id \
-                         WHERE f.name LIKE $1 ESCAPE '\\' AND p.last_seen >= $2 \
-                         ORDER BY p.last_seen DESC, p.id LIMIT $3"
-                    ),
-                    contains_pattern(q),
-                ),
-            };
-            rows = self
-                .fetch_all(sqlx::query(&sql).bind(text).bind(since).bind(limit))
-                .await?;
-        }
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            out.push(PlayerHit {
-                player_id: r.try_get("id")?,
-                name_raw: r.try_get("name_raw")?,
-                dialect: r.try_get("dialect")?,
-                last_seen: r.try_get("last_seen")?,
-                addr: r.try_get("addr")?,
-                online: bool_of(r, "online")?,
-            });
-        }
-        Ok(out)
-    }
-
-    /// A player: its name, first and last sighting, time played, and its latest `sessions`
-    /// sessions (newest first).
-    pub async fn player(
-        &self,
-        id: i64,
-        sessions: i64,
-    ) -> Result<Option<PlayerProfile>, StoreError> {
-        let Some(p) = self
-            .fetch_optional(
-                sqlx::query(&format!(
-                    "SELECT p.name_raw, p.dialect, p.first_seen, p.last_seen, \
-                         CAST((SELECT SUM({SESSION_END} - s.joined) FROM sessions s \
-                          WHERE s.player_id = p.id) AS BIGINT) AS played_ms FROM players p \
-                          WHERE p.id = $1"
-                ))
-                .bind(id),
-            )
-            .await?
-        else {
-            return Ok(None);
-        };
-        let played_ms = p.try_get::<Option<i64>, _>("played_ms")?.unwrap_or(0);
-        let rows = self
-            .fetch_all(
-                sqlx::query(&format!(
-                    "SELECT v.addr, v.name_raw, v.dialect, s.joined, s.left_at, s.last_score, \
-                         {SESSION_END} - s.joined AS played_ms, s.is_bot, {SESSION_END} AS ended \
-                         FROM sessions s JOIN servers v ON v.id = s.server_id \
-                         WHERE s.player_id = $1 ORDER BY s.joined DESC, s.id DESC LIMIT $2"
-                ))
-                .bind(id)
-                .bind(sessions.clamp(0, MAX_ROWS)),
-            )
-            .await?;
-        let mut list = Vec::with_capacity(rows.len());
-        let mut last_seen: i64 = p.try_get("last_seen")?;
-        for r in &rows {
-            let ms: i64 = r.try_get("played_ms")?;
-            last_seen = last_seen.max(r.try_get::<i64, _>("ended")?);
-            let is_bot: Option<i64> = r.try_get("is_bot")?;
-            list.push(SessionRow {
-                addr: r.try_get("addr")?,
-                server_name_raw: r.try_get("name_raw")?,
-                server_dialect: r.try_get("dialect")?,
-                joined: r.try_get("joined")?,
-                left: r.try_get("left_at")?,
-                last_score: r.try_get("last_score")?,
-                seconds: ms / 1000,
-                is_bot: is_bot.map(|b| b != 0),
-            });
-        }
-        Ok(Some(PlayerProfile {
-            player_id: id,
-            name_raw: p.try_get("name_raw")?,
-            dialect: p.try_get("dialect")?,
-            first_seen: p.try_get("first_seen")?,
-            last_seen,
-            seconds_played: played_ms / 1000,
-            sessions: list,
-        }))
-    }
-
     /// The latest rounds, newest first.
     pub async fn rounds(&self, limit: i64) -> Result<Vec<RoundRow>, StoreError> {
         let rows = self
@@ -728,7 +561,7 @@ impl Store {
 }
 
 /// A boolean column: SQLite gives 0/1 integers, PostgreSQL booleans.
-fn bool_of(r: &sqlx::any::AnyRow, name: &str) -> Result<bool, sqlx::Error> {
+pub(super) fn bool_of(r: &sqlx::any::AnyRow, name: &str) -> Result<bool, sqlx::Error> {
     match r.try_get::<bool, _>(name) {
         Ok(b) => Ok(b),
         Err(_) => Ok(r.try_get::<i64, _>(name)? != 0),

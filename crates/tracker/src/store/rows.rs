@@ -381,6 +381,8 @@ pub struct PlayerHit {
     pub addr: Option<String>,
     /// On a server now (an open session).
     pub online: bool,
+    /// A bot: every session kept of this name was a bot's ([`crate::store::BOT_PLAYER`]).
+    pub is_bot: bool,
 }
 
 impl PlayerHit {
@@ -406,6 +408,8 @@ pub struct PlayerProfile {
     pub last_seen: i64,
     /// Time played in the sessions kept, seconds (open sessions up to their last round).
     pub seconds_played: i64,
+    /// A bot: every session kept was a bot's ([`crate::store::BOT_PLAYER`]).
+    pub is_bot: bool,
     /// The latest sessions, newest first.
     pub sessions: Vec<SessionRow>,
 }

@@ -155,18 +155,7 @@ pub(super) fn clan_text(p: &PlayerRow) -> Option<String> {
     Some(crate::store::text_of(raw.clone(), Some(&p.dialect)).display())
 }
 
-/// Whether a player is a bot: as the game says, else as the server's counts make certain —
-/// none when it counts no bots, all when every client is one (ioq3's getstatus lines do not
-/// mark bots; its getinfo counts them).
-pub(super) fn is_bot(p: &PlayerRow, s: &ServerRow) -> Option<bool> {
-    p.is_bot.or(match (s.num_bots, s.num_players) {
-        (Some(0), _) => Some(false),
-        (Some(b), Some(n)) if b == n => Some(true),
-        _ => None,
-    })
-}
-
-fn api_player_of<'a>(p: &'a PlayerRow, s: &ServerRow) -> ApiPlayer<'a> {
+fn api_player_of(p: &PlayerRow) -> ApiPlayer<'_> {
     let t = p.name_text();
     ApiPlayer {
         player_id: p.player_id,
@@ -180,7 +169,8 @@ fn api_player_of<'a>(p: &'a PlayerRow, s: &ServerRow) -> ApiPlayer<'a> {
         score: p.score,
         ping: p.ping,
         team: p.team,
-        is_bot: is_bot(p, s),
+        // As the round decided (crate::bots), the same as the pages and the events say.
+        is_bot: p.is_bot,
     }
 }
 
@@ -194,6 +184,7 @@ struct ApiHit<'a> {
     last_seen: i64,
     addr: Option<&'a str>,
     online: bool,
+    is_bot: bool,
 }
 
 fn api_hit_of(h: &PlayerHit) -> ApiHit<'_> {
@@ -206,6 +197,7 @@ fn api_hit_of(h: &PlayerHit) -> ApiHit<'_> {
         last_seen: h.last_seen,
         addr: h.addr.as_deref(),
         online: h.online,
+        is_bot: h.is_bot,
     }
 }
 
@@ -259,9 +251,10 @@ pub(super) fn bool_param(name: &str, v: Option<&str>) -> Result<Option<bool>, We
 pub const PER_PAGE: i64 = 100;
 /// Most rows a page shows.
 pub const MAX_PER_PAGE: i64 = 500;
-/// Longest player search window, in hours (also bounded by the retention).
-pub const MAX_SEARCH_HOURS: f64 = 30.0 * 24.0;
-/// Most player search results.
+/// Longest player search window, in hours, where players are kept for ever (otherwise the
+/// players' retention, `[history] players_hours`).
+pub const MAX_SEARCH_HOURS: f64 = 100.0 * 366.0 * 24.0;
+/// Most player search results a page.
 pub const MAX_SEARCH_RESULTS: i64 = 500;
 
 /// The browser's query string. Every value is checked: one out of range or unknown is a 400
@@ -432,38 +425,15 @@ impl HistoryQuery {
 pub struct PlayerQuery {
     /// Name contains (colours stripped, case-insensitive).
     pub q: Option<String>,
-    /// Most rows (default 100, at most 500).
+    /// Most rows a page (default 100, at most 500).
     pub limit: Option<String>,
-    /// Sightings in the last this many hours (default 1; at most the history kept and at
-    /// most 30 days).
+    /// Page, from 1 (the first 5,000 hits are paged).
+    pub page: Option<String>,
+    /// Players seen in the last this many hours (default: all the players kept, `[history]
+    /// players_hours`).
     pub hours: Option<String>,
-}
-
-impl PlayerQuery {
-    fn since(&self, st: &AppState) -> Result<i64, WebError> {
-        let h = hours_param(
-            self.hours.as_deref(),
-            window_cap(st.site.players_hours, MAX_SEARCH_HOURS),
-        )?
-        .unwrap_or(1.0);
-        Ok(now_ms().saturating_sub((h * 3_600_000.0) as i64))
-    }
-
-    /// The sightings this query asks for (none for an empty name): what the page and the API
-    /// both show.
-    pub(super) async fn hits(&self, st: &AppState) -> Result<Vec<PlayerHit>, WebError> {
-        let since = self.since(st)?;
-        let limit =
-            int_param("limit", self.limit.as_deref(), 1, MAX_SEARCH_RESULTS)?.unwrap_or(100);
-        let text = self.q.as_deref().unwrap_or_default();
-        if text.len() > 64 {
-            return Err(bad_request("q: at most 64 bytes".into()));
-        }
-        if text.is_empty() {
-            return Ok(Vec::new());
-        }
-        Ok(st.store.find_players(text, since, limit).await?)
-    }
+    /// `1`/`true`: bots too (players whose every session kept was a bot's); default: none.
+    pub bots: Option<String>,
 }
 
 pub(super) async fn api_servers(
@@ -506,7 +476,7 @@ pub(super) async fn api_server(
         None => serde_json::Value::Null,
     };
     let players = st.store.players_on(&addr).await?;
-    let players: Vec<ApiPlayer<'_>> = players.iter().map(|p| api_player_of(p, &s)).collect();
+    let players: Vec<ApiPlayer<'_>> = players.iter().map(api_player_of).collect();
     let since = window_since(st.site.retention_hours, 24.0 * 7.0);
     let maps = st.store.map_history(&addr, since, MAP_HISTORY).await?;
     let uptime = st.store.uptime(&addr, since).await?;
@@ -541,6 +511,7 @@ struct ApiProfile {
     first_seen: i64,
     last_seen: i64,
     seconds_played: i64,
+    is_bot: bool,
     sessions: Vec<ApiSession>,
 }
 
@@ -557,16 +528,22 @@ struct ApiSession {
     is_bot: Option<bool>,
 }
 
+/// A player page's query string (`/player/{id}`, `/api/players/{id}`).
+#[derive(Debug, Default, Deserialize)]
+pub struct PlayerPageQuery {
+    /// `1`/`true`: a bot's page too (bots have none by default: a 404).
+    pub bots: Option<String>,
+}
+
 pub(super) async fn api_player(
     State(st): State<AppState>,
     Path(id): Path<String>,
+    Query(q): Query<PlayerPageQuery>,
 ) -> Result<Response, WebError> {
     let id: i64 = id
         .parse()
         .map_err(|_| bad_request(format!("player id {id:?}: an integer")))?;
-    let Some(p) = st.store.player(id, super::pages::PLAYER_SESSIONS).await? else {
-        return Err(not_found("player"));
-    };
+    let p = super::people::profile(&st, id, &q).await?;
     let t = p.name_text();
     let sessions = p
         .sessions
@@ -593,6 +570,7 @@ pub(super) async fn api_player(
         first_seen: p.first_seen,
         last_seen: p.last_seen,
         seconds_played: p.seconds_played,
+        is_bot: p.is_bot,
         sessions,
     })
     .into_response())
@@ -615,9 +593,18 @@ pub(super) async fn api_players(
     State(st): State<AppState>,
     Query(q): Query<PlayerQuery>,
 ) -> Result<Response, WebError> {
-    let hits = q.hits(&st).await?;
-    let list: Vec<ApiHit<'_>> = hits.iter().map(api_hit_of).collect();
-    Ok(Json(serde_json::json!({ "players": list })).into_response())
+    let (s, found) = q.hits(&st).await?;
+    let list: Vec<ApiHit<'_>> = found.hits.iter().map(api_hit_of).collect();
+    Ok(Json(serde_json::json!({
+        "players": list,
+        "page": s.page,
+        "limit": s.limit,
+        "more": found.more,
+        "hours": s.hours,
+        "since": s.since,
+        "bots": s.bots,
+    }))
+    .into_response())
 }
 
 /// `/api/rounds`' query string.

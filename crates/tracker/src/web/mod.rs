@@ -1,7 +1,7 @@
 //! The web side: a server browser (`/`), a server page with its player-count chart (`/server/{addr}`),
 //! a player search (`/players?q=`), stats pages (`/stats`, `/top`, `/maps`), the JSON API (`/api/servers`, `/api/servers/{addr}`,
 //! `/api/servers/{addr}/history`, `/api/players`, described by `/api/openapi.json`) and
-//! Prometheus `/metrics`, and `/healthz`.
+//! Prometheus `/metrics`, `/healthz`, and `/about` (what is kept, the opt-out).
 //!
 //! Pages are rendered on the server with maud, which escapes every string it is given; names
 //! are shown with their colours as `<span style="color:#rrggbb">` runs whose colours come
@@ -22,6 +22,7 @@ use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
+mod about;
 mod api;
 mod chart;
 mod colour;
@@ -30,10 +31,13 @@ mod health;
 mod http;
 mod join;
 mod pages;
+mod people;
 mod server_chart;
 mod stats;
 
-pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
+pub use api::{
+    name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerPageQuery, PlayerQuery, RoundsQuery,
+};
 pub use chart::{chart, Chart, Mark, Point};
 pub use colour::{contrast_ratio, readable, BACKGROUND};
 pub use health::{assess, Health, STALE_INTERVALS};
@@ -43,7 +47,8 @@ pub use pages::{ago, race_time};
 pub use stats::{MapsQuery, StatsQuery, TopQuery, MAX_STATS_HOURS};
 
 use api::{api_history, api_masters, api_player, api_players, api_rounds, api_server, api_servers};
-use pages::{browser, player_page, players_page, server_page};
+use pages::{browser, server_page};
+use people::{player_page, players_page};
 
 /// The OpenAPI 3.1 description of the JSON API, served at `/api/openapi.json`.
 pub const OPENAPI: &str = include_str!("../openapi.json");
@@ -84,6 +89,10 @@ pub struct Site {
     pub players_hours: f64,
     /// Seconds between rounds: how long an API answer may be cached.
     pub interval_secs: f64,
+    /// How long each table is kept, for the about page.
+    pub history: crate::store::History,
+    /// The about page's text (`[privacy] about` or `about_file`); none: the default text.
+    pub about: Option<String>,
 }
 
 impl Default for Site {
@@ -95,6 +104,8 @@ impl Default for Site {
             retention_hours: 168.0,
             players_hours: 168.0,
             interval_secs: 60.0,
+            history: crate::store::History::default(),
+            about: None,
         }
     }
 }
@@ -112,6 +123,8 @@ impl Site {
             retention_hours: hours(history.series),
             players_hours: hours(history.players),
             interval_secs: config.interval_secs,
+            history,
+            about: config.privacy.about.clone(),
         }
     }
 
@@ -150,7 +163,8 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/api/events"), get(events::api_events))
         .route(&format!("{b}/api/openapi.json"), get(openapi))
         .route(&format!("{b}/metrics"), get(metrics))
-        .route(&format!("{b}/healthz"), get(health::healthz));
+        .route(&format!("{b}/healthz"), get(health::healthz))
+        .route(&format!("{b}/about"), get(about::about_page));
     if !b.is_empty() {
         // `/servers` itself: to the browser page, `/servers/`.
         let to = format!("{b}/");

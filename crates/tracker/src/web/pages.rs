@@ -13,8 +13,8 @@ use fragstat::core::text::runs_html;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::api::{
-    clan_text, game_title, humans, is_bot, pages, server_country, server_password, window_since,
-    BrowseQuery, HistoryQuery, PlayerQuery, MAP_HISTORY,
+    clan_text, game_title, humans, pages, server_country, server_password, window_since,
+    BrowseQuery, HistoryQuery, MAP_HISTORY,
 };
 use super::colour::{readable, BACKGROUND};
 use super::{join, not_found, server_chart, time_text, AppState, Site, WebError};
@@ -125,6 +125,7 @@ pub(super) fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup)
                         a href=(site.url("/api/servers")) { "API" }
                         a href=(site.url("/api/openapi.json")) { "OpenAPI" }
                         a href=(site.url("/metrics")) { "Metrics" }
+                        a href=(site.url("/about")) { "About" }
                     }
                 }
                 main { (body) }
@@ -366,7 +367,10 @@ fn race_times(game: &str, gametype: Option<&str>, score_kind: Option<ScoreKind>)
 /// say how its scores count ([`GameMeta::declares_score_kind`]) in another.
 ///
 /// [`GameMeta::declares_score_kind`]: fragstat::core::registry::GameMeta::declares_score_kind
-async fn race_servers(st: &AppState, addrs: &[&str]) -> Result<HashSet<String>, WebError> {
+pub(super) async fn race_servers(
+    st: &AppState,
+    addrs: &[&str],
+) -> Result<HashSet<String>, WebError> {
     let servers = st.store.servers_at(addrs).await?;
     let declaring: Vec<String> = fragstat::games()
         .iter()
@@ -469,11 +473,15 @@ pub(super) async fn server_page(
                 tbody {
                     @for (i, p) in players.iter().enumerate() {
                         @let t = p.name_text();
-                        @let bot = is_bot(p, &s) == Some(true);
+                        @let bot = p.is_bot == Some(true);
                         tr class={ "player" @if bot { " bot" } } {
                             td {
-                                a href=(player_href(&st.site, p.player_id)) { (name_html(&t)) }
-                                @if bot { " " span.badge.bot title="a bot" { "bot" } }
+                                // Bots have no player page.
+                                @if bot {
+                                    (name_html(&t)) " " span.badge.bot title="a bot" { "bot" }
+                                } @else {
+                                    a href=(player_href(&st.site, p.player_id)) { (name_html(&t)) }
+                                }
                             }
                             td { (clan_text(p).or_else(|| facts.clans.get(i).cloned().flatten()).unwrap_or_default()) }
                             td.num {
@@ -522,118 +530,9 @@ pub(super) async fn server_page(
 }
 
 /// A link to a player's page.
-fn player_href(site: &Site, id: i64) -> String {
+pub(super) fn player_href(site: &Site, id: i64) -> String {
     site.url(&format!("/player/{id}"))
 }
-
-pub(super) async fn players_page(
-    State(st): State<AppState>,
-    Query(q): Query<PlayerQuery>,
-) -> Result<Html<String>, WebError> {
-    let text = q.q.clone().unwrap_or_default();
-    let hits = q.hits(&st).await?;
-    // The servers the hits were last seen on: one query for all of them.
-    let addrs: Vec<&str> = hits.iter().filter_map(|h| h.addr.as_deref()).collect();
-    let servers = st.store.servers_at(&addrs).await?;
-    let now = now_ms();
-    let body = html! {
-        h1 { "Where is … playing?" }
-        form method="get" action=(st.site.url("/players")) {
-            input type="search" name="q" value=(text) placeholder="player name";
-            button type="submit" { "Find" }
-        }
-        @if !text.is_empty() {
-            p #found { (hits.len()) " players" }
-            table #hits {
-                thead { tr { th { "Player" } th { "Last server" } th.opt { "Map" } th { "Seen" } } }
-                tbody {
-                    @for h in &hits {
-                        @let s = h.addr.as_deref().and_then(|a| servers.get(a));
-                        tr.hit {
-                            td { a href=(player_href(&st.site, h.player_id)) { (name_html(&h.name_text())) } }
-                            td { @if let Some(a) = h.addr.as_deref() {
-                                a href=(st.site.url(&format!("/server/{}", addr_segment(a)))) {
-                                    @if let Some(s) = s.filter(|s| s.name_raw.is_some()) { (name_html(&s.name_text())) } @else { (a) }
-                                }
-                            } @else { "-" } }
-                            td.opt { (s.and_then(|s| s.map.as_deref()).unwrap_or("-")) }
-                            td { @if h.online { span.badge.online { "playing now" } } @else { (time_html(h.last_seen, now)) } }
-                        }
-                    }
-                }
-            }
-        }
-    };
-    Ok(Html(page(&st.site, "Players", None, body).into_string()))
-}
-
-/// "2 h 5 min", "45 s".
-pub fn duration_text(secs: i64) -> String {
-    let s = secs.max(0);
-    match s {
-        0..=59 => format!("{s} s"),
-        60..=3599 => format!("{} min", s / 60),
-        3600..=86_399 => format!("{} h {} min", s / 3600, s % 3600 / 60),
-        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
-    }
-}
-
-pub(super) async fn player_page(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Html<String>, WebError> {
-    let id: i64 = id.parse().map_err(|_| not_found("player"))?;
-    let Some(p) = st.store.player(id, PLAYER_SESSIONS).await? else {
-        return Err(not_found("player"));
-    };
-    let addrs: Vec<&str> = p.sessions.iter().map(|s| s.addr.as_str()).collect();
-    let races = race_servers(&st, &addrs).await?;
-    let now = now_ms();
-    let name = p.name_text();
-    let body = html! {
-        h1 { (name_html(&name)) }
-        table #info {
-            tr { th { "First seen" } td { (time_html(p.first_seen, now)) } }
-            tr { th { "Last seen" } td { (time_html(p.last_seen, now)) } }
-            tr { th { "Time played" } td #played { (duration_text(p.seconds_played)) } }
-        }
-        h2 { "Where and when" }
-        @if p.sessions.is_empty() {
-            p.empty { "No sessions kept." }
-        } @else {
-            table #sessions {
-                thead { tr { th { "Server" } th { "Joined" } th { "Left" } th.num { "Played" } th.num.opt { "Last score" } } }
-                tbody {
-                    @for s in &p.sessions {
-                        tr.session {
-                            td { a href=(st.site.url(&format!("/server/{}", addr_segment(&s.addr)))) {
-                                @if let Some(t) = s.server_name_text() { (name_html(&t)) } @else { (s.addr) }
-                            }
-                            @if s.is_bot == Some(true) { " " span.badge.bot { "bot" } } }
-                            td { (time_html(s.joined, now)) }
-                            td { @if let Some(l) = s.left { (time_html(l, now)) } @else { span.badge.online { "playing now" } } }
-                            td.num { (duration_text(s.seconds)) }
-                            td.num.opt {
-                                @match s.last_score {
-                                    Some(v) if races.contains(&s.addr) => (race_time(v)),
-                                    Some(v) => (v),
-                                    None => "-",
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        p { a href=(st.site.url(&format!("/api/players/{id}"))) { "as JSON" } }
-    };
-    Ok(Html(
-        page(&st.site, &name.display(), None, body).into_string(),
-    ))
-}
-
-/// Sessions a player page lists.
-pub const PLAYER_SESSIONS: i64 = 200;
 
 #[cfg(test)]
 mod tests {

@@ -79,7 +79,8 @@ pub(in crate::store) async fn apply(
         tx,
         backend,
         "UPDATE sessions SET last_seen = v.last_seen, left_at = v.left_at, \
-         last_score = v.last_score, team = v.team FROM ROWS \
+         last_score = v.last_score, team = v.team, \
+         is_bot = COALESCE(v.is_bot, sessions.is_bot) FROM ROWS \
          WHERE sessions.id = v.id AND sessions.left_at IS NULL",
         &updates,
         &ids,

@@ -77,16 +77,19 @@ pub(super) fn live(plan: &RoundPlan<'_>, ids: &Ids) -> (Live, Vec<String>) {
         for (slot, pl) in l.slots.iter().zip(list) {
             let known = match *slot {
                 Slot::Known {
-                    player_id, joined, ..
-                } => Some((player_id, joined)),
+                    player_id,
+                    joined,
+                    is_bot,
+                    ..
+                } => Some((player_id, joined, is_bot)),
                 Slot::Opened(o) => plan
                     .opens
                     .get(o)
                     .and_then(|o| ids.players.get(o.player.0).copied().flatten())
-                    .map(|id| (id, at)),
+                    .map(|id| (id, at, pl.is_bot)),
                 Slot::Refused => None,
             };
-            let Some((player_id, joined)) = known else {
+            let Some((player_id, joined, is_bot)) = known else {
                 continue;
             };
             rows.push(PlayerRow {
@@ -100,7 +103,7 @@ pub(super) fn live(plan: &RoundPlan<'_>, ids: &Ids) -> (Live, Vec<String>) {
                 score: pl.score.map(i64::from),
                 ping: pl.ping.map(i64::from),
                 team: pl.team.map(i64::from),
-                is_bot: pl.is_bot,
+                is_bot,
             });
         }
         live.insert(ps.addr.to_string(), rows);
@@ -116,12 +119,15 @@ impl Store {
     pub async fn write_round(&self, round: &RoundData) -> Result<RoundWritten, StoreError> {
         let mut w = self.writer.lock().await;
         let params = self.write_params();
-        match w.write(round, params, &self.pool).await {
+        let opt_out = self.opt_out();
+        match w.write(round, params, &opt_out, &self.pool).await {
             Ok(((mut live, unlisted), written)) => {
                 if let Ok(mut l) = self.live.write() {
-                    // Servers whose players are unknown this round keep the last list seen.
+                    // Servers whose players are unknown this round keep the last list seen
+                    // (less the names opted out since).
                     for addr in unlisted {
-                        if let Some(old) = l.remove(&addr) {
+                        if let Some(mut old) = l.remove(&addr) {
+                            old.retain(|p| !opt_out.matches(&p.name_text()));
                             live.insert(addr, old);
                         }
                     }

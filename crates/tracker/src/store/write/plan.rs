@@ -77,6 +77,8 @@ pub(in crate::store) enum Slot {
         joined: i64,
         score: Option<i64>,
         team: Option<i64>,
+        /// A bot, as this round decided (`None`: as the session said).
+        is_bot: Option<bool>,
         written: bool,
     },
     Opened(usize),

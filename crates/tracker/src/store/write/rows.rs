@@ -262,6 +262,9 @@ row! { numbers
         left: Option<i64> => "left_at",
         score: Option<i64> => "last_score",
         team: Option<i64> => "team",
+        /// 1 a bot, 0 a human, NULL: as written before (the bots are decided per round:
+        /// crate::bots).
+        is_bot: Option<i64> => "is_bot",
     }
 }
 

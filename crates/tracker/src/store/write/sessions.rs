@@ -34,12 +34,14 @@ impl<'r> RoundPlan<'r> {
             let team = pl.team.map(i64::from);
             if let Some(s) = open.and_then(|o| o.get(key)) {
                 continued += 1;
-                let written = self.flush(s, p, score, team);
+                let is_bot = pl.is_bot.or(s.is_bot);
+                let written = self.flush(s, p, score, team, is_bot);
                 slots.push(Slot::Known {
                     player_id: s.player_id,
                     joined: s.joined,
                     score,
                     team,
+                    is_bot,
                     written,
                 });
                 continue;
@@ -79,13 +81,14 @@ impl<'r> RoundPlan<'r> {
     }
 
     /// A continued session's refresh, on its turn (every `flush_rounds` rounds): whether one
-    /// was planned.
+    /// was planned. A bot flag decided after the session opened is written then.
     fn flush(
         &mut self,
         s: &Session,
         p: &WriteParams,
         score: Option<i64>,
         team: Option<i64>,
+        is_bot: Option<bool>,
     ) -> bool {
         let turn = (s.player_id.unsigned_abs() + self.rounds) % p.flush_rounds == 0;
         if !turn || s.written_seen == self.at {
@@ -97,6 +100,7 @@ impl<'r> RoundPlan<'r> {
             left: None,
             score,
             team,
+            is_bot: is_bot.map(i64::from),
         });
         self.sighting(s.player_id, self.at, s.server_id);
         true
@@ -139,6 +143,7 @@ impl<'r> RoundPlan<'r> {
             left: Some(left),
             score: s.score,
             team: s.team,
+            is_bot: s.is_bot.map(i64::from),
         });
         self.sighting(s.player_id, s.last_seen, s.server_id);
         let mut player = EventPlayer::new(Text::new(key.name.to_vec(), key.dialect));
@@ -272,6 +277,7 @@ fn remember(srv: &mut ServerState, listed: Listed, opens: &[SessionOpen], ids: &
             Slot::Known {
                 score,
                 team,
+                is_bot,
                 written,
                 ..
             } => {
@@ -279,6 +285,7 @@ fn remember(srv: &mut ServerState, listed: Listed, opens: &[SessionOpen], ids: &
                     s.last_seen = at;
                     s.score = score;
                     s.team = team;
+                    s.is_bot = is_bot;
                     if written {
                         s.written_seen = at;
                     }

@@ -84,6 +84,42 @@ pub(in crate::store) struct State {
     /// Sessions were loaded from the database, not yet checked against the gap.
     pub(in crate::store) resumed: bool,
     pub(in crate::store) rounds: u64,
+    /// The names opted out as of the last round (`None`: not looked at yet).
+    pub(in crate::store) opt_out: Option<std::sync::Arc<crate::privacy::OptOut>>,
+}
+
+impl State {
+    /// The names of `opt` the writer did not know as opted out: their open sessions are
+    /// dropped from memory (never closed, never announced), for the caller to delete their
+    /// rows. From now on the writer knows `opt`.
+    pub(in crate::store) fn opt_out(
+        &mut self,
+        opt: &std::sync::Arc<crate::privacy::OptOut>,
+    ) -> Vec<String> {
+        let newly: Vec<String> = match &self.opt_out {
+            Some(o) if o == opt => Vec::new(),
+            Some(o) => {
+                let known: std::collections::HashSet<&String> = o.names().collect();
+                opt.names()
+                    .filter(|n| !known.contains(n))
+                    .cloned()
+                    .collect()
+            }
+            None => opt.names().cloned().collect(),
+        };
+        if !newly.is_empty() {
+            for srv in self.servers.values_mut() {
+                srv.sessions.retain(|k, _| {
+                    !opt.matches(&fragstat::core::model::Text::new(
+                        k.name.to_vec(),
+                        k.dialect,
+                    ))
+                });
+            }
+        }
+        self.opt_out = Some(std::sync::Arc::clone(opt));
+        newly
+    }
 }
 
 /// Hash of a server's change-row state.
