@@ -83,6 +83,10 @@ pub(crate) fn ensure_packages() -> Result<()> {
     if fragstat_testkit::postgres::bin_dir().is_none() {
         missing.push("postgresql");
     }
+    // Chromium's screenshots draw the flags (regional-indicator emoji) with this font.
+    if !Path::new("/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf").exists() {
+        missing.push("fonts-noto-color-emoji");
+    }
     if missing.is_empty() {
         return Ok(());
     }
