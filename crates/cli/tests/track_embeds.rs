@@ -1,7 +1,8 @@
 //! `fragstat track`'s embeds and themes in headless Chromium: an emulated farm (a hostile
 //! server name among it) polled by the binary; the widget, the server page with its banner
 //! and snippets, and the browser page, each in the dark and the light theme
-//! (`prefers-color-scheme` set by Blink's `preferredColorScheme`) at 1366×900 and 390×844;
+//! (`prefers-color-scheme` set by Blink's `preferredColorScheme`) at 1366×900 and 390×844
+//! (the server page also whole, 2,400 px tall, its snippets being below the fold);
 //! the banner's PNGs saved beside them. Screenshots under `target/tracker-e2e/embeds/`.
 
 use fragstat_testkit::browser::Chromium;
@@ -10,7 +11,7 @@ use fragstat_testkit::spawn_serve;
 mod support;
 use support::{artifacts, bin, http_get as get, Running};
 
-const HOSTILE: &str = "^1<script>alert(1)</script>^3 Yellow^4Blue^7 &amp; co";
+const HOSTILE: &str = "^1<script>alert(1)</script>^3 Yellow^4Blue^7 & co";
 
 /// Blink's `preferredColorScheme`: 0 dark, 1 light.
 const DARK: &str = "--blink-settings=preferredColorScheme=0";
@@ -116,6 +117,13 @@ fn track_embeds_and_themes_render_in_chromium() {
                 let file = out.join(format!("{name}-{theme}-{w}x{h}.png"));
                 chromium.screenshot_with(page_url, &file, (w, h), 2000, &[flag]);
             }
+        }
+    }
+    // The whole server page (its snippets are below the fold), 2,400 px tall.
+    for (theme, flag) in [("dark", DARK), ("light", LIGHT)] {
+        for w in [1366, 390] {
+            let file = out.join(format!("server-whole-{theme}-{w}.png"));
+            chromium.screenshot_with(&server, &file, (w, 2400), 2000, &[flag]);
         }
     }
     eprintln!("screenshots in {}", out.display());

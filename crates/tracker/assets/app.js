@@ -66,7 +66,7 @@
   showCopyButtons(document);
   // The embed snippets (embed.rs): this site's paths made whole with its address.
   for (const t of document.querySelectorAll('.embed textarea')) {
-    t.value = t.value.split(base + '/server/').join(location.origin + base + '/server/');
+    t.textContent = t.value.split(base + '/server/').join(location.origin + base + '/server/');
   }
   setInterval(refreshTimes, 15000);
 

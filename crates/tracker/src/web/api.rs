@@ -46,7 +46,7 @@ pub fn name_runs(t: &Text) -> Vec<NameRun> {
                 (shown != c).then(|| super::colour::hex(shown))
             }),
             light_color: r.color.and_then(|c| {
-                let shown = super::colour::readable(c, super::colour::LIGHT_BACKGROUND);
+                let shown = super::colour::light_variant(c);
                 (shown != c).then(|| super::colour::hex(shown))
             }),
             text: r.text,

@@ -122,12 +122,26 @@ pub fn themed_html(runs: &[fragstat::core::text::Run]) -> Markup {
     }
 }
 
+/// The pages' text colour on the light theme (`assets/style.css`, `--fg`).
+pub const LIGHT_TEXT: [u8; 3] = [0x1d, 0x1f, 0x24];
+
+/// `color` as the light theme shows it: a white or light grey (a game's default colour,
+/// `^7`) as the page's text, every other colour [`readable`] on the light background.
+pub fn light_variant(color: [u8; 3]) -> [u8; 3] {
+    let (_, s, l) = to_hsl(color);
+    if s < 0.15 && l > 0.6 {
+        LIGHT_TEXT
+    } else {
+        readable(color, LIGHT_BACKGROUND)
+    }
+}
+
 /// The `style` of a run: `color:#dark;--light:#light`, opacity; `None` when it has neither.
 fn run_style(color: Option<[u8; 3]>, half_alpha: bool) -> Option<String> {
     let mut parts = Vec::new();
     if let Some(c) = color {
         parts.push(format!("color:{}", hex(readable(c, BACKGROUND))));
-        parts.push(format!("--light:{}", hex(readable(c, LIGHT_BACKGROUND))));
+        parts.push(format!("--light:{}", hex(light_variant(c))));
     }
     if half_alpha {
         parts.push("opacity:.5".to_string());
@@ -227,6 +241,9 @@ mod tests {
         assert!(contrast_ratio(yellow, LIGHT_BACKGROUND) < MIN_CONTRAST + 0.3);
         assert_eq!(readable([0, 0, 0], LIGHT_BACKGROUND), [0, 0, 0]);
         assert_eq!(readable([0, 0, 255], LIGHT_BACKGROUND), [0, 0, 255]);
+        // White (`^7`) is the light page's text colour there, not a grey.
+        assert_eq!(light_variant([255, 255, 255]), LIGHT_TEXT);
+        assert_eq!(light_variant([255, 255, 0]), yellow);
     }
 
     /// Each coloured run says its colour for both themes, and its text is escaped.
