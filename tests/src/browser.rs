@@ -68,19 +68,31 @@ impl Chromium {
     /// (written beside it first and renamed, so two suites writing the same file never see
     /// half of one).
     pub fn screenshot(&self, url: &str, file: &Path, width: u32, height: u32, budget_ms: u32) {
+        self.screenshot_with(url, file, (width, height), budget_ms, &[]);
+    }
+
+    /// [`Chromium::screenshot`] with more flags (`--blink-settings=preferredColorScheme=1`
+    /// for a page's light theme).
+    pub fn screenshot_with(
+        &self,
+        url: &str,
+        file: &Path,
+        (width, height): (u32, u32),
+        budget_ms: u32,
+        flags: &[&str],
+    ) {
         if let Some(d) = file.parent() {
             std::fs::create_dir_all(d).expect("screenshot dir");
         }
         let part = file.with_extension(format!("{}.part.png", std::process::id()));
-        self.run(
-            &[
-                format!("--virtual-time-budget={budget_ms}"),
-                format!("--window-size={width},{height}"),
-                format!("--screenshot={}", part.display()),
-                "--hide-scrollbars".to_string(),
-            ],
-            url,
-        );
+        let mut args = vec![
+            format!("--virtual-time-budget={budget_ms}"),
+            format!("--window-size={width},{height}"),
+            format!("--screenshot={}", part.display()),
+            "--hide-scrollbars".to_string(),
+        ];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        self.run(&args, url);
         let meta = std::fs::metadata(&part).expect("screenshot written");
         assert!(
             meta.len() > 1000,

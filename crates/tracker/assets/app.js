@@ -2,7 +2,7 @@
   'use strict';
   const base = document.body.dataset.base || '';
 
-  // "3 min ago", as the server writes it (pages.rs `ago`).
+  // "3 min ago", as the server writes it (format.rs `ago`).
   function ago(ms) {
     const s = Math.floor((Date.now() - ms) / 1000);
     if (s < 10) return 'just now';
@@ -64,6 +64,10 @@
     for (const b of root.querySelectorAll('button.copy')) b.hidden = false;
   }
   showCopyButtons(document);
+  // The embed snippets (embed.rs): this site's paths made whole with its address.
+  for (const t of document.querySelectorAll('.embed textarea')) {
+    t.textContent = t.value.split(base + '/server/').join(location.origin + base + '/server/');
+  }
   setInterval(refreshTimes, 15000);
 
   // Chart labels and captions (written in UTC) in the visitor's local time.
@@ -102,6 +106,7 @@
       const s = document.createElement('span');
       const c = r.page_color || r.color;
       if (c) s.style.color = c;
+      if (r.color) s.style.setProperty('--light', r.light_color || r.color);
       if (r.half_alpha) s.style.opacity = '.5';
       if (r.icon) { s.className = 'icon'; s.title = r.icon; }
       s.textContent = r.text;

@@ -25,6 +25,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Row};
 
+mod feeds;
 mod lease;
 mod lookup;
 mod maintain;
@@ -39,6 +40,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use feeds::{EventKind, ServerEvent, Who, SESSION_WINDOW};
 pub use lease::ADVISORY_LOCK_KEY;
 pub use migrate::UnknownMigration;
 pub use people::{name_key, Forgotten, PlayerSearch, BOT_PLAYER, MAX_SEARCH_DEPTH};

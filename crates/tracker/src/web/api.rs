@@ -20,6 +20,10 @@ pub struct NameRun {
     /// (WCAG 4.5:1); left out when it is `color` itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_color: Option<String>,
+    /// The same on the pages' light theme (darkened for contrast on its background); left
+    /// out when it is `color` itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub light_color: Option<String>,
     /// The text (for `textContent`, never markup).
     pub text: String,
     /// Drawn at half alpha (DarkPlaces `^8`); left out when false.
@@ -39,6 +43,10 @@ pub fn name_runs(t: &Text) -> Vec<NameRun> {
             color: r.color.map(super::colour::hex),
             page_color: r.color.and_then(|c| {
                 let shown = super::colour::readable(c, super::colour::BACKGROUND);
+                (shown != c).then(|| super::colour::hex(shown))
+            }),
+            light_color: r.color.and_then(|c| {
+                let shown = super::colour::light_variant(c);
                 (shown != c).then(|| super::colour::hex(shown))
             }),
             text: r.text,

@@ -71,10 +71,15 @@ pub fn content_security_policy() -> &'static str {
 async fn security_headers(req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
     let headers = res.headers_mut();
+    // An answer with its own policy (the embeddable widget, `embed.rs`) keeps it, and is
+    // not denied framing.
+    let own = headers.contains_key(header::CONTENT_SECURITY_POLICY);
     for (name, value) in SECURITY_HEADERS {
-        headers.insert(name, HeaderValue::from_static(value));
+        if !(own && name == "x-frame-options") {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
     }
-    if let Ok(v) = HeaderValue::from_str(content_security_policy()) {
+    if let (false, Ok(v)) = (own, HeaderValue::from_str(content_security_policy())) {
         headers.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     res

@@ -1,7 +1,10 @@
 //! The web side: a server browser (`/`), a server page with its player-count chart (`/server/{addr}`),
 //! a player search (`/players?q=`), stats pages (`/stats`, `/top`, `/maps`), the JSON API (`/api/servers`, `/api/servers/{addr}`,
 //! `/api/servers/{addr}/history`, `/api/players`, described by `/api/openapi.json`) and
-//! Prometheus `/metrics`, `/healthz`, and `/about` (what is kept, the opt-out).
+//! Prometheus `/metrics`, `/healthz`, and `/about` (what is kept, the opt-out); for other
+//! sites a server's banner and widget (`embed.rs`), Atom feeds of a server's events and a
+//! player's sessions (`feeds.rs`); the icon and `robots.txt` (`look.rs`). The pages have a
+//! dark and a light theme, as the visitor's system prefers.
 //!
 //! Pages are rendered on the server with maud, which escapes every string it is given; names
 //! are shown with their colours as `<span style="color:#rrggbb">` runs whose colours come
@@ -24,12 +27,17 @@ use crate::store::{Store, StoreError};
 
 mod about;
 mod api;
+mod banner;
 mod chart;
 mod colour;
+mod embed;
 mod events;
+mod feeds;
+mod format;
 mod health;
 mod http;
 mod join;
+mod look;
 mod pages;
 mod people;
 mod server_chart;
@@ -38,12 +46,17 @@ mod stats;
 pub use api::{
     name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerPageQuery, PlayerQuery, RoundsQuery,
 };
+pub use banner::{parse_size, xml_text, SIZES as BANNER_SIZES};
 pub use chart::{chart, Chart, Mark, Point};
-pub use colour::{contrast_ratio, readable, BACKGROUND};
+pub use colour::{contrast_ratio, readable, themed_html, BACKGROUND, LIGHT_BACKGROUND};
+pub use embed::{HOST_RATE as EMBED_HOST_RATE, NET_RATE as EMBED_NET_RATE, WIDGET_CSP};
+pub use feeds::{player_feed, server_feed};
+pub use format::{ago, duration_text};
 pub use health::{assess, Health, STALE_INTERVALS};
 pub use http::{content_security_policy, etag_of, max_age, SECURITY_HEADERS};
 pub use join::join_url;
-pub use pages::{ago, race_time};
+pub use look::{robots, FAVICON, FAVICON_MAX_AGE};
+pub use pages::race_time;
 pub use stats::{MapsQuery, StatsQuery, TopQuery, MAX_STATS_HOURS};
 
 use api::{api_history, api_masters, api_player, api_players, api_rounds, api_server, api_servers};
@@ -164,7 +177,18 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/api/openapi.json"), get(openapi))
         .route(&format!("{b}/metrics"), get(metrics))
         .route(&format!("{b}/healthz"), get(health::healthz))
-        .route(&format!("{b}/about"), get(about::about_page));
+        .route(&format!("{b}/about"), get(about::about_page))
+        .route(
+            &format!("{b}/server/{{addr}}/feed.atom"),
+            get(feeds::server_feed_atom),
+        )
+        .route(
+            &format!("{b}/player/{{id}}/feed.atom"),
+            get(feeds::player_feed_atom),
+        )
+        .route(&format!("{b}/favicon.svg"), get(look::favicon))
+        .route(&format!("{b}/robots.txt"), get(look::robots_txt))
+        .merge(embed::routes(&b));
     if !b.is_empty() {
         // `/servers` itself: to the browser page, `/servers/`.
         let to = format!("{b}/");

@@ -9,47 +9,30 @@ use std::collections::HashSet;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use fragstat::core::model::{ScoreKind, Text};
-use fragstat::core::text::runs_html;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::api::{
     clan_text, game_title, humans, pages, server_country, server_password, window_since,
     BrowseQuery, HistoryQuery, MAP_HISTORY,
 };
-use super::colour::{readable, BACKGROUND};
+use super::colour::themed_html;
+use super::format::{ago, duration_text};
 use super::{join, not_found, server_chart, time_text, AppState, Site, WebError};
 use crate::geoip::flag;
 use crate::round::now_ms;
 use crate::store::{ServerRow, Sort};
 
-/// A name as HTML: escaped text in coloured spans, from the name's dialect (core's one HTML
-/// renderer, [`runs_html`], which escapes every run's text), each colour made readable on the
-/// page's background.
+/// A name as HTML: escaped text in coloured spans, from the name's dialect, each colour made
+/// readable on both themes' backgrounds ([`themed_html`]).
 pub(super) fn name_html(t: &Text) -> Markup {
-    let mut runs = t.runs();
-    for r in &mut runs {
-        r.color = r.color.map(|c| readable(c, BACKGROUND));
-    }
     html! {
-        span.name { (PreEscaped(runs_html(&runs))) }
+        span.name { (themed_html(&t.runs())) }
     }
 }
 
 /// An address as one URL path segment.
 pub(super) fn addr_segment(addr: &str) -> String {
     url::form_urlencoded::byte_serialize(addr.as_bytes()).collect()
-}
-
-/// "3 min ago" for a Unix-ms time, at `now`.
-pub fn ago(ms: i64, now: i64) -> String {
-    let s = now.saturating_sub(ms) / 1000;
-    match s {
-        i64::MIN..=9 => "just now".into(),
-        10..=59 => format!("{s} s ago"),
-        60..=3599 => format!("{} min ago", s / 60),
-        3600..=86_399 => format!("{} h ago", s / 3600),
-        _ => format!("{} d ago", s / 86_400),
-    }
 }
 
 /// A time as "3 min ago" in a `<time>` with the absolute time as its `datetime` and title
@@ -104,6 +87,17 @@ fn address_html(game: &str, addr: &str) -> Markup {
 const STYLE: &str = concat!("\n", include_str!("../../assets/style.css"));
 
 pub(super) fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup) -> Markup {
+    page_with(site, title, refresh, html! {}, body)
+}
+
+/// A page with more in its head (a feed's `<link rel="alternate">`).
+pub(super) fn page_with(
+    site: &Site,
+    title: &str,
+    refresh: Option<f64>,
+    head: Markup,
+    body: Markup,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -111,6 +105,8 @@ pub(super) fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup)
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " — " (site.title) }
+                link rel="icon" type="image/svg+xml" href=(site.url("/favicon.svg"));
+                (head)
                 style { (PreEscaped(STYLE)) }
             }
             body data-refresh=[refresh] data-base=(site.base) {
@@ -140,7 +136,7 @@ pub(super) fn page(site: &Site, title: &str, refresh: Option<f64>, body: Markup)
 pub(super) const BROWSER_JS: &str = concat!("\n", include_str!("../../assets/app.js"));
 
 /// "3 (+2 bots)/16": humans, bots where there are any, slots.
-fn players_text(s: &ServerRow) -> String {
+pub(super) fn players_text(s: &ServerRow) -> String {
     if s.status != "online" {
         return "-".into();
     }
@@ -515,6 +511,7 @@ pub(super) async fn server_page(
                 }
             }
         }
+        (super::embed::snippets(&st.site, &s.addr))
         @if !facts.rules.is_empty() {
             details #rules open {
                 summary { h2 { "Server variables" } }
@@ -526,7 +523,10 @@ pub(super) async fn server_page(
             }
         }
     };
-    Ok(Html(page(&st.site, &title, None, body).into_string()))
+    let head = super::feeds::server_head(&st.site, &s.addr);
+    Ok(Html(
+        page_with(&st.site, &title, None, head, body).into_string(),
+    ))
 }
 
 /// A link to a player's page.
@@ -539,7 +539,7 @@ mod tests {
     use fragstat::core::model::Dialect;
 
     use super::*;
-    use crate::web::{contrast_ratio, name_runs, NameRun};
+    use crate::web::{contrast_ratio, name_runs, NameRun, BACKGROUND};
 
     #[test]
     fn hostile_names_render_inert() {
@@ -559,6 +559,7 @@ mod tests {
             vec![NameRun {
                 color: None,
                 page_color: None,
+                light_color: None,
                 text: "a^1<b>".into(),
                 half_alpha: false,
                 icon: None,
@@ -587,7 +588,11 @@ mod tests {
     fn dark_name_colours_are_made_readable() {
         let t = Text::new(b"^4blue^0black^2green".to_vec(), Dialect::Ioq3);
         let h = name_html(&t).into_string();
-        assert!(!h.contains("#0000ff") && !h.contains("#000000"), "{h}");
+        // (The light theme's `--light:` colours: colour.rs's tests.)
+        assert!(
+            !h.contains("color:#0000ff") && !h.contains("color:#000"),
+            "{h}"
+        );
         for part in h.split("color:#").skip(1) {
             let hex = part.get(..6).unwrap();
             let c = [0, 2, 4].map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap());

@@ -11,8 +11,9 @@ use super::api::{
     bad_request, bool_param, hours_param, int_param, window_cap, PlayerPageQuery, PlayerQuery,
     MAX_SEARCH_HOURS, MAX_SEARCH_RESULTS,
 };
+use super::format::duration_text;
 use super::pages::{
-    addr_segment, name_html, page, player_href, race_servers, race_time, time_html,
+    addr_segment, name_html, page, page_with, player_href, race_servers, race_time, time_html,
 };
 use super::{not_found, AppState, Site, WebError};
 use crate::round::now_ms;
@@ -286,17 +287,6 @@ pub(super) async fn players_page(
     Ok(Html(page(&st.site, "Players", None, body).into_string()))
 }
 
-/// "2 h 5 min", "45 s".
-pub fn duration_text(secs: i64) -> String {
-    let s = secs.max(0);
-    match s {
-        0..=59 => format!("{s} s"),
-        60..=3599 => format!("{} min", s / 60),
-        3600..=86_399 => format!("{} h {} min", s / 3600, s % 3600 / 60),
-        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
-    }
-}
-
 pub(super) async fn player_page(
     State(st): State<AppState>,
     Path(id): Path<String>,
@@ -343,10 +333,14 @@ pub(super) async fn player_page(
                 }
             }
         }
-        p { a href=(st.site.url(&format!("/api/players/{id}{}", if p.is_bot { "?bots=1" } else { "" }))) { "as JSON" } }
+        p {
+            a href=(st.site.url(&format!("/api/players/{id}{}", if p.is_bot { "?bots=1" } else { "" }))) { "as JSON" }
+            @if !p.is_bot { " · " a href=(super::feeds::player_feed(&st.site, id)) { "watch (Atom)" } }
+        }
     };
+    let head = if p.is_bot { html! {} } else { super::feeds::player_head(&st.site, id) };
     Ok(Html(
-        page(&st.site, &name.display(), None, body).into_string(),
+        page_with(&st.site, &name.display(), None, head, body).into_string(),
     ))
 }
 
