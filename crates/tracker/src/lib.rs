@@ -100,6 +100,8 @@ pub struct Tracker {
     role: Arc<Role>,
     /// MMDB reloads ([`Tracker::reload_geoip`]) that worked, and that failed.
     geoip_reloads: [prometheus_client::metrics::counter::Counter; 2],
+    /// The API's keys and request rates (one for every [`Tracker::state`]).
+    access: Arc<web::Access>,
 }
 
 impl Tracker {
@@ -137,7 +139,9 @@ impl Tracker {
             geoip_reloads[1].clone(),
         );
         let events = events::Events::new(&config, &metrics).map_err(TrackError::Webhook)?;
+        let access = Arc::new(web::Access::new(&config.web.api, &metrics));
         Ok(Tracker {
+            access,
             config,
             store,
             client,
@@ -208,6 +212,7 @@ impl Tracker {
             site: web::Site::of(&self.config),
             countries: self.countries.clone(),
             role: self.role.clone(),
+            access: self.access.clone(),
         }
     }
 

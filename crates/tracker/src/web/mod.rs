@@ -22,6 +22,7 @@ use crate::geoip::Countries;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
+mod access;
 mod api;
 mod chart;
 mod colour;
@@ -30,7 +31,10 @@ mod health;
 mod http;
 mod join;
 mod pages;
+mod params;
 
+pub use access::{Access, Refusal};
+pub use params::documented as documented_parameters;
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
 pub use chart::chart;
 pub use colour::{contrast_ratio, readable, BACKGROUND};
@@ -62,6 +66,8 @@ pub struct AppState {
     pub countries: Arc<Countries>,
     /// This tracker's role (the writer, a standby, web-only), for `/healthz`.
     pub role: Arc<crate::engine::Role>,
+    /// The API's keys and request rates (`[web.api]`).
+    pub access: Arc<Access>,
 }
 
 /// What the site is: title, base path, CORS origins, and the history it can search.
@@ -142,6 +148,8 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/api/openapi.json"), get(openapi))
         .route(&format!("{b}/metrics"), get(metrics))
         .route(&format!("{b}/healthz"), get(health::healthz));
+    // Anything else: a 404 that says so (JSON under /api/, like every API error).
+    r = r.fallback(|| async { not_found("page") });
     if !b.is_empty() {
         // `/servers` itself: to the browser page, `/servers/`.
         let to = format!("{b}/");
@@ -150,7 +158,7 @@ pub fn router(state: AppState) -> Router {
             get(move || async move { axum::response::Redirect::permanent(&to) }),
         );
     }
-    http::layers(r.with_state(state), &site)
+    http::layers(r.with_state(state.clone()), &site, &state.access)
 }
 
 /// Serves `router(state)` on `listener` until `stop` resolves, with the default guard (see
@@ -201,9 +209,12 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> 
     tokio::net::TcpListener::bind(addr).await
 }
 
-/// A handler's failure, answered as plain text: a 4xx with its message (what was wrong with
-/// the request); a 500 with [`INTERNAL_ERROR`] only, its detail (a database's error text)
-/// logged, never sent.
+/// A handler's failure: a 4xx with its message (what was wrong with the request); a 500 with
+/// [`INTERNAL_ERROR`] only, its detail (a database's error text) logged, never sent. Pages
+/// answer it as plain text; under `/api/` every error answer, this one or any other (the
+/// router's 404 and 405, a timeout's 503), is JSON: `{"error": message, "status": code}`
+/// (`http::json_errors`).
+#[derive(Debug)]
 struct WebError(StatusCode, String);
 
 /// The body of every 500: the detail is in the tracker's log.
