@@ -53,6 +53,9 @@
 //! cors_origins = []                     # origins allowed to read the API from a browser, or ["*"]
 //! ```
 //!
+//! `[web.api]` sets the API's request rates and keys ([`api`]); `webhook_secret` signs the
+//! webhook's POSTs (HMAC-SHA256, docs/tracker.md, "Webhook signatures").
+//!
 //! `[push]` listens for the events ET: Legacy servers push (`sv_tracker`): [`crate::push`].
 //! `[privacy]` names the players never stored and sets the about page's text:
 //! [`crate::privacy`].
@@ -65,6 +68,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+pub mod api;
+pub use api::{ApiConfig, ApiKey, Secret};
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +146,8 @@ pub struct WebConfig {
     /// Origins allowed to read the API from a browser (CORS): `https://example.org`, or `*`
     /// for any. Empty (the default): no CORS headers.
     pub cors_origins: Vec<String>,
+    /// `[web.api]`: the API's request rates and keys.
+    pub api: ApiConfig,
 }
 
 impl Default for WebConfig {
@@ -162,6 +170,7 @@ impl Default for WebConfig {
             title: DEFAULT_TITLE.into(),
             base_path: String::new(),
             cors_origins: Vec::new(),
+            api: ApiConfig::default(),
         }
     }
 }
@@ -338,6 +347,10 @@ pub struct Config {
     /// The webhook's form.
     #[serde(default)]
     pub webhook_format: WebhookFormat,
+    /// Signs every webhook POST with HMAC-SHA256 under this secret (`X-Fragstat-Signature`
+    /// over `X-Fragstat-Timestamp`, a dot and the body); none: unsigned.
+    #[serde(default)]
+    pub webhook_secret: Option<Secret>,
     /// Attempts per webhook batch before it is dropped.
     #[serde(default = "default_webhook_tries")]
     pub webhook_tries: u32,
@@ -433,6 +446,7 @@ impl Default for Config {
             snapshot_records: true,
             webhook: None,
             webhook_format: WebhookFormat::Json,
+            webhook_secret: None,
             webhook_tries: default_webhook_tries(),
             webhook_timeout_ms: default_webhook_timeout(),
             webhook_queue: default_webhook_queue(),
@@ -513,6 +527,11 @@ impl Config {
             ));
         }
         self.web.check_site().map_err(ConfigError::Invalid)?;
+        self.web.api.check().map_err(ConfigError::Invalid)?;
+        if let Some(s) = &self.webhook_secret {
+            s.check("webhook_secret", 16)
+                .map_err(ConfigError::Invalid)?;
+        }
         self.web
             .client_ip()
             .map_err(|e| ConfigError::Invalid(format!("[web]: {e}")))?;

@@ -104,6 +104,8 @@ pub struct Tracker {
     geoip_reloads: [prometheus_client::metrics::counter::Counter; 2],
     /// The about page's text (`[privacy] about`, or `about_file` as read at start).
     about: Option<String>,
+    /// The API's keys and request rates (one for every [`Tracker::state`]).
+    access: Arc<web::Access>,
 }
 
 impl Tracker {
@@ -152,7 +154,9 @@ impl Tracker {
             // Pushed players who opted out are never published either (crate::privacy).
             p.opt_out_of(&store);
         }
+        let access = Arc::new(web::Access::new(&config.web.api, &metrics));
         Ok(Tracker {
+            access,
             config,
             store,
             client,
@@ -227,6 +231,7 @@ impl Tracker {
             },
             countries: self.countries.clone(),
             role: self.role.clone(),
+            access: self.access.clone(),
         }
     }
 

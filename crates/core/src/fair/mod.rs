@@ -20,7 +20,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 mod rate;
 mod recent;
-pub use rate::{Rate, RateTable};
+pub use rate::{Bucket, Rate, RateTable};
 pub use recent::Recent;
 
 /// A prefix level (see the module documentation).

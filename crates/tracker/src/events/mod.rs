@@ -16,6 +16,11 @@
 //! 1 s, 2 s, 4 s… up to a minute (a 429's `Retry-After`, at most a minute, instead) up to
 //! `webhook_tries` attempts, then dropping the batch (counted in `/metrics`). A 4xx other
 //! than 408 and 429 is not retried: the batch is dropped at once.
+//!
+//! Every event gets a number ([`Published::id`]) and the last ones are kept
+//! ([`replay`]) for `/api/events` clients that reconnect with `Last-Event-ID`. With
+//! `webhook_secret` every POST is signed ([`signature`]: HMAC-SHA256 of the timestamp and the
+//! body).
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -33,6 +38,8 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::round::RoundReport;
 
+pub mod replay;
+pub mod signature;
 mod webhook;
 use webhook::Queue;
 pub use webhook::WEBHOOK_QUEUE_BYTES;
@@ -53,6 +60,9 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// An event with its JSON, serialised once for every client.
 #[derive(Debug)]
 pub struct Published {
+    /// Its number: 1 for this tracker's first event, one more for each (the SSE `id:` is
+    /// [`EventHub::boot`], `-` and this).
+    pub id: u64,
     /// The event.
     pub event: Event,
     /// Its JSON (`{"event": …, "server": …}`).
@@ -69,6 +79,10 @@ struct KindLabel {
 #[derive(Debug, Clone)]
 pub struct EventHub {
     tx: broadcast::Sender<Arc<Published>>,
+    /// The last events, for clients that come back (`Last-Event-ID`).
+    replay: Arc<Mutex<replay::Replay>>,
+    /// When this tracker's events began (Unix ms): the first half of every event id.
+    boot: i64,
     clients: Arc<Semaphore>,
     /// Streams held per client prefix (`[web] sse_max_per_host`, `sse_max_per_network`).
     shares: Arc<Mutex<Shares>>,
@@ -131,6 +145,20 @@ impl EventHub {
         self.tx.subscribe()
     }
 
+    /// The events after `last` still kept, and the events from then on: see
+    /// [`replay::Resume`].
+    pub fn resume(&self, last: u64) -> replay::Resume {
+        let r = self.replay.lock().unwrap_or_else(|e| e.into_inner());
+        // Subscribed under the lock the publisher sends under: nothing falls between.
+        let rx = self.tx.subscribe();
+        r.after(last, rx)
+    }
+
+    /// When this tracker's events began (Unix ms): event ids are `BOOT-N`.
+    pub fn boot(&self) -> i64 {
+        self.boot
+    }
+
     /// Resolves when the tracker stops (streams end then).
     pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let mut stop = self.stop.clone();
@@ -190,6 +218,7 @@ fn with_players(events: Vec<Event>, players: &[Event], records: &[fragstat::Reco
 #[derive(Debug, Clone)]
 pub struct Publisher {
     tx: broadcast::Sender<Arc<Published>>,
+    replay: Arc<Mutex<replay::Replay>>,
     events: Family<KindLabel, Counter>,
     queue: Option<Arc<Queue>>,
     held: Arc<Mutex<Vec<Arc<Published>>>>,
@@ -199,14 +228,22 @@ pub struct Publisher {
 impl Publisher {
     /// Serialises, counts and broadcasts `events`; what was published.
     fn publish(&self, events: Vec<Event>) -> Vec<Arc<Published>> {
+        // Numbered, kept and sent under the replay's lock: a client resuming sees each event
+        // once, from the buffer or from the channel.
+        let mut replay = self.replay.lock().unwrap_or_else(|e| e.into_inner());
         let published: Vec<Arc<Published>> = events
             .into_iter()
             .map(|event| {
                 let json = serde_json::to_string(&event).unwrap_or_default();
-                Arc::new(Published { event, json })
+                Arc::new(Published {
+                    id: replay.next_id(),
+                    event,
+                    json,
+                })
             })
             .collect();
         for p in &published {
+            replay.keep(p.clone());
             self.events
                 .get_or_create(&KindLabel {
                     kind: p.event.kind.name().to_string(),
@@ -276,8 +313,14 @@ impl Events {
     pub fn new(config: &Config, metrics: &Metrics) -> Result<Events, reqwest::Error> {
         let (tx, _) = broadcast::channel(SSE_BUFFER);
         let (stop, stop_rx) = watch::channel(false);
+        let replay = Arc::new(Mutex::new(replay::Replay::new(
+            replay::SSE_REPLAY,
+            replay::SSE_REPLAY_BYTES,
+        )));
         let hub = EventHub {
             tx,
+            replay: replay.clone(),
+            boot: crate::round::now_ms(),
             clients: Arc::new(Semaphore::new(config.sse_max_clients)),
             shares: Arc::new(Mutex::new(Shares::new(config.web.sse_caps()))),
             refused_share: Counter::default(),
@@ -312,6 +355,7 @@ impl Events {
         let unposted = Counter::default();
         let publisher = Publisher {
             tx: hub.tx.clone(),
+            replay,
             events,
             queue,
             held: Arc::default(),

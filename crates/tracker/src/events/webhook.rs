@@ -10,6 +10,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 
+use super::signature::{self, Deliveries};
 use super::{Published, FIRST_BACKOFF, MAX_BACKOFF, MAX_RETRY_AFTER, WEBHOOK_MAX_EVENTS};
 use crate::config::{Config, WebhookFormat};
 use crate::metrics::Metrics;
@@ -176,10 +177,15 @@ pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, reqwe
                 .timeout(Duration::from_millis(config.webhook_timeout_ms))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?;
+            let target = Target {
+                client,
+                url: url.clone(),
+                secret: config.webhook_secret.clone(),
+                deliveries: Deliveries::new(),
+            };
             let sender = tokio::spawn(send_loop(
                 queue.clone(),
-                client,
-                url.clone(),
+                target,
                 config.webhook_format,
                 config.webhook_tries.max(1),
                 wm,
@@ -189,10 +195,18 @@ pub(super) fn start(config: &Config, metrics: &Metrics) -> Result<Started, reqwe
     })
 }
 
-async fn send_loop(
-    queue: Arc<Queue>,
+/// Where and how the batches go: the client, the URL (never shown: it may hold a token),
+/// the signing secret, the delivery ids.
+struct Target {
     client: reqwest::Client,
     url: String,
+    secret: Option<crate::config::Secret>,
+    deliveries: Deliveries,
+}
+
+async fn send_loop(
+    queue: Arc<Queue>,
+    target: Target,
     format: WebhookFormat,
     tries: u32,
     m: WebhookMetrics,
@@ -203,20 +217,15 @@ async fn send_loop(
             WebhookFormat::Json => json_body(&batch),
             WebhookFormat::Discord => discord_body(&batch),
         };
-        deliver(&client, &url, body, tries, &m).await;
+        deliver(&target, body, tries, &m).await;
     }
 }
 
-/// POSTs `body`, retrying as the module docs say.
-async fn deliver(
-    client: &reqwest::Client,
-    url: &str,
-    body: String,
-    tries: u32,
-    m: &WebhookMetrics,
-) {
+/// POSTs `body`, retrying as the module docs say (one delivery id for every attempt).
+async fn deliver(target: &Target, body: String, tries: u32, m: &WebhookMetrics) {
+    let delivery = target.deliveries.next();
     for attempt in 0..tries {
-        let answer = post(client, url, &body).await;
+        let answer = post(target, &delivery, &body).await;
         if answer == Answer::Delivered {
             m.posts.inc();
             return;
@@ -230,14 +239,23 @@ async fn deliver(
     m.dropped.inc();
 }
 
-/// One POST of `body`, and what its answer means.
-async fn post(client: &reqwest::Client, url: &str, body: &str) -> Answer {
-    let r = client
-        .post(url)
+/// One POST of `body` (signed, with a secret, at the time it is sent), and what its answer
+/// means.
+async fn post(target: &Target, delivery: &str, body: &str) -> Answer {
+    let mut req = target
+        .client
+        .post(&target.url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body.to_owned())
-        .send()
-        .await;
+        .header(reqwest::header::USER_AGENT, signature::USER_AGENT)
+        .header(signature::DELIVERY, delivery);
+    if let Some(secret) = &target.secret {
+        let at = signature::now_secs();
+        let sig = signature::sign(secret.expose().as_bytes(), at, body.as_bytes());
+        req = req
+            .header(signature::TIMESTAMP, at.to_string())
+            .header(signature::SIGNATURE, sig);
+    }
+    let r = req.body(body.to_owned()).send().await;
     match r {
         Ok(resp) => {
             let s = resp.status();
@@ -478,7 +496,7 @@ mod tests {
             .collect();
         for event in d.update(5, &records) {
             let json = serde_json::to_string(&event).unwrap();
-            events.push(Arc::new(Published { event, json }));
+            events.push(Arc::new(Published { id: 0, event, json }));
         }
         events
     }
@@ -544,6 +562,7 @@ mod tests {
         let (tx, _) = tokio::sync::broadcast::channel(16);
         let p = super::super::Publisher {
             tx,
+            replay: Arc::default(),
             events: Default::default(),
             queue: Some(q.clone()),
             held: Arc::default(),

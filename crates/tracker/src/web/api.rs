@@ -268,6 +268,7 @@ pub const MAX_SEARCH_RESULTS: i64 = 500;
 /// The browser's query string. Every value is checked: one out of range or unknown is a 400
 /// saying what the parameter takes, never clamped or ignored.
 #[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BrowseQuery {
     /// Game id (or an alias of one).
     pub game: Option<String>,
@@ -397,6 +398,7 @@ impl BrowseQuery {
 
 /// The server page's query string.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HistoryQuery {
     /// From this Unix-ms time.
     pub since: Option<String>,
@@ -430,6 +432,7 @@ impl HistoryQuery {
 
 /// The player search's query string.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlayerQuery {
     /// Name contains (colours stripped, case-insensitive).
     pub q: Option<String>,
@@ -617,6 +620,7 @@ pub(super) async fn api_players(
 
 /// `/api/rounds`' query string.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RoundsQuery {
     /// Most rounds (default 60, at most 10,000).
     pub limit: Option<String>,

@@ -1,6 +1,8 @@
 //! HTTP hygiene around every route: CORS when configured, compression, on the JSON API
-//! a strong ETag with `If-None-Match` → 304 and a short `Cache-Control`, and on every answer
-//! (pages, API, errors) the security headers ([`SECURITY_HEADERS`], [`content_security_policy`]).
+//! a strong ETag with `If-None-Match` → 304 and a short `Cache-Control`, the API's keys and
+//! rates ([`super::access`]), unknown query parameters refused ([`super::params`]), every API
+//! error as JSON ([`json_errors`]), and on every answer (pages, API, errors) the security
+//! headers ([`SECURITY_HEADERS`], [`content_security_policy`]).
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -12,20 +14,45 @@ use sha2::{Digest, Sha256};
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use std::sync::Arc;
+
+use super::access::Access;
 use super::Site;
 
 /// The router with its layers: ETag outside compression (so each encoding of a body has
-/// its own strong ETag, as RFC 9110 asks of a strong validator), CORS outermost (its
-/// preflight answered before anything else).
-pub(super) fn layers(router: Router, site: &Site) -> Router {
+/// its own strong ETag, as RFC 9110 asks of a strong validator), the JSON errors inside it
+/// (they read the body before it is compressed), the keys and rates before any work, CORS
+/// outermost (its preflight answered before anything else, and a 429 readable by a page).
+pub(super) fn layers(router: Router, site: &Site, access: &Arc<Access>) -> Router {
     let api = site.url("/api/");
+    let api_prefix: Arc<str> = Arc::from(api.as_str());
+    let base: Arc<str> = Arc::from(site.base.as_str());
     let max_age = max_age(site.interval_secs);
+    let (p1, p2, acc) = (api_prefix.clone(), api_prefix, access.clone());
     let router = router
         // A page or answer not ready within ANSWER_TIMEOUT (the database busy) is a 503,
         // before the HTTP guard's request timeout would close the connection unanswered.
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             ANSWER_TIMEOUT,
+        ))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let base = base.clone();
+                async move { super::params::known_only(base, req, next).await }
+            },
+        ))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let api = p1.clone();
+                async move { json_errors(&api, req, next).await }
+            },
+        ))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let (acc, api) = (acc.clone(), p2.clone());
+                async move { super::access::limit(acc, api, req, next).await }
+            },
         ))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(
@@ -120,9 +147,54 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
         CorsLayer::new()
             .allow_origin(allow)
             .allow_methods([Method::GET, Method::HEAD])
-            .allow_headers([header::IF_NONE_MATCH])
-            .expose_headers([header::ETAG]),
+            .allow_headers([
+                header::IF_NONE_MATCH,
+                header::AUTHORIZATION,
+                header::HeaderName::from_static("x-api-key"),
+                header::HeaderName::from_static("last-event-id"),
+            ])
+            .expose_headers([header::ETAG, header::RETRY_AFTER]),
     )
+}
+
+/// Error answers under `api` (4xx, 5xx) that are not JSON already become
+/// `{"error": text, "status": code}` (the router's 404 and 405, an extractor's 400, a
+/// timeout's 503, a handler's text): a client reads every API error the same way. A 500 says
+/// only [`super::INTERNAL_ERROR`]. Headers (`Retry-After`, `WWW-Authenticate`) are kept.
+pub(super) async fn json_errors(api: &str, req: Request, next: Next) -> Response {
+    let wanted = req.uri().path().starts_with(api);
+    let res = next.run(req).await;
+    let status = res.status();
+    let json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
+    if !wanted || json || !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    // Error texts are short; a longer one is cut (never buffered without bound).
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+        super::INTERNAL_ERROR.to_string()
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_lowercase()
+    } else {
+        text
+    };
+    for h in [header::CONTENT_LENGTH, header::CONTENT_ENCODING] {
+        parts.headers.remove(h);
+    }
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let body = serde_json::json!({ "error": message, "status": status.as_u16() });
+    Response::from_parts(parts, Body::from(body.to_string()))
 }
 
 /// A strong ETag: the first 128 bits of the body's SHA-256, in hex.

@@ -26,6 +26,7 @@ use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
 mod about;
+mod access;
 mod api;
 mod banner;
 mod chart;
@@ -39,10 +40,12 @@ mod http;
 mod join;
 mod look;
 mod pages;
+mod params;
 mod people;
 mod server_chart;
 mod stats;
 
+pub use access::{Access, Refusal};
 pub use api::{
     name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerPageQuery, PlayerQuery, RoundsQuery,
 };
@@ -57,6 +60,7 @@ pub use http::{content_security_policy, etag_of, max_age, SECURITY_HEADERS};
 pub use join::join_url;
 pub use look::{robots, FAVICON, FAVICON_MAX_AGE};
 pub use pages::race_time;
+pub use params::documented as documented_parameters;
 pub use stats::{MapsQuery, StatsQuery, TopQuery, MAX_STATS_HOURS};
 
 use api::{api_history, api_masters, api_player, api_players, api_rounds, api_server, api_servers};
@@ -83,6 +87,8 @@ pub struct AppState {
     pub countries: Arc<Countries>,
     /// This tracker's role (the writer, a standby, web-only), for `/healthz`.
     pub role: Arc<crate::engine::Role>,
+    /// The API's keys and request rates (`[web.api]`).
+    pub access: Arc<Access>,
 }
 
 /// What the site is: title, base path, CORS origins, and the history it can search.
@@ -189,6 +195,8 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/favicon.svg"), get(look::favicon))
         .route(&format!("{b}/robots.txt"), get(look::robots_txt))
         .merge(embed::routes(&b));
+    // Anything else: a 404 that says so (JSON under /api/, like every API error).
+    r = r.fallback(|| async { not_found("page") });
     if !b.is_empty() {
         // `/servers` itself: to the browser page, `/servers/`.
         let to = format!("{b}/");
@@ -197,7 +205,7 @@ pub fn router(state: AppState) -> Router {
             get(move || async move { axum::response::Redirect::permanent(&to) }),
         );
     }
-    http::layers(r.with_state(state), &site)
+    http::layers(r.with_state(state.clone()), &site, &state.access)
 }
 
 /// Serves `router(state)` on `listener` until `stop` resolves, with the default guard (see
@@ -248,9 +256,12 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> 
     tokio::net::TcpListener::bind(addr).await
 }
 
-/// A handler's failure, answered as plain text: a 4xx with its message (what was wrong with
-/// the request); a 500 with [`INTERNAL_ERROR`] only, its detail (a database's error text)
-/// logged, never sent.
+/// A handler's failure: a 4xx with its message (what was wrong with the request); a 500 with
+/// [`INTERNAL_ERROR`] only, its detail (a database's error text) logged, never sent. Pages
+/// answer it as plain text; under `/api/` every error answer, this one or any other (the
+/// router's 404 and 405, a timeout's 503), is JSON: `{"error": message, "status": code}`
+/// (`http::json_errors`).
+#[derive(Debug)]
 struct WebError(StatusCode, String);
 
 /// The body of every 500: the detail is in the tracker's log.

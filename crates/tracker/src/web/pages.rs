@@ -16,7 +16,7 @@ use super::api::{
     BrowseQuery, HistoryQuery, MAP_HISTORY,
 };
 use super::colour::themed_html;
-use super::format::{ago, duration_text};
+use super::format::ago;
 use super::{join, not_found, server_chart, time_text, AppState, Site, WebError};
 use crate::geoip::flag;
 use crate::round::now_ms;

@@ -338,7 +338,11 @@ pub(super) async fn player_page(
             @if !p.is_bot { " · " a href=(super::feeds::player_feed(&st.site, id)) { "watch (Atom)" } }
         }
     };
-    let head = if p.is_bot { html! {} } else { super::feeds::player_head(&st.site, id) };
+    let head = if p.is_bot {
+        html! {}
+    } else {
+        super::feeds::player_head(&st.site, id)
+    };
     Ok(Html(
         page_with(&st.site, &name.display(), None, head, body).into_string(),
     ))

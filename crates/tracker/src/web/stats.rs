@@ -16,7 +16,8 @@ use super::api::{
     bad_request, game_title, hours_param, int_param, name_runs, pages, window_cap, NameRun,
 };
 use super::chart::{caption, chart, stats_points, window_links, Chart};
-use super::pages::{addr_segment, duration_text, name_html, page, time_html};
+use super::format::duration_text;
+use super::pages::{addr_segment, name_html, page, time_html};
 use super::{AppState, WebError};
 use crate::round::now_ms;
 use crate::store::{GameStats, MapStats, Period, StatsPoint, TopPage, MAX_RANKED};

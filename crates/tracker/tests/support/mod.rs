@@ -3,6 +3,8 @@
 // Each test file uses part of it.
 #![allow(dead_code)]
 
+pub mod switch;
+
 use std::path::Path;
 
 use fragstat_tracker::config::{Config, Source};
@@ -71,26 +73,63 @@ impl Sse {
 
     /// The next frame with an `event:` line: (event, data).
     pub async fn next(&mut self) -> (String, String) {
+        let (_, event, data) = self.next_frame().await;
+        (event, data)
+    }
+
+    /// The next frame with an `event:` line: (its `id:`, event, data).
+    pub async fn next_frame(&mut self) -> (Option<String>, String, String) {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let frame: String = self.buf.drain(..end + 2).collect();
                 let mut event = None;
+                let mut id = None;
                 let mut data = String::new();
                 for l in frame.lines() {
                     if let Some(e) = l.strip_prefix("event: ") {
                         event = Some(e.to_string());
                     } else if let Some(d) = l.strip_prefix("data: ") {
                         data.push_str(d);
+                    } else if let Some(i) = l.strip_prefix("id: ") {
+                        id = Some(i.to_string());
                     }
                 }
                 match event {
-                    Some(e) => return (e, data),
-                    None => continue, // a keep-alive comment
+                    Some(e) => return (id, e, data),
+                    None => continue, // a keep-alive comment, the retry hint
                 }
             }
             let chunk = tokio::time::timeout(SSE_SETTLE, self.resp.chunk())
                 .await
                 .expect("an event in time")
+                .expect("stream readable")
+                .expect("stream open");
+            self.buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Opens a stream with a request of `client`'s (headers set by the caller).
+    pub async fn send(req: reqwest::RequestBuilder) -> Sse {
+        let resp = req.send().await.expect("GET /api/events");
+        assert_eq!(resp.status(), 200);
+        Sse {
+            resp,
+            buf: String::new(),
+        }
+    }
+
+    /// Everything read so far that is not a whole frame yet, and the raw start (for the
+    /// `retry:` line).
+    pub fn pending(&self) -> &str {
+        &self.buf
+    }
+
+    /// Reads until `pred` holds of the raw text read (bounded by [`SSE_SETTLE`]).
+    pub async fn read_until(&mut self, pred: impl Fn(&str) -> bool) {
+        while !pred(&self.buf) {
+            let chunk = tokio::time::timeout(SSE_SETTLE, self.resp.chunk())
+                .await
+                .expect("bytes in time")
                 .expect("stream readable")
                 .expect("stream open");
             self.buf.push_str(&String::from_utf8_lossy(&chunk));
