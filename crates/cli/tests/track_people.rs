@@ -96,6 +96,7 @@ fn bots_search_window_and_about_in_chromium_and_forget() {
 
     let server_page = format!("{url}server/{seg}");
     let search_page = format!("{url}players?q=player&hours=24");
+    let bots_page = format!("{url}players?q=player&bots=1");
     let about_page = format!("{url}about");
     if let Some(chromium) = &chromium {
         let dom = chromium.dump_dom(&server_page, 1000);
@@ -108,6 +109,10 @@ fn bots_search_window_and_about_in_chromium_and_forget() {
             "{dom}"
         );
         assert_eq!(dom.matches("<tr class=\"hit\"").count(), 2, "{dom}");
+        // Asked for, the bots are in the search, marked; the window is everything kept.
+        let dom = chromium.dump_dom(&bots_page, 1000);
+        assert_eq!(dom.matches("<tr class=\"hit bot\"").count(), 2, "{dom}");
+        assert!(dom.contains("Searching all the players kept"), "{dom}");
         let dom = chromium.dump_dom(&about_page, 1000);
         assert!(dom.contains("Example LAN club"), "{dom}");
         assert!(dom.contains("href=\"mailto:privacy@example.org\""), "{dom}");
@@ -116,6 +121,7 @@ fn bots_search_window_and_about_in_chromium_and_forget() {
         for (name, page) in [
             ("server-bots", &server_page),
             ("search", &search_page),
+            ("search-bots", &bots_page),
             ("about", &about_page),
         ] {
             chromium.screenshot(page, &out.join(format!("{name}.png")), 1366, 900, 1000);

@@ -367,3 +367,33 @@ async fn a_flood_leaves_a_known_servers_pushes_served() {
         "the strangers were dropped"
     );
 }
+
+/// A pushed player who opted out (`[privacy] opt_out`) is never published: the next event
+/// after its `connect` is the following player's.
+#[tokio::test]
+async fn a_pushed_player_who_opted_out_is_never_published() {
+    let (socket, push) = push_socket().await;
+    let server = Server::start("127.0.0.1", push, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&dir, &[server.addr], push);
+    c.privacy.opt_out = vec!["SECRET".into()];
+    let tracker = Tracker::open(c).await.unwrap();
+    tracker.round().await.unwrap();
+    let (base, _web) = serve(&tracker, socket).await;
+    let mut sse = Sse::open(&format!("{base}/api/events")).await;
+    server
+        .act(|s, out| s.connect(player("^1Sec^7ret"), out))
+        .await
+        .unwrap();
+    server
+        .act(|s, out| s.connect(player("Open"), out))
+        .await
+        .unwrap();
+    let e = next_event(&mut sse).await;
+    assert_eq!(
+        (&e["event"], &e["name_raw"]),
+        (&"player_joined".into(), &"Open".into()),
+        "{e}"
+    );
+    assert_eq!(datagrams(&tracker, "accepted"), 2.0);
+}
