@@ -3,13 +3,14 @@
 //! and snippets, and the browser page, each in the dark and the light theme
 //! (`prefers-color-scheme` set by Blink's `preferredColorScheme`) at 1366×900 and 390×844
 //! (the server page also whole, 2,400 px tall, its snippets being below the fold);
-//! the banner's PNGs saved beside them. Screenshots under `target/tracker-e2e/embeds/`.
+//! the banner's PNGs saved beside them; another site (another port) framing the widget and,
+//! refused, the server page. Screenshots under `target/tracker-e2e/embeds/`.
 
 use fragstat_testkit::browser::Chromium;
 use fragstat_testkit::spawn_serve;
 
 mod support;
-use support::{artifacts, bin, http_get as get, Running};
+use support::{artifacts, bin, http_get as get, HttpFile, Running};
 
 const HOSTILE: &str = "^1<script>alert(1)</script>^3 Yellow^4Blue^7 & co";
 
@@ -118,6 +119,24 @@ fn track_embeds_and_themes_render_in_chromium() {
                 chromium.screenshot_with(page_url, &file, (w, h), 2000, &[flag]);
             }
         }
+    }
+    // Another site (another origin: another port) framing the widget, as the snippet says,
+    // and the server page, which refuses to be framed.
+    let other = HttpFile::serve(
+        "/frame.html",
+        "text/html; charset=utf-8",
+        format!(
+            "<!DOCTYPE html><html><body style=\"background:#ddd;font:14px sans-serif\">\
+             <p>another site, framing the widget:</p>\
+             <iframe src=\"{widget}\" width=\"300\" height=\"220\" style=\"border:0\"></iframe>\
+             <p>and the server page (refused):</p>\
+             <iframe src=\"{server}\" width=\"300\" height=\"120\"></iframe></body></html>"
+        )
+        .into_bytes(),
+    );
+    for (theme, flag) in [("dark", DARK), ("light", LIGHT)] {
+        let file = out.join(format!("framed-{theme}.png"));
+        chromium.screenshot_with(&other.url("/frame.html"), &file, (390, 844), 2000, &[flag]);
     }
     // The whole server page (its snippets are below the fold), 2,400 px tall.
     for (theme, flag) in [("dark", DARK), ("light", LIGHT)] {
