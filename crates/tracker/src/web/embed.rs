@@ -431,6 +431,26 @@ mod tests {
         assert!(q(Some("468x60"), Some("yes")).check().is_err());
     }
 
+    /// An answer is served for its round only, and the cache never holds more than its room.
+    #[test]
+    fn the_cache_is_per_round_and_bounded() {
+        let e = Embeds::new();
+        let key = |i: usize| (format!("127.0.0.1:{i}"), Kind::Svg, (468, 60), true);
+        let made = |round| Cached {
+            round,
+            etag: "W/\"x\"".into(),
+            body: Bytes::from_static(b"<svg/>"),
+        };
+        e.put(key(0), made(10));
+        assert!(e.get(&key(0), 10).is_some());
+        assert!(e.get(&key(0), 11).is_none(), "the next round makes it anew");
+        for i in 0..CACHE_ROOM * 2 + 1 {
+            e.put(key(i), made(10));
+            let held = e.cache.lock().unwrap().len();
+            assert!(held <= CACHE_ROOM, "{held}");
+        }
+    }
+
     /// A host past its burst waits; another network is served meanwhile.
     #[test]
     fn a_flooding_host_waits_and_another_network_is_served() {
