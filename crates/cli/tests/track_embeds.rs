@@ -45,33 +45,8 @@ fn track_embeds_and_themes_render_in_chromium() {
             "3",
         ],
     );
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("track.db");
-    let config = dir.path().join("track.toml");
-    let servers: Vec<String> = hostile
-        .servers
-        .iter()
-        .chain(&farm.servers)
-        .map(|a| format!("\"{a}\""))
-        .collect();
-    std::fs::write(
-        &config,
-        format!(
-            "database = {db:?}\nlisten = \"127.0.0.1:0\"\ninterval_secs = 2.5\ntimeout_ms = 300\nretries = 2\n\n\
-             [[source]]\ngame = \"q3\"\nservers = [{}]\n",
-            servers.join(", ")
-        ),
-    )
-    .unwrap();
-    let mut tracker = Running::start(&["track", "--config", config.to_str().unwrap()], &[]);
-    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
-    let url = line
-        .split("browse ")
-        .nth(1)
-        .expect("url")
-        .trim()
-        .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let servers: Vec<_> = hostile.servers.iter().chain(&farm.servers).collect();
+    let (mut tracker, url, _dir) = track(&servers);
     for _ in 0..2 {
         tracker.wait_line("a round", |l| l.starts_with("round "));
     }
@@ -94,6 +69,24 @@ fn track_embeds_and_themes_render_in_chromium() {
     let Some(chromium) = chromium else {
         return;
     };
+    screenshots(&chromium, &url, &server, &widget);
+}
+
+/// GET `url`'s body as bytes.
+fn bytes(url: &str) -> Vec<u8> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let r = reqwest::get(url).await.expect(url);
+        assert_eq!(r.status(), 200, "{url}");
+        r.bytes().await.expect("body").to_vec()
+    })
+}
+
+/// The banners, the DOM checks and the screenshots, under `target/tracker-e2e/embeds/`.
+fn screenshots(chromium: &Chromium, url: &str, server: &str, widget: &str) {
     let out = artifacts("tracker-e2e").join("embeds");
     std::fs::create_dir_all(&out).unwrap();
     // The banners as the site serves them.
@@ -103,16 +96,12 @@ fn track_embeds_and_themes_render_in_chromium() {
         std::fs::write(out.join(format!("banner-{size}.png")), &png).unwrap();
     }
     // The widget runs no script: its DOM is the server's HTML.
-    let dom = chromium.dump_dom(&widget, 1000);
+    let dom = chromium.dump_dom(widget, 1000);
     assert!(dom.contains("id=\"players\""), "{dom}");
     // The snippets are made whole by the page's script.
-    let dom = chromium.dump_dom(&server, 1000);
+    let dom = chromium.dump_dom(server, 1000);
     assert!(dom.contains(&format!("[url={server}]")), "{dom}");
-    for (name, page_url) in [
-        ("widget", widget.as_str()),
-        ("server", server.as_str()),
-        ("browser", url.as_str()),
-    ] {
+    for (name, page_url) in [("widget", widget), ("server", server), ("browser", url)] {
         for (theme, flag) in [("dark", DARK), ("light", LIGHT)] {
             for (w, h) in [(1366, 900), (390, 844)] {
                 let file = out.join(format!("{name}-{theme}-{w}x{h}.png"));
@@ -142,21 +131,35 @@ fn track_embeds_and_themes_render_in_chromium() {
     for (theme, flag) in [("dark", DARK), ("light", LIGHT)] {
         for w in [1366, 390] {
             let file = out.join(format!("server-whole-{theme}-{w}.png"));
-            chromium.screenshot_with(&server, &file, (w, 2400), 2000, &[flag]);
+            chromium.screenshot_with(server, &file, (w, 2400), 2000, &[flag]);
         }
     }
     eprintln!("screenshots in {}", out.display());
 }
 
-/// GET `url`'s body as bytes.
-fn bytes(url: &str) -> Vec<u8> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let r = reqwest::get(url).await.expect(url);
-        assert_eq!(r.status(), 200, "{url}");
-        r.bytes().await.expect("body").to_vec()
-    })
+/// `fragstat track` polling `servers` every 2.5 s: the process, its URL, its directory.
+fn track(servers: &[&std::net::SocketAddr]) -> (Running, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("track.db");
+    let config = dir.path().join("track.toml");
+    let servers: Vec<String> = servers.iter().map(|a| format!("\"{a}\"")).collect();
+    std::fs::write(
+        &config,
+        format!(
+            "database = {db:?}\nlisten = \"127.0.0.1:0\"\ninterval_secs = 2.5\ntimeout_ms = 300\nretries = 2\n\n\
+             [[source]]\ngame = \"q3\"\nservers = [{}]\n",
+            servers.join(", ")
+        ),
+    )
+    .unwrap();
+    let mut tracker = Running::start(&["track", "--config", config.to_str().unwrap()], &[]);
+    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
+    let url = line
+        .split("browse ")
+        .nth(1)
+        .expect("url")
+        .trim()
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (tracker, url, dir)
 }
