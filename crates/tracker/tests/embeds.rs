@@ -421,7 +421,7 @@ async fn guarded() -> (
     (base, stop, task, dir)
 }
 
-/// Banners and widgets have their own rate (`embed.rs`): one host flooding them gets its
+/// Banners, widgets and feeds have their own rate (`embed.rs`): one host flooding them gets its
 /// burst and is then answered 429 with `Retry-After`; its neighbours share their network's
 /// rate; when the network has spent it, a new host of it waits too, while a host of another
 /// network, and the flooding network's page views, are served. (Behind a trusted proxy on
@@ -490,6 +490,11 @@ async fn a_flood_of_banner_requests_leaves_other_networks_served() {
         "{net_served}"
     );
 
+    // The feeds share the rate: refused to the spent network, served to another.
+    const FEED: &str = "/server/127.0.0.1%3A27960/feed.atom";
+    let r = ask(FEED, "203.0.113.251".into()).await;
+    assert_eq!(r.status(), 429);
+    assert_eq!(ask(FEED, "198.51.100.9".into()).await.status(), 200);
     // Another network is served, and so are the flooding network's page views.
     let r = ask(BANNER, "198.51.100.7".into()).await;
     assert_eq!(r.status(), 200);

@@ -9,9 +9,10 @@
 //! renders, which the rate below bounds).
 //!
 //! They have their own request rate ([`HOST_RATE`] per client host, [`NET_RATE`] per
-//! network, [`fragstat::core::fair::RateTable`]), under the web guard's: a page that embeds
-//! a banner makes every visitor ask for it, and one host or network flooding them is
-//! answered 429 with `Retry-After` while every other is served.
+//! network, [`fragstat::core::fair::RateTable`]), under the web guard's, which the Atom
+//! feeds (`feeds.rs`, routed here) share: a page that embeds a banner makes every visitor ask
+//! for it, and one host or network flooding them is answered 429 with `Retry-After` while
+//! every other is served.
 //!
 //! The widget is the one answer other sites may frame: its own Content-Security-Policy
 //! (`frame-ancestors *`, no script at all, no request anywhere but its links) and no
@@ -128,7 +129,21 @@ pub(super) fn routes(b: &str) -> Router<AppState> {
             &format!("{b}/server/{{addr}}/widget"),
             get(|st, e, c, p, q, h| embed(Kind::Widget, st, e, c, p, q, h)),
         )
+        .route(
+            &format!("{b}/server/{{addr}}/feed.atom"),
+            get(super::feeds::server_feed_atom),
+        )
+        .route(
+            &format!("{b}/player/{{id}}/feed.atom"),
+            get(super::feeds::player_feed_atom),
+        )
         .layer(Extension(Arc::new(Embeds::new())))
+}
+
+/// Takes a request of `client` at the embeds' rate (the feeds' too); its 429 if refused.
+pub(super) fn refused(embeds: &Embeds, client: Client) -> Option<Response> {
+    let ip = client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(c)| c.0.ip());
+    embeds.admit(ip).err().map(|secs| too_many(secs.max(1)))
 }
 
 /// `?size=468x60&colors=0`.
@@ -167,7 +182,8 @@ impl EmbedQuery {
     }
 }
 
-type Client = Option<Extension<fragstat_http_guard::ClientAddr>>;
+/// The client's address, from the web guard.
+pub(super) type Client = Option<Extension<fragstat_http_guard::ClientAddr>>;
 
 async fn embed(
     kind: Kind,
@@ -193,9 +209,8 @@ async fn answer(
     q: &EmbedQuery,
     headers: &HeaderMap,
 ) -> Result<Response, WebError> {
-    let ip = client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(c)| c.0.ip());
-    if let Err(secs) = embeds.admit(ip) {
-        return Ok(too_many(secs.max(1)));
+    if let Some(r) = refused(embeds, client) {
+        return Ok(r);
     }
     let (size, colours) = q.check()?;
     let size = if kind == Kind::Widget { (0, 0) } else { size };
@@ -224,7 +239,7 @@ fn too_many(secs: u64) -> Response {
     let mut r = (
         StatusCode::TOO_MANY_REQUESTS,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "too many banner or widget requests from your network; try again later\n",
+        "too many banner, widget or feed requests from your network; try again later\n",
     )
         .into_response();
     if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
