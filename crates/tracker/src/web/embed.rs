@@ -355,7 +355,10 @@ fn widget(st: &AppState, s: &ServerRow, f: &Facts, players: &[crate::store::Play
                 @if f.online && !players.is_empty() {
                     ul.players {
                         @for p in players.iter().take(WIDGET_PLAYERS) {
-                            li { (name_html(&p.name_text())) }
+                            li {
+                                (name_html(&p.name_text()))
+                                @if super::api::is_bot(p, s) == Some(true) { " " span.bot { "bot" } }
+                            }
                         }
                         @if players.len() > WIDGET_PLAYERS {
                             li.more { "and " (players.len() - WIDGET_PLAYERS) " more" }
@@ -381,7 +384,7 @@ a{color:var(--link)}a.title{font-weight:bold;font-size:1.1em;text-decoration:non
 .dot{display:inline-block;width:.6em;height:.6em;border-radius:50%;margin-right:.4em}\
 .dot.up{background:#4caf50}.dot.down{background:#d65a5a}\
 p{margin:.35em 0}.players{margin:.3em 0;padding-left:1.1em;columns:2;font-size:.9em}\
-.more,.foot{color:var(--dim);font-size:.85em}code{font-size:.95em}";
+.more,.foot,.bot{color:var(--dim);font-size:.85em}code{font-size:.95em}";
 
 /// The server page's block: the banner and the widget, with HTML, BBCode and Markdown to
 /// copy, and the server's Atom feed. The snippets name this site's paths; the page's script
