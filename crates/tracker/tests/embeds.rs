@@ -383,17 +383,15 @@ async fn robots_and_the_icon() {
     s.close().await;
 }
 
-/// Banners and widgets have their own rate (`embed.rs`): one host flooding them gets its
-/// burst and is then answered 429 with `Retry-After`; its neighbours share their network's
-/// rate; when the network has spent it, a new host of it waits too, while a host of another
-/// network, and the flooding network's page views, are served. (Behind a trusted proxy on
-/// loopback whose header names the clients; the web guard's own rates are off, so the
-/// 429s are the embeds'.)
-#[tokio::test(flavor = "multi_thread")]
-async fn a_flood_of_banner_requests_leaves_other_networks_served() {
+/// A tracker with [`rounds`] served behind the web guard with its own rates off, trusting
+/// loopback's `X-Real-IP`: its base URL, its stop, its task, its directory.
+async fn guarded() -> (
+    String,
+    tokio::sync::watch::Sender<bool>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+    tempfile::TempDir,
+) {
     use fragstat_http_guard::{ClientIp, Limits, Rate};
-    use fragstat_tracker::web::{EMBED_HOST_RATE, EMBED_NET_RATE};
-
     let dir = tempfile::tempdir().unwrap();
     let config = support::quiet_config(dir.path().join("f.db").as_ref(), "");
     let tracker = Tracker::open(config).await.unwrap();
@@ -420,6 +418,21 @@ async fn a_flood_of_banner_requests_leaves_other_networks_served() {
             let _ = rx.wait_for(|s| *s).await;
         },
     ));
+    (base, stop, task, dir)
+}
+
+/// Banners, widgets and feeds have their own rate (`embed.rs`): one host flooding them gets its
+/// burst and is then answered 429 with `Retry-After`; its neighbours share their network's
+/// rate; when the network has spent it, a new host of it waits too, while a host of another
+/// network, and the flooding network's page views, are served. (Behind a trusted proxy on
+/// loopback whose header names the clients; the web guard's own rates are off, so the
+/// 429s are the embeds'.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_banner_requests_leaves_other_networks_served() {
+    use fragstat_http_guard::Rate;
+    use fragstat_tracker::web::{EMBED_HOST_RATE, EMBED_NET_RATE};
+
+    let (base, stop, task, _dir) = guarded().await;
     let client = reqwest::Client::new();
     let ask = |path: &'static str, ip: String| {
         let req = client.get(format!("{base}{path}")).header("x-real-ip", ip);
@@ -477,6 +490,11 @@ async fn a_flood_of_banner_requests_leaves_other_networks_served() {
         "{net_served}"
     );
 
+    // The feeds share the rate: refused to the spent network, served to another.
+    const FEED: &str = "/server/127.0.0.1%3A27960/feed.atom";
+    let r = ask(FEED, "203.0.113.251".into()).await;
+    assert_eq!(r.status(), 429);
+    assert_eq!(ask(FEED, "198.51.100.9".into()).await.status(), 200);
     // Another network is served, and so are the flooding network's page views.
     let r = ask(BANNER, "198.51.100.7".into()).await;
     assert_eq!(r.status(), 200);

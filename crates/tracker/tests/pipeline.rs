@@ -348,7 +348,7 @@ async fn pipeline(database: &str) {
     let red = fragstat_tracker::web::readable([255, 0, 0], fragstat_tracker::web::BACKGROUND);
     let red = format!("#{:02x}{:02x}{:02x}", red[0], red[1], red[2]);
     assert!(
-        page.contains(&format!("style=\"color:{red}\"")),
+        page.contains(&format!("style=\"color:{red};--light:")),
         "{red}: {page}"
     );
     let (status, page) = get(

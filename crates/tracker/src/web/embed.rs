@@ -9,9 +9,10 @@
 //! renders, which the rate below bounds).
 //!
 //! They have their own request rate ([`HOST_RATE`] per client host, [`NET_RATE`] per
-//! network, [`fragstat::core::fair::RateTable`]), under the web guard's: a page that embeds
-//! a banner makes every visitor ask for it, and one host or network flooding them is
-//! answered 429 with `Retry-After` while every other is served.
+//! network, [`fragstat::core::fair::RateTable`]), under the web guard's, which the Atom
+//! feeds (`feeds.rs`, routed here) share: a page that embeds a banner makes every visitor ask
+//! for it, and one host or network flooding them is answered 429 with `Retry-After` while
+//! every other is served.
 //!
 //! The widget is the one answer other sites may frame: its own Content-Security-Policy
 //! (`frame-ancestors *`, no script at all, no request anywhere but its links) and no
@@ -128,7 +129,21 @@ pub(super) fn routes(b: &str) -> Router<AppState> {
             &format!("{b}/server/{{addr}}/widget"),
             get(|st, e, c, p, q, h| embed(Kind::Widget, st, e, c, p, q, h)),
         )
+        .route(
+            &format!("{b}/server/{{addr}}/feed.atom"),
+            get(super::feeds::server_feed_atom),
+        )
+        .route(
+            &format!("{b}/player/{{id}}/feed.atom"),
+            get(super::feeds::player_feed_atom),
+        )
         .layer(Extension(Arc::new(Embeds::new())))
+}
+
+/// Takes a request of `client` at the embeds' rate (the feeds' too); its 429 if refused.
+pub(super) fn refused(embeds: &Embeds, client: Client) -> Option<Response> {
+    let ip = client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(c)| c.0.ip());
+    embeds.admit(ip).err().map(|secs| too_many(secs.max(1)))
 }
 
 /// `?size=468x60&colors=0`.
@@ -167,7 +182,8 @@ impl EmbedQuery {
     }
 }
 
-type Client = Option<Extension<fragstat_http_guard::ClientAddr>>;
+/// The client's address, from the web guard.
+pub(super) type Client = Option<Extension<fragstat_http_guard::ClientAddr>>;
 
 async fn embed(
     kind: Kind,
@@ -193,9 +209,8 @@ async fn answer(
     q: &EmbedQuery,
     headers: &HeaderMap,
 ) -> Result<Response, WebError> {
-    let ip = client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(c)| c.0.ip());
-    if let Err(secs) = embeds.admit(ip) {
-        return Ok(too_many(secs.max(1)));
+    if let Some(r) = refused(embeds, client) {
+        return Ok(r);
     }
     let (size, colours) = q.check()?;
     let size = if kind == Kind::Widget { (0, 0) } else { size };
@@ -224,7 +239,7 @@ fn too_many(secs: u64) -> Response {
     let mut r = (
         StatusCode::TOO_MANY_REQUESTS,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        "too many banner or widget requests from your network; try again later\n",
+        "too many banner, widget or feed requests from your network; try again later\n",
     )
         .into_response();
     if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
@@ -340,7 +355,10 @@ fn widget(st: &AppState, s: &ServerRow, f: &Facts, players: &[crate::store::Play
                 @if f.online && !players.is_empty() {
                     ul.players {
                         @for p in players.iter().take(WIDGET_PLAYERS) {
-                            li { (name_html(&p.name_text())) }
+                            li {
+                                (name_html(&p.name_text()))
+                                @if super::api::is_bot(p, s) == Some(true) { " " span.bot { "bot" } }
+                            }
                         }
                         @if players.len() > WIDGET_PLAYERS {
                             li.more { "and " (players.len() - WIDGET_PLAYERS) " more" }
@@ -366,7 +384,7 @@ a{color:var(--link)}a.title{font-weight:bold;font-size:1.1em;text-decoration:non
 .dot{display:inline-block;width:.6em;height:.6em;border-radius:50%;margin-right:.4em}\
 .dot.up{background:#4caf50}.dot.down{background:#d65a5a}\
 p{margin:.35em 0}.players{margin:.3em 0;padding-left:1.1em;columns:2;font-size:.9em}\
-.more,.foot{color:var(--dim);font-size:.85em}code{font-size:.95em}";
+.more,.foot,.bot{color:var(--dim);font-size:.85em}code{font-size:.95em}";
 
 /// The server page's block: the banner and the widget, with HTML, BBCode and Markdown to
 /// copy, and the server's Atom feed. The snippets name this site's paths; the page's script
@@ -429,6 +447,26 @@ mod tests {
         );
         assert!(q(Some("10000x10000"), None).check().is_err());
         assert!(q(Some("468x60"), Some("yes")).check().is_err());
+    }
+
+    /// An answer is served for its round only, and the cache never holds more than its room.
+    #[test]
+    fn the_cache_is_per_round_and_bounded() {
+        let e = Embeds::new();
+        let key = |i: usize| (format!("127.0.0.1:{i}"), Kind::Svg, (468, 60), true);
+        let made = |round| Cached {
+            round,
+            etag: "W/\"x\"".into(),
+            body: Bytes::from_static(b"<svg/>"),
+        };
+        e.put(key(0), made(10));
+        assert!(e.get(&key(0), 10).is_some());
+        assert!(e.get(&key(0), 11).is_none(), "the next round makes it anew");
+        for i in 0..CACHE_ROOM * 2 + 1 {
+            e.put(key(i), made(10));
+            let held = e.cache.lock().unwrap().len();
+            assert!(held <= CACHE_ROOM, "{held}");
+        }
     }
 
     /// A host past its burst waits; another network is served meanwhile.

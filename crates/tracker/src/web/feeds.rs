@@ -2,7 +2,8 @@
 //! `atom_syndication` (which escapes every text): `/server/{addr}/feed.atom`, the server's
 //! events of the last week or the history kept (up and down, map changes, joins and leaves:
 //! [`crate::store::ServerEvent`]), and `/player/{id}/feed.atom`, the player's latest
-//! sessions. Both are linked from their pages (`<link rel="alternate">`).
+//! sessions. Both are linked from their pages (`<link rel="alternate">`), and share the
+//! embeds' request rate (`embed.rs`).
 //!
 //! Entry ids are stable: a `urn:uuid:` made from what the entry is (the server, the kind,
 //! the time, the player and the session's start), so a reader never sees an entry twice.
@@ -10,14 +11,18 @@
 //! removed ([`super::banner::xml_text`]).
 
 use atom_syndication::{Entry, Feed, FixedDateTime, Link, Person, Text as AtomText};
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use maud::{html, Markup};
 use sha2::{Digest, Sha256};
 
 use super::api::window_since;
 use super::banner::xml_text;
+use super::embed::{refused, Client, Embeds};
 use super::format::duration_text;
 use super::pages::addr_segment;
 use super::{not_found, AppState, Site, WebError};
@@ -145,8 +150,13 @@ fn event_title(server: &str, e: &ServerEvent) -> String {
 /// `GET /server/{addr}/feed.atom`.
 pub(super) async fn server_feed_atom(
     State(st): State<AppState>,
+    Extension(embeds): Extension<Arc<Embeds>>,
+    client: Client,
     Path(addr): Path<String>,
 ) -> Result<Response, WebError> {
+    if let Some(r) = refused(&embeds, client) {
+        return Ok(r);
+    }
     let Some(s) = st.store.server(&addr).await? else {
         return Err(not_found("server"));
     };
@@ -190,8 +200,13 @@ pub(super) async fn server_feed_atom(
 /// `GET /player/{id}/feed.atom`.
 pub(super) async fn player_feed_atom(
     State(st): State<AppState>,
+    Extension(embeds): Extension<Arc<Embeds>>,
+    client: Client,
     Path(id): Path<String>,
 ) -> Result<Response, WebError> {
+    if let Some(r) = refused(&embeds, client) {
+        return Ok(r);
+    }
     let id: i64 = id.parse().map_err(|_| not_found("player"))?;
     let Some(p) = st.store.player(id, FEED_ENTRIES).await? else {
         return Err(not_found("player"));

@@ -184,14 +184,6 @@ pub fn router(state: AppState) -> Router {
         .route(&format!("{b}/metrics"), get(metrics))
         .route(&format!("{b}/healthz"), get(health::healthz))
         .route(&format!("{b}/about"), get(about::about_page))
-        .route(
-            &format!("{b}/server/{{addr}}/feed.atom"),
-            get(feeds::server_feed_atom),
-        )
-        .route(
-            &format!("{b}/player/{{id}}/feed.atom"),
-            get(feeds::player_feed_atom),
-        )
         .route(&format!("{b}/favicon.svg"), get(look::favicon))
         .route(&format!("{b}/robots.txt"), get(look::robots_txt))
         .merge(embed::routes(&b));
