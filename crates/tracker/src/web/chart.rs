@@ -360,7 +360,7 @@ pub fn chart(c: &Chart) -> Markup {
                 }
             }
             @if let Some((f, v)) = last {
-                circle.now cx=(pct(f * 100.0)) cy=(format!("{:.1}", y_px(v))) r="3.5" {}
+                circle.now cx=(pct((f * 100.0).min(99.6))) cy=(format!("{:.1}", y_px(v))) r="3.5" {}
             }
             // The time axis.
             line.grid x1="0" x2="100%" y1=(PLOT_BOTTOM) y2=(PLOT_BOTTOM) {}
