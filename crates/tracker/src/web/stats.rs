@@ -191,12 +191,12 @@ pub(super) async fn stats_page(
         p { a href=(st.site.url(&format!("/api/stats{}", path.split_once('?').map_or(String::new(), |(_, q)| format!("?{q}"))))) { "as JSON" } }
         h2 { "Games" }
         table #games {
-            thead { tr { th { "Game" } th.num { "Servers" } th.num { "Humans" } th.num.opt { "Bots" } th.num { "24 h peak" } th.num { "Record" } } }
+            thead { tr { th { "Game" } th.num.opt { "Servers" } th.num { "Humans" } th.num.opt { "Bots" } th.num { "24 h peak" } th.num { "Record" } } }
             tbody {
                 @for g in &a.games {
                     tr.game {
                         td { @if g.game == "*" { (game_name(&g.game)) } @else { a href=(st.site.url(&format!("/stats?game={}", g.game))) { (game_name(&g.game)) } } }
-                        td.num { (g.servers_online) }
+                        td.num.opt { (g.servers_online) }
                         td.num { (g.humans) }
                         td.num.opt { (g.bots) }
                         td.num { (peak_html(g.peak_24h.as_ref(), now)) }
