@@ -75,5 +75,6 @@ CREATE TABLE map_time (
     PRIMARY KEY (span, period, game, map)
 );
 
--- A server's sessions by when they ended: its top players.
-CREATE INDEX sessions_server ON sessions (server_id, left_at);
+-- A server's ended sessions by when they ended: its top players. (Ended only: a session's
+-- opening adds nothing here, its closing one entry.)
+CREATE INDEX sessions_server ON sessions (server_id, left_at) WHERE left_at IS NOT NULL;

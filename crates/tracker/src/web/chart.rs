@@ -157,6 +157,12 @@ fn tick_label(t: i64, fmt: &str) -> String {
     }
 }
 
+/// `Nov 28 11:27` in UTC (the pages' script writes it in local time).
+pub fn time_label(t: i64) -> String {
+    let text = time_text(t);
+    format!("{} {}", tick_label(t, "md"), text.get(11..16).unwrap_or(""))
+}
+
 /// Averages `points` into at most `n` columns of the window (a column with a point that had
 /// no answer and none that had is no answer).
 fn thin(points: &[Point], from: i64, to: i64, n: usize) -> Vec<Point> {
@@ -217,6 +223,8 @@ const STYLE: &str = "svg.chart{display:block;width:100%;height:250px;margin-top:
 .chart .tip{visibility:hidden;font-weight:bold}\
 .chart .hit:hover .tip,.chart .hit:focus .tip{visibility:visible}\
 .chart .legend .key{stroke-width:3}\
+.chart .nodata{fill:#8881}.chart .nodata-label{opacity:.7}\
+.chart .now{fill:#4cc44c}\
 .chart-caption{font-size:.85em;opacity:.85;margin:.2em 0}";
 
 /// The chart.
@@ -260,6 +268,14 @@ pub fn chart(c: &Chart) -> Markup {
     let slots = line(&|p| p.humans.and(p.slots));
     let has_bots = points.iter().any(|p| p.bots.is_some_and(|b| b > 0.0));
     let has_slots = points.iter().any(|p| p.slots.is_some());
+    // Before the first point there is no data (a server first seen lately, a new site):
+    // shaded, and said, when it is more than a sliver of the window.
+    let first = points.first().map(|p| frac(p.at).clamp(0.0, 1.0));
+    let nodata = first.filter(|f| *f > 0.02);
+    // The latest value, as a dot (a short line at the end of a long window is hard to see).
+    let last = points
+        .last()
+        .and_then(|p| Some((frac(p.at).clamp(0.0, 1.0), p.humans?)));
     let down: Vec<f64> = points
         .iter()
         .filter(|p| p.humans.is_none())
@@ -311,6 +327,16 @@ pub fn chart(c: &Chart) -> Markup {
                     text x="300" y="16" { "map change" }
                 }
             }
+            @if let Some(f) = nodata {
+                rect.nodata x="0" y=(PLOT_TOP) width=(pct(f * 100.0)) height=(PLOT_BOTTOM - PLOT_TOP) {}
+                @if f > 0.3 {
+                    text.nodata-label x=(pct(f * 50.0)) y=(PLOT_TOP + plot_h / 2.0) text-anchor="middle" {
+                        "no data before " tspan data-t=(points.first().map_or(from, |p| p.at)) data-f="full" {
+                            (time_label(points.first().map_or(from, |p| p.at)))
+                        }
+                    }
+                }
+            }
             // Grid and y labels (over the grid lines, inside the plot).
             @for g in &grid {
                 line.grid x1="0" x2="100%" y1=(format!("{:.1}", y_px(*g))) y2=(format!("{:.1}", y_px(*g))) {}
@@ -332,6 +358,9 @@ pub fn chart(c: &Chart) -> Markup {
                     text.mark-label x=(pct(frac(m.at) * 100.0)) y=(PLOT_TOP + 12.0)
                         text-anchor=(if frac(m.at) > 0.8 { "end" } else { "start" }) dx=(if frac(m.at) > 0.8 { "-3" } else { "3" }) { (m.label) }
                 }
+            }
+            @if let Some((f, v)) = last {
+                circle.now cx=(pct((f * 100.0).min(99.6))) cy=(format!("{:.1}", y_px(v))) r="3.5" {}
             }
             // The time axis.
             line.grid x1="0" x2="100%" y1=(PLOT_BOTTOM) y2=(PLOT_BOTTOM) {}
@@ -442,8 +471,8 @@ pub fn window_links(path: &str, current_hours: f64, max_hours: f64) -> Markup {
 pub fn caption(from: i64, to: i64) -> Markup {
     html! {
         p.chart-caption {
-            "From " span data-t=(from) data-f="full" title=(time_text(from)) { (time_text(from)) }
-            " to " span data-t=(to) data-f="full" title=(time_text(to)) { (time_text(to)) }
+            "From " span data-t=(from) data-f="full" title=(time_text(from)) { (time_label(from)) }
+            " to " span data-t=(to) data-f="full" title=(time_text(to)) { (time_label(to)) }
             " (" span data-tz { "UTC" } ")"
         }
     }

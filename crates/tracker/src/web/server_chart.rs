@@ -24,10 +24,12 @@ pub(super) async fn block(
     let now = now_ms();
     let history = st.store.history(&s.addr, since).await?;
     let spans = st.store.map_history(&s.addr, since, MARKS).await?;
-    // A mark where a map began within the window (not the one in effect at its start).
+    // A mark where a map began within the window (not the one in effect at its start, nor
+    // the one the server had when first seen).
+    let first = history.first().map_or(since, |h| h.at.max(since));
     let mut marks: Vec<Mark> = spans
         .iter()
-        .filter(|m| m.from > since)
+        .filter(|m| m.from > first)
         .map(|m| Mark {
             at: m.from,
             label: m.map.clone(),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::api::{
     bad_request, game_title, hours_param, int_param, name_runs, pages, window_cap, NameRun,
 };
-use super::chart::{caption, chart, stats_points, window_links, Chart};
+use super::chart::{caption, chart, stats_points, time_label, window_links, Chart};
 use super::format::duration_text;
 use super::pages::{addr_segment, name_html, page, time_html};
 use super::{AppState, WebError};
@@ -135,11 +135,16 @@ pub(super) async fn api_stats(
     Ok(Json(&*a).into_response())
 }
 
-/// "12 at 15:03 (2 h ago)" for a peak.
+/// "12 (2 h ago)" for a peak; in a table cell the time only on wide screens.
 fn peak_html(p: Option<&crate::store::Peak>, now: i64) -> Markup {
     html! {
-        @if let Some(p) = p { (p.humans) " " span.when { (time_html(p.at, now)) } } @else { "-" }
+        @if let Some(p) = p { (p.humans) span.when.opt { " (" (time_html(p.at, now)) ")" } } @else { "-" }
     }
+}
+
+/// A period's start in words (UTC; the pages' script writes it in local time).
+fn since_html(t: i64) -> Markup {
+    html! { span data-t=(t) data-f="full" title=(super::time_text(t)) { (time_label(t)) " UTC" } }
 }
 
 pub(super) async fn stats_page(
@@ -157,7 +162,7 @@ pub(super) async fn stats_page(
     let title = format!("Players online: {}", game_name(&scope));
     let body = html! {
         h1 { (title) }
-        nav.games aria-label="games" {
+        p.games {
             @if a.game.is_some() { a href=(st.site.url("/stats")) { "All games" } } @else { strong { "All games" } }
             @for g in a.games.iter().filter(|g| g.game != "*") {
                 " · "
@@ -187,12 +192,12 @@ pub(super) async fn stats_page(
         p { a href=(st.site.url(&format!("/api/stats{}", path.split_once('?').map_or(String::new(), |(_, q)| format!("?{q}"))))) { "as JSON" } }
         h2 { "Games" }
         table #games {
-            thead { tr { th { "Game" } th.num { "Servers" } th.num { "Humans" } th.num.opt { "Bots" } th.num { "24 h peak" } th.num { "Record" } } }
+            thead { tr { th { "Game" } th.num.opt { "Servers" } th.num { "Humans" } th.num.opt { "Bots" } th.num { "24 h peak" } th.num { "Record" } } }
             tbody {
                 @for g in &a.games {
                     tr.game {
                         td { @if g.game == "*" { (game_name(&g.game)) } @else { a href=(st.site.url(&format!("/stats?game={}", g.game))) { (game_name(&g.game)) } } }
-                        td.num { (g.servers_online) }
+                        td.num.opt { (g.servers_online) }
                         td.num { (g.humans) }
                         td.num.opt { (g.bots) }
                         td.num { (peak_html(g.peak_24h.as_ref(), now)) }
@@ -452,7 +457,7 @@ pub(super) async fn top_page(
         (period_links(&base, t.period))
         p.note {
             "Time played in sessions that ended since "
-            @if let Some((_, p)) = lists.first() { (time_html(p.since, now)) } @else { (time_html(t.period.start(now), now)) }
+            (since_html(lists.first().map_or(t.period.start(now), |(_, p)| p.since)))
             " (" (if t.period == Period::Week { "weeks start on Monday" } else { "months start on the 1st" }) ", 00:00 UTC); bots are not ranked."
         }
         @if lists.is_empty() { p.empty { "No games yet." } }
@@ -553,7 +558,6 @@ pub(super) async fn maps_page(
     Query(q): Query<MapsQuery>,
 ) -> Result<Html<String>, WebError> {
     let m = maps_of(&st, &q).await?;
-    let now = now_ms();
     let base = match &m.game {
         Some(g) => st.site.url(&format!("/maps?game={g}")),
         None => st.site.url("/maps"),
@@ -565,7 +569,7 @@ pub(super) async fn maps_page(
     let games = st.store.games().await?;
     let body = html! {
         h1 { "Maps" @if let Some(g) = &m.game { ": " (game_name(g)) } }
-        nav.games aria-label="games" {
+        p.games {
             @if m.game.is_some() { a href=(st.site.url(&format!("/maps?period={}", m.period.key()))) { "All games" } } @else { strong { "All games" } }
             @for g in &games {
                 " · "
@@ -574,7 +578,7 @@ pub(super) async fn maps_page(
             }
         }
         (period_links(&base, m.period))
-        p.note { "Servers and humans on each map now; time played (humans × time) and the servers' time on it since " (time_html(m.since, now)) "." }
+        p.note { "Servers and humans on each map now; time played (humans × time) and the servers' time on it since " (since_html(m.since)) "." }
         @if m.maps.is_empty() {
             p.empty { "No maps yet." }
         } @else {

@@ -56,12 +56,18 @@ pub(in crate::store) async fn upkeep(
     n += downsample(tx, cutoff, bucket).await?;
     n += credit_sessions(tx, now, history).await?;
     let keep = now.saturating_sub(KEEP_PERIODS);
+    // By span, then period: a range of each table's key (`period` alone would scan it).
     for table in ["play_time", "map_time"] {
-        n += sqlx::query(&format!("DELETE FROM {table} WHERE period < $1"))
+        for p in Period::ALL {
+            n += sqlx::query(&format!(
+                "DELETE FROM {table} WHERE span = $1 AND period < $2"
+            ))
+            .bind(p.span())
             .bind(keep)
             .execute(&mut **tx)
             .await?
             .rows_affected();
+        }
     }
     if let Some(series) = history.series {
         n += sqlx::query("DELETE FROM game_series WHERE at < $1")
