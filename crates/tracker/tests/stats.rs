@@ -243,6 +243,19 @@ async fn stats_from_known_sessions(url: &str) {
         .await
         .unwrap();
     assert_eq!(names(&cached)[0], ("cat".into(), 2700));
+    // A forgotten player (`fragstat track forget`) leaves the rankings too.
+    let done = store.forget("CAT").await.unwrap();
+    assert_eq!(done.players, 1);
+    let q3 = store
+        .top_players("q3", Period::Week, now, 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&q3),
+        [("ann".into(), 1800), ("bob".into(), 600)],
+        "cat forgotten"
+    );
+    assert_eq!(q3.total, 2);
     store.close().await;
 }
 

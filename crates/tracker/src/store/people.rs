@@ -294,8 +294,9 @@ impl Store {
     }
 }
 
-/// Deletes the players keyed `names` ([`name_key`]), their sessions and (by the schema's
-/// trigger or foreign key) their search entries, in the caller's transaction.
+/// Deletes the players keyed `names` ([`name_key`]), their time in the rankings, their
+/// sessions and (by the schema's trigger or foreign key) their search entries, in the
+/// caller's transaction.
 pub(super) async fn delete_players(
     conn: &mut sqlx::AnyConnection,
     names: &[String],
@@ -306,7 +307,16 @@ pub(super) async fn delete_players(
             .map(|i| format!("${i}"))
             .collect::<Vec<_>>()
             .join(", ");
+        // Their time in the rankings (schema 4's play_time) goes too.
+        let mut ranked = 0;
         for (sql, n) in [
+            (
+                format!(
+                    "DELETE FROM play_time WHERE player_id IN \
+                     (SELECT id FROM players WHERE name IN ({marks}))"
+                ),
+                &mut ranked,
+            ),
             (
                 format!(
                     "DELETE FROM sessions WHERE player_id IN \

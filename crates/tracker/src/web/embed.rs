@@ -357,7 +357,7 @@ fn widget(st: &AppState, s: &ServerRow, f: &Facts, players: &[crate::store::Play
                         @for p in players.iter().take(WIDGET_PLAYERS) {
                             li {
                                 (name_html(&p.name_text()))
-                                @if super::api::is_bot(p, s) == Some(true) { " " span.bot { "bot" } }
+                                @if p.is_bot == Some(true) { " " span.bot { "bot" } }
                             }
                         }
                         @if players.len() > WIDGET_PLAYERS {
