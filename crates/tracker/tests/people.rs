@@ -251,6 +251,11 @@ async fn bots_are_marked_everywhere_and_kept_out_of_search() {
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("bot"), "{body}");
     assert_eq!(get(&format!("{base}/api/players/{sarge}")).await.0, 404);
+    // Nor a feed to watch (the page's `watch` link is a human's).
+    assert_eq!(
+        get(&format!("{base}/player/{sarge}/feed.atom")).await.0,
+        404
+    );
     let (status, page) = get(&format!("{base}/player/{sarge}?bots=1")).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<span class=\"badge bot\""), "{page}");

@@ -211,6 +211,10 @@ pub(super) async fn player_feed_atom(
     let Some(p) = st.store.player(id, FEED_ENTRIES).await? else {
         return Err(not_found("player"));
     };
+    // A bot has no player page, and so no feed to watch (its page needs `bots=1`).
+    if p.is_bot {
+        return Err(not_found("player"));
+    }
     let name = xml_text(&p.name_text().display());
     let entries = p
         .sessions
