@@ -521,7 +521,8 @@ impl Config {
         self.web.check_site().map_err(ConfigError::Invalid)?;
         self.web.api.check().map_err(ConfigError::Invalid)?;
         if let Some(s) = &self.webhook_secret {
-            s.check("webhook_secret", 16).map_err(ConfigError::Invalid)?;
+            s.check("webhook_secret", 16)
+                .map_err(ConfigError::Invalid)?;
         }
         self.web
             .client_ip()

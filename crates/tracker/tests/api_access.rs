@@ -63,7 +63,11 @@ async fn flood(req: impl Fn() -> reqwest::RequestBuilder, n: usize) -> usize {
         match r.status().as_u16() {
             200 => served += 1,
             429 => {
-                let after: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+                let after: u64 = r.headers()["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 assert!(after >= 1);
                 assert!(r.headers()["content-type"]
                     .to_str()
@@ -72,7 +76,10 @@ async fn flood(req: impl Fn() -> reqwest::RequestBuilder, n: usize) -> usize {
                 let v: Value = r.json().await.unwrap();
                 assert_eq!(v["status"], 429);
                 assert_eq!(v["retry_after"], after);
-                assert!(v["error"].as_str().unwrap().contains("too many requests"), "{v}");
+                assert!(
+                    v["error"].as_str().unwrap().contains("too many requests"),
+                    "{v}"
+                );
             }
             other => panic!("{other}"),
         }
@@ -100,7 +107,12 @@ async fn a_flood_is_held_to_its_rate_while_others_and_keys_are_served() {
     let keyed = flood(|| flooder.get(&url).header("x-api-key", KEY), 10).await;
     assert_eq!(keyed, 10);
     // An unknown key: 401, JSON, never served as keyless.
-    let r = flooder.get(&url).bearer_auth("not-the-key-0123456789").send().await.unwrap();
+    let r = flooder
+        .get(&url)
+        .bearer_auth("not-the-key-0123456789")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     assert_eq!(r.headers()["www-authenticate"], "Bearer");
     let v: Value = r.json().await.unwrap();
@@ -124,11 +136,25 @@ async fn a_flood_is_held_to_its_rate_while_others_and_keys_are_served() {
     assert!(served < 100, "{served}");
     assert_eq!(flood(|| from([127, 4, 0, 1]).get(&url), 3).await, 3);
     let m = t.metrics().encode();
-    assert!(m.contains("fragstat_tracker_api_key_requests_total{key=\"bot\"} 60"), "{m}");
-    assert!(m.contains("fragstat_tracker_api_unknown_key_total 1"), "{m}");
+    assert!(
+        m.contains("fragstat_tracker_api_key_requests_total{key=\"bot\"} 60"),
+        "{m}"
+    );
+    assert!(
+        m.contains("fragstat_tracker_api_unknown_key_total 1"),
+        "{m}"
+    );
     assert!(!m.contains(KEY), "the key is never shown");
     // Pages are not the API's to limit: the flooder still gets the browser page.
-    assert_eq!(flooder.get(format!("{base}/")).send().await.unwrap().status(), 200);
+    assert_eq!(
+        flooder
+            .get(format!("{base}/"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
 }
 
 /// Behind a trusted proxy: the client is the header's address, IPv6 prefixes share.
@@ -216,11 +242,17 @@ async fn api_errors_are_json_and_unknown_parameters_refused() {
     ] {
         let r = c.get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(r.status(), 400, "{path}");
-        assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+        assert!(r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain"));
         let text = r.text().await.unwrap();
         assert!(text.contains(says), "{path}: {text}");
     }
     let r = c.get(format!("{base}/nosuch")).send().await.unwrap();
     assert_eq!(r.status(), 404);
-    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
 }

@@ -160,7 +160,10 @@ impl Doc {
                 .map(|e| format!("{}: {e}", e.instance_path()))
                 .collect();
             if !errors.is_empty() {
-                return Err(format!("{code} body against its schema:\n{}", errors.join("\n")));
+                return Err(format!(
+                    "{code} body against its schema:\n{}",
+                    errors.join("\n")
+                ));
             }
         }
         Ok(())
@@ -223,14 +226,22 @@ fn routed() -> BTreeSet<String> {
         let text = std::fs::read_to_string(f.unwrap().path()).unwrap_or_default();
         for part in text.split("\"{b}/api/").skip(1) {
             let end = part.find('"').unwrap();
-            out.insert(format!("/api/{}", &part[..end]).replace("{{", "{").replace("}}", "}"));
+            out.insert(
+                format!("/api/{}", &part[..end])
+                    .replace("{{", "{")
+                    .replace("}}", "}"),
+            );
         }
     }
     out
 }
 
 /// `path` with its path parameters filled by `fill` (`None`: no value for one).
-fn url_of(path: &str, params: &[(String, String, Value)], fill: impl Fn(&str) -> Option<String>) -> Option<String> {
+fn url_of(
+    path: &str,
+    params: &[(String, String, Value)],
+    fill: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
     let mut url = path.to_string();
     for (name, place, _) in params {
         if place == "path" {
@@ -258,11 +269,18 @@ fn config(db: &std::path::Path, master: std::net::SocketAddr, api: &str) -> Conf
 /// Every path of `doc` asked on `base` (see the module documentation); failures collected.
 async fn ask_every_path(doc: &Doc, base: &str, known: &Known, failures: &mut Vec<String>) {
     let client = reqwest::Client::new();
-    let paths: Vec<String> = doc.0["paths"].as_object().unwrap().keys().cloned().collect();
+    let paths: Vec<String> = doc.0["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
     for path in &paths {
         let params = doc.params(path);
         let Some(url) = url_of(path, &params, |n| sample(n, known)) else {
-            failures.push(format!("{path}: a path parameter without a sample (add it to `sample`)"));
+            failures.push(format!(
+                "{path}: a path parameter without a sample (add it to `sample`)"
+            ));
             continue;
         };
         if path == "/api/events" {
@@ -285,17 +303,38 @@ async fn ask_every_path(doc: &Doc, base: &str, known: &Known, failures: &mut Vec
             let Some(v) = v else { continue };
             let u = format!("{full}?{name}={}", v.replace(':', "%3A"));
             let r = get(&client, &u, &[]).await;
-            expect(doc, path, format!("{path}?{name}={v}"), &r, r.status == 200, failures);
+            expect(
+                doc,
+                path,
+                format!("{path}?{name}={v}"),
+                &r,
+                r.status == 200,
+                failures,
+            );
         }
         let r = get(&client, &format!("{full}?no_such_parameter=1"), &[]).await;
         if !String::from_utf8_lossy(&r.body).contains("no_such_parameter") {
             failures.push(format!("{path}: the 400 does not name the parameter"));
         }
-        expect(doc, path, format!("{path}?no_such_parameter=1"), &r, r.status == 400, failures);
+        expect(
+            doc,
+            path,
+            format!("{path}?no_such_parameter=1"),
+            &r,
+            r.status == 400,
+            failures,
+        );
         if let Some(u) = url_of(path, &params, |n| missing(n).map(str::to_string)) {
             if u != *path {
                 let r = get(&client, &format!("{base}{u}"), &[]).await;
-                expect(doc, path, format!("{u} (missing)"), &r, r.status == 404, failures);
+                expect(
+                    doc,
+                    path,
+                    format!("{u} (missing)"),
+                    &r,
+                    r.status == 404,
+                    failures,
+                );
             }
         }
     }
@@ -319,7 +358,14 @@ async fn the_stream(doc: &Doc, base: &str, sse: &mut support::Sse, failures: &mu
     let client = reqwest::Client::new();
     for q in ["kind=nope", "no_such_parameter=1"] {
         let r = get(&client, &format!("{base}/api/events?{q}"), &[]).await;
-        expect(doc, "/api/events", format!("/api/events?{q}"), &r, r.status == 400, failures);
+        expect(
+            doc,
+            "/api/events",
+            format!("/api/events?{q}"),
+            &r,
+            r.status == 400,
+            failures,
+        );
     }
 }
 
@@ -327,7 +373,11 @@ async fn the_stream(doc: &Doc, base: &str, sse: &mut support::Sse, failures: &mu
 /// tracker of `t`'s.
 async fn rates_and_keys(doc: &Doc, base: &str, known: &Known, failures: &mut Vec<String>) {
     let client = reqwest::Client::new();
-    let paths = doc.0["paths"].as_object().unwrap().keys().filter(|p| p.starts_with("/api/"));
+    let paths = doc.0["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|p| p.starts_with("/api/"));
     for path in paths {
         let url = url_of(path, &doc.params(path), |n| sample(n, known)).unwrap();
         let full = format!("{base}{url}");
@@ -344,7 +394,14 @@ async fn rates_and_keys(doc: &Doc, base: &str, known: &Known, failures: &mut Vec
             None => failures.push(format!("{path}: never 429 over a rate of 1")),
         }
         let r = get(&client, &full, &[("x-api-key", "not-a-key-0123456789")]).await;
-        expect(doc, path, format!("{path} (unknown key)"), &r, r.status == 401, failures);
+        expect(
+            doc,
+            path,
+            format!("{path} (unknown key)"),
+            &r,
+            r.status == 401,
+            failures,
+        );
     }
 }
 
@@ -385,9 +442,12 @@ async fn every_documented_path_answers_as_documented() {
         "the router's /api/ routes (left) and the document's /api/ paths (right) differ"
     );
 
-    let server: Value =
-        serde_json::from_slice(&get(&client, &format!("{base}/api/servers/{}", a.addr), &[]).await.body)
-            .unwrap();
+    let server: Value = serde_json::from_slice(
+        &get(&client, &format!("{base}/api/servers/{}", a.addr), &[])
+            .await
+            .body,
+    )
+    .unwrap();
     let p = &server["players"][0];
     let known = Known {
         addr: a.addr.to_string(),
@@ -401,11 +461,18 @@ async fn every_documented_path_answers_as_documented() {
     // A tracker of its own, over a tiny rate and with a key.
     let dir2 = tempfile::tempdir().unwrap();
     let tiny = "rate = 1\nburst = 1\nsite_rate = 0\nnet_rate = 0\n[[web.api.keys]]\nname = \"k\"\nkey = \"0123456789abcdef0123\"\n";
-    let t2 = Tracker::open(config(&dir2.path().join("t.db"), m, tiny)).await.unwrap();
+    let t2 = Tracker::open(config(&dir2.path().join("t.db"), m, tiny))
+        .await
+        .unwrap();
     t2.round().await.unwrap();
     let web2 = support::serve(t2.state()).await;
     rates_and_keys(&doc, &web2.base, &known, &mut failures).await;
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     let _ = web.stop.send(true);
     let _ = web2.stop.send(true);
 }

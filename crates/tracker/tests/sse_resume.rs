@@ -41,7 +41,11 @@ async fn frames(s: &mut Sse, n: usize) -> Vec<(String, String, Value)> {
     let mut out = Vec::new();
     while out.len() < n {
         let (id, kind, data) = s.next_frame().await;
-        out.push((id.unwrap_or_default(), kind, serde_json::from_str(&data).unwrap()));
+        out.push((
+            id.unwrap_or_default(),
+            kind,
+            serde_json::from_str(&data).unwrap(),
+        ));
     }
     out
 }
@@ -69,9 +73,12 @@ async fn a_client_that_comes_back_gets_what_it_missed_once() {
     tracker.round().await.unwrap();
     let got = frames(&mut first, 1).await;
     let (last_id, _, _) = got[0].clone();
-    assert!(last_id.starts_with(&format!("{}-", tracker.events().hub().boot())), "{last_id}");
+    assert!(
+        last_id.starts_with(&format!("{}-", tracker.events().hub().boot())),
+        "{last_id}"
+    );
     drop(first); // the client leaves after one event
-    // Round 3: Bravo back with another map.
+                 // Round 3: Bravo back with another map.
     b.set(Some(emulated("Bravo", "q3dm1", 1)));
     tracker.round().await.unwrap();
 
@@ -81,7 +88,9 @@ async fn a_client_that_comes_back_gets_what_it_missed_once() {
     let mut everything = Vec::new();
     while !everything
         .iter()
-        .any(|(_, k, v): &(String, String, Value)| k == "map_changed" && v["server"] == b.addr.to_string())
+        .any(|(_, k, v): &(String, String, Value)| {
+            k == "map_changed" && v["server"] == b.addr.to_string()
+        })
     {
         everything.extend(frames(&mut all, 1).await);
     }
@@ -116,7 +125,10 @@ async fn a_client_that_comes_back_gets_what_it_missed_once() {
     // Another tracker's id (a restart): lagged, missed unknown.
     let mut other = Sse::send(client.get(&url).header("last-event-id", "17-3")).await;
     let (_, kind, data) = other.next_frame().await;
-    assert_eq!((kind.as_str(), data.as_str()), ("lagged", "{\"missed\":null}"));
+    assert_eq!(
+        (kind.as_str(), data.as_str()),
+        ("lagged", "{\"missed\":null}")
+    );
     let _ = web.stop.send(true);
 }
 
@@ -150,7 +162,10 @@ async fn filters_by_player_server_game_and_kind() {
     let name = api["players"][0]["name"].as_str().unwrap().to_string();
     let mut player = open(format!("player={}", name.to_uppercase())).await;
     let got = frames(&mut two, 2).await;
-    let mut servers: Vec<String> = got.iter().map(|(_, _, v)| v["server"].as_str().unwrap().to_string()).collect();
+    let mut servers: Vec<String> = got
+        .iter()
+        .map(|(_, _, v)| v["server"].as_str().unwrap().to_string())
+        .collect();
     servers.sort();
     let mut want = vec![a.addr.to_string(), b.addr.to_string()];
     want.sort();
@@ -164,7 +179,10 @@ async fn filters_by_player_server_game_and_kind() {
     kinds.sort();
     assert_eq!(
         kinds,
-        [("map_changed".to_string(), b.addr.to_string()), ("server_down".to_string(), c.addr.to_string())],
+        [
+            ("map_changed".to_string(), b.addr.to_string()),
+            ("server_down".to_string(), c.addr.to_string())
+        ],
         "Bravo's map, Charlie down; not Alpha's"
     );
     // The player's leaving (Alpha goes silent past nothing: its list emptied).

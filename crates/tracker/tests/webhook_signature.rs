@@ -39,7 +39,12 @@ async fn receiver() -> (String, mpsc::UnboundedReceiver<(HeaderMap, Vec<u8>)>) {
     (url, rx)
 }
 
-fn config(dir: &tempfile::TempDir, server: std::net::SocketAddr, hook: &str, secret: Option<&str>) -> Config {
+fn config(
+    dir: &tempfile::TempDir,
+    server: std::net::SocketAddr,
+    hook: &str,
+    secret: Option<&str>,
+) -> Config {
     let mut c = Config {
         database: dir.path().join("t.db").display().to_string(),
         interval_secs: 0.2,
@@ -83,7 +88,9 @@ async fn a_real_delivery_verifies_and_a_tampered_one_does_not() {
     let server = Server::start("^2signed", "q3dm6", 1);
     let dir = tempfile::tempdir().unwrap();
     let (url, mut posts) = receiver().await;
-    let tracker = Tracker::open(config(&dir, server.addr, &url, Some(SECRET))).await.unwrap();
+    let tracker = Tracker::open(config(&dir, server.addr, &url, Some(SECRET)))
+        .await
+        .unwrap();
     tracker.round().await.unwrap(); // the baseline
     server.set(None);
     tracker.round().await.unwrap(); // server_down
@@ -104,19 +111,33 @@ async fn a_real_delivery_verifies_and_a_tampered_one_does_not() {
     assert!(now.abs_diff(at) < 300, "a fresh timestamp: {at} vs {now}");
     assert!(String::from_utf8_lossy(&body).contains("server_down"));
 
-    assert!(verifies(SECRET.as_bytes(), &ts, &body, &sig), "the real delivery verifies");
+    assert!(
+        verifies(SECRET.as_bytes(), &ts, &body, &sig),
+        "the real delivery verifies"
+    );
     let mut tampered = body.clone();
     let i = tampered.iter().position(|b| *b == b'd').unwrap();
     tampered[i] = b'D';
-    assert!(!verifies(SECRET.as_bytes(), &ts, &tampered, &sig), "a tampered body");
+    assert!(
+        !verifies(SECRET.as_bytes(), &ts, &tampered, &sig),
+        "a tampered body"
+    );
     let later = (at + 1).to_string();
-    assert!(!verifies(SECRET.as_bytes(), &later, &body, &sig), "another timestamp");
-    assert!(!verifies(b"another-secret-0123456789", &ts, &body, &sig), "another secret");
+    assert!(
+        !verifies(SECRET.as_bytes(), &later, &body, &sig),
+        "another timestamp"
+    );
+    assert!(
+        !verifies(b"another-secret-0123456789", &ts, &body, &sig),
+        "another secret"
+    );
 
     // Without a secret: delivered, unsigned.
     let dir2 = tempfile::tempdir().unwrap();
     let (url2, mut posts2) = receiver().await;
-    let plain = Tracker::open(config(&dir2, server.addr, &url2, None)).await.unwrap();
+    let plain = Tracker::open(config(&dir2, server.addr, &url2, None))
+        .await
+        .unwrap();
     server.set(Some(support::switch::emulated("^2signed", "q3dm6", 1)));
     plain.round().await.unwrap();
     server.set(None);

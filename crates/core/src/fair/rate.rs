@@ -105,7 +105,10 @@ impl RateTable {
     /// clock starting at `origin`.
     pub fn new(host: Rate, net: Rate, origin: Instant) -> Self {
         RateTable::tiers(
-            [(host, Level::Host, Level::Host), (net, Level::Site, Level::Net)],
+            [
+                (host, Level::Host, Level::Host),
+                (net, Level::Site, Level::Net),
+            ],
             origin,
         )
     }
@@ -269,7 +272,10 @@ mod tests {
             let _ = t.check(ip(&format!("10.1.1.{h}")), t0);
         }
         assert!(t.check(ip("10.1.1.200"), t0).is_err(), "the /24 is spent");
-        assert!(t.check(ip("10.1.2.1"), t0).is_ok(), "another /24 of the /16");
+        assert!(
+            t.check(ip("10.1.2.1"), t0).is_ok(),
+            "another /24 of the /16"
+        );
         assert!(t.check(ip("10.1.2.1"), t0).is_ok());
         assert!(t.check(ip("10.1.3.1"), t0).is_err(), "the /16 is spent");
         assert!(t.check(ip("10.2.0.1"), t0).is_ok(), "another /16");
@@ -277,7 +283,10 @@ mod tests {
         for h in 1..=4 {
             let _ = t.check(ip(&format!("2001:db8:0:{h}::1")), t0);
         }
-        assert!(t.check(ip("2001:db8:0:5::1"), t0).is_err(), "the /56 is spent");
+        assert!(
+            t.check(ip("2001:db8:0:5::1"), t0).is_err(),
+            "the /56 is spent"
+        );
         assert!(t.check(ip("2001:db8:0:100::1"), t0).is_ok(), "another /56");
         // A refused request spends nothing.
         let mut u = RateTable::per_level(r(1), r(2), r(100), t0);
@@ -285,7 +294,10 @@ mod tests {
         for _ in 0..50 {
             assert!(u.check(ip("10.9.9.1"), t0).is_err());
         }
-        assert!(u.check(ip("10.9.9.2"), t0).is_ok(), "the host's refusals took none of the /24");
+        assert!(
+            u.check(ip("10.9.9.2"), t0).is_ok(),
+            "the host's refusals took none of the /24"
+        );
         // A bucket of its own.
         let mut b = Bucket::default();
         assert!(b.take(r(2), 0).is_ok() && b.take(r(2), 0).is_ok());

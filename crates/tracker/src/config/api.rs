@@ -42,7 +42,8 @@ impl Secret {
     /// Checks a secret's form: `min` to 256 visible ASCII characters (no spaces, so one
     /// pasted with a line break is caught).
     pub fn check(&self, what: &str, min: usize) -> Result<(), String> {
-        let ok = (min..=256).contains(&self.0.len()) && self.0.bytes().all(|b| b.is_ascii_graphic());
+        let ok =
+            (min..=256).contains(&self.0.len()) && self.0.bytes().all(|b| b.is_ascii_graphic());
         if ok {
             Ok(())
         } else {
@@ -129,7 +130,11 @@ impl ApiConfig {
             ("key_rate", self.key_rate, self.key_burst),
         ];
         for k in &self.keys {
-            rates.push(("a key's rate", self.key_rate(k).per_sec, self.key_rate(k).burst));
+            rates.push((
+                "a key's rate",
+                self.key_rate(k).per_sec,
+                self.key_rate(k).burst,
+            ));
         }
         for (what, rate, burst) in rates {
             if rate > 0 && burst == 0 {
@@ -141,12 +146,17 @@ impl ApiConfig {
         }
         for (i, k) in self.keys.iter().enumerate() {
             if k.name.is_empty() || k.name.len() > 64 || k.name.chars().any(char::is_control) {
-                return Err("[web.api] keys: a name must be 1 to 64 bytes, no control characters".into());
+                return Err(
+                    "[web.api] keys: a name must be 1 to 64 bytes, no control characters".into(),
+                );
             }
             k.key.check(&format!("[web.api] key {:?}", k.name), 16)?;
             for other in &self.keys[..i] {
                 if other.name == k.name {
-                    return Err(format!("[web.api] keys: the name {:?} is used twice", k.name));
+                    return Err(format!(
+                        "[web.api] keys: the name {:?} is used twice",
+                        k.name
+                    ));
                 }
                 if other.key == k.key {
                     return Err(format!(
@@ -183,7 +193,10 @@ mod tests {
         assert_eq!(c.key_rate(&c.keys[0]).per_sec, 9);
         assert_eq!(c.key_rate(&c.keys[0]).burst, 1000);
         let shown = format!("{c:?}");
-        assert!(!shown.contains("secret") && shown.contains("***"), "{shown}");
+        assert!(
+            !shown.contains("secret") && shown.contains("***"),
+            "{shown}"
+        );
         for bad in [
             "[[keys]]\nname = \"a\"\nkey = \"short\"\n",
             "[[keys]]\nname = \"a\"\nkey = \"0123456789abcdef with space\"\n",

@@ -146,7 +146,11 @@ mod tests {
         let res = r.after(8, tx.subscribe());
         assert_eq!((ids(&res), res.missed), (vec![], Some(0)));
         let res = r.after(9, tx.subscribe());
-        assert_eq!((ids(&res), res.missed), (vec![], None), "an id not given yet");
+        assert_eq!(
+            (ids(&res), res.missed),
+            (vec![], None),
+            "an id not given yet"
+        );
         // Bounded in bytes too (the newest always kept).
         let mut b = Replay::new(100, 100);
         for _ in 0..10 {

@@ -51,9 +51,11 @@ impl Deliveries {
         use std::hash::{BuildHasher, Hasher};
         // The standard library's per-process random hash keys: randomness without a crate.
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()));
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
         Deliveries {
             prefix: h.finish(),
             next: std::sync::atomic::AtomicU64::new(1),

@@ -170,7 +170,12 @@ impl Access {
 
     /// Takes one request of a client at `ip` (`None`: unknown, no per-prefix rate) sending
     /// `headers`, at `now`.
-    pub fn check(&self, headers: &HeaderMap, ip: Option<IpAddr>, now: Instant) -> Result<(), Refusal> {
+    pub fn check(
+        &self,
+        headers: &HeaderMap,
+        ip: Option<IpAddr>,
+        now: Instant,
+    ) -> Result<(), Refusal> {
         let ns = u64::try_from(now.saturating_duration_since(self.origin).as_nanos())
             .unwrap_or(u64::MAX);
         let (r, label) = match Self::presented(headers) {
@@ -225,7 +230,12 @@ pub(super) fn json_error(code: StatusCode, message: &str) -> Response {
 
 /// The middleware: requests to `api` (the `/api/` prefix under the base path) go through
 /// [`Access::check`].
-pub(super) async fn limit(access: Arc<Access>, api: Arc<str>, req: Request, next: Next) -> Response {
+pub(super) async fn limit(
+    access: Arc<Access>,
+    api: Arc<str>,
+    req: Request,
+    next: Next,
+) -> Response {
     if !req.uri().path().starts_with(&*api) {
         return next.run(req).await;
     }
@@ -310,7 +320,10 @@ mod tests {
         let r = a.check(&none, ip("10.0.0.1"), t).unwrap_err();
         assert!(matches!(r, Refusal::TooMany { keyed: false, .. }), "{r:?}");
         assert!(a.check(&none, ip("10.0.0.2"), t).is_ok(), "a neighbour");
-        assert!(a.check(&none, ip("10.0.0.3"), t).is_err(), "the /24's 3 spent");
+        assert!(
+            a.check(&none, ip("10.0.0.3"), t).is_err(),
+            "the /24's 3 spent"
+        );
         // The key, from the same host: its own bucket (5).
         let keyed = headers(&[("authorization", "Bearer 0123456789abcdef-key")]);
         for _ in 0..5 {
@@ -323,7 +336,10 @@ mod tests {
         let other = headers(&[("x-api-key", "0123456789abcdef-kez")]);
         assert_eq!(a.check(&other, ip("10.0.0.9"), t), Err(Refusal::UnknownKey));
         let basic = headers(&[("authorization", "Basic 0123456789abcdef-key")]);
-        assert!(a.check(&basic, ip("10.9.0.1"), t).is_ok(), "not a bearer key: keyless");
+        assert!(
+            a.check(&basic, ip("10.9.0.1"), t).is_ok(),
+            "not a bearer key: keyless"
+        );
         // A flood of addresses: the table stays bounded, and a later key is served.
         let b = Access::of(&config());
         for i in 0..300_000u32 {

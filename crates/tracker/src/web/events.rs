@@ -63,7 +63,9 @@ impl Filter {
         let mut last = None;
         for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
             if v.is_empty() {
-                return Err(bad(format!("{k}=: empty (leave the parameter out instead)")));
+                return Err(bad(format!(
+                    "{k}=: empty (leave the parameter out instead)"
+                )));
             }
             let values: Vec<&str> = if k == "player" {
                 vec![v.as_ref()]
@@ -80,7 +82,9 @@ impl Filter {
     fn add(&mut self, key: &str, v: &str, last: &mut Option<String>) -> Result<(), WebError> {
         let count = self.servers.len() + self.games.len() + self.kinds.len() + self.players.len();
         if count >= MAX_VALUES {
-            return Err(bad(format!("{key}: at most {MAX_VALUES} filter values in all")));
+            return Err(bad(format!(
+                "{key}: at most {MAX_VALUES} filter values in all"
+            )));
         }
         match key {
             "server" => match v.parse::<std::net::SocketAddr>() {
@@ -89,7 +93,11 @@ impl Filter {
             },
             "game" => match fragstat::game(v) {
                 Some(g) => self.games.push(g.id().to_string()),
-                None => return Err(bad(format!("game={v:?}: not a game id (see `fragstat games`)"))),
+                None => {
+                    return Err(bad(format!(
+                        "game={v:?}: not a game id (see `fragstat games`)"
+                    )))
+                }
             },
             "kind" => match EventKind::NAMES.iter().copied().find(|n| *n == v) {
                 Some(n) => self.kinds.push(n),
@@ -123,9 +131,8 @@ impl Filter {
             && (self.games.is_empty() || self.games.contains(&e.game))
             && (self.kinds.is_empty() || self.kinds.contains(&e.kind.name()))
             && (self.players.is_empty()
-                || player.is_some_and(|pl| {
-                    self.players.contains(&pl.name.display().to_lowercase())
-                }))
+                || player
+                    .is_some_and(|pl| self.players.contains(&pl.name.display().to_lowercase())))
     }
 }
 
@@ -242,7 +249,10 @@ mod tests {
         let ok = |q: &str| Filter::parse(q).map(|(f, l)| (format!("{f:?}"), l));
         let (f, last) = ok("server=127.0.0.1:27960,[::1]:27960&game=q3a&kind=map_changed&player=Foo%2C+Bar&last_event_id=5-3").unwrap();
         assert!(f.contains("\"127.0.0.1:27960\", \"[::1]:27960\""), "{f}");
-        assert!(f.contains("games: [\"q3\"]"), "an alias read as its id: {f}");
+        assert!(
+            f.contains("games: [\"q3\"]"),
+            "an alias read as its id: {f}"
+        );
         assert!(f.contains("\"foo, bar\""), "{f}");
         assert_eq!(last.as_deref(), Some("5-3"));
         for (q, says) in [

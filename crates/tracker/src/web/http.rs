@@ -36,18 +36,24 @@ pub(super) fn layers(router: Router, site: &Site, access: &Arc<Access>) -> Route
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             ANSWER_TIMEOUT,
         ))
-        .layer(axum::middleware::from_fn(move |req: Request, next: Next| {
-            let base = base.clone();
-            async move { super::params::known_only(base, req, next).await }
-        }))
-        .layer(axum::middleware::from_fn(move |req: Request, next: Next| {
-            let api = p1.clone();
-            async move { json_errors(&api, req, next).await }
-        }))
-        .layer(axum::middleware::from_fn(move |req: Request, next: Next| {
-            let (acc, api) = (acc.clone(), p2.clone());
-            async move { super::access::limit(acc, api, req, next).await }
-        }))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let base = base.clone();
+                async move { super::params::known_only(base, req, next).await }
+            },
+        ))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let api = p1.clone();
+                async move { json_errors(&api, req, next).await }
+            },
+        ))
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let (acc, api) = (acc.clone(), p2.clone());
+                async move { super::access::limit(acc, api, req, next).await }
+            },
+        ))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(
             move |req: Request, next: Next| {
@@ -171,10 +177,7 @@ pub(super) async fn json_errors(api: &str, req: Request, next: Next) -> Response
     let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
         super::INTERNAL_ERROR.to_string()
     } else if text.is_empty() {
-        status
-            .canonical_reason()
-            .unwrap_or("error")
-            .to_lowercase()
+        status.canonical_reason().unwrap_or("error").to_lowercase()
     } else {
         text
     };

@@ -34,7 +34,6 @@ mod pages;
 mod params;
 
 pub use access::{Access, Refusal};
-pub use params::documented as documented_parameters;
 pub use api::{name_runs, BrowseQuery, HistoryQuery, NameRun, PlayerQuery, RoundsQuery};
 pub use chart::chart;
 pub use colour::{contrast_ratio, readable, BACKGROUND};
@@ -42,6 +41,7 @@ pub use health::{assess, Health, STALE_INTERVALS};
 pub use http::{content_security_policy, etag_of, max_age, SECURITY_HEADERS};
 pub use join::join_url;
 pub use pages::{ago, race_time};
+pub use params::documented as documented_parameters;
 
 use api::{api_history, api_masters, api_player, api_players, api_rounds, api_server, api_servers};
 use pages::{browser, player_page, players_page, server_page};

@@ -53,11 +53,15 @@ pub fn documented(doc: &Value) -> HashMap<String, Vec<String>> {
 /// The middleware: on a documented path (the route's, less the base path `base`), every
 /// query parameter must be one the document lists.
 pub(super) async fn known_only(base: std::sync::Arc<str>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().strip_prefix(&*base).unwrap_or(m.as_str()).to_string());
-    let allowed = route.as_deref().and_then(|r| DOCUMENTED.get(r).map(|a| (r, a)));
+    let route = req.extensions().get::<MatchedPath>().map(|m| {
+        m.as_str()
+            .strip_prefix(&*base)
+            .unwrap_or(m.as_str())
+            .to_string()
+    });
+    let allowed = route
+        .as_deref()
+        .and_then(|r| DOCUMENTED.get(r).map(|a| (r, a)));
     if let (Some((route, allowed)), Some(query)) = (allowed, req.uri().query()) {
         for (k, _) in url::form_urlencoded::parse(query.as_bytes()) {
             if !allowed.iter().any(|a| *a == k) {
@@ -85,7 +89,10 @@ mod tests {
         let d = &*super::DOCUMENTED;
         let servers = &d["/api/servers"];
         assert!(servers.contains(&"game".to_string()) && servers.contains(&"per_page".to_string()));
-        assert!(d["/api/servers/{addr}"].is_empty(), "the path parameter is not a query one");
+        assert!(
+            d["/api/servers/{addr}"].is_empty(),
+            "the path parameter is not a query one"
+        );
         assert_eq!(d["/api/servers/{addr}/history"], ["since", "hours"]);
         assert!(d["/api/events"].contains(&"last_event_id".to_string()));
     }
