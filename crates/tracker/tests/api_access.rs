@@ -194,7 +194,11 @@ async fn behind_a_proxy_the_header_names_the_client() {
 #[tokio::test(flavor = "multi_thread")]
 async fn api_errors_are_json_and_unknown_parameters_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let t = tracker(&dir, "").await;
+    let config = support::quiet_config(
+        &dir.path().join("t.db"),
+        "[web.api]\nrate = 0\nsite_rate = 0\nnet_rate = 0\n",
+    );
+    let t = Tracker::open(config).await.unwrap();
     let (base, _stop) = serve(&t).await;
     let c = reqwest::Client::new();
     let json = |r: reqwest::Response| async move {

@@ -148,8 +148,8 @@ async fn filters_by_player_server_game_and_kind() {
     };
     let mut two = open(format!("server={},{}&kind=map_changed", a.addr, b.addr)).await;
     let mut repeated = open(format!("server={}&server={}&game=q3a", b.addr, c.addr)).await;
-    // Players: the emulated server's first player.
-    a.set(Some(emulated("^1Alpha", "q3dm7", 1)));
+    // Players: two on Alpha; the test watches the first.
+    a.set(Some(emulated("^1Alpha", "q3dm7", 2)));
     b.set(Some(emulated("Bravo", "q3dm7", 0)));
     c.set(None);
     tracker.round().await.unwrap();
@@ -185,13 +185,26 @@ async fn filters_by_player_server_game_and_kind() {
         ],
         "Bravo's map, Charlie down; not Alpha's"
     );
-    // The player's leaving (Alpha goes silent past nothing: its list emptied).
+    let other = api["players"][1]["name"].as_str().unwrap().to_string();
+    assert_ne!(name, other);
+    // Both leave, then both come back: the watched one's two events only, not the other's.
     a.set(Some(emulated("^1Alpha", "q3dm7", 0)));
     tracker.round().await.unwrap();
-    let got = tokio::time::timeout(Duration::from_secs(60), frames(&mut player, 1))
+    a.set(Some(emulated("^1Alpha", "q3dm7", 2)));
+    tracker.round().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(60), frames(&mut player, 2))
         .await
-        .expect("the player's event");
-    assert_eq!(got[0].1, "player_left");
-    assert_eq!(got[0].2["name"], name.as_str());
+        .expect("the player's events");
+    let seen: Vec<(&str, &str)> = got
+        .iter()
+        .map(|(_, k, v)| (k.as_str(), v["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("player_left", name.as_str()),
+            ("player_joined", name.as_str())
+        ]
+    );
     let _ = web.stop.send(true);
 }
