@@ -250,6 +250,7 @@ impl Tracker {
             &self.countries,
         )
         .await?;
+        self.events.forget(&self.store.opt_out());
         self.events.round(&r);
         Ok(r)
     }
@@ -326,6 +327,7 @@ impl Tracker {
                     tokio::select! {
                         r = rounds.recv() => match r {
                             Some(r) => {
+                                self.events.forget(&self.store.opt_out());
                                 self.events.round(&r);
                                 on_round(&r);
                             }

@@ -339,6 +339,13 @@ async fn opt_out_and_forget(database: String) {
     tracker.round().await.unwrap();
     appears_nowhere("Alice").await;
     appears_nowhere("Bob").await;
+    // A client resuming from the first event is not replayed her join either (the SSE
+    // buffer forgot it at the round).
+    let boot = tracker.events().hub().boot();
+    let mut resumed = Sse::open(&format!(
+        "{base}/api/events?kind=player_joined&last_event_id={boot}-0"
+    ))
+    .await;
     // She leaves, and a new player comes: the only event is the newcomer's.
     server.set(q3(&[
         ("^1Bob", 55, false),
@@ -350,6 +357,23 @@ async fn opt_out_and_forget(database: String) {
     let next = sse.take(1).await;
     assert_eq!(next[0]["event"], "player_joined", "{next:?}");
     assert_eq!(next[0]["name"], "Carol", "{next:?}");
+    // Resumed: the kept joins but hers, then Carol's live.
+    let replayed: Vec<String> = resumed
+        .take(3)
+        .await
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut kept = replayed[..2].to_vec();
+    kept.sort();
+    assert_eq!(
+        (kept, &replayed[2]),
+        (
+            vec!["Grunt".to_string(), "Sarge".to_string()],
+            &"Carol".to_string()
+        ),
+        "{replayed:?}"
+    );
     server.set(q3(&PLAYERS));
     tracker.round().await.unwrap();
     let next = sse.take(1).await;

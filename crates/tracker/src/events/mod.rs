@@ -410,6 +410,17 @@ impl Events {
         self.publisher.round(report.data.at, events)
     }
 
+    /// Drops from the SSE replay buffer the joins and leaves of the players `opt_out` names
+    /// (each round, after reading the names forgotten): a client that resumes later is not
+    /// sent them. How many were dropped.
+    pub fn forget(&self, opt_out: &crate::privacy::OptOut) -> usize {
+        self.publisher
+            .replay
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forget(opt_out)
+    }
+
     /// Ends every `/api/events` stream (the tracker stops).
     pub fn close(&self) {
         let _ = self.stop.send(true);

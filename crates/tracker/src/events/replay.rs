@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
+use fragstat::events::EventKind;
+
 use super::Published;
 
 /// Events kept for resuming clients at most.
@@ -25,6 +27,9 @@ pub struct Replay {
     max_bytes: usize,
     /// The id the next event gets.
     next: u64,
+    /// The oldest id not dropped for the bounds: a resuming client missed the events before
+    /// it (those [`Replay::forget`] dropped are not counted as missed).
+    covered_from: u64,
 }
 
 impl Default for Replay {
@@ -54,6 +59,7 @@ impl Replay {
             max_events: max_events.max(1),
             max_bytes,
             next: 1,
+            covered_from: 1,
         }
     }
 
@@ -73,8 +79,25 @@ impl Replay {
         {
             if let Some(old) = self.events.pop_front() {
                 self.bytes -= old.json.len();
+                self.covered_from = old.id.saturating_add(1);
             }
         }
+    }
+
+    /// Drops the kept joins and leaves of players who opted out or were forgotten
+    /// ([`crate::privacy`]): a client resuming later is not sent their names. How many went.
+    /// (Events already sent cannot be recalled.)
+    pub fn forget(&mut self, opt_out: &crate::privacy::OptOut) -> usize {
+        if opt_out.is_empty() {
+            return 0;
+        }
+        let before = self.events.len();
+        self.events.retain(|p| match &p.event.kind {
+            EventKind::PlayerJoined(pl) | EventKind::PlayerLeft(pl) => !opt_out.matches(&pl.name),
+            _ => true,
+        });
+        self.bytes = self.events.iter().map(|p| p.json.len()).sum();
+        before - self.events.len()
     }
 
     /// The events kept after `last` (0: from the first), and `live` for the rest.
@@ -86,8 +109,7 @@ impl Replay {
                 live,
             };
         }
-        let oldest = self.events.front().map_or(self.next, |p| p.id);
-        let missed = oldest.saturating_sub(last.saturating_add(1));
+        let missed = self.covered_from.saturating_sub(last.saturating_add(1));
         Resume {
             backlog: self
                 .events
@@ -159,5 +181,37 @@ mod tests {
         assert_eq!(b.len(), 3);
         event(&mut b, 500);
         assert_eq!(b.len(), 1);
+    }
+
+    #[test]
+    fn forgotten_players_leave_the_buffer_and_are_not_counted_missed() {
+        use fragstat::core::model::{Dialect, Text};
+        use fragstat::events::EventPlayer;
+        let (tx, _) = broadcast::channel(4);
+        let mut r = Replay::new(100, 100_000);
+        let player =
+            |name: &str| EventPlayer::new(Text::new(name.as_bytes().to_vec(), Dialect::Quake));
+        for (i, kind) in [
+            EventKind::PlayerJoined(player("^1Ali^7ce")),
+            EventKind::PlayerJoined(player("Bob")),
+            EventKind::SlotsChanged { from: 1, to: 2 },
+            EventKind::PlayerLeft(player("alice")),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let id = r.next_id();
+            r.keep(Arc::new(Published {
+                id,
+                event: Event::new(i as i64, "127.0.0.1:1", "q3", kind),
+                json: "x".repeat(10),
+            }));
+        }
+        let opt_out = crate::privacy::OptOut::new(["ALICE"]);
+        assert_eq!(r.forget(&opt_out), 2);
+        assert_eq!(r.forget(&opt_out), 0);
+        let res = r.after(0, tx.subscribe());
+        let ids: Vec<u64> = res.backlog.iter().map(|p| p.id).collect();
+        assert_eq!((ids, res.missed), (vec![2, 3], Some(0)));
     }
 }
