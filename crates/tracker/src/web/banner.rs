@@ -48,7 +48,7 @@ pub struct Facts {
 }
 
 /// `s` as XML character data may hold it: without the control characters XML 1.0 forbids
-/// even escaped (a name's bytes may be anything), cut to [`MAX_CHARS`] characters with "…".
+/// even escaped (a name's bytes may be anything), cut to `MAX_CHARS` characters with "…".
 pub fn xml_text(s: &str) -> String {
     let allowed = |c: &char| {
         matches!(*c, '\t' | '\n' | '\r') || (*c >= ' ' && !matches!(*c, '\u{fffe}' | '\u{ffff}'))
