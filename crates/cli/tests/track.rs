@@ -16,26 +16,6 @@ fn start(args: &[&str]) -> Running {
     Running::start(args, &[])
 }
 
-/// The URL the tracker printed.
-fn url(tracker: &mut Running) -> String {
-    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
-    let url = line
-        .split("browse ")
-        .nth(1)
-        .expect("url")
-        .trim()
-        .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    url
-}
-
-/// Waits for `n` more round lines.
-fn rounds(tracker: &mut Running, n: usize) -> Vec<String> {
-    (0..n)
-        .map(|_| tracker.wait_line("a round", |l| l.starts_with("round ")))
-        .collect()
-}
-
 /// The servers' addresses in the browser's rows, in order.
 fn row_addrs(dom: &str) -> Vec<String> {
     dom.split("<tr class=\"server ")
@@ -137,10 +117,10 @@ fn track_polls_farm_and_real_openarena_and_renders_in_chromium() {
     )
     .unwrap();
     let mut tracker = start(&["track", "--config", config.to_str().unwrap()]);
-    let url = url(&mut tracker);
+    let url = tracker.tracker_url();
     // ioq3 answers one getinfo/getstatus per second per address after a burst of ten, so
     // rounds come every 2.5 s here.
-    let rounds = rounds(&mut tracker, 3);
+    let rounds = tracker.rounds(3);
     assert!(
         rounds
             .iter()
@@ -356,8 +336,8 @@ fn sigkill_mid_round_keeps_earlier_rounds() {
             "--timeout-ms",
             "500",
         ]);
-        url(&mut tracker);
-        let rounds = rounds(&mut tracker, 2);
+        tracker.tracker_url();
+        let rounds = tracker.rounds(2);
         assert!(
             rounds
                 .iter()
@@ -406,8 +386,8 @@ fn demo_track_serves_the_farm() {
         "--interval-secs",
         "0.5",
     ]);
-    let url = url(&mut demo);
-    rounds(&mut demo, 1);
+    let url = demo.tracker_url();
+    demo.rounds(1);
     let api = get_json(&format!("{url}api/servers"));
     let servers = api["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 7, "{api}");

@@ -153,13 +153,6 @@ fn track(servers: &[&std::net::SocketAddr]) -> (Running, String, tempfile::TempD
     )
     .unwrap();
     let mut tracker = Running::start(&["track", "--config", config.to_str().unwrap()], &[]);
-    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
-    let url = line
-        .split("browse ")
-        .nth(1)
-        .expect("url")
-        .trim()
-        .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let url = tracker.tracker_url();
     (tracker, url, dir)
 }

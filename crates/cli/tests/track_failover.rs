@@ -88,8 +88,7 @@ fn tracker(config: &std::path::Path) -> (Running, String) {
         &["track", "--config", config.to_str().unwrap()],
         &[("RUST_LOG", "warn,fragstat_tracker=info")],
     );
-    let line = t.wait_line("the tracker's URL", |l| l.contains("browse http://"));
-    let url = line.split("browse ").nth(1).unwrap().trim().to_string();
+    let url = t.tracker_url();
     (t, url)
 }
 

@@ -33,8 +33,7 @@ fn track(config: &std::path::Path, extra: &[&str]) -> (Running, String) {
     let mut args = vec!["track", "--config", config.to_str().unwrap()];
     args.extend_from_slice(extra);
     let mut t = Running::start(&args, &[]);
-    let line = t.wait_line("the tracker's URL", |l| l.contains("browse http://"));
-    let url = line.split("browse ").nth(1).unwrap().trim().to_string();
+    let url = t.tracker_url();
     (t, url)
 }
 

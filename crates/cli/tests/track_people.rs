@@ -12,25 +12,6 @@ use fragstat_testkit::spawn_serve;
 mod support;
 use support::{artifacts, bin, http_get as get, http_json as get_json, run, stdout, Running};
 
-/// The URL the tracker printed.
-fn url(tracker: &mut Running) -> String {
-    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
-    let url = line
-        .split("browse ")
-        .nth(1)
-        .expect("url")
-        .trim()
-        .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    url
-}
-
-fn rounds(tracker: &mut Running, n: usize) {
-    for _ in 0..n {
-        tracker.wait_line("a round", |l| l.starts_with("round "));
-    }
-}
-
 const ABOUT: &str = "Frag Central is run by the Example LAN club.\n\nTo be forgotten, mail mailto:privacy@example.org or see https://example.org/privacy.";
 
 #[test]
@@ -64,8 +45,8 @@ fn bots_search_window_and_about_in_chromium_and_forget() {
     .unwrap();
     let config_arg = config.to_str().unwrap();
     let mut tracker = Running::start(&["track", "--config", config_arg], &[]);
-    let url = url(&mut tracker);
-    rounds(&mut tracker, 2);
+    let url = tracker.tracker_url();
+    tracker.rounds(2);
 
     // The API: two bots (ping 0) and two humans, each marked.
     let seg = farm.servers[0].to_string().replace(':', "%3A");

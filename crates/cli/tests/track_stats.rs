@@ -11,19 +11,6 @@ use fragstat_testkit::spawn_serve;
 mod support;
 use support::{artifacts, bin, http_json as get_json, Running};
 
-/// The URL the tracker printed.
-fn url(tracker: &mut Running) -> String {
-    let line = tracker.wait_line("the tracker's URL", |l| l.contains("browse http://"));
-    let url = line
-        .split("browse ")
-        .nth(1)
-        .expect("url")
-        .trim()
-        .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    url
-}
-
 fn serve(args: &[&str]) -> fragstat_testkit::Served {
     let mut all = vec!["--listen", "127.0.0.1:0"];
     all.extend_from_slice(args);
@@ -77,7 +64,7 @@ fn stats_pages_render_in_chromium() {
     )
     .unwrap();
     let mut tracker = Running::start(&["track", "--config", config.to_str().unwrap()], &[]);
-    let url = url(&mut tracker);
+    let url = tracker.tracker_url();
     for _ in 0..4 {
         tracker.wait_line("a round", |l| l.starts_with("round "));
     }

@@ -122,6 +122,28 @@ impl Running {
         self.lines.wait(what, fragstat_testkit::wait::SETTLE, pred)
     }
 
+    /// The URL a `fragstat track` printed (`browse http://127.0.0.1:…`).
+    #[allow(dead_code)]
+    pub fn tracker_url(&mut self) -> String {
+        let line = self.wait_line("the tracker's URL", |l| l.contains("browse http://"));
+        let url = line
+            .split("browse ")
+            .nth(1)
+            .expect("url")
+            .trim()
+            .to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        url
+    }
+
+    /// Waits for `n` more round lines of a `fragstat track`; the lines.
+    #[allow(dead_code)]
+    pub fn rounds(&mut self, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|_| self.wait_line("a round", |l| l.starts_with("round ")))
+            .collect()
+    }
+
     /// Waits until stderr has a line that passes `pred` (60 s cap), and returns it.
     pub fn wait_stderr(&mut self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let process = &mut self.process;
