@@ -25,7 +25,6 @@ mod master_server;
 mod masters;
 mod output;
 mod progress;
-mod records;
 mod save;
 mod scan;
 #[cfg(feature = "serve")]
@@ -415,16 +414,14 @@ fn games(format: GamesFormat) -> anyhow::Result<ExitCode> {
     let rows: Vec<serde_json::Value> = games
         .iter()
         .map(|g| {
-            serde_json::json!({
-                "id": g.id(),
-                "title": g.title(),
-                "family": g.family(),
-                "default_port": g.default_port(),
-                "master_port": g.master_port(),
-                "aliases": g.aliases(),
-                "master_types": master_types(g),
-                "catalogue": g.catalogue(),
-            })
+            let mut v = fragstat::game_json(g);
+            if let Some(obj) = v.as_object_mut() {
+                // Before the catalogue, as this command has always printed them.
+                let catalogue = obj.remove("catalogue");
+                obj.insert("master_types".into(), serde_json::json!(master_types(g)));
+                obj.extend(catalogue.map(|c| ("catalogue".to_string(), c)));
+            }
+            v
         })
         .collect();
     match format {

@@ -5,7 +5,6 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use fragstat::core::model::MasterEntry;
 use fragstat::core::registry::{CatalogueMaster, GameRef};
 use fragstat::{Client, MasterList};
 
@@ -66,14 +65,7 @@ pub fn print_catalogue(game: &GameRef, format: Format) -> ExitCode {
 /// `--master-at MASTER=ADDR` asked at ADDR instead. An error (for a usage message) when the
 /// game has none, or a `--master-at` names no entry or no address.
 pub fn catalogue(game: &GameRef, at: &[String]) -> Result<Vec<CatalogueMaster>, String> {
-    let masters = game.catalogue();
-    if masters.is_empty() {
-        return Err(format!(
-            "no master given, and {} has no master in the catalogue: name one (HOST[:PORT])",
-            game.id()
-        ));
-    }
-    let mut out = masters.to_vec();
+    let mut pairs = Vec::with_capacity(at.len());
     for a in at {
         let (key, addr) = a
             .rsplit_once('=')
@@ -81,23 +73,19 @@ pub fn catalogue(game: &GameRef, at: &[String]) -> Result<Vec<CatalogueMaster>, 
         let addr: SocketAddr = addr
             .parse()
             .map_err(|_| format!("--master-at {a}: {addr} is not an IP:PORT"))?;
-        let names =
-            |m: &CatalogueMaster| m.address() == key || format!("{}:{}", m.host, m.port) == key;
-        let mut found = false;
-        for (m, o) in masters.iter().zip(out.iter_mut()) {
-            if names(m) {
-                *o = m.clone().pointed_at(addr);
-                found = true;
-            }
-        }
-        if !found {
-            return Err(format!(
-                "--master-at {a}: {key} is not in {}'s catalogue (see --list-masters)",
-                game.id()
-            ));
-        }
+        pairs.push((key.to_string(), addr));
     }
-    Ok(out)
+    fragstat::catalogue_at(game, &pairs).map_err(|e| {
+        let text = e.to_string();
+        // An entry not in the catalogue: say which --master-at named it.
+        let named = |a: &&String| a.rsplit_once('=').is_some_and(|(k, _)| text.starts_with(k));
+        match at.iter().find(named) {
+            Some(a) if !game.catalogue().is_empty() => {
+                format!("--master-at {a}: {text} (see --list-masters)")
+            }
+            _ => text,
+        }
+    })
 }
 
 /// The masters to ask, each address once: a master named twice (`localhost:27950` and
@@ -159,16 +147,9 @@ pub fn print_list(
     format: Format,
     view: &crate::output::View,
 ) -> Result<(), crate::output::Stop> {
-    let asked = list.reports().len();
-    let reports: Vec<serde_json::Value> = list.reports().iter().map(report_json).collect();
-    let by = listed_by(&list);
-    let mut servers: Vec<MasterEntry> = list.into_entries().into_iter().map(|l| l.entry).collect();
-    if game.family() == "teeworlds" {
-        for info in servers.iter_mut().filter_map(|s| s.info.as_mut()) {
-            crate::records::no_time(info, false);
-        }
-    }
-    crate::output::master_list(game.id(), format, (&servers, &by), &reports, asked, view)
+    let mut list = list;
+    list.clear_no_time(game);
+    crate::output::master_list(game.id(), format, &list, view)
 }
 
 fn print_each(list: &MasterList) {
@@ -194,41 +175,6 @@ fn print_each(list: &MasterList) {
             );
         }
     }
-}
-
-/// For each server of the merged list, the masters (as their reports name them) that
-/// listed it.
-fn listed_by(list: &MasterList) -> Vec<Vec<String>> {
-    list.entries()
-        .iter()
-        .map(|l| {
-            l.masters
-                .iter()
-                .filter_map(|i| list.reports().get(*i).map(|r| r.master.clone()))
-                .collect()
-        })
-        .collect()
-}
-
-/// A master's report as JSON writes it (docs/json.md): with `catalogue`, the catalogue
-/// entry it was asked as.
-pub fn report_json(r: &fragstat::MasterReport) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "address": r.master,
-        "status": r.status,
-        "error": r.error.as_ref().map(ToString::to_string),
-        "servers": r.is_online().then_some(r.listed),
-        "rtt_ms": r.rtt.map(|d| (d.as_secs_f64() * 1e6).round() / 1e3),
-        "kept": r.is_online().then_some(r.kept),
-        "dropped": r.is_online().then_some(r.dropped()),
-    });
-    if let (Some(c), Some(obj)) = (&r.catalogue, v.as_object_mut()) {
-        obj.insert(
-            "catalogue".into(),
-            serde_json::to_value(c).unwrap_or_default(),
-        );
-    }
-    v
 }
 
 /// Why entries were left out, in words.

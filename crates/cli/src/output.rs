@@ -130,7 +130,7 @@ impl Output {
         let (spare_tx, spare) = mpsc::channel::<Vec<u8>>();
         let streaming = format == Format::Ndjson && view.sort.is_empty();
         let reports: Option<Vec<serde_json::Value>> =
-            masters.map(|m| m.iter().map(crate::masters::report_json).collect());
+            masters.map(|m| m.iter().map(fragstat::MasterReport::to_json).collect());
         let filter = view.filter;
         let thread = std::thread::spawn(move || -> Result<(), Stop> {
             let stdout = io::stdout();
@@ -344,12 +344,12 @@ impl Output {
 pub fn master_list(
     game: &str,
     format: Format,
-    (servers, listed_by): (&[MasterEntry], &[Vec<String>]),
-    report: &[serde_json::Value],
-    masters: usize,
+    list: &fragstat::MasterList,
     view: &View,
 ) -> Result<(), Stop> {
     let mut out = io::BufWriter::new(io::stdout().lock());
+    let servers: Vec<&MasterEntry> = list.entries().iter().map(|l| &l.entry).collect();
+    let masters = list.reports().len();
     let from = format!(
         "{} from {}",
         crate::scan::count(servers.len(), "server"),
@@ -399,21 +399,18 @@ pub fn master_list(
             eprintln!("{from}");
         }
         Format::Json => {
-            let servers = with_listed_by(servers, listed_by)?;
-            serde_json::to_writer_pretty(
-                &mut out,
-                &serde_json::json!({"masters": report, "servers": servers}),
-            )
-            .map_err(io::Error::from)?;
+            serde_json::to_writer_pretty(&mut out, &list.to_json()).map_err(io::Error::from)?;
             writeln!(out)?;
         }
         Format::Ndjson => {
-            for r in report {
+            let json = list.to_json();
+            let each = |k: &str| json[k].as_array().cloned().unwrap_or_default();
+            for r in each("masters") {
                 serde_json::to_writer(&mut out, &serde_json::json!({ "master": r }))
                     .map_err(io::Error::from)?;
                 writeln!(out)?;
             }
-            for s in with_listed_by(servers, listed_by)? {
+            for s in each("servers") {
                 serde_json::to_writer(&mut out, &s).map_err(io::Error::from)?;
                 writeln!(out)?;
             }
@@ -421,23 +418,4 @@ pub fn master_list(
     }
     out.flush()?;
     Ok(())
-}
-
-/// Each list entry as JSON with `listed_by`: the masters that listed it (docs/json.md).
-fn with_listed_by(
-    servers: &[MasterEntry],
-    listed_by: &[Vec<String>],
-) -> Result<Vec<serde_json::Value>, Stop> {
-    servers
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut v = serde_json::to_value(s).map_err(io::Error::from)?;
-            if let Some(obj) = v.as_object_mut() {
-                let by = listed_by.get(i).cloned().unwrap_or_default();
-                obj.insert("listed_by".into(), serde_json::json!(by));
-            }
-            Ok(v)
-        })
-        .collect()
 }

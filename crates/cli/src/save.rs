@@ -131,7 +131,7 @@ pub async fn run(
             Ok(mut info) => {
                 online += 1;
                 if game.family() == "teeworlds" {
-                    crate::records::no_time(&mut info, game.id() == "teeworlds07");
+                    fragstat::no_time(&mut info, game.id() == "teeworlds07");
                 }
                 Record::online(Some(addr_text(*addr)), game.id(), info, o.rtt)
             }

@@ -325,7 +325,7 @@ async fn probe(
                 p.inc();
             }
             answered += 1;
-            let r = crate::records::record(&item.game, item.addr, item.result);
+            let r = fragstat::record(&item.game, item.addr, item.result);
             if r.status == Status::Online {
                 online += 1;
             }

@@ -528,7 +528,7 @@ pub async fn demo(count: usize, track: Option<DemoTrack>) -> anyhow::Result<Exit
         .scan(&game, list.servers())
         .players()
         .indexed()
-        .map(|i| (i.index, crate::records::record(&game, i.addr, i.result)))
+        .map(|i| (i.index, fragstat::record(&game, i.addr, i.result)))
         .collect()
         .await;
     records.sort_by_key(|(i, _)| *i);

@@ -509,48 +509,6 @@ impl Response {
     }
 }
 
-/// The record of one server's result, answered or not (docs/json.md). `game` names the game
-/// in the record and in what the error says (`6 replies, none a Quake III answer`).
-pub fn record(
-    game: &GameRef,
-    addr: SocketAddr,
-    result: Result<Response, Error>,
-) -> fragstat_core::record::Record {
-    use fragstat_core::record::{Record, Status};
-    match result {
-        Ok(r) => r.record(game.id()),
-        Err(e) => {
-            let status = match &e {
-                Error::Down => Status::Down,
-                e if e.is_timeout() => Status::Timeout,
-                _ => Status::Error,
-            };
-            let mut text = match &e {
-                Error::Foreign { replies, attempts } => format!(
-                    "{replies} repl{} from the server in {attempts} attempt{}, none a {} answer",
-                    if *replies == 1 { "y" } else { "ies" },
-                    if *attempts == 1 { "" } else { "s" },
-                    game.title()
-                ),
-                e => e.to_string(),
-            };
-            if matches!(e, Error::Foreign { .. } | Error::Timeout { .. }) {
-                if let Some(hint) = game.unanswered_hint() {
-                    text.push_str(" (");
-                    text.push_str(hint);
-                    text.push(')');
-                }
-            }
-            Record::failed(
-                Some(fragstat_core::record::addr_text(addr)),
-                game.id(),
-                status,
-                text,
-            )
-        }
-    }
-}
-
 /// One server query, from [`Client::query`]: await it.
 #[derive(Debug)]
 #[must_use = "a query does nothing until awaited"]

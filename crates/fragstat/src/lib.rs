@@ -58,14 +58,18 @@ mod flight;
 #[cfg(feature = "http")]
 mod http;
 mod master;
+mod record;
 mod scan;
 mod typed;
 mod watch;
 
-pub use client::{defaults, record, Client, ClientBuilder, Query, Response, Target};
+pub use client::{defaults, Client, ClientBuilder, Query, Response, Target};
 pub use error::{Error, HttpSource, Limit, LimitKind, ResolveError};
 pub use filter::{classify, FilterReason, ListFilter, ListLimits};
-pub use master::{Listed, MasterList, MasterListRequest, MasterReport, MasterStream, MasterUpdate};
+pub use master::{
+    catalogue_at, Listed, MasterList, MasterListRequest, MasterReport, MasterStream, MasterUpdate,
+};
+pub use record::{no_time, record};
 pub use scan::{Indexed, Scan, ScanItem};
 #[cfg(feature = "quake3")]
 pub use typed::Quake3;
@@ -140,6 +144,21 @@ pub fn try_game(id: &str) -> Result<GameRef, Error> {
         Error::InvalidInput(format!(
             "unknown game {id:?} (fragstat::games() lists the games of this build)"
         ))
+    })
+}
+
+/// A game as `fragstat games --format json` lists it (without qstat's master types):
+/// `id`, `title`, `family`, `default_port`, `master_port`, `aliases` and its master
+/// `catalogue`.
+pub fn game_json(g: &GameRef) -> serde_json::Value {
+    serde_json::json!({
+        "id": g.id(),
+        "title": g.title(),
+        "family": g.family(),
+        "default_port": g.default_port(),
+        "master_port": g.master_port(),
+        "aliases": g.aliases(),
+        "catalogue": g.catalogue(),
     })
 }
 

@@ -21,7 +21,9 @@ use crate::error::Error;
 use crate::filter::FilterReason;
 
 mod catalogue;
+pub use catalogue::catalogue_at;
 mod http_list;
+mod json;
 mod merge;
 mod tcp;
 use http_list::spawn_http;

@@ -214,7 +214,7 @@ impl Client {
         let mut records: Vec<Option<Record>> = vec![None; targets.len()];
         let mut scan = self.scan_each(targets).ask(ask).dedupe(false).indexed();
         while let Some(item) = scan.next().await {
-            let mut record = crate::client::record(&item.game, item.addr, item.result);
+            let mut record = crate::record::record(&item.game, item.addr, item.result);
             if let Some(loc) = locations.get(&item.addr) {
                 with_location(&mut record, loc);
             }

@@ -1,11 +1,15 @@
-//! A server's result as the CLI prints it: [`fragstat::record`], with error texts that say
-//! only what is known (trial findings 12) and DDNet's "no time" sentinels as no score (19).
+//! A server's result as a record (docs/json.md), as the CLI, the tracker and the Node.js
+//! binding write it: error texts that say only what is known, and DDNet's "no time"
+//! sentinels as no score.
 
 use std::net::SocketAddr;
 
-use fragstat::core::model::{ScoreKind, ServerInfo};
-use fragstat::core::record::{addr_text, Record, Status};
-use fragstat::{Error, GameRef, Response};
+use fragstat_core::model::{ScoreKind, ServerInfo};
+use fragstat_core::record::{addr_text, Record, Status};
+use fragstat_core::registry::GameRef;
+
+use crate::client::Response;
+use crate::error::Error;
 
 /// DDNet's "no finish time" in 0.6 server info and its HTTP list
 /// (`FinishTime::NOT_FINISHED_TIMESCORE`, ddnet/ddnet `src/engine/shared/protocol.h:187` at
@@ -19,7 +23,8 @@ const NO_TIME_SIX: i32 = -9999;
 /// score (a suicide), so only time-score servers lose it.
 const NO_TIME_SEVEN: i32 = -1;
 
-/// The record of one server's result.
+/// The record of one server's result, answered or not (docs/json.md): `game` names the
+/// game in the record; Teeworlds-family scores that mean "no time" become none.
 pub fn record(game: &GameRef, addr: SocketAddr, result: Result<Response, Error>) -> Record {
     match result {
         Ok(mut r) => {
@@ -41,7 +46,14 @@ pub fn record(game: &GameRef, addr: SocketAddr, result: Result<Response, Error>)
                 unanswered(game, &e),
             )
         }
-        Err(e) => fragstat::record(game, addr, Err(e)),
+        Err(e) => {
+            let status = match &e {
+                Error::Down => Status::Down,
+                e if e.is_timeout() => Status::Timeout,
+                _ => Status::Error,
+            };
+            Record::failed(Some(addr_text(addr)), game.id(), status, e.to_string())
+        }
     }
 }
 

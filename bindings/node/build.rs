@@ -1,0 +1,4 @@
+//! napi-rs's link settings for a Node.js addon.
+fn main() {
+    napi_build::setup();
+}
