@@ -66,9 +66,16 @@ async function cliQuery(game, address, flags = []) {
   return JSON.parse(await cli(['query', game, address, '--format', 'json', ...flags]));
 }
 
-/** A copy of a record without the keys that differ from one query to the next. */
+/**
+ * A copy of a record without what differs from one query to the next: the round-trip time
+ * and the challenge a server echoes (idTech 4 and ETQW keep it in `extra`).
+ */
 function stable(record) {
   const { rtt_ms: _rtt, ...rest } = record;
+  if (rest.extra && 'challenge' in rest.extra) {
+    const { challenge: _c, ...extra } = rest.extra;
+    rest.extra = extra;
+  }
   return rest;
 }
 
