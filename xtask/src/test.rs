@@ -271,6 +271,7 @@ pub(crate) fn test() -> Result<()> {
         .args(["--", "-D", "warnings"])
         .current_dir(root()))?;
     eprintln!("xtask: fragstat builds without its default features");
+    node_tests()?;
     // The fuzz targets must keep building (they are outside the workspace).
     run(Command::new("cargo").args([
         "check",
@@ -280,6 +281,41 @@ pub(crate) fn test() -> Result<()> {
         "--quiet",
     ]))?;
     eprintln!("xtask: all tests passed");
+    Ok(())
+}
+
+/// The Node.js binding's suite (bindings/node): `npm install` (the lockfile's versions; its
+/// install script builds the addon with cargo; not `npm ci`, which would delete the
+/// `node_modules` a second copy of the suite is using) and `npm test`, against the CLI `cargo test` built (its emulators).
+/// Without Node.js it is skipped, loudly; under CI that fails (`ensure_packages` installs it).
+fn node_tests() -> Result<()> {
+    if which("npm").is_none() || which("node").is_none() {
+        if in_ci() {
+            bail!("the Node.js binding's tests need node and npm");
+        }
+        eprintln!("xtask: WARNING: node/npm missing: the Node.js binding's tests are SKIPPED");
+        return Ok(());
+    }
+    let dir = root().join("bindings/node");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    let in_dir = |args: &[&str]| -> Result<()> {
+        eprintln!("xtask: running npm {} in bindings/node", args.join(" "));
+        let status = Command::new("npm")
+            .args(args)
+            .current_dir(&dir)
+            .env("FRAGSTAT_BIN", target.join("debug/fragstat"))
+            .status()
+            .context("starting npm")?;
+        if !status.success() {
+            bail!("npm {} (bindings/node) failed: {status}", args.join(" "));
+        }
+        Ok(())
+    };
+    in_dir(&["install", "--no-audit", "--no-fund"])?;
+    in_dir(&["test"])?;
+    eprintln!("xtask: the Node.js binding's tests passed");
     Ok(())
 }
 
