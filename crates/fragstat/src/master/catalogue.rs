@@ -85,6 +85,45 @@ pub(super) fn rounds<T>(requests: Vec<(usize, SocketAddr, T)>) -> Vec<Vec<(usize
     rounds
 }
 
+/// The game's catalogue with some entries asked at other addresses: each `(entry, addr)`
+/// names an entry (`HOST:PORT` as the catalogue lists it, or the host and its default port)
+/// to ask at `addr` instead, as `fragstat master --master-at ENTRY=ADDR` does. For
+/// [`MasterListRequest::catalogue`](crate::MasterListRequest::catalogue).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the game has no catalogue or an entry is not in it.
+pub fn catalogue_at(
+    game: &GameRef,
+    at: &[(String, SocketAddr)],
+) -> Result<Vec<CatalogueMaster>, Error> {
+    let masters = game.catalogue();
+    if masters.is_empty() {
+        return Err(Error::InvalidInput(format!(
+            "no master given, and {} has no master in the catalogue: name one (HOST[:PORT])",
+            game.id()
+        )));
+    }
+    let mut out = masters.to_vec();
+    for (key, addr) in at {
+        let names =
+            |m: &CatalogueMaster| m.address() == *key || format!("{}:{}", m.host, m.port) == *key;
+        let mut found = false;
+        for (m, o) in masters.iter().zip(out.iter_mut()) {
+            if names(m) {
+                *o = m.clone().pointed_at(*addr);
+                found = true;
+            }
+        }
+        if !found {
+            return Err(Error::InvalidInput(format!(
+                "{key} is not in {}'s catalogue",
+                game.id()
+            )));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,43 +173,4 @@ mod tests {
         assert!(not_asked(cod4.first()).is_none());
         assert!(not_asked(None).is_none());
     }
-}
-
-/// The game's catalogue with some entries asked at other addresses: each `(entry, addr)`
-/// names an entry (`HOST:PORT` as the catalogue lists it, or the host and its default port)
-/// to ask at `addr` instead, as `fragstat master --master-at ENTRY=ADDR` does. For
-/// [`MasterListRequest::catalogue`](crate::MasterListRequest::catalogue).
-///
-/// # Errors
-/// [`Error::InvalidInput`] when the game has no catalogue or an entry is not in it.
-pub fn catalogue_at(
-    game: &GameRef,
-    at: &[(String, SocketAddr)],
-) -> Result<Vec<CatalogueMaster>, Error> {
-    let masters = game.catalogue();
-    if masters.is_empty() {
-        return Err(Error::InvalidInput(format!(
-            "no master given, and {} has no master in the catalogue: name one (HOST[:PORT])",
-            game.id()
-        )));
-    }
-    let mut out = masters.to_vec();
-    for (key, addr) in at {
-        let names =
-            |m: &CatalogueMaster| m.address() == *key || format!("{}:{}", m.host, m.port) == *key;
-        let mut found = false;
-        for (m, o) in masters.iter().zip(out.iter_mut()) {
-            if names(m) {
-                *o = m.clone().pointed_at(*addr);
-                found = true;
-            }
-        }
-        if !found {
-            return Err(Error::InvalidInput(format!(
-                "{key} is not in {}'s catalogue",
-                game.id()
-            )));
-        }
-    }
-    Ok(out)
 }
