@@ -99,25 +99,64 @@ test('a scan of 1,000 servers: every one answers, with its players', async (t) =
   assert.ok(ticks > 0, 'the event loop ran during the scan');
 });
 
-test('backpressure: a reader that stops reading stops the scan; break ends it', async (t) => {
-  const s = await serve(t, 'q3', ['--count', '300', '--no-rate-limit']);
-  // The emulators count what they answer only in their replies, so count the replies here:
-  // records read, and the client's queries seen through a slow reader.
+/**
+ * `n` Quake III servers in this process that answer getinfo (with the query's challenge)
+ * and count the queries each got.
+ */
+async function countingServers(t, n) {
+  const asked = [];
+  const addrs = [];
+  for (let i = 0; i < n; i++) {
+    const s = dgram.createSocket('udp4');
+    asked.push(0);
+    s.on('message', (m, from) => {
+      const text = m.toString('latin1');
+      const q = /^\xff\xff\xff\xffgetinfo ?(\S*)/.exec(text);
+      if (!q) return;
+      asked[i]++;
+      const reply = `\xff\xff\xff\xffinfoResponse\n\\challenge\\${q[1]}\\hostname\\counted ${i}\\mapname\\q3dm17\\clients\\0\\sv_maxclients\\8\\protocol\\68`;
+      s.send(Buffer.from(reply, 'latin1'), from.port, from.address);
+    });
+    s.bind(0, '127.0.0.1');
+    await once(s, 'listening');
+    t.after(() => s.close());
+    addrs.push(`127.0.0.1:${s.address().port}`);
+  }
+  return { addrs, asked: () => asked.filter((a) => a > 0).length };
+}
+
+// What a scan holds for a reader that has stopped: the binding's buffer, the library's own
+// queue of results (fragstat_core's OUTCOME_QUEUE, 256) and the queries in flight.
+const LIBRARY_QUEUE = 256;
+
+test('backpressure: while nobody reads, the scan asks no more servers; break ends it', async (t) => {
+  const n = 600;
+  const { addrs, asked } = await countingServers(t, n);
   const client = new Client();
-  const it = client.scan('q3', s.servers, { buffer: 2, concurrency: 300 });
+  const buffer = 2;
+  const concurrency = 8;
+  const it = client.scan('q3', addrs, { buffer, concurrency });
   const first = await it.next();
-  assert.equal(first.value.status, 'online');
-  // Not reading: at most the buffer plus what was in hand can be done meanwhile. Ask one
-  // more server directly: the client is still free to serve other calls.
-  const r = await client.query('q3', s.servers[0]);
-  assert.equal(r.status, 'online');
-  let n = 1;
+  assert.equal(first.value.status, 'online', first.value.error);
+  assert.match(first.value.name, /^counted \d+$/);
+  // Not reading: the scan may fill what it holds, no more. The bound is checked over a
+  // window in which an unbounded scan asks all 600 (it answers in well under 0.1 s).
+  const bound = 1 + buffer + 1 + LIBRARY_QUEUE + concurrency;
+  const held = await new Promise((resolve) => setTimeout(() => resolve(asked()), 300));
+  assert.ok(held <= bound, `${held} servers asked while nobody read (bound ${bound})`);
+  // Another call on the same client is served meanwhile.
+  assert.equal((await client.query('q3', addrs[n - 1])).status, 'online');
+  let read = 1;
   for await (const rec of it) {
     assert.equal(rec.status, 'online');
-    if (++n === 10) break;
+    if (++read === 20) break;
   }
-  assert.equal(n, 10);
   assert.deepEqual(await it.next(), { done: true, value: undefined }, 'a broken scan stays ended');
+  // Reading everything asks everything.
+  let all = 0;
+  for await (const rec of client.scan('q3', addrs, { concurrency: 50 })) all += rec.status === 'online';
+  assert.equal(all, n);
+  assert.equal(asked(), n);
 });
 
 test('watch: servers up and players joining, then a server down; the CLI says the same', async (t) => {
