@@ -5,6 +5,11 @@
 
 const native = require('./fragstat.node');
 
+/** A scan's records waiting for the reader at most, by default (`buffer`). */
+const SCAN_BUFFER = 64;
+/** Events taken from a watch at once at most. */
+const WATCH_BATCH = 64;
+
 /** The stable codes of FragstatError. */
 const CODES = Object.freeze([
   'TIMEOUT', 'DEADLINE', 'DOWN', 'FOREIGN', 'DECODE', 'ENCODE', 'LIMIT', 'RESOLVE', 'HTTP',
@@ -75,21 +80,26 @@ async function settle(handle, signal, open) {
 }
 
 /**
- * A native Feed as an async iterator: `next()` waits for the next item (while nobody
- * reads, the producer waits: backpressure); `return()` (a `break`) and an aborted signal
- * stop it, cancelling its queries.
+ * A native Feed as an async iterator: `next()` hands out the items fetched last, and when
+ * none are left waits for the next batch (all the feed has ready, at most `batch`: one
+ * wake-up of this thread for many records). While nobody reads, the producer waits
+ * (backpressure); `return()` (a `break`) and an aborted signal stop it, cancelling its
+ * queries.
  */
 class Stream {
   #feed;
   #signal;
   #open;
   #abort;
+  #batch;
+  #ready = [];
   #done = false;
 
-  constructor(feed, signal, open) {
+  constructor(feed, signal, open, batch) {
     this.#feed = feed;
     this.#signal = signal;
     this.#open = open;
+    this.#batch = batch;
     this.#abort = () => this.#stop();
     signal?.addEventListener('abort', this.#abort, { once: true });
     open.add(feed);
@@ -98,6 +108,7 @@ class Stream {
   #stop() {
     if (this.#done) return;
     this.#done = true;
+    this.#ready = [];
     this.#feed.cancel();
     this.#open.delete(this.#feed);
     this.#signal?.removeEventListener('abort', this.#abort);
@@ -112,23 +123,23 @@ class Stream {
       this.#stop();
       throw this.#signal.reason;
     }
-    if (this.#done) return { done: true, value: undefined };
-    let text;
-    try {
-      text = await this.#feed.next();
-    } catch (e) {
-      this.#stop();
-      throw convert(e);
+    if (this.#ready.length === 0 && !this.#done) {
+      let batch;
+      try {
+        batch = await this.#feed.nextBatch(this.#batch);
+      } catch (e) {
+        this.#stop();
+        throw convert(e);
+      }
+      if (this.#signal?.aborted) {
+        this.#stop();
+        throw this.#signal.reason;
+      }
+      if (batch === null) this.#stop();
+      else this.#ready = batch.reverse();
     }
-    if (this.#signal?.aborted) {
-      this.#stop();
-      throw this.#signal.reason;
-    }
-    if (text === null) {
-      this.#stop();
-      return { done: true, value: undefined };
-    }
-    return { done: false, value: JSON.parse(text) };
+    if (this.#ready.length === 0) return { done: true, value: undefined };
+    return { done: false, value: JSON.parse(this.#ready.pop()) };
   }
 
   async return(value) {
@@ -180,7 +191,7 @@ class Client {
     options.signal?.throwIfAborted();
     const list = Array.from(addresses, String);
     const feed = call(() => this.#native.scan(game, list, nativeOptions(options)));
-    return new Stream(feed, options.signal, this.#open);
+    return new Stream(feed, options.signal, this.#open, options.buffer ?? SCAN_BUFFER);
   }
 
   /**
@@ -196,7 +207,7 @@ class Client {
       ext: s.ext,
     }));
     const feed = call(() => this.#native.watch(list, nativeOptions(options)));
-    return new Stream(feed, options.signal, this.#open);
+    return new Stream(feed, options.signal, this.#open, WATCH_BATCH);
   }
 
   /** The local addresses of the client's sockets (bound on its first query). */

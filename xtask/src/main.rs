@@ -39,6 +39,10 @@
 //!   by, each round's write and upkeep, and a 30-day player search; prints `projected
 //!   storage: X GB/day`, `round write: median X s, 90th percentile Y s, max Z s` and `player
 //!   search (30 days): X ms`.
+//! - `bench node [--runs N] [--servers N] [--players K] [--clients LIST] [--pool N]` — the
+//!   Node.js binding against node-gamedig (`bindings/node/bench/scan.js`): N emulated Quake III
+//!   servers on loopback (default 1,000 with 5 players) queried from one Node process per run,
+//!   the clients taking turns: wall, CPU, peak RSS, min/median/max (docs/benchmarks.md).
 //! - `fuzz [--seconds N]` — runs every cargo-fuzz target (`fuzz/fuzz_targets/*.rs`, needs
 //!   `cargo install cargo-fuzz`), its corpus seeded from every `tests/fixtures/*/{ok,err}`.
 
@@ -51,6 +55,7 @@ use sha2::{Digest, Sha256};
 mod bench_attack;
 mod bench_decode;
 mod bench_master;
+mod bench_node;
 mod bench_scan;
 mod capture;
 mod completions;
@@ -70,14 +75,15 @@ fn main() -> ExitCode {
             Some("attack") => bench_attack_cmd(&args[2..]),
             Some("decode") => bench_decode::bench_decode(),
             Some("track") => bench_track(&args[2..]),
+            Some("node") => bench_node::bench_node(&args[2..]),
             _ => Err(anyhow::anyhow!(
-                "usage: cargo xtask bench scan|master|attack|decode|track"
+                "usage: cargo xtask bench scan|master|attack|decode|track|node"
             )),
         },
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("completions") => completions::completions(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test | test-copies [--copies N] [--rounds R] | capture GAME ADDR NAME | bench scan|master|attack|decode|track | fuzz [--seconds N] | completions [--out DIR]");
+            eprintln!("usage: cargo xtask test | test-copies [--copies N] [--rounds R] | capture GAME ADDR NAME | bench scan|master|attack|decode|track|node | fuzz [--seconds N] | completions [--out DIR]");
             return ExitCode::from(2);
         }
     };

@@ -141,7 +141,7 @@ impl Client {
                     Ok(a) => addrs.push(a),
                     Err(e) => {
                         let rec = Record::failed(Some(text), g.id(), Status::Error, e.to_string());
-                        if tx.send(Ok(record_json(&rec))).await.is_err() {
+                        if tx.send(record_json(&rec)).await.is_err() {
                             return;
                         }
                     }
@@ -174,7 +174,7 @@ impl Client {
             }
             while let Some((addr, result)) = scan.next().await {
                 let rec = fragstat::record(&g, addr, result);
-                if tx.send(Ok(record_json(&rec))).await.is_err() {
+                if tx.send(record_json(&rec)).await.is_err() {
                     return;
                 }
             }
@@ -213,7 +213,10 @@ impl Client {
         Ok(Feed::start(WATCH_BUFFER, move |tx: Sink| async move {
             let mut watch = watch;
             while let Some(event) = watch.next().await {
-                let json = serde_json::to_string(&event).map_err(|e| invalid(e.to_string()));
+                // An event is strings, numbers and booleans: writing it cannot fail.
+                let Ok(json) = serde_json::to_string(&event) else {
+                    continue;
+                };
                 if tx.send(json).await.is_err() {
                     return;
                 }

@@ -62,12 +62,12 @@ impl Call {
 /// channel: while the reader does not read, the producer waits, and sends no queries.
 #[napi]
 pub struct Feed {
-    rx: Arc<Mutex<mpsc::Receiver<napi::Result<String>>>>,
+    rx: Arc<Mutex<mpsc::Receiver<String>>>,
     task: StdMutex<Option<JoinHandle<()>>>,
 }
 
 /// The sending side a feed's producer writes to.
-pub type Sink = mpsc::Sender<napi::Result<String>>;
+pub type Sink = mpsc::Sender<String>;
 
 impl Feed {
     /// Starts `produce` with a channel of `buffer` items.
@@ -86,12 +86,24 @@ impl Feed {
 
 #[napi]
 impl Feed {
-    /// The next item's JSON text, or `null` when the stream has ended (or was cancelled).
+    /// The next items' JSON texts: waits for one, then takes the others already waiting, up
+    /// to `max` in all (one wake-up of the JavaScript thread for many records); `null` when
+    /// the stream has ended (or was cancelled).
     #[napi]
-    pub async fn next(&self) -> napi::Result<Option<String>> {
+    pub async fn next_batch(&self, max: u32) -> napi::Result<Option<Vec<String>>> {
         let rx = Arc::clone(&self.rx);
         let mut rx = rx.lock().await;
-        rx.recv().await.transpose()
+        let Some(first) = rx.recv().await else {
+            return Ok(None);
+        };
+        let mut batch = vec![first];
+        while batch.len() < max.max(1) as usize {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        Ok(Some(batch))
     }
 
     /// Stops the stream: the producer is aborted, its queries cancelled; `next()` then
