@@ -26,7 +26,7 @@ export interface QueryOptions {
   ipFamily?: number | string;
   /** Accept gamedig's old ids (`quake3`, `wolfensteinet`, `swjk`, `swjk2`, `cod4`). */
   checkOldIDs?: boolean;
-  /** Accepted, ignored (fragstat strips colours as each engine draws them, always). */
+  /** false: names as sent (`name_raw`, colour codes kept). Default: colours stripped as the game's engine draws them. */
   stripColors?: boolean;
   /** Accepted, ignored. */
   portCache?: boolean;

@@ -121,10 +121,13 @@ export interface ListedServer {
   /** Its other addresses (a Dæmon master's linked IPv4/IPv6 pair). */
   addresses: string[];
   /** What the list says of it (lists that carry info: DDNet's HTTP master), else null. */
-  info: ServerRecord | null;
+  info: ListedInfo | null;
   /** The masters that listed it, first lister first. */
   listed_by: string[];
 }
+
+/** A listed server's info: a record's keys from `name` to `dialect` (docs/json.md). */
+export type ListedInfo = Omit<ServerRecord, 'address' | 'game' | 'status' | 'error' | 'rtt_ms'>;
 
 export interface MasterList {
   masters: MasterReport[];
@@ -239,13 +242,18 @@ export interface ResultStream<T> extends AsyncIterableIterator<T> {
 
 export declare class Client {
   constructor(options?: ClientOptions);
-  query(game: string, address: string, options?: QueryOptions): Promise<ServerRecord>;
-  masterList(game: string, masters?: string[] | null, options?: MasterListOptions): Promise<MasterList>;
+  query(game: string, address: string, options?: QueryOptions | null): Promise<ServerRecord>;
+  /** `masters` left out: the game's catalogue; an empty array is refused (INVALID_INPUT). */
+  masterList(game: string, masters?: string | string[] | null, options?: MasterListOptions): Promise<MasterList>;
   masterList(game: string, options: MasterListOptions): Promise<MasterList>;
-  scan(game: string, addresses: Iterable<string>, options?: ScanOptions): ResultStream<ServerRecord>;
+  /** `addresses`: an array (or other iterable, not a string) of `HOST:PORT`. */
+  scan(game: string, addresses: Iterable<string> & object, options?: ScanOptions): ResultStream<ServerRecord>;
   watch(sources: WatchSource | WatchSource[], options?: WatchOptions): ResultStream<FragstatEvent>;
   localAddresses(): string[];
+  /** Cancels every open call (rejects) and iterator (throws), code CANCELLED. */
   close(): void;
+  /** `using client = new Client()`: close() at the end of the scope. */
+  [Symbol.dispose](): void;
 }
 
 /** A game as `fragstat games --format json` lists it. */

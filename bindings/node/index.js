@@ -4,6 +4,7 @@
 // object in the JSON shape of fragstat's docs/json.md, written by the library itself.
 
 const native = require('./fragstat.node');
+const { check } = require('./options.js');
 
 /** A scan's records waiting for the reader at most, by default (`buffer`). */
 const SCAN_BUFFER = 64;
@@ -38,7 +39,7 @@ function convert(e) {
     }
   }
   // napi's own argument errors (a number where a string belongs…).
-  if (e instanceof Error && (e.code === 'InvalidArg' || e.code === 'NumberExpected' || e.code === 'StringExpected' || e.code === 'BooleanExpected' || e.code === 'ObjectExpected')) {
+  if (e instanceof Error && typeof e.code === 'string' && (e.code === 'InvalidArg' || e.code.endsWith('Expected'))) {
     const f = new FragstatError({ code: 'INVALID_INPUT', message: e.message });
     f.cause = e;
     return f;
@@ -54,27 +55,24 @@ function call(f) {
   }
 }
 
-/** Options for the native side: `signal` and `undefined`s left out. */
-function nativeOptions(options) {
-  const out = {};
-  for (const [k, v] of Object.entries(options ?? {})) {
-    if (k !== 'signal' && v !== undefined) out[k] = v;
-  }
-  return out;
+/** An INVALID_INPUT error, thrown before anything is sent. */
+function invalid(message) {
+  return new FragstatError({ code: 'INVALID_INPUT', message });
 }
 
 /** Awaits a native Call, cancelling it when `signal` aborts (rejecting with its reason). */
 async function settle(handle, signal, open) {
   const abort = () => handle.cancel();
   signal?.addEventListener('abort', abort, { once: true });
-  open.add(handle);
+  const entry = cancellable(handle);
+  open.add(entry);
   try {
     return JSON.parse(await handle.result());
   } catch (e) {
     if (signal?.aborted) throw signal.reason;
     throw convert(e);
   } finally {
-    open.delete(handle);
+    open.delete(entry);
     signal?.removeEventListener('abort', abort);
   }
 }
@@ -82,9 +80,10 @@ async function settle(handle, signal, open) {
 /**
  * A native Feed as an async iterator: `next()` hands out the items fetched last, and when
  * none are left waits for the next batch (all the feed has ready, at most `batch`: one
- * wake-up of this thread for many records). While nobody reads, the producer waits
- * (backpressure); `return()` (a `break`) and an aborted signal stop it, cancelling its
- * queries.
+ * wake-up of this thread for many records). Calls of `next()` are answered in order, one
+ * after the other, so concurrent calls never lose an item. While nobody reads, the producer
+ * waits (backpressure). `return()` (a `break`) ends it quietly; an aborted signal throws
+ * its reason and `client.close()` a CANCELLED error; each stops the feed's queries.
  */
 class Stream {
   #feed;
@@ -94,6 +93,8 @@ class Stream {
   #batch;
   #ready = [];
   #done = false;
+  #cancelled = false;
+  #turn = Promise.resolve();
 
   constructor(feed, signal, open, batch) {
     this.#feed = feed;
@@ -102,7 +103,7 @@ class Stream {
     this.#batch = batch;
     this.#abort = () => this.#stop();
     signal?.addEventListener('abort', this.#abort, { once: true });
-    open.add(feed);
+    open.add(this);
   }
 
   #stop() {
@@ -110,19 +111,41 @@ class Stream {
     this.#done = true;
     this.#ready = [];
     this.#feed.cancel();
-    this.#open.delete(this.#feed);
+    this.#open.delete(this);
     this.#signal?.removeEventListener('abort', this.#abort);
+  }
+
+  /** `client.close()`: stops the feed; the reader's next `next()` throws CANCELLED. */
+  cancel() {
+    this.#cancelled = !this.#done;
+    this.#stop();
+  }
+
+  #ended() {
+    if (this.#signal?.aborted) throw this.#signal.reason;
+    if (this.#cancelled) {
+      this.#cancelled = false;
+      throw new FragstatError({ code: 'CANCELLED', message: 'client.close() stopped it' });
+    }
   }
 
   [Symbol.asyncIterator]() {
     return this;
   }
 
-  async next() {
-    if (this.#signal?.aborted) {
-      this.#stop();
-      throw this.#signal.reason;
-    }
+  next() {
+    const turn = this.#turn.then(() => this.#next());
+    // The next call waits for this one, whether it resolves or rejects.
+    this.#turn = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    return turn;
+  }
+
+  async #next() {
+    if (this.#signal?.aborted) this.#stop();
+    this.#ended();
     if (this.#ready.length === 0 && !this.#done) {
       let batch;
       try {
@@ -131,12 +154,10 @@ class Stream {
         this.#stop();
         throw convert(e);
       }
-      if (this.#signal?.aborted) {
-        this.#stop();
-        throw this.#signal.reason;
-      }
+      if (this.#signal?.aborted) this.#stop();
+      this.#ended();
       if (batch === null) this.#stop();
-      else this.#ready = batch.reverse();
+      else if (!this.#done) this.#ready = batch.reverse();
     }
     if (this.#ready.length === 0) return { done: true, value: undefined };
     return { done: false, value: JSON.parse(this.#ready.pop()) };
@@ -153,6 +174,11 @@ class Stream {
   }
 }
 
+/** A one-result call that `client.close()` can cancel. */
+function cancellable(handle) {
+  return { cancel: () => handle.cancel() };
+}
+
 /**
  * A client: one set of sockets and settings shared by every query, scan, master list and
  * watch made through it. Times are in milliseconds.
@@ -161,53 +187,74 @@ class Client {
   #native;
   #open = new Set();
 
-  constructor(options = {}) {
-    this.#native = call(() => new native.Client(nativeOptions(options)));
+  constructor(options) {
+    const { native: opts } = check('client', options, invalid);
+    this.#native = call(() => new native.Client(opts));
   }
 
   /** One server's record (docs/json.md); rejects with a FragstatError when it does not answer. */
-  async query(game, address, options = {}) {
-    options.signal?.throwIfAborted();
-    const handle = call(() => this.#native.query(game, address, nativeOptions(options)));
-    return settle(handle, options.signal, this.#open);
+  async query(game, address, options) {
+    const { native: opts, signal } = check('query', options, invalid);
+    signal?.throwIfAborted();
+    const handle = call(() => this.#native.query(game, address, opts));
+    return settle(handle, signal, this.#open);
   }
 
   /**
    * A game's master list, merged: `{masters, servers}` as `fragstat master --format json`.
-   * With no masters given, the game's catalogue is asked.
+   * `masters`: an array of `HOST[:PORT]` (or URLs) or one as a string; left out (or
+   * `null`), the game's catalogue of known masters is asked (`masterAt` points entries
+   * elsewhere). An empty array is refused: a list read from a setting that came out empty
+   * must not turn into the public catalogue.
    */
-  async masterList(game, masters, options = {}) {
-    if (masters !== undefined && masters !== null && !Array.isArray(masters)) {
+  async masterList(game, masters, options) {
+    if (masters !== undefined && masters !== null && typeof masters === 'object' && !Array.isArray(masters)) {
       [masters, options] = [undefined, masters];
     }
-    options.signal?.throwIfAborted();
-    const opts = nativeOptions(options);
+    const { native: opts, signal } = check('masterList', options, invalid);
+    if (typeof masters === 'string') masters = [masters];
+    if (Array.isArray(masters) && masters.length === 0) {
+      throw invalid('masterList: an empty list of masters (leave it out to ask the game\'s catalogue)');
+    }
+    if (Array.isArray(masters) && opts.masterAt) {
+      throw invalid('masterList: masterAt points catalogue entries elsewhere: it goes without masters');
+    }
+    if (masters !== undefined && masters !== null && !Array.isArray(masters)) {
+      throw invalid(`masterList: masters are an array of HOST[:PORT], not ${JSON.stringify(masters)}`);
+    }
+    signal?.throwIfAborted();
     const handle = call(() => this.#native.masterList(game, masters ?? undefined, opts));
-    return settle(handle, options.signal, this.#open);
+    return settle(handle, signal, this.#open);
   }
 
   /** Scans servers of one game: an async iterator of records, as each server answers or not. */
-  scan(game, addresses, options = {}) {
-    options.signal?.throwIfAborted();
+  scan(game, addresses, options) {
+    const { native: opts, signal } = check('scan', options, invalid);
+    if (typeof addresses === 'string' || addresses === null || typeof addresses?.[Symbol.iterator] !== 'function') {
+      throw invalid('scan: the addresses are an array (or iterable) of HOST:PORT strings');
+    }
+    signal?.throwIfAborted();
     const list = Array.from(addresses, String);
-    const feed = call(() => this.#native.scan(game, list, nativeOptions(options)));
-    return new Stream(feed, options.signal, this.#open, options.buffer ?? SCAN_BUFFER);
+    const feed = call(() => this.#native.scan(game, list, opts));
+    return new Stream(feed, signal, this.#open, opts.buffer ?? SCAN_BUFFER);
   }
 
   /**
    * Watches sources (`{game, masters?, servers?, ext?}`, one or an array): an async iterator
    * of events (docs/json.md, "Events"), one scan every `interval` ms.
    */
-  watch(sources, options = {}) {
-    options.signal?.throwIfAborted();
-    const list = (Array.isArray(sources) ? sources : [sources]).map((s) => ({
-      game: s.game,
-      masters: s.masters,
-      servers: s.servers,
-      ext: s.ext,
-    }));
-    const feed = call(() => this.#native.watch(list, nativeOptions(options)));
-    return new Stream(feed, options.signal, this.#open, WATCH_BATCH);
+  watch(sources, options) {
+    const { native: opts, signal } = check('watch', options, invalid);
+    signal?.throwIfAborted();
+    const list = (Array.isArray(sources) ? sources : [sources]).map((s) => {
+      if (typeof s !== 'object' || s === null) throw invalid('watch: a source is {game, masters?, servers?, ext?}');
+      for (const k of ['masters', 'servers']) {
+        if (s[k] !== undefined && !Array.isArray(s[k])) throw invalid(`watch: ${k} is an array of HOST:PORT`);
+      }
+      return { game: s.game, masters: s.masters, servers: s.servers, ext: s.ext };
+    });
+    const feed = call(() => this.#native.watch(list, opts));
+    return new Stream(feed, signal, this.#open, WATCH_BATCH);
   }
 
   /** The local addresses of the client's sockets (bound on its first query). */
@@ -215,9 +262,12 @@ class Client {
     return this.#native.localAddresses();
   }
 
-  /** Cancels every call and iterator still open. */
+  /**
+   * Cancels every call and iterator still open: a pending call rejects, and an iterator's
+   * next `next()` throws, with code CANCELLED. The client itself stays usable.
+   */
   close() {
-    for (const h of this.#open) h.cancel();
+    for (const h of [...this.#open]) h.cancel();
     this.#open.clear();
   }
 

@@ -27,6 +27,12 @@ async function use(): Promise<void> {
   const ids: string[] = games().map((g) => g.id);
   console.log(ids, game('q3')?.default_port);
   client.close();
+  {
+    using scoped = new Client();
+    await scoped.masterList('q3', '127.0.0.1:27950');
+  }
+  const listed = list.servers[0].info;
+  if (listed) console.log(listed.num_players, listed.players?.length);
 
   // @ts-expect-error: a port is part of the address string, not a number argument
   await client.query('q3', 27960);
@@ -34,6 +40,10 @@ async function use(): Promise<void> {
   new Client({ timeout: '500ms' });
   // @ts-expect-error: no such error code
   const bad: FragstatError['code'] = 'NOPE';
+  // @ts-expect-error: a string is not a list of addresses
+  client.scan('q3', '127.0.0.1:27960');
+  // @ts-expect-error: a listed server's info has no status of its own
+  console.log(listed?.status);
   // @ts-expect-error: status is one of four words
   const s: ServerRecord['status'] = 'up';
   // @ts-expect-error: an event without its kind's keys
