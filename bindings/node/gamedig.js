@@ -38,8 +38,9 @@ function invalid(message) {
 /** The fragstat game for a type: gamedig's ids, its old ids with checkOldIDs, then fragstat's. */
 function resolveType(type, checkOldIDs) {
   if (!type) throw invalid('No game specified');
-  let id = TYPES[type];
-  if (id === undefined && checkOldIDs && OLD_IDS[type]) id = TYPES[OLD_IDS[type]];
+  // Own properties only: `constructor` or `toString` is no game.
+  let id = Object.hasOwn(TYPES, type) ? TYPES[type] : undefined;
+  if (id === undefined && checkOldIDs && Object.hasOwn(OLD_IDS, type)) id = TYPES[OLD_IDS[type]];
   if (id === undefined) {
     // fragstat's ids and aliases (etl, unvanquished, teeworlds, ddnet…): the games gamedig
     // cannot read. gamedig's old ids that are not fragstat aliases stay invalid without

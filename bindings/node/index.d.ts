@@ -237,14 +237,14 @@ export interface WatchOptions extends Cancellable {
 /** A stream of results: `for await`, or `next()`; `return()` (a `break`) stops it. */
 export interface ResultStream<T> extends AsyncIterableIterator<T> {
   next(): Promise<IteratorResult<T, undefined>>;
-  return(value?: unknown): Promise<IteratorResult<T, undefined>>;
+  return<R = undefined>(value?: R): Promise<IteratorResult<T, R>>;
 }
 
 export declare class Client {
   constructor(options?: ClientOptions);
   query(game: string, address: string, options?: QueryOptions | null): Promise<ServerRecord>;
   /** `masters` left out: the game's catalogue; an empty array is refused (INVALID_INPUT). */
-  masterList(game: string, masters?: string | string[] | null, options?: MasterListOptions): Promise<MasterList>;
+  masterList(game: string, masters?: string | Iterable<string> | null, options?: MasterListOptions): Promise<MasterList>;
   masterList(game: string, options: MasterListOptions): Promise<MasterList>;
   /** `addresses`: an array (or other iterable, not a string) of `HOST:PORT`. */
   scan(game: string, addresses: Iterable<string> & object, options?: ScanOptions): ResultStream<ServerRecord>;

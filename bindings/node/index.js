@@ -95,6 +95,7 @@ class Stream {
   #done = false;
   #cancelled = false;
   #turn = Promise.resolve();
+  #ref;
 
   constructor(feed, signal, open, batch) {
     this.#feed = feed;
@@ -103,7 +104,10 @@ class Stream {
     this.#batch = batch;
     this.#abort = () => this.#stop();
     signal?.addEventListener('abort', this.#abort, { once: true });
-    open.add(this);
+    // Held weakly: a stream its reader dropped is collected, and its native feed with it
+    // (which stops its queries), rather than kept alive by the client.
+    this.#ref = new WeakRef(this);
+    open.add(this.#ref);
   }
 
   #stop() {
@@ -111,7 +115,7 @@ class Stream {
     this.#done = true;
     this.#ready = [];
     this.#feed.cancel();
-    this.#open.delete(this);
+    this.#open.delete(this.#ref);
     this.#signal?.removeEventListener('abort', this.#abort);
   }
 
@@ -208,11 +212,14 @@ class Client {
    * must not turn into the public catalogue.
    */
   async masterList(game, masters, options) {
-    if (masters !== undefined && masters !== null && typeof masters === 'object' && !Array.isArray(masters)) {
-      [masters, options] = [undefined, masters];
-    }
+    // `masterList(game, options)`: a plain object in second place, nothing in third.
+    const plain = (o) => typeof o === 'object' && o !== null && typeof o[Symbol.iterator] !== 'function';
+    if (plain(masters) && options === undefined) [masters, options] = [undefined, masters];
     const { native: opts, signal } = check('masterList', options, invalid);
     if (typeof masters === 'string') masters = [masters];
+    else if (masters !== undefined && masters !== null && typeof masters[Symbol.iterator] === 'function') {
+      masters = Array.from(masters);
+    }
     if (Array.isArray(masters) && masters.length === 0) {
       throw invalid('masterList: an empty list of masters (leave it out to ask the game\'s catalogue)');
     }
@@ -248,11 +255,20 @@ class Client {
     signal?.throwIfAborted();
     const list = (Array.isArray(sources) ? sources : [sources]).map((s) => {
       if (typeof s !== 'object' || s === null) throw invalid('watch: a source is {game, masters?, servers?, ext?}');
+      for (const k of Object.keys(s)) {
+        if (!['game', 'masters', 'servers', 'ext'].includes(k)) {
+          throw invalid(`watch: a source has no key ${JSON.stringify(k)} (game, masters, servers, ext)`);
+        }
+      }
       for (const k of ['masters', 'servers']) {
         if (s[k] !== undefined && !Array.isArray(s[k])) throw invalid(`watch: ${k} is an array of HOST:PORT`);
       }
+      if (!s.masters?.length && !s.servers?.length) {
+        throw invalid(`watch: a source of ${s.game} with no masters and no servers watches nothing`);
+      }
       return { game: s.game, masters: s.masters, servers: s.servers, ext: s.ext };
     });
+    if (list.length === 0) throw invalid('watch: no sources');
     const feed = call(() => this.#native.watch(list, opts));
     return new Stream(feed, signal, this.#open, WATCH_BATCH);
   }
@@ -267,7 +283,7 @@ class Client {
    * next `next()` throws, with code CANCELLED. The client itself stays usable.
    */
   close() {
-    for (const h of [...this.#open]) h.cancel();
+    for (const h of [...this.#open]) (h instanceof WeakRef ? h.deref() : h)?.cancel();
     this.#open.clear();
   }
 

@@ -296,6 +296,22 @@ fn node_tests() -> Result<()> {
         eprintln!("xtask: WARNING: node/npm missing: the Node.js binding's tests are SKIPPED");
         return Ok(());
     }
+    // The package needs Node.js 20 (`engines`; `node --test --test-concurrency`); Debian
+    // bookworm's own `nodejs` is 18.
+    let version = Command::new("node")
+        .arg("--version")
+        .output()
+        .context("node --version")?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    let major: u32 = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major < 20 {
+        bail!("the Node.js binding's tests need Node.js 20 or later, found {version}");
+    }
     let dir = root().join("bindings/node");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)

@@ -90,27 +90,44 @@ impl Client {
         let g = game(&game_id)?;
         let o = options.unwrap_or_default();
         let masters = masters.unwrap_or_default();
-        let mut request = self.inner.master_list(&g, masters.clone());
-        if masters.is_empty() {
+        // With no masters: the catalogue, its entries named in `masterAt` pointed elsewhere
+        // (in a fixed order, so a wrong entry is always the same one reported).
+        let catalogue = if masters.is_empty() {
             let mut at = Vec::new();
-            for (entry, addr) in o.master_at.unwrap_or_default() {
+            let mut given: Vec<(String, String)> =
+                o.master_at.unwrap_or_default().into_iter().collect();
+            given.sort();
+            for (entry, addr) in given {
                 let addr: SocketAddr = addr
                     .parse()
                     .map_err(|_| invalid(format!("masterAt {entry}: {addr} is not an IP:PORT")))?;
                 at.push((entry, addr));
             }
-            request = request.catalogue(fragstat::catalogue_at(&g, &at).map_err(|e| js(&e))?);
-        }
-        if let Some(ext) = o.ext {
-            request = request.ext(ext);
-        }
-        if o.gamename.is_some() {
-            request = request.gamename(o.gamename);
-        }
-        if o.protocol.is_some() {
-            request = request.protocol(o.protocol);
-        }
+            Some(fragstat::catalogue_at(&g, &at).map_err(|e| js(&e))?)
+        } else {
+            None
+        };
+        let client = self.inner.clone();
         Ok(Call::start(async move {
+            // Each master's address once, as the CLI asks them.
+            let masters = if masters.is_empty() {
+                masters
+            } else {
+                client.dedupe_masters(&g, &masters).await.0
+            };
+            let mut request = client.master_list(&g, masters);
+            if let Some(c) = catalogue {
+                request = request.catalogue(c);
+            }
+            if let Some(ext) = o.ext {
+                request = request.ext(ext);
+            }
+            if o.gamename.is_some() {
+                request = request.gamename(o.gamename);
+            }
+            if o.protocol.is_some() {
+                request = request.protocol(o.protocol);
+            }
             let mut list = request.await.map_err(|e| js(&e))?;
             list.clear_no_time(&g);
             Ok(list.to_json().to_string())
@@ -140,7 +157,8 @@ impl Client {
                 match r {
                     Ok(a) => addrs.push(a),
                     Err(e) => {
-                        let rec = Record::failed(Some(text), g.id(), Status::Error, e.to_string());
+                        let why = fragstat::resolve_error(&text, &e);
+                        let rec = Record::failed(Some(text), g.id(), Status::Error, why);
                         if tx.send(record_json(&rec)).await.is_err() {
                             return;
                         }

@@ -38,6 +38,13 @@ impl Call {
     }
 }
 
+impl Drop for Call {
+    /// A call collected by JavaScript's garbage collector stops its queries.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 #[napi]
 impl Call {
     /// The result as JSON text (once: a second call rejects with `CANCELLED`).
@@ -80,6 +87,16 @@ impl Feed {
         Feed {
             rx: Arc::new(Mutex::new(rx)),
             task: StdMutex::new(Some(spawn(produce(tx)))),
+        }
+    }
+}
+
+impl Drop for Feed {
+    /// A stream collected by JavaScript's garbage collector (never read to its end, never
+    /// cancelled) stops its producer: a watch of quiet servers would otherwise poll forever.
+    fn drop(&mut self) {
+        if let Some(t) = self.task.lock().ok().and_then(|mut t| t.take()) {
+            t.abort();
         }
     }
 }

@@ -39,6 +39,20 @@ test('masters: one as a string is a list of one; an empty list is refused', asyn
     invalid(/masterAt/),
   );
   await assert.rejects(client.masterList('q3', 27950), invalid(/array of HOST/));
+  // Any iterable is a list of masters (never taken for the options: no catalogue).
+  const fromSet = await client.masterList('q3', new Set([s.masters[0]]), {});
+  assert.deepEqual(fromSet.masters.map((m) => m.address), [s.masters[0]]);
+  // A master named twice is asked once, as the CLI asks it.
+  const twice = await client.masterList('q3', [s.masters[0], s.masters[0]]);
+  assert.equal(twice.masters.length, 1);
+});
+
+test('a watch of nothing is refused', () => {
+  const client = new Client();
+  assert.throws(() => client.watch([]), invalid(/no sources/));
+  assert.throws(() => client.watch({ game: 'q3' }), invalid(/watches nothing/));
+  assert.throws(() => client.watch({ game: 'q3', server: ['127.0.0.1:9'] }), invalid(/no key "server"/));
+  assert.throws(() => client.watch({ game: 'q3', servers: [] }), invalid(/watches nothing/));
 });
 
 test('options are checked before anything is sent', async (t) => {

@@ -78,7 +78,10 @@ pub fn catalogue(game: &GameRef, at: &[String]) -> Result<Vec<CatalogueMaster>, 
     fragstat::catalogue_at(game, &pairs).map_err(|e| {
         let text = e.to_string();
         // An entry not in the catalogue: say which --master-at named it.
-        let named = |a: &&String| a.rsplit_once('=').is_some_and(|(k, _)| text.starts_with(k));
+        let named = |a: &&String| {
+            a.rsplit_once('=')
+                .is_some_and(|(k, _)| text.starts_with(&format!("{k} is not in ")))
+        };
         match at.iter().find(named) {
             Some(a) if !game.catalogue().is_empty() => {
                 format!("--master-at {a}: {text} (see --list-masters)")
@@ -88,36 +91,14 @@ pub fn catalogue(game: &GameRef, at: &[String]) -> Result<Vec<CatalogueMaster>, 
     })
 }
 
-/// The masters to ask, each address once: a master named twice (`localhost:27950` and
-/// `127.0.0.1:27950`) would be asked twice from one socket, and its second list wait out
-/// the master timeout. Names that do not resolve are kept (their report says why).
+/// The masters to ask, each address once ([`Client::dedupe_masters`]), saying on stderr
+/// which were left out.
 pub async fn dedupe(client: &Client, game: &GameRef, masters: &[String]) -> Vec<String> {
-    let Some(port) = game.master_port() else {
-        return masters.to_vec();
-    };
-    let mut seen: Vec<(SocketAddr, &str)> = Vec::new();
-    let mut out = Vec::with_capacity(masters.len());
-    for (text, addr) in client.resolve(masters, port).await {
-        let Ok(addr) = addr else {
-            out.push(text);
-            continue;
-        };
-        match seen.iter().find(|(a, _)| *a == addr) {
-            Some((_, first)) if *first == text => {
-                eprintln!("master {text}: named twice, asked once");
-            }
-            Some((_, first)) => {
-                eprintln!("master {text}: the same address as {first} ({addr}): asked once");
-            }
-            None => {
-                if let Some(t) = masters.iter().find(|m| **m == text) {
-                    seen.push((addr, t.as_str()));
-                }
-                out.push(text);
-            }
-        }
+    let (kept, notes) = client.dedupe_masters(game, masters).await;
+    for n in notes {
+        eprintln!("{n}");
     }
-    out
+    kept
 }
 
 /// Each master's failure, warnings and what was left out of its list, on stderr; a hint

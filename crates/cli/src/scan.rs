@@ -488,7 +488,7 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
         let resolved = client.resolve_owned(texts, game.default_port()).await;
         for (&i, (text, r)) in idx.iter().zip(resolved) {
             if let Some(Some(t)) = slots.get_mut(i) {
-                t.2 = r.map_err(|e| resolve_error(&text, e));
+                t.2 = r.map_err(|e| fragstat::resolve_error(&text, &e));
             }
         }
     }
@@ -503,15 +503,6 @@ async fn resolve(client: &Client, entries: Vec<Entry>, default: Option<&GameRef>
         })
         .map(|(t, _)| t)
         .collect()
-}
-
-/// Why `text` did not resolve, without naming it again (the row shows the address, and the
-/// resolver's reason names the host).
-pub(crate) fn resolve_error(text: &str, e: fragstat::Error) -> String {
-    match e {
-        fragstat::Error::Resolve { source, .. } => source.to_string(),
-        e => e.to_string().replace(&format!("{text}: "), ""),
-    }
 }
 
 pub async fn master(a: MasterArgs) -> anyhow::Result<ExitCode> {

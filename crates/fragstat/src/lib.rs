@@ -69,7 +69,7 @@ pub use filter::{classify, FilterReason, ListFilter, ListLimits};
 pub use master::{
     catalogue_at, Listed, MasterList, MasterListRequest, MasterReport, MasterStream, MasterUpdate,
 };
-pub use record::{no_time, record};
+pub use record::{no_time, record, resolve_error};
 pub use scan::{Indexed, Scan, ScanItem};
 #[cfg(feature = "quake3")]
 pub use typed::Quake3;

@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::filter::FilterReason;
 
 mod catalogue;
+mod dedupe;
 pub use catalogue::catalogue_at;
 mod http_list;
 mod json;
@@ -333,8 +334,13 @@ impl MasterListRequest {
         let masters = plan.masters.iter().map(Target::text).collect();
         let (tx, rx) = mpsc::channel(16);
         let client = self.client.clone();
+        let reader = tx.clone();
         tokio::spawn(async move {
-            run(client, plan, Some(tx)).await;
+            // A stream dropped before the end stops its masters' queries.
+            tokio::select! {
+                () = reader.closed() => {}
+                _ = run(client, plan, Some(tx)) => {}
+            }
         });
         Ok(MasterStream { rx, masters })
     }
@@ -542,13 +548,18 @@ async fn spawn_udp(client: &Client, plan: &Plan, tx: &mpsc::UnboundedSender<Answ
         .with_timeout(client.config().master_timeout)
         .with_max_bytes(max_entries.saturating_mul(24).saturating_add(1 << 16));
     let rounds = catalogue::rounds(requests);
-    tokio::spawn(ask_rounds(
-        engine,
-        plan.game.clone(),
-        rounds,
-        options,
-        tx.clone(),
-    ));
+    let work = ask_rounds(engine, plan.game.clone(), rounds, options, tx.clone());
+    tokio::spawn(while_wanted(tx.clone(), work));
+}
+
+/// Runs a master's `work` until it ends or nobody waits for its answers any more (the
+/// request was dropped: a cancelled call, an aborted signal in the Node.js binding), so its
+/// queries (later rounds, other protocols) stop with the request.
+async fn while_wanted(tx: mpsc::UnboundedSender<Answer>, work: impl Future<Output = ()>) {
+    tokio::select! {
+        () = tx.closed() => {}
+        () = work => {}
+    }
 }
 
 /// Asks the masters round by round ([`catalogue::rounds`]: no address twice at once) and

@@ -94,3 +94,12 @@ fn unanswered(game: &GameRef, e: &Error) -> String {
     }
     text
 }
+
+/// Why `text` (a server as given) did not resolve, without naming it again: the resolver's
+/// reason names the host, and a record shows the address beside it.
+pub fn resolve_error(text: &str, e: &Error) -> String {
+    match e {
+        Error::Resolve { source, .. } => source.to_string(),
+        e => e.to_string().replace(&format!("{text}: "), ""),
+    }
+}

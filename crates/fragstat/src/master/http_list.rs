@@ -54,8 +54,9 @@ pub(super) fn spawn_http(
             }
         };
         let tx = tx.clone();
+        let wanted = tx.clone();
         let addr = url_addr(&url);
-        tokio::spawn(async move {
+        tokio::spawn(super::while_wanted(wanted, async move {
             let t0 = std::time::Instant::now();
             let body = crate::http::fetch(&http, &url, max).await;
             let rtt = t0.elapsed();
@@ -73,7 +74,7 @@ pub(super) fn spawn_http(
                 warnings,
                 skipped: false,
             });
-        });
+        }));
     }
 }
 

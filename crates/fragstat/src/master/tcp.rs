@@ -79,8 +79,9 @@ pub(super) async fn spawn_tcp(
             }
         };
         let tx = tx.clone();
+        let wanted = tx.clone();
         let request = request.clone();
-        tokio::spawn(async move {
+        tokio::spawn(super::while_wanted(wanted, async move {
             let t0 = std::time::Instant::now();
             let body = fetch(addr, &request, bounds).await;
             let rtt = t0.elapsed();
@@ -98,7 +99,7 @@ pub(super) async fn spawn_tcp(
                 warnings,
                 skipped: false,
             });
-        });
+        }));
     }
 }
 
