@@ -16,70 +16,26 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use fragstat::core::registry::EmuServer;
-use fragstat::core::service::{Outbox, Service};
-use fragstat::core::{Transport, UdpTransport};
+use fragstat::core::service::Service;
 use fragstat_tracker::config::{Config, Source, WebhookFormat};
 use fragstat_tracker::Tracker;
 use serde_json::Value;
+use support::switch::Server;
 use support::{kinds, Sse};
 use tokio::sync::{mpsc, watch};
 
 /// Generous: the point where a test gives up, not how long things take.
 const SETTLE: Duration = Duration::from_secs(60);
 
-type Current = Arc<Mutex<Option<Box<dyn Service>>>>;
-
-struct Switch(Current);
-
-impl Service for Switch {
-    fn handle(&mut self, now: std::time::Instant, from: SocketAddr, d: &[u8], out: &mut Outbox) {
-        if let Some(s) = self.0.lock().unwrap().as_mut() {
-            s.handle(now, from, d, out);
-        }
-    }
-}
-
+/// The test's emulated Quake III server on `map` with `players` players.
 fn emulated(map: &str, players: usize) -> Box<dyn Service> {
-    fragstat::game("q3")
-        .unwrap()
-        .emulator()
-        .expect("built with emulators")
-        .emulated_server(&EmuServer::new(b"^2events".to_vec(), map, players).with_seed(3))
-        .unwrap()
+    support::switch::emulated("^2events", map, players)
 }
 
-/// A server on a socket kept for the test, answering as `current` says.
-struct Server {
-    addr: SocketAddr,
-    current: Current,
-    _stop: watch::Sender<bool>,
-}
-
-impl Server {
-    fn start(map: &str, players: usize) -> Server {
-        let current: Current = Arc::new(Mutex::new(Some(emulated(map, players))));
-        let socket: Arc<dyn Transport> =
-            Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
-        let addr = socket.local_addr().unwrap();
-        let (stop, mut rx) = watch::channel(false);
-        tokio::spawn(fragstat::core::serve::run(
-            socket,
-            Switch(current.clone()),
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            },
-        ));
-        Server {
-            addr,
-            current,
-            _stop: stop,
-        }
-    }
-
-    fn set(&self, s: Option<Box<dyn Service>>) {
-        *self.current.lock().unwrap() = s;
-    }
+/// A server on a socket kept for the test ([`support::switch::Server`]), named as
+/// [`emulated`] names it.
+fn start(map: &str, players: usize) -> Server {
+    Server::start("^2events", map, players)
 }
 
 fn config(dir: &tempfile::TempDir, server: SocketAddr) -> Config {
@@ -194,7 +150,7 @@ async fn wait_metric(tracker: &Tracker, name: &str, want: f64) {
 
 #[tokio::test]
 async fn silent_server_and_new_map_reach_sse_clients_and_webhooks() {
-    let server = Server::start("q3dm6", 2);
+    let server = start("q3dm6", 2);
     let dir = tempfile::tempdir().unwrap();
     let mut json_hook = receiver(Vec::new()).await;
     let mut c = config(&dir, server.addr);
@@ -281,7 +237,7 @@ async fn silent_server_and_new_map_reach_sse_clients_and_webhooks() {
 
 #[tokio::test]
 async fn failing_receiver_gets_the_retry_after_backoff_and_retry_after() {
-    let server = Server::start("q3dm6", 1);
+    let server = start("q3dm6", 1);
     let dir = tempfile::tempdir().unwrap();
     let mut hook = receiver(vec![(500, None), (429, Some("0"))]).await;
     let mut c = config(&dir, server.addr);
@@ -367,7 +323,7 @@ async fn a_round_without_the_player_list_loses_no_join_and_makes_none_up() {
 /// receiver's next POST is already the next round's batch.
 #[tokio::test]
 async fn other_4xx_drops_the_batch_at_once() {
-    let server = Server::start("m0", 0);
+    let server = start("m0", 0);
     let dir = tempfile::tempdir().unwrap();
     let mut hook = receiver(vec![(400, None), (404, None)]).await;
     let mut c = config(&dir, server.addr);
@@ -396,7 +352,7 @@ async fn other_4xx_drops_the_batch_at_once() {
 /// request's timeout), and the full queue drops its oldest batches, counted.
 #[tokio::test]
 async fn silent_receiver_delays_no_round_and_a_full_queue_drops_the_oldest() {
-    let server = Server::start("m0", 0);
+    let server = start("m0", 0);
     let dir = tempfile::tempdir().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
@@ -441,7 +397,7 @@ async fn silent_receiver_delays_no_round_and_a_full_queue_drops_the_oldest() {
 
 #[tokio::test]
 async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
-    let server = Server::start("q3dm6", 0);
+    let server = start("q3dm6", 0);
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(&dir, server.addr);
     c.sse_max_clients = 2;
@@ -554,7 +510,7 @@ async fn sse_clients_are_capped_and_a_lagging_client_is_told() {
 /// (2), and a fifth host still gets a stream.
 #[tokio::test]
 async fn four_hosts_cannot_hold_every_sse_stream() {
-    let server = Server::start("q3dm6", 0);
+    let server = start("q3dm6", 0);
     let dir = tempfile::tempdir().unwrap();
     let c = config(&dir, server.addr);
     assert_eq!(c.sse_max_clients, 64);

@@ -11,37 +11,24 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fragstat::core::service::{Outbox, Service};
-use fragstat::core::{Transport, UdpTransport};
+use fragstat::core::service::Service;
 use fragstat::quake3::emulate::{EmuPlayer, EmulatedServer, ServerConfig};
 use fragstat::quake3::Quake3Game;
 use fragstat_tracker::config::{Config, Source};
 use fragstat_tracker::Tracker;
 use serde_json::Value;
+use support::switch::Server;
 use support::Sse;
 use tokio::sync::{mpsc, watch};
 
 /// Generous: the point where a test gives up, not how long things take.
 const SETTLE: Duration = Duration::from_secs(60);
 
-type Current = Arc<Mutex<Option<EmulatedServer>>>;
-
-struct Switch(Current);
-
-impl Service for Switch {
-    fn handle(&mut self, now: std::time::Instant, from: SocketAddr, d: &[u8], out: &mut Outbox) {
-        if let Some(s) = self.0.lock().unwrap().as_mut() {
-            s.handle(now, from, d, out);
-        }
-    }
-}
-
 /// A Quake III server whose players are `(name, ping, bot)`: getinfo counts the bots
 /// (`clients − g_humanplayers`), getstatus lists `score ping "name"` and marks none.
-fn q3(players: &[(&str, i32, bool)]) -> EmulatedServer {
+fn q3(players: &[(&str, i32, bool)]) -> Box<dyn Service> {
     let mut c = ServerConfig::sample(Quake3Game::Quake3, b"^2people", 0);
     c.players = players
         .iter()
@@ -54,7 +41,7 @@ fn q3(players: &[(&str, i32, bool)]) -> EmulatedServer {
             team: 0,
         })
         .collect();
-    EmulatedServer::new(c)
+    Box::new(EmulatedServer::new(c))
 }
 
 /// Two humans (one with a colour code), two bots (ping 0, as ioq3 sends them).
@@ -64,39 +51,6 @@ const PLAYERS: [(&str, i32, bool); 4] = [
     ("Sarge", 0, true),
     ("Grunt", 0, true),
 ];
-
-/// A server on a socket kept for the test, answering as `current` says.
-struct Server {
-    addr: SocketAddr,
-    current: Current,
-    _stop: watch::Sender<bool>,
-}
-
-impl Server {
-    fn start(s: EmulatedServer) -> Server {
-        let current: Current = Arc::new(Mutex::new(Some(s)));
-        let socket: Arc<dyn Transport> =
-            Arc::new(UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap());
-        let addr = socket.local_addr().unwrap();
-        let (stop, mut rx) = watch::channel(false);
-        tokio::spawn(fragstat::core::serve::run(
-            socket,
-            Switch(current.clone()),
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            },
-        ));
-        Server {
-            addr,
-            current,
-            _stop: stop,
-        }
-    }
-
-    fn set(&self, s: EmulatedServer) {
-        *self.current.lock().unwrap() = Some(s);
-    }
-}
 
 fn config(database: String, server: SocketAddr, extra: &str) -> Config {
     let mut c = Config::parse(extra).unwrap();
@@ -176,7 +130,7 @@ fn joined(events: &[Value]) -> Vec<(String, Value)> {
 /// have no player page and no place in the search unless asked.
 #[tokio::test(flavor = "multi_thread")]
 async fn bots_are_marked_everywhere_and_kept_out_of_search() {
-    let server = Server::start(q3(&[]));
+    let server = Server::serving(q3(&[]));
     let dir = tempfile::tempdir().unwrap();
     let (hook, mut posts, _hook_stop) = receiver().await;
     let db = dir.path().join("t.db").display().to_string();
@@ -188,7 +142,7 @@ async fn bots_are_marked_everywhere_and_kept_out_of_search() {
     // The first round is the baseline; then the players come.
     tracker.round().await.unwrap();
     let mut sse = Sse::open(&format!("{base}/api/events?kind=player_joined")).await;
-    server.set(q3(&PLAYERS));
+    server.set(Some(q3(&PLAYERS)));
     tracker.round().await.unwrap();
 
     let f = Value::Bool(false);
@@ -270,7 +224,7 @@ async fn bots_are_marked_everywhere_and_kept_out_of_search() {
 /// history, is never announced again (not even leaving), and is never stored again; their
 /// servers still count them.
 async fn opt_out_and_forget(database: String) {
-    let server = Server::start(q3(&[]));
+    let server = Server::serving(q3(&[]));
     let c = config(
         database.clone(),
         server.addr,
@@ -281,7 +235,7 @@ async fn opt_out_and_forget(database: String) {
     let base = web.base.clone();
     tracker.round().await.unwrap();
     let mut sse = Sse::open(&format!("{base}/api/events")).await;
-    server.set(q3(&PLAYERS));
+    server.set(Some(q3(&PLAYERS)));
     tracker.round().await.unwrap();
     let events = sse.take(3).await;
     let names: Vec<String> = joined(&events).into_iter().map(|(n, _)| n).collect();
@@ -347,12 +301,12 @@ async fn opt_out_and_forget(database: String) {
     ))
     .await;
     // She leaves, and a new player comes: the only event is the newcomer's.
-    server.set(q3(&[
+    server.set(Some(q3(&[
         ("^1Bob", 55, false),
         ("Sarge", 0, true),
         ("Grunt", 0, true),
         ("Carol", 30, false),
-    ]));
+    ])));
     tracker.round().await.unwrap();
     let next = sse.take(1).await;
     assert_eq!(next[0]["event"], "player_joined", "{next:?}");
@@ -374,7 +328,7 @@ async fn opt_out_and_forget(database: String) {
         ),
         "{replayed:?}"
     );
-    server.set(q3(&PLAYERS));
+    server.set(Some(q3(&PLAYERS)));
     tracker.round().await.unwrap();
     let next = sse.take(1).await;
     assert_eq!(next[0]["event"], "player_left", "{next:?}");

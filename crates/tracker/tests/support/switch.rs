@@ -51,7 +51,12 @@ pub struct Server {
 
 impl Server {
     pub fn start(name: &str, map: &str, players: usize) -> Server {
-        let current: Current = Arc::new(Mutex::new(Some(emulated(name, map, players))));
+        Server::serving(emulated(name, map, players))
+    }
+
+    /// A server answering as `service` (a test's own emulated server) until [`Server::set`].
+    pub fn serving(service: Box<dyn Service>) -> Server {
+        let current: Current = Arc::new(Mutex::new(Some(service)));
         let (addr, stop) = serve(Switch(current.clone()));
         Server {
             addr,
