@@ -310,7 +310,12 @@ fn node_tests() -> Result<()> {
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
     if major < 20 {
-        bail!("the Node.js binding's tests need Node.js 20 or later, found {version}");
+        let msg = format!("the Node.js binding's tests need Node.js 20 or later, found {version}");
+        if in_ci() {
+            bail!("{msg}");
+        }
+        eprintln!("xtask: WARNING: {msg}: they are SKIPPED");
+        return Ok(());
     }
     let dir = root().join("bindings/node");
     let target = std::env::var_os("CARGO_TARGET_DIR")

@@ -51,12 +51,20 @@ const LABELS = {
   gamedig: 'gamedig: all at once',
   'gamedig-pool': `gamedig: pool of ${opts.pool}`,
 };
+/** A usage error: said in one line (no stack), exit status 2. */
+function usage(message) {
+  console.error(`bench/scan.js: ${message}`);
+  console.error('usage: node bench/scan.js [--runs N] [--warmup N] [--servers N] [--players N] [--clients LIST] [--pool N] [--gamedig-timeout MS]');
+  process.exit(2);
+}
 for (const c of opts.clients) {
-  if (!(c in LABELS)) throw new Error(`--clients: no client ${c} (${Object.keys(LABELS).join(', ')})`);
+  if (!Object.hasOwn(LABELS, c)) usage(`--clients: no client ${c} (${Object.keys(LABELS).join(', ')})`);
 }
-if (!(opts.runs >= 1 && opts.warmup >= 0 && opts.servers >= 1)) {
-  throw new Error('--runs ≥ 1, --warmup ≥ 0, --servers ≥ 1');
+const whole = (n, min) => Number.isInteger(n) && n >= min;
+if (!whole(opts.runs, 1) || !whole(opts.warmup, 0) || !whole(opts.servers, 1) || !whole(opts.players, 0)) {
+  usage('--runs and --servers are whole numbers ≥ 1, --warmup and --players ≥ 0');
 }
+if (!whole(opts.pool, 1) || !(opts.gamedigTimeout > 0)) usage('--pool ≥ 1, --gamedig-timeout > 0 ms');
 
 /** The farm process's CPU so far, ms (/proc: clock ticks of 10 ms). */
 function procCpuMs(pid) {

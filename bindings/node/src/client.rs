@@ -23,7 +23,8 @@ const WATCH_BUFFER: usize = 64;
 fn record_json(record: &Record) -> String {
     let mut out = Vec::new();
     record.write_json(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    // The writer writes UTF-8 (strings are escaped JSON): no copy but in a case that cannot be.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 fn game(id: &str) -> napi::Result<GameRef> {

@@ -403,8 +403,11 @@ pub fn master_list(
             writeln!(out)?;
         }
         Format::Ndjson => {
-            let json = list.to_json();
-            let each = |k: &str| json[k].as_array().cloned().unwrap_or_default();
+            let mut json = list.to_json();
+            let mut each = |k: &str| match json[k].take() {
+                serde_json::Value::Array(a) => a,
+                _ => Vec::new(),
+            };
             for r in each("masters") {
                 serde_json::to_writer(&mut out, &serde_json::json!({ "master": r }))
                     .map_err(io::Error::from)?;
